@@ -1,0 +1,90 @@
+/** Configuration from environment variables. */
+
+/** A setting that cannot be used; start-up stops with its one-line message. */
+export class ConfigError extends Error {
+  override readonly name = "ConfigError";
+}
+
+export interface Config {
+  host: string;
+  port: number;
+  storeUrl: string;
+  /** Unset disables AdminService and ReportsService. */
+  adminToken: string | undefined;
+  logLevel: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
+  /**
+   * Fastify's trustProxy: false (default: X-Forwarded-For is ignored), true,
+   * a hop count, or a comma-separated list of addresses/CIDRs.
+   */
+  trustProxy: boolean | number | string;
+  ingestQueueCapacity: number;
+  ingestBatchMax: number;
+  ingestFlushMs: number;
+  /** A GeoLite2/GeoIP2 country or city MMDB file; the bundled DB-IP file otherwise. */
+  geoipDb: string | undefined;
+  /** How long a request waits for the store before it gets 503. */
+  storeTimeoutMs: number;
+  /** How long shutdown waits for in-flight requests. */
+  shutdownTimeoutMs: number;
+}
+
+type Env = Record<string, string | undefined>;
+
+const LOG_LEVELS = ["fatal", "error", "warn", "info", "debug", "trace", "silent"] as const;
+
+function int(env: Env, name: string, fallback: number, min: number, max: number): number {
+  const raw = env[name];
+  if (raw === undefined || raw === "") return fallback;
+  if (!/^\d+$/.test(raw) || Number(raw) < min || Number(raw) > max) {
+    throw new ConfigError(`${name} must be an integer from ${min} to ${max}, got "${raw}"`);
+  }
+  return Number(raw);
+}
+
+function trustProxy(raw: string | undefined): Config["trustProxy"] {
+  if (raw === undefined || raw === "" || raw === "false") return false;
+  if (raw === "true") return true;
+  if (/^\d+$/.test(raw)) return Number(raw);
+  const parts = raw.split(",").map((p) => p.trim());
+  const ok = parts.every((p) => /^[0-9a-fA-F:.]+(\/\d{1,3})?$/.test(p) || p === "loopback");
+  if (!ok) {
+    throw new ConfigError(
+      `TRUST_PROXY must be false, true, a hop count or a comma-separated list of addresses/CIDRs, got "${raw}"`,
+    );
+  }
+  return parts.join(",");
+}
+
+/** Reads the configuration; throws ConfigError naming the first invalid setting. */
+export function loadConfig(env: Env = process.env): Config {
+  const host = env.HOST || "127.0.0.1";
+  const storeUrl = env.STORE_URL || "sqlite:./data/ingest.sqlite";
+  if (!/^(sqlite:.+|mongodb(\+srv)?:\/\/.+)$/.test(storeUrl)) {
+    throw new ConfigError(
+      "STORE_URL must be sqlite:<path> or mongodb://… / mongodb+srv://…, got an unsupported value",
+    );
+  }
+  const logLevel = (env.LOG_LEVEL || "info") as Config["logLevel"];
+  if (!LOG_LEVELS.includes(logLevel)) {
+    throw new ConfigError(`LOG_LEVEL must be one of ${LOG_LEVELS.join(", ")}, got "${logLevel}"`);
+  }
+  const adminToken = env.ADMIN_TOKEN || undefined;
+  if (adminToken !== undefined && adminToken.length < 16) {
+    throw new ConfigError("ADMIN_TOKEN must be at least 16 characters");
+  }
+  const ingestBatchMax = int(env, "INGEST_BATCH_MAX", 512, 1, 100_000);
+  return {
+    host,
+    port: int(env, "PORT", 8080, 0, 65535),
+    storeUrl,
+    adminToken,
+    logLevel,
+    trustProxy: trustProxy(env.TRUST_PROXY),
+    ingestQueueCapacity: int(env, "INGEST_QUEUE_CAPACITY", 10_000, 1, 10_000_000),
+    ingestBatchMax,
+    ingestFlushMs: int(env, "INGEST_FLUSH_MS", 2, 0, 10_000),
+    geoipDb: env.GEOIP_DB || undefined,
+    storeTimeoutMs: int(env, "STORE_TIMEOUT_MS", 5_000, 10, 600_000),
+    shutdownTimeoutMs: int(env, "SHUTDOWN_TIMEOUT_MS", 10_000, 0, 600_000),
+  };
+}

@@ -1,0 +1,231 @@
+/**
+ * Account administration: accounts, members, sites and API keys. Used by
+ * AdminService and by the admin CLI, so both apply the same rules.
+ */
+import type { ApiKeyRecord, Role, Scope, Store } from "../store/port.js";
+import type { Clock } from "./clock.js";
+import { DomainError } from "./errors.js";
+import { newId } from "./ids.js";
+import { generateApiKey, hashApiKey, keyDisplayPrefix } from "./keys.js";
+import { ALLOWANCES, isPlan, KEY_PLAN, PLANS, type Plan, utcMonth } from "./plans.js";
+
+const ROLES: readonly Role[] = ["owner", "admin", "member"];
+const SCOPES: readonly Scope[] = ["events", "payments"];
+const KEY_MANAGERS: readonly Role[] = ["owner", "admin"];
+
+const invalid = (message: string) => new DomainError("invalid_input", message);
+
+function email(value: string): string {
+  const e = value.trim().toLowerCase();
+  if (!/^[^@\s]+@[^@\s]+$/.test(e) || e.length > 254)
+    throw invalid("email must be an email address");
+  return e;
+}
+
+function plan(value: string): Plan {
+  if (!isPlan(value)) throw invalid(`plan must be one of ${PLANS.join(", ")}`);
+  return value;
+}
+
+/** A host name as typed by a person, e.g. `Example.com` or `https://www.example.com/`. */
+function hostname(value: string): string {
+  const raw = value.trim().toLowerCase();
+  let host = raw;
+  try {
+    host = new URL(raw.includes("://") ? raw : `http://${raw}`).hostname;
+  } catch {
+    throw invalid(`hostname "${value}" is not a valid host name`);
+  }
+  if (!/^[a-z0-9.-]+$/.test(host) && !/^\[[0-9a-f:.]+\]$/.test(host)) {
+    throw invalid(`hostname "${value}" is not a valid host name`);
+  }
+  return host;
+}
+
+export interface UsageView {
+  accountId: string;
+  plan: Plan;
+  month: string;
+  counted: number;
+  allowance: number;
+  ceiling: number;
+}
+
+export interface KeyView {
+  keyId: string;
+  siteId: string;
+  name: string;
+  scopes: Scope[];
+  prefix: string;
+  createdAt: number;
+  lastUsedAt?: number;
+  createdBy: string;
+}
+
+function keyView(k: ApiKeyRecord): KeyView {
+  return {
+    keyId: k.id,
+    siteId: k.siteId,
+    name: k.name,
+    scopes: k.scopes,
+    prefix: k.prefix,
+    createdAt: k.createdAt,
+    lastUsedAt: k.lastUsedAt,
+    createdBy: k.createdBy,
+  };
+}
+
+/** The administration operations, bound to a store and a clock. */
+export function createAdmin(deps: { store: Store; clock: Clock }) {
+  const { store, clock } = deps;
+
+  async function accountOf(accountId: string) {
+    const account = await store.getAccount(accountId);
+    if (!account) throw new DomainError("not_found", `account ${accountId} not found`);
+    return account;
+  }
+
+  async function siteOf(siteId: string) {
+    const site = await store.getSite(siteId);
+    if (!site) throw new DomainError("not_found", `site ${siteId} not found`);
+    return site;
+  }
+
+  /** Only owners and admins manage keys; says which rule refused. */
+  async function requireKeyManager(accountId: string, actorUserId: string, action: string) {
+    if (!actorUserId) throw invalid("the acting user id is required");
+    const role = await store.getRole(accountId, actorUserId);
+    if (!role) {
+      throw new DomainError(
+        "forbidden",
+        `user ${actorUserId} is not a member of account ${accountId}`,
+      );
+    }
+    if (!KEY_MANAGERS.includes(role)) {
+      throw new DomainError(
+        "forbidden",
+        `only owners and admins can ${action} API keys; user ${actorUserId} is a ${role}`,
+      );
+    }
+  }
+
+  return {
+    async createAccount(input: { name: string; plan: string; ownerEmail: string }) {
+      const name = input.name.trim();
+      if (name.length < 1 || name.length > 200) throw invalid("name must be 1 to 200 characters");
+      const p = plan(input.plan);
+      const ownerEmail = email(input.ownerEmail);
+      const now = clock.now();
+      const account = { id: newId("acct"), name, plan: p, createdAt: now };
+      await store.createAccount(account);
+      const owner = await store.ensureUser({
+        id: newId("user"),
+        email: ownerEmail,
+        createdAt: now,
+      });
+      await store.setMembership(account.id, owner.id, "owner");
+      return { accountId: account.id, ownerUserId: owner.id };
+    },
+
+    async setPlan(input: { accountId: string; plan: string }) {
+      const p = plan(input.plan);
+      if (!(await store.setPlan(input.accountId, p))) {
+        throw new DomainError("not_found", `account ${input.accountId} not found`);
+      }
+      return { accountId: input.accountId, plan: p };
+    },
+
+    async addMember(input: { accountId: string; email: string; role: string }) {
+      if (!ROLES.includes(input.role as Role)) {
+        throw invalid(`role must be one of ${ROLES.join(", ")}`);
+      }
+      const e = email(input.email);
+      await accountOf(input.accountId);
+      const user = await store.ensureUser({ id: newId("user"), email: e, createdAt: clock.now() });
+      await store.setMembership(input.accountId, user.id, input.role as Role);
+      return { userId: user.id };
+    },
+
+    async createSite(input: { accountId: string; hostnames: string[] }) {
+      if (input.hostnames.length === 0) throw invalid("at least one hostname is required");
+      await accountOf(input.accountId);
+      const hostnames = [...new Set(input.hostnames.map(hostname))];
+      const site = {
+        id: newId("site"),
+        accountId: input.accountId,
+        hostnames,
+        createdAt: clock.now(),
+      };
+      await store.createSite(site);
+      return { siteId: site.id };
+    },
+
+    async createKey(input: {
+      siteId: string;
+      name: string;
+      scopes: string[];
+      actorUserId: string;
+    }) {
+      const name = input.name;
+      if ([...name].length < 1 || [...name].length > 100) {
+        throw invalid("key name must be 1 to 100 characters");
+      }
+      const scopes = [...new Set(input.scopes.map((s) => s.trim()).filter(Boolean))];
+      if (scopes.length === 0 || !scopes.every((s) => SCOPES.includes(s as Scope))) {
+        throw invalid("scopes must be events, payments or both");
+      }
+      const site = await siteOf(input.siteId);
+      const account = await accountOf(site.accountId);
+      await requireKeyManager(account.id, input.actorUserId, "create");
+      if (account.plan !== KEY_PLAN) {
+        throw new DomainError(
+          "plan_required",
+          `creating API keys requires the ${KEY_PLAN} plan; account ${account.id} is on the ${account.plan} plan`,
+        );
+      }
+      const key = generateApiKey();
+      const record: ApiKeyRecord = {
+        id: newId("key"),
+        siteId: site.id,
+        name,
+        scopes: SCOPES.filter((s) => scopes.includes(s)),
+        hash: hashApiKey(key),
+        prefix: keyDisplayPrefix(key),
+        createdBy: input.actorUserId,
+        createdAt: clock.now(),
+      };
+      await store.insertKey(record);
+      return { keyId: record.id, key };
+    },
+
+    async listKeys(input: { siteId: string }): Promise<KeyView[]> {
+      await siteOf(input.siteId);
+      return (await store.listKeys(input.siteId)).map(keyView);
+    },
+
+    async deleteKey(input: { keyId: string; actorUserId: string }) {
+      const key = await store.getKey(input.keyId);
+      if (!key) throw new DomainError("not_found", `API key ${input.keyId} not found`);
+      const site = await siteOf(key.siteId);
+      await requireKeyManager(site.accountId, input.actorUserId, "delete");
+      await store.deleteKey(key.id);
+      return { keyId: key.id };
+    },
+
+    async getUsage(input: { accountId: string }): Promise<UsageView> {
+      const account = await accountOf(input.accountId);
+      const month = utcMonth(clock.now());
+      const { included, ceiling } = ALLOWANCES[account.plan];
+      return {
+        accountId: account.id,
+        plan: account.plan,
+        month,
+        counted: await store.getUsage(account.id, month),
+        allowance: included,
+        ceiling,
+      };
+    },
+  };
+}
+
+export type Admin = ReturnType<typeof createAdmin>;

@@ -1,0 +1,98 @@
+/**
+ * Every error the service reports, and how each front shows it.
+ *
+ * One table maps a domain error kind to the REST status and code of the
+ * public error envelope and to the Connect/gRPC code, so both doors say the
+ * same thing (as connect-es keeps its code-to-HTTP table in one file).
+ */
+
+/** Connect/gRPC codes used by the service, by their canonical names. */
+export type RpcCode =
+  | "invalid_argument"
+  | "unauthenticated"
+  | "permission_denied"
+  | "not_found"
+  | "already_exists"
+  | "failed_precondition"
+  | "resource_exhausted"
+  | "unavailable"
+  | "internal";
+
+interface ErrorShape {
+  /** HTTP status of the REST envelope. */
+  readonly status: number;
+  /** `error.code` of the REST envelope and `reason` of the RPC ErrorInfo. */
+  readonly code: string;
+  readonly rpc: RpcCode;
+}
+
+/** The table. Keys are the kinds a DomainError can have. */
+export const ERROR_TABLE = {
+  invalid_input: { status: 400, code: "invalid_input", rpc: "invalid_argument" },
+  body_too_large: { status: 413, code: "invalid_input", rpc: "invalid_argument" },
+  unsupported_media_type: { status: 415, code: "invalid_input", rpc: "invalid_argument" },
+  unauthorized: { status: 401, code: "unauthorized", rpc: "unauthenticated" },
+  forbidden: { status: 403, code: "forbidden", rpc: "permission_denied" },
+  not_found: { status: 404, code: "not_found", rpc: "not_found" },
+  method_not_allowed: { status: 405, code: "method_not_allowed", rpc: "not_found" },
+  conflict: { status: 409, code: "conflict", rpc: "already_exists" },
+  plan_required: { status: 403, code: "forbidden", rpc: "failed_precondition" },
+  quota_exceeded: { status: 429, code: "quota_exceeded", rpc: "resource_exhausted" },
+  rate_limited: { status: 503, code: "rate_limited", rpc: "unavailable" },
+  unavailable: { status: 503, code: "unavailable", rpc: "unavailable" },
+  internal: { status: 500, code: "internal", rpc: "internal" },
+} as const satisfies Record<string, ErrorShape>;
+
+/** A kind of domain error: a key of {@link ERROR_TABLE}. */
+export type ErrorKind = keyof typeof ERROR_TABLE;
+
+/** The message a 500 shows: never the internal cause. */
+export const INTERNAL_MESSAGE = "internal error";
+
+/**
+ * An error the service means to report to the caller. Anything else that is
+ * thrown is an internal error and is reported as {@link INTERNAL_MESSAGE}.
+ */
+export class DomainError extends Error {
+  override readonly name = "DomainError";
+
+  constructor(
+    readonly kind: ErrorKind,
+    message: string,
+    /** Seconds for a Retry-After header, when the caller should come back later. */
+    readonly retryAfterSeconds?: number,
+  ) {
+    super(message);
+  }
+
+  /** The shape this error takes on each front. */
+  get shape(): ErrorShape {
+    return ERROR_TABLE[this.kind];
+  }
+}
+
+/** Shorthand constructors for the errors the spec words exactly. */
+export const errors = {
+  missingKey: () => new DomainError("unauthorized", "missing or malformed API key"),
+  unknownKey: () => new DomainError("unauthorized", "unknown or revoked API key"),
+  missingScope: (scope: string) => new DomainError("forbidden", `API key lacks the ${scope} scope`),
+  foreignSite: () => new DomainError("forbidden", "api key does not belong to this site"),
+  unknownSite: () => new DomainError("not_found", "unknown site"),
+  invalidJson: (detail: string) => new DomainError("invalid_input", `invalid JSON: ${detail}`),
+  bodyTooLarge: (limitKb: number) =>
+    new DomainError("body_too_large", `request body larger than ${limitKb} KB`),
+  quotaExceeded: (retryAfterSeconds: number) =>
+    new DomainError("quota_exceeded", "monthly event quota exceeded", retryAfterSeconds),
+  queueFull: () => new DomainError("rate_limited", "ingest queue is full, retry later", 2),
+  storeUnavailable: () =>
+    new DomainError("unavailable", "the store is unavailable, retry later", 2),
+  adminTokenUnset: () =>
+    new DomainError("unauthorized", "admin API is disabled: ADMIN_TOKEN is not set"),
+  badAdminToken: () => new DomainError("unauthorized", "missing or invalid admin token"),
+};
+
+/** Converts anything thrown into a DomainError, hiding internal causes. */
+export function toDomainError(err: unknown): DomainError {
+  if (err instanceof DomainError) return err;
+  return new DomainError("internal", INTERNAL_MESSAGE);
+}

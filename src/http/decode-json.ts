@@ -1,0 +1,136 @@
+/**
+ * Strict decoding of REST JSON bodies against the proto message that
+ * describes them: unknown fields at any depth and values of the wrong JSON
+ * type are refused with `invalid JSON: …` naming the field's path. Field
+ * rules (lengths, enums, ranges) are the domain's, checked afterwards.
+ *
+ * Only proto field names (snake_case, as in the spec) are accepted. A JSON
+ * `null` is taken as an absent field and removed.
+ */
+import { type DescField, type DescMessage, ScalarType } from "@bufbuild/protobuf";
+import { errors } from "../domain/errors.js";
+
+/** Parses a body as JSON; throws `invalid JSON: …` for malformed text. */
+export function parseJsonBody(body: Buffer | string | undefined): unknown {
+  const text = typeof body === "string" ? body : (body?.toString("utf8") ?? "");
+  if (text.trim() === "") throw errors.invalidJson("the body is empty");
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    throw errors.invalidJson(syntaxDetail(err, text));
+  }
+}
+
+/** V8's messages quote the body; say where the syntax breaks instead. */
+function syntaxDetail(err: unknown, text: string): string {
+  const message = err instanceof Error ? err.message : "";
+  const at = /position (\d+)/.exec(message)?.[1];
+  if (at !== undefined) return `syntax error at position ${at}`;
+  if (/end of (JSON )?input|Unterminated/i.test(message)) {
+    return `unexpected end of input at position ${text.length}`;
+  }
+  return "syntax error";
+}
+
+/**
+ * Checks that `value` is a JSON object shaped like `desc`, and returns it
+ * with `null` fields removed. Throws `invalid JSON: …` on the first problem.
+ */
+export function decodeStrict(desc: DescMessage, value: unknown): Record<string, unknown> {
+  if (!isObject(value)) throw errors.invalidJson("the body must be a JSON object");
+  return checkMessage(desc, value, "");
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === "object" && v !== null && !Array.isArray(v);
+}
+
+function typeName(v: unknown): string {
+  if (v === null) return "null";
+  if (Array.isArray(v)) return "array";
+  return typeof v;
+}
+
+function wrongType(path: string, expected: string, v: unknown): never {
+  throw errors.invalidJson(`${path} must be ${expected}, got ${typeName(v)}`);
+}
+
+function checkMessage(
+  desc: DescMessage,
+  obj: Record<string, unknown>,
+  prefix: string,
+): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const [key, v] of Object.entries(obj)) {
+    const path = prefix + key;
+    const field = desc.fields.find((f) => f.name === key);
+    if (!field) throw errors.invalidJson(`unknown field "${path}"`);
+    if (v === null) continue;
+    out[key] = checkField(field, v, path);
+  }
+  return out;
+}
+
+function checkField(field: DescField, v: unknown, path: string): unknown {
+  switch (field.fieldKind) {
+    case "scalar":
+      return checkScalar(field.scalar, v, path);
+    case "enum":
+      if (typeof v !== "string") wrongType(path, "a string", v);
+      return v;
+    case "message":
+      return checkMessageValue(field.message, v, path);
+    case "list": {
+      if (!Array.isArray(v)) wrongType(path, "an array", v);
+      return v.map((item, i) => {
+        const p = `${path}[${i}]`;
+        if (field.listKind === "message") return checkMessageValue(field.message, item, p);
+        if (field.listKind === "scalar") return checkScalar(field.scalar, item, p);
+        if (typeof item !== "string") wrongType(p, "a string", item);
+        return item;
+      });
+    }
+    case "map": {
+      if (!isObject(v)) wrongType(path, "an object", v);
+      const out: Record<string, unknown> = {};
+      for (const [k, item] of Object.entries(v)) {
+        const p = `${path}.${k}`;
+        if (field.mapKind === "message") out[k] = checkMessageValue(field.message, item, p);
+        else if (field.mapKind === "scalar") out[k] = checkScalar(field.scalar, item, p);
+        else if (typeof item !== "string") wrongType(p, "a string", item);
+        else out[k] = item;
+      }
+      return out;
+    }
+  }
+}
+
+function checkMessageValue(desc: DescMessage, v: unknown, path: string): unknown {
+  // google.protobuf.Struct holds any JSON object: its content is the caller's.
+  if (desc.typeName === "google.protobuf.Struct") {
+    if (!isObject(v)) wrongType(path, "an object", v);
+    return v;
+  }
+  if (!isObject(v)) wrongType(path, "an object", v);
+  return checkMessage(desc, v, `${path}.`);
+}
+
+function checkScalar(type: ScalarType, v: unknown, path: string): unknown {
+  switch (type) {
+    case ScalarType.STRING:
+    case ScalarType.BYTES:
+      if (typeof v !== "string") wrongType(path, "a string", v);
+      return v;
+    case ScalarType.BOOL:
+      if (typeof v !== "boolean") wrongType(path, "a boolean", v);
+      return v;
+    case ScalarType.DOUBLE:
+    case ScalarType.FLOAT:
+      if (typeof v !== "number") wrongType(path, "a number", v);
+      return v;
+    default:
+      // Integer types: a JSON number without a fraction.
+      if (typeof v !== "number" || !Number.isInteger(v)) wrongType(path, "an integer", v);
+      return v;
+  }
+}

@@ -1,0 +1,106 @@
+/**
+ * One port for every protocol. Node's h2c server refuses HTTP/1.1, so each
+ * new connection is routed by its first bytes: the HTTP/2 connection preface
+ * (`PRI * HTTP/2.0`, sent first by gRPC and `--http2-prior-knowledge`
+ * clients) goes to an HTTP/2 server, anything else to an HTTP/1.1 server.
+ * Both call the same request handler (Fastify's).
+ */
+import http, { type IncomingMessage, type ServerResponse } from "node:http";
+import http2, {
+  type Http2ServerRequest,
+  type Http2ServerResponse,
+  type Http2Session,
+} from "node:http2";
+import net, { type AddressInfo, type Socket } from "node:net";
+
+const PREFACE = Buffer.from("PRI * HTTP/2.0\r\n");
+
+type Handler = (
+  req: IncomingMessage | Http2ServerRequest,
+  res: ServerResponse | Http2ServerResponse,
+) => void;
+
+export interface OnePortServer {
+  /** The HTTP/1.1 server; Fastify treats it as its server. */
+  readonly http1: http.Server;
+  readonly http2: http2.Http2Server;
+  listen(port: number, host: string): Promise<AddressInfo>;
+  /**
+   * Stops accepting connections, lets in-flight requests finish (HTTP/2
+   * sessions get GOAWAY, idle HTTP/1.1 connections are closed) and resolves
+   * when all connections are gone or `timeoutMs` passed (then they are cut).
+   */
+  close(timeoutMs: number): Promise<void>;
+}
+
+export function createOnePortServer(handler: Handler): OnePortServer {
+  const h1 = http.createServer({ keepAliveTimeout: 65_000 }, handler as http.RequestListener);
+  const h2 = http2.createServer(
+    {},
+    handler as (req: Http2ServerRequest, res: Http2ServerResponse) => void,
+  );
+  const sessions = new Set<Http2Session>();
+  const sockets = new Set<Socket>();
+  h2.on("session", (session) => {
+    sessions.add(session);
+    session.once("close", () => sessions.delete(session));
+  });
+
+  const route = (socket: Socket) => {
+    sockets.add(socket);
+    socket.once("close", () => sockets.delete(socket));
+    socket.on("error", () => socket.destroy());
+    let head = Buffer.alloc(0);
+    const onData = (chunk: Buffer) => {
+      head = Buffer.concat([head, chunk]);
+      const n = Math.min(head.length, PREFACE.length);
+      const isH2 = head.subarray(0, n).equals(PREFACE.subarray(0, n));
+      // Wait for more bytes only while they could still be the preface.
+      if (isH2 && head.length < PREFACE.length) return;
+      socket.off("data", onData);
+      socket.pause();
+      socket.unshift(head);
+      if (isH2) {
+        // The HTTP/2 session reads what is buffered on the next tick; resuming
+        // now would emit those bytes to nobody.
+        h2.emit("connection", socket);
+      } else {
+        h1.emit("connection", socket);
+        socket.resume();
+      }
+    };
+    socket.on("data", onData);
+  };
+
+  const server = net.createServer({ pauseOnConnect: false }, route);
+
+  return {
+    http1: h1,
+    http2: h2,
+    listen(port, host) {
+      return new Promise((resolve, reject) => {
+        server.once("error", reject);
+        server.listen(port, host, () => {
+          server.off("error", reject);
+          resolve(server.address() as AddressInfo);
+        });
+      });
+    },
+    async close(timeoutMs) {
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      for (const s of sessions) s.close();
+      h1.closeIdleConnections();
+      // Keep-alive connections that finish a request later are closed then.
+      h1.on("request", (_req, res) => res.setHeader("connection", "close"));
+      const deadline = setTimeout(() => {
+        h1.closeAllConnections();
+        for (const s of sessions) s.destroy();
+        for (const s of sockets) s.destroy();
+      }, timeoutMs);
+      const poll = setInterval(() => h1.closeIdleConnections(), 100);
+      await closed;
+      clearTimeout(deadline);
+      clearInterval(poll);
+    },
+  };
+}

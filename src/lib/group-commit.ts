@@ -1,0 +1,108 @@
+/**
+ * Group commit: many callers' writes share one durable store write.
+ *
+ * Callers `submit` an item and wait; a single writer takes up to `batchMax`
+ * waiting items at a time, commits them together and settles each caller
+ * with its own result. While one batch is being written the next one
+ * gathers, so under load batches grow by themselves; when idle, a lone item
+ * waits at most `flushMs`. Capacity bounds the items waiting or being
+ * written, so memory stays bounded and callers learn at once when it is full.
+ */
+
+export class QueueFullError extends Error {
+  override readonly name = "QueueFullError";
+}
+
+export interface GroupCommitOptions<T, R> {
+  /** Most weight (e.g. events) waiting or being written at once. */
+  capacity: number;
+  /** Most items in one batch. */
+  batchMax: number;
+  /** How long a batch may wait to gather more items. 0 writes on the next turn. */
+  flushMs: number;
+  /** Writes a batch durably; returns one result per item, in order. */
+  commit(items: T[]): Promise<R[]>;
+}
+
+export interface GroupCommit<T, R> {
+  /** Queues an item; resolves after its batch is durably written. Throws QueueFullError at once when full. */
+  submit(item: T, weight?: number): Promise<R>;
+  /** Resolves when everything submitted so far is written (or failed). */
+  drain(): Promise<void>;
+  /** Weight currently waiting or being written. */
+  readonly load: number;
+}
+
+interface Pending<T, R> {
+  item: T;
+  weight: number;
+  resolve(result: R): void;
+  reject(err: unknown): void;
+}
+
+export function createGroupCommit<T, R>(options: GroupCommitOptions<T, R>): GroupCommit<T, R> {
+  const { capacity, batchMax, flushMs, commit } = options;
+  let waiting: Pending<T, R>[] = [];
+  let load = 0;
+  let writing: Promise<void> | undefined;
+  let timer: NodeJS.Timeout | undefined;
+  let idle: (() => void)[] = [];
+
+  const schedule = () => {
+    if (writing || timer || waiting.length === 0) return;
+    if (waiting.length >= batchMax || flushMs === 0) {
+      timer = setTimeout(run, 0);
+    } else {
+      timer = setTimeout(run, flushMs);
+    }
+  };
+
+  const run = () => {
+    timer = undefined;
+    if (writing || waiting.length === 0) return;
+    const batch = waiting.slice(0, batchMax);
+    waiting = waiting.slice(batch.length);
+    writing = writeBatch(batch).finally(() => {
+      writing = undefined;
+      if (waiting.length > 0) schedule();
+      else {
+        const done = idle;
+        idle = [];
+        for (const d of done) d();
+      }
+    });
+  };
+
+  const writeBatch = async (batch: Pending<T, R>[]) => {
+    try {
+      const results = await commit(batch.map((p) => p.item));
+      for (const [i, p] of batch.entries()) p.resolve(results[i] as R);
+    } catch (err) {
+      for (const p of batch) p.reject(err);
+    } finally {
+      for (const p of batch) load -= p.weight;
+    }
+  };
+
+  return {
+    submit(item, weight = 1) {
+      if (load + weight > capacity) return Promise.reject(new QueueFullError("queue is full"));
+      load += weight;
+      return new Promise<R>((resolve, reject) => {
+        waiting.push({ item, weight, resolve, reject });
+        if (waiting.length >= batchMax && timer && !writing) {
+          clearTimeout(timer);
+          timer = undefined;
+        }
+        schedule();
+      });
+    },
+    drain() {
+      if (!writing && waiting.length === 0) return Promise.resolve();
+      return new Promise<void>((resolve) => idle.push(resolve));
+    },
+    get load() {
+      return load;
+    },
+  };
+}

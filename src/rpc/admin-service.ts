@@ -1,0 +1,76 @@
+/** AdminService: the dashboard's door to account administration, behind ADMIN_TOKEN. */
+import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
+import type { AdminService } from "../../gen/ingest/v1/admin_pb.js";
+import type { Admin } from "../domain/admin.js";
+import { checkAdminToken } from "../domain/admin-token.js";
+
+const iso = (ms: number) => new Date(ms).toISOString();
+
+/** Refuses the call unless it carries ADMIN_TOKEN. */
+export function guard(adminToken: string | undefined, ctx: HandlerContext): void {
+  checkAdminToken(adminToken, ctx.requestHeader.get("authorization"));
+}
+
+export function createAdminService(deps: {
+  admin: Admin;
+  adminToken: string | undefined;
+}): ServiceImpl<typeof AdminService> {
+  const { admin, adminToken } = deps;
+  return {
+    async createAccount(req, ctx) {
+      guard(adminToken, ctx);
+      return admin.createAccount({ name: req.name, plan: req.plan, ownerEmail: req.ownerEmail });
+    },
+    async setPlan(req, ctx) {
+      guard(adminToken, ctx);
+      return admin.setPlan({ accountId: req.accountId, plan: req.plan });
+    },
+    async addMember(req, ctx) {
+      guard(adminToken, ctx);
+      return admin.addMember({ accountId: req.accountId, email: req.email, role: req.role });
+    },
+    async createSite(req, ctx) {
+      guard(adminToken, ctx);
+      return admin.createSite({ accountId: req.accountId, hostnames: req.hostnames });
+    },
+    async createKey(req, ctx) {
+      guard(adminToken, ctx);
+      return admin.createKey({
+        siteId: req.siteId,
+        name: req.name,
+        scopes: req.scopes,
+        actorUserId: req.actorUserId,
+      });
+    },
+    async listKeys(req, ctx) {
+      guard(adminToken, ctx);
+      const keys = await admin.listKeys({ siteId: req.siteId });
+      return {
+        keys: keys.map((k) => ({
+          keyId: k.keyId,
+          siteId: k.siteId,
+          name: k.name,
+          scopes: k.scopes,
+          prefix: k.prefix,
+          createdAt: iso(k.createdAt),
+          lastUsedAt: k.lastUsedAt === undefined ? undefined : iso(k.lastUsedAt),
+          createdBy: k.createdBy,
+        })),
+      };
+    },
+    async deleteKey(req, ctx) {
+      guard(adminToken, ctx);
+      return admin.deleteKey({ keyId: req.keyId, actorUserId: req.actorUserId });
+    },
+    async getUsage(req, ctx) {
+      guard(adminToken, ctx);
+      const u = await admin.getUsage({ accountId: req.accountId });
+      return {
+        ...u,
+        counted: BigInt(u.counted),
+        allowance: BigInt(u.allowance),
+        ceiling: BigInt(u.ceiling),
+      };
+    },
+  };
+}

@@ -1,0 +1,245 @@
+/**
+ * Document shapes of the MongoDB adapter and the conversions between them and
+ * the port's records.
+ *
+ * Conventions (see docs/mongodb.md):
+ * - Field names are snake_case, like the SQLite columns, so both schemas read alike.
+ * - Times are BSON dates (millisecond precision, like the port's Unix ms).
+ * - Money is BSON long (integer minor units); never a double.
+ * - Optional fields are absent, never null or undefined.
+ * - String maps whose keys come from callers (metadata, click ids) are stored
+ *   as arrays of `{k, v}` pairs: any key is safe (`$`-prefixed and dotted keys
+ *   are not valid in update operators) and the pairs can be indexed.
+ */
+import { Long, type ObjectId } from "mongodb";
+import type { Plan } from "../../domain/plans.js";
+import type {
+  PaymentKind,
+  PaymentStatus,
+  Role,
+  Scope,
+  SubscriptionInterval,
+  SubscriptionStatus,
+} from "../port.js";
+
+/** One entry of a string map stored as a pair. */
+export interface Pair {
+  k: string;
+  v: string;
+}
+
+export interface AccountDoc {
+  _id: string;
+  name: string;
+  plan: Plan;
+  created_at: Date;
+}
+
+export interface UserDoc {
+  _id: string;
+  email: string;
+  created_at: Date;
+}
+
+export interface MembershipDoc {
+  _id?: ObjectId;
+  account_id: string;
+  user_id: string;
+  role: Role;
+}
+
+export interface SiteDoc {
+  _id: string;
+  account_id: string;
+  hostnames: string[];
+  created_at: Date;
+}
+
+export interface ApiKeyDoc {
+  _id: string;
+  site_id: string;
+  /** The site's account, copied at insert: sites never change account, and it saves a join on every request. */
+  account_id: string;
+  name: string;
+  scopes: Scope[];
+  hash: string;
+  prefix: string;
+  created_by: string;
+  created_at: Date;
+  last_used_at?: Date;
+}
+
+export interface QuotaDoc {
+  /** `<account>:<YYYY-MM>`: one document per counter, so the conditional `$inc` is a single-document atomic write. */
+  _id: string;
+  account_id: string;
+  month: string;
+  count: number;
+}
+
+export interface SaltDoc {
+  /** The UTC day, `YYYY-MM-DD`. */
+  _id: string;
+  salt: string;
+}
+
+/** One event inside a bucket. */
+export interface EventDoc {
+  /** Insertion sequence: orders `listEvents` (see events.ts). */
+  q: number;
+  name: string;
+  url: string;
+  referrer?: string;
+  title?: string;
+  width?: number;
+  language?: string;
+  /** The props object as JSON text: free-form caller JSON kept exactly. */
+  props?: string;
+  ts: Date;
+  received_at: Date;
+  visitor_id: string;
+  user_id?: string;
+  country?: string;
+  browser?: string;
+  os?: string;
+  device?: string;
+  referrer_host?: string;
+  utm_source?: string;
+  utm_medium?: string;
+  utm_campaign?: string;
+  utm_term?: string;
+  utm_content?: string;
+  click_ids?: Pair[];
+}
+
+/** A bucket of a site's events inserted in one UTC hour. */
+export interface EventBucketDoc {
+  _id?: ObjectId;
+  site_id: string;
+  /** Start of the UTC hour the events were inserted in. */
+  hour: Date;
+  /** Number of events in `events`. */
+  n: number;
+  /** Lowest and highest `q` of the bucket's events. */
+  min_q: number;
+  max_q: number;
+  events: EventDoc[];
+}
+
+export interface IdentityDoc {
+  _id?: ObjectId;
+  site_id: string;
+  user_id: string;
+  visitor_id: string;
+  ts: Date;
+}
+
+export interface CustomerDoc {
+  _id?: ObjectId;
+  site_id: string;
+  customer_id: string;
+  email?: string;
+  user_id?: string;
+  name?: string;
+  country?: string;
+  visitor_id?: string;
+  metadata: Pair[];
+  created_at: Date;
+  updated_at: Date;
+}
+
+export interface SubscriptionDoc {
+  _id?: ObjectId;
+  site_id: string;
+  subscription_id: string;
+  customer_id: string;
+  currency: string;
+  plan?: string;
+  interval?: SubscriptionInterval;
+  status: SubscriptionStatus;
+  amount_minor?: Long | number;
+  started_at: Date;
+  current_period_end?: Date;
+  canceled_at?: Date;
+  ended_at?: Date;
+  created_at: Date;
+  updated_at: Date;
+}
+
+export interface PaymentDoc {
+  _id?: ObjectId;
+  site_id: string;
+  payment_id: string;
+  customer_id: string;
+  currency: string;
+  amount_minor: Long | number;
+  fee_minor?: Long | number;
+  kind: PaymentKind;
+  status: PaymentStatus;
+  paid_at: Date;
+  metadata: Pair[];
+  subscription_id?: string;
+  created_at: Date;
+  updated_at: Date;
+}
+
+/** Unix ms to a BSON date. */
+export function toDate(ms: number): Date {
+  return new Date(ms);
+}
+
+/** An optional Unix ms to an optional BSON date. */
+export function optDate(ms: number | undefined): Date | undefined {
+  return ms === undefined ? undefined : new Date(ms);
+}
+
+/** An optional BSON date back to Unix ms; null (never written, but possible by hand) reads as absent. */
+export function optMs(d: Date | null | undefined): number | undefined {
+  return d === undefined || d === null ? undefined : d.getTime();
+}
+
+/**
+ * Integer minor units to a BSON long. A fraction or an unsafe integer is a bug
+ * upstream: refusing it keeps a float from ever being stored as money.
+ */
+export function toLong(minor: number): Long {
+  if (!Number.isSafeInteger(minor)) {
+    throw new RangeError(`money must be a safe integer of minor units, got ${minor}`);
+  }
+  return Long.fromNumber(minor);
+}
+
+/** A stored integer back to a number (the driver already promotes longs that fit). */
+export function toNumber(value: Long | number): number {
+  return typeof value === "number" ? value : value.toNumber();
+}
+
+/** An optional stored integer back to an optional number. */
+export function optNumber(value: Long | number | null | undefined): number | undefined {
+  return value === undefined || value === null ? undefined : toNumber(value);
+}
+
+/** A nullable stored value back to the port's optional. */
+export function opt<T>(value: T | null | undefined): T | undefined {
+  return value === null ? undefined : value;
+}
+
+/** A string map to pairs, keeping its order. */
+export function toPairs(map: Record<string, string>): Pair[] {
+  return Object.entries(map).map(([k, v]) => ({ k, v }));
+}
+
+/** Pairs back to a string map (own properties only, whatever the keys). */
+export function fromPairs(pairs: readonly Pair[] | null | undefined): Record<string, string> {
+  return Object.fromEntries((pairs ?? []).map((p) => [p.k, p.v]));
+}
+
+/**
+ * A copy of `doc` without its undefined fields. The client also sets
+ * `ignoreUndefined`, but documents are built clean so nothing depends on it.
+ */
+export function compact<T extends object>(doc: T): T {
+  const out: Record<string, unknown> = {};
+  for (const [k, v] of Object.entries(doc)) if (v !== undefined) out[k] = v;
+  return out as T;
+}

@@ -1,0 +1,162 @@
+/** Accounts, users, memberships, sites and API keys in SQLite. */
+import type { Plan } from "../../domain/plans.js";
+import type {
+  AccountRecord,
+  ApiKeyRecord,
+  KeyPrincipal,
+  Role,
+  Scope,
+  SiteRecord,
+  Store,
+  UserRecord,
+} from "../port.js";
+import { type Db, opt } from "./open-sqlite.js";
+
+type AccountsPart = Pick<
+  Store,
+  | "createAccount"
+  | "getAccount"
+  | "setPlan"
+  | "ensureUser"
+  | "setMembership"
+  | "getRole"
+  | "createSite"
+  | "getSite"
+  | "insertKey"
+  | "findKeyByHash"
+  | "getKey"
+  | "listKeys"
+  | "deleteKey"
+  | "touchKey"
+>;
+
+interface KeyRow {
+  id: string;
+  site_id: string;
+  name: string;
+  scopes: string;
+  hash: string;
+  prefix: string;
+  created_by: string;
+  created_at: number;
+  last_used_at: number | null;
+  account_id?: string;
+}
+
+function keyFromRow(r: KeyRow): ApiKeyRecord {
+  return {
+    id: r.id,
+    siteId: r.site_id,
+    name: r.name,
+    scopes: JSON.parse(r.scopes) as Scope[],
+    hash: r.hash,
+    prefix: r.prefix,
+    createdBy: r.created_by,
+    createdAt: r.created_at,
+    lastUsedAt: opt(r.last_used_at),
+  };
+}
+
+export function createSqliteAccounts(db: Db): AccountsPart {
+  const s = {
+    insertAccount: db.prepare(
+      "INSERT INTO accounts (id, name, plan, created_at) VALUES (@id, @name, @plan, @createdAt)",
+    ),
+    getAccount: db.prepare("SELECT id, name, plan, created_at FROM accounts WHERE id = ?"),
+    setPlan: db.prepare("UPDATE accounts SET plan = ? WHERE id = ?"),
+    insertUser: db.prepare(
+      "INSERT INTO users (id, email, created_at) VALUES (@id, @email, @createdAt) ON CONFLICT (email) DO NOTHING",
+    ),
+    userByEmail: db.prepare("SELECT id, email, created_at FROM users WHERE email = ?"),
+    setMembership: db.prepare(
+      "INSERT INTO memberships (account_id, user_id, role) VALUES (?, ?, ?) ON CONFLICT (account_id, user_id) DO UPDATE SET role = excluded.role",
+    ),
+    getRole: db.prepare("SELECT role FROM memberships WHERE account_id = ? AND user_id = ?"),
+    insertSite: db.prepare(
+      "INSERT INTO sites (id, account_id, hostnames, created_at) VALUES (?, ?, ?, ?)",
+    ),
+    getSite: db.prepare("SELECT id, account_id, hostnames, created_at FROM sites WHERE id = ?"),
+    insertKey: db.prepare(
+      `INSERT INTO api_keys (id, site_id, name, scopes, hash, prefix, created_by, created_at)
+       VALUES (@id, @siteId, @name, @scopes, @hash, @prefix, @createdBy, @createdAt)`,
+    ),
+    keyByHash: db.prepare(
+      `SELECT k.*, s.account_id FROM api_keys k JOIN sites s ON s.id = k.site_id WHERE k.hash = ?`,
+    ),
+    getKey: db.prepare("SELECT * FROM api_keys WHERE id = ?"),
+    listKeys: db.prepare("SELECT * FROM api_keys WHERE site_id = ? ORDER BY created_at, id"),
+    deleteKey: db.prepare("DELETE FROM api_keys WHERE id = ?"),
+    touchKey: db.prepare(
+      "UPDATE api_keys SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at < ?)",
+    ),
+  };
+
+  return {
+    async createAccount(a: AccountRecord) {
+      s.insertAccount.run(a);
+    },
+    async getAccount(id) {
+      const r = s.getAccount.get(id) as
+        | { id: string; name: string; plan: Plan; created_at: number }
+        | undefined;
+      return r && { id: r.id, name: r.name, plan: r.plan, createdAt: r.created_at };
+    },
+    async setPlan(id, plan) {
+      return s.setPlan.run(plan, id).changes === 1;
+    },
+    async ensureUser(candidate: UserRecord) {
+      s.insertUser.run(candidate);
+      const r = s.userByEmail.get(candidate.email) as {
+        id: string;
+        email: string;
+        created_at: number;
+      };
+      return { id: r.id, email: r.email, createdAt: r.created_at };
+    },
+    async setMembership(accountId, userId, role) {
+      s.setMembership.run(accountId, userId, role);
+    },
+    async getRole(accountId, userId) {
+      const r = s.getRole.get(accountId, userId) as { role: Role } | undefined;
+      return r?.role;
+    },
+    async createSite(site: SiteRecord) {
+      s.insertSite.run(site.id, site.accountId, JSON.stringify(site.hostnames), site.createdAt);
+    },
+    async getSite(id) {
+      const r = s.getSite.get(id) as
+        | { id: string; account_id: string; hostnames: string; created_at: number }
+        | undefined;
+      return (
+        r && {
+          id: r.id,
+          accountId: r.account_id,
+          hostnames: JSON.parse(r.hostnames) as string[],
+          createdAt: r.created_at,
+        }
+      );
+    },
+    async insertKey(k: ApiKeyRecord) {
+      s.insertKey.run({ ...k, scopes: JSON.stringify(k.scopes) });
+    },
+    async findKeyByHash(hash) {
+      const r = s.keyByHash.get(hash) as (KeyRow & { account_id: string }) | undefined;
+      if (!r) return undefined;
+      const principal: KeyPrincipal = { ...keyFromRow(r), accountId: r.account_id };
+      return principal;
+    },
+    async getKey(id) {
+      const r = s.getKey.get(id) as KeyRow | undefined;
+      return r && keyFromRow(r);
+    },
+    async listKeys(siteId) {
+      return (s.listKeys.all(siteId) as KeyRow[]).map(keyFromRow);
+    },
+    async deleteKey(id) {
+      return s.deleteKey.run(id).changes === 1;
+    },
+    async touchKey(id, at) {
+      s.touchKey.run(at, id, at);
+    },
+  };
+}

@@ -1,0 +1,208 @@
+/** Events, identity links, visitor salts and quota counters in SQLite. */
+import type { EventGroupResult, EventRecord, IdentityLink, Store } from "../port.js";
+import { type Db, nul, opt } from "./open-sqlite.js";
+
+type EventsPart = Pick<
+  Store,
+  "getUsage" | "commitEvents" | "listEvents" | "findVisitorsByUser" | "ensureSalt"
+>;
+
+interface EventRow {
+  site_id: string;
+  name: string;
+  url: string;
+  referrer: string | null;
+  title: string | null;
+  width: number | null;
+  language: string | null;
+  props: string | null;
+  ts: number;
+  received_at: number;
+  visitor_id: string;
+  user_id: string | null;
+  country: string | null;
+  browser: string | null;
+  os: string | null;
+  device: string | null;
+  referrer_host: string | null;
+  utm_source: string | null;
+  utm_medium: string | null;
+  utm_campaign: string | null;
+  utm_term: string | null;
+  utm_content: string | null;
+  click_ids: string | null;
+}
+
+function rowFromEvent(e: EventRecord): EventRow {
+  return {
+    site_id: e.siteId,
+    name: e.name,
+    url: e.url,
+    referrer: nul(e.referrer),
+    title: nul(e.title),
+    width: nul(e.width),
+    language: nul(e.language),
+    props: e.props === undefined ? null : JSON.stringify(e.props),
+    ts: e.ts,
+    received_at: e.receivedAt,
+    visitor_id: e.visitorId,
+    user_id: nul(e.userId),
+    country: nul(e.country),
+    browser: nul(e.browser),
+    os: nul(e.os),
+    device: nul(e.device),
+    referrer_host: nul(e.referrerHost),
+    utm_source: nul(e.utmSource),
+    utm_medium: nul(e.utmMedium),
+    utm_campaign: nul(e.utmCampaign),
+    utm_term: nul(e.utmTerm),
+    utm_content: nul(e.utmContent),
+    click_ids: e.clickIds && Object.keys(e.clickIds).length > 0 ? JSON.stringify(e.clickIds) : null,
+  };
+}
+
+function eventFromRow(r: EventRow): EventRecord {
+  return {
+    siteId: r.site_id,
+    name: r.name,
+    url: r.url,
+    referrer: opt(r.referrer),
+    title: opt(r.title),
+    width: opt(r.width),
+    language: opt(r.language),
+    props: r.props === null ? undefined : (JSON.parse(r.props) as Record<string, unknown>),
+    ts: r.ts,
+    receivedAt: r.received_at,
+    visitorId: r.visitor_id,
+    userId: opt(r.user_id),
+    country: opt(r.country),
+    browser: opt(r.browser),
+    os: opt(r.os),
+    device: opt(r.device),
+    referrerHost: opt(r.referrer_host),
+    utmSource: opt(r.utm_source),
+    utmMedium: opt(r.utm_medium),
+    utmCampaign: opt(r.utm_campaign),
+    utmTerm: opt(r.utm_term),
+    utmContent: opt(r.utm_content),
+    clickIds:
+      r.click_ids === null ? undefined : (JSON.parse(r.click_ids) as Record<string, string>),
+  };
+}
+
+const EVENT_COLUMNS = [
+  "site_id",
+  "name",
+  "url",
+  "referrer",
+  "title",
+  "width",
+  "language",
+  "props",
+  "ts",
+  "received_at",
+  "visitor_id",
+  "user_id",
+  "country",
+  "browser",
+  "os",
+  "device",
+  "referrer_host",
+  "utm_source",
+  "utm_medium",
+  "utm_campaign",
+  "utm_term",
+  "utm_content",
+  "click_ids",
+] as const;
+
+export function createSqliteEvents(db: Db): EventsPart {
+  const s = {
+    usage: db.prepare("SELECT count FROM quota_usage WHERE account_id = ? AND month = ?"),
+    // The WHERE of the upsert makes the raise conditional: no change when it would pass the ceiling.
+    reserve: db.prepare(
+      `INSERT INTO quota_usage (account_id, month, count) SELECT @account, @month, @n WHERE @n <= @ceiling
+       ON CONFLICT (account_id, month) DO UPDATE SET count = count + excluded.count
+       WHERE quota_usage.count + excluded.count <= @ceiling`,
+    ),
+    insertEvent: db.prepare(
+      `INSERT INTO events (${EVENT_COLUMNS.join(", ")}) VALUES (${EVENT_COLUMNS.map((c) => `@${c}`).join(", ")})`,
+    ),
+    insertLink: db.prepare(
+      `INSERT INTO identities (site_id, user_id, visitor_id, ts) VALUES (@siteId, @userId, @visitorId, @ts)
+       ON CONFLICT (site_id, user_id, visitor_id) DO UPDATE SET ts = min(ts, excluded.ts)`,
+    ),
+    list: db.prepare("SELECT * FROM events WHERE site_id = ? ORDER BY id DESC LIMIT ?"),
+    visitorsByUser: db.prepare(
+      "SELECT site_id, user_id, visitor_id, ts FROM identities WHERE site_id = ? AND user_id = ? ORDER BY ts",
+    ),
+    insertSalt: db.prepare(
+      "INSERT INTO salts (day, salt) VALUES (?, ?) ON CONFLICT (day) DO NOTHING",
+    ),
+    getSalt: db.prepare("SELECT salt FROM salts WHERE day = ?"),
+  };
+
+  const usageOf = (account: string, month: string): number =>
+    (s.usage.get(account, month) as { count: number } | undefined)?.count ?? 0;
+
+  // One IMMEDIATE transaction per batch: one WAL sync for many requests, and
+  // the write lock held from the first quota check to the commit, so other
+  // processes cannot interleave.
+  const commit = db.transaction((groups: Parameters<EventsPart["commitEvents"]>[0]) => {
+    const results: EventGroupResult[] = [];
+    for (const g of groups) {
+      if (g.countable > 0) {
+        const changed = s.reserve.run({
+          account: g.accountId,
+          month: g.month,
+          n: g.countable,
+          ceiling: g.ceiling,
+        }).changes;
+        if (changed === 0) {
+          results.push({
+            ok: false,
+            reason: "quota_exceeded",
+            remaining: Math.max(0, g.ceiling - usageOf(g.accountId, g.month)),
+          });
+          continue;
+        }
+      }
+      for (const e of g.events) s.insertEvent.run(rowFromEvent(e));
+      for (const l of g.links) s.insertLink.run(l);
+      results.push({ ok: true, remaining: Math.max(0, g.ceiling - usageOf(g.accountId, g.month)) });
+    }
+    return results;
+  });
+
+  return {
+    async getUsage(accountId, month) {
+      return usageOf(accountId, month);
+    },
+    async commitEvents(groups) {
+      return commit.immediate(groups);
+    },
+    async listEvents(siteId, limit) {
+      return (s.list.all(siteId, limit) as EventRow[]).map(eventFromRow);
+    },
+    async findVisitorsByUser(siteId, userId) {
+      const rows = s.visitorsByUser.all(siteId, userId) as {
+        site_id: string;
+        user_id: string;
+        visitor_id: string;
+        ts: number;
+      }[];
+      return rows.map(
+        (r): IdentityLink => ({
+          siteId: r.site_id,
+          userId: r.user_id,
+          visitorId: r.visitor_id,
+          ts: r.ts,
+        }),
+      );
+    },
+    async ensureSalt(day, candidate) {
+      s.insertSalt.run(day, candidate);
+      return (s.getSalt.get(day) as { salt: string }).salt;
+    },
+  };
+}

@@ -1,0 +1,151 @@
+/**
+ * SQLite schema migrations, applied in order at start-up. A migration is never
+ * edited once released: add a new one. `PRAGMA user_version` records the last
+ * applied version.
+ */
+export interface Migration {
+  version: number;
+  description: string;
+  sql: string;
+}
+
+export const MIGRATIONS: readonly Migration[] = [
+  {
+    version: 1,
+    description: "accounts, sites, keys, quota, events, identities, salts, payments",
+    sql: `
+CREATE TABLE accounts (
+  id TEXT PRIMARY KEY,
+  name TEXT NOT NULL,
+  plan TEXT NOT NULL,
+  created_at INTEGER NOT NULL
+);
+CREATE TABLE users (
+  id TEXT PRIMARY KEY,
+  email TEXT NOT NULL UNIQUE,
+  created_at INTEGER NOT NULL
+);
+CREATE TABLE memberships (
+  account_id TEXT NOT NULL REFERENCES accounts(id),
+  user_id TEXT NOT NULL REFERENCES users(id),
+  role TEXT NOT NULL,
+  PRIMARY KEY (account_id, user_id)
+) WITHOUT ROWID;
+CREATE TABLE sites (
+  id TEXT PRIMARY KEY,
+  account_id TEXT NOT NULL REFERENCES accounts(id),
+  hostnames TEXT NOT NULL,
+  created_at INTEGER NOT NULL
+);
+CREATE INDEX sites_account ON sites(account_id);
+CREATE TABLE api_keys (
+  id TEXT PRIMARY KEY,
+  site_id TEXT NOT NULL REFERENCES sites(id),
+  name TEXT NOT NULL,
+  scopes TEXT NOT NULL,
+  hash TEXT NOT NULL UNIQUE,
+  prefix TEXT NOT NULL,
+  created_by TEXT NOT NULL,
+  created_at INTEGER NOT NULL,
+  last_used_at INTEGER
+);
+CREATE INDEX api_keys_site ON api_keys(site_id);
+CREATE TABLE quota_usage (
+  account_id TEXT NOT NULL,
+  month TEXT NOT NULL,
+  count INTEGER NOT NULL,
+  PRIMARY KEY (account_id, month)
+) WITHOUT ROWID;
+CREATE TABLE events (
+  id INTEGER PRIMARY KEY,
+  site_id TEXT NOT NULL,
+  name TEXT NOT NULL,
+  url TEXT NOT NULL,
+  referrer TEXT,
+  title TEXT,
+  width INTEGER,
+  language TEXT,
+  props TEXT,
+  ts INTEGER NOT NULL,
+  received_at INTEGER NOT NULL,
+  visitor_id TEXT NOT NULL,
+  user_id TEXT,
+  country TEXT,
+  browser TEXT,
+  os TEXT,
+  device TEXT,
+  referrer_host TEXT,
+  utm_source TEXT,
+  utm_medium TEXT,
+  utm_campaign TEXT,
+  utm_term TEXT,
+  utm_content TEXT,
+  click_ids TEXT
+);
+CREATE INDEX events_site ON events(site_id);
+CREATE INDEX events_site_visitor_ts ON events(site_id, visitor_id, ts);
+CREATE TABLE identities (
+  site_id TEXT NOT NULL,
+  user_id TEXT NOT NULL,
+  visitor_id TEXT NOT NULL,
+  ts INTEGER NOT NULL,
+  PRIMARY KEY (site_id, user_id, visitor_id)
+) WITHOUT ROWID;
+CREATE INDEX identities_visitor ON identities(site_id, visitor_id);
+CREATE TABLE salts (
+  day TEXT PRIMARY KEY,
+  salt TEXT NOT NULL
+) WITHOUT ROWID;
+CREATE TABLE customers (
+  site_id TEXT NOT NULL,
+  customer_id TEXT NOT NULL,
+  email TEXT,
+  user_id TEXT,
+  name TEXT,
+  country TEXT,
+  visitor_id TEXT,
+  metadata TEXT NOT NULL DEFAULT '{}',
+  created_at INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL,
+  PRIMARY KEY (site_id, customer_id)
+) WITHOUT ROWID;
+CREATE INDEX customers_user ON customers(site_id, user_id);
+CREATE TABLE subscriptions (
+  site_id TEXT NOT NULL,
+  subscription_id TEXT NOT NULL,
+  customer_id TEXT NOT NULL,
+  currency TEXT NOT NULL,
+  plan TEXT,
+  interval TEXT,
+  status TEXT NOT NULL,
+  amount_minor INTEGER,
+  started_at INTEGER NOT NULL,
+  current_period_end INTEGER,
+  canceled_at INTEGER,
+  ended_at INTEGER,
+  created_at INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL,
+  PRIMARY KEY (site_id, subscription_id)
+) WITHOUT ROWID;
+CREATE INDEX subscriptions_customer ON subscriptions(site_id, customer_id);
+CREATE TABLE payments (
+  site_id TEXT NOT NULL,
+  payment_id TEXT NOT NULL,
+  customer_id TEXT NOT NULL,
+  currency TEXT NOT NULL,
+  amount_minor INTEGER NOT NULL,
+  fee_minor INTEGER,
+  kind TEXT NOT NULL,
+  status TEXT NOT NULL,
+  paid_at INTEGER NOT NULL,
+  metadata TEXT NOT NULL,
+  subscription_id TEXT,
+  created_at INTEGER NOT NULL,
+  updated_at INTEGER NOT NULL,
+  PRIMARY KEY (site_id, payment_id)
+) WITHOUT ROWID;
+CREATE INDEX payments_customer ON payments(site_id, customer_id);
+CREATE INDEX payments_paid_at ON payments(site_id, paid_at);
+`,
+  },
+];

@@ -1,0 +1,46 @@
+/** Opens the SQLite database with the durability settings and applies migrations. */
+import { mkdirSync } from "node:fs";
+import { dirname } from "node:path";
+import Database from "better-sqlite3";
+import { MIGRATIONS } from "./migrations.js";
+
+export type Db = Database.Database;
+
+/**
+ * Opens (creating when needed) the database at `path`. WAL mode lets readers
+ * run beside the writer; `synchronous=FULL` syncs the WAL at every commit, so
+ * an acknowledged write survives a power cut; `busy_timeout` lets several
+ * server processes share the file.
+ */
+export function openSqlite(path: string, options: { busyTimeoutMs?: number } = {}): Db {
+  if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
+  const db = new Database(path);
+  db.pragma(`busy_timeout = ${options.busyTimeoutMs ?? 5000}`);
+  db.pragma("journal_mode = WAL");
+  db.pragma("synchronous = FULL");
+  db.pragma("foreign_keys = ON");
+  migrate(db);
+  return db;
+}
+
+/** Applies the migrations newer than the database's `user_version`, each in its own transaction. */
+export function migrate(db: Db): void {
+  const current = db.pragma("user_version", { simple: true }) as number;
+  for (const m of MIGRATIONS) {
+    if (m.version <= current) continue;
+    db.transaction(() => {
+      db.exec(m.sql);
+      db.pragma(`user_version = ${m.version}`);
+    }).immediate();
+  }
+}
+
+/** null from SQLite becomes undefined in the domain. */
+export function opt<T>(value: T | null): T | undefined {
+  return value === null ? undefined : value;
+}
+
+/** undefined in the domain becomes NULL in SQLite. */
+export function nul<T>(value: T | undefined): T | null {
+  return value === undefined ? null : value;
+}

@@ -1,0 +1,145 @@
+/**
+ * Starts the whole service on port 0 with a fresh SQLite file, for
+ * integration tests that talk to it over real HTTP/1.1, HTTP/2 and gRPC.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { type App, createApp } from "../../src/app.js";
+import { type Config, loadConfig } from "../../src/config.js";
+import { createAdmin } from "../../src/domain/admin.js";
+import type { Clock } from "../../src/domain/clock.js";
+import type { Store } from "../../src/store/port.js";
+import { createSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
+
+export const ADMIN_TOKEN = "test-admin-token-0123456789";
+
+/** A clock tests can set and move. */
+export interface TestClock extends Clock {
+  set(ms: number): void;
+  advance(ms: number): void;
+}
+
+export function createTestClock(start = Date.now()): TestClock {
+  let now = start;
+  return {
+    now: () => now,
+    set: (ms) => {
+      now = ms;
+    },
+    advance: (ms) => {
+      now += ms;
+    },
+  };
+}
+
+export interface TestServer {
+  app: App;
+  store: Store;
+  /** `http://127.0.0.1:<port>` */
+  url: string;
+  port: number;
+  dir: string;
+  admin: ReturnType<typeof createAdmin>;
+  close(): Promise<void>;
+}
+
+export interface TestServerOptions {
+  /** Environment overrides, as the service would read them (e.g. INGEST_QUEUE_CAPACITY). */
+  env?: Record<string, string>;
+  clock?: Clock;
+  /** Wraps the store, e.g. to slow it down or make it fail. */
+  wrapStore?: (store: Store) => Store;
+}
+
+export async function startTestServer(options: TestServerOptions = {}): Promise<TestServer> {
+  const dir = mkdtempSync(join(tmpdir(), "ingest-test-"));
+  const config: Config = loadConfig({
+    PORT: "0",
+    HOST: "127.0.0.1",
+    STORE_URL: `sqlite:${join(dir, "ingest.sqlite")}`,
+    ADMIN_TOKEN,
+    LOG_LEVEL: "silent",
+    ...options.env,
+  });
+  const raw = createSqliteStore(join(dir, "ingest.sqlite"));
+  const store = options.wrapStore ? options.wrapStore(raw) : raw;
+  const clock = options.clock ?? { now: () => Date.now() };
+  const app = await createApp({ config, store, clock });
+  const port = await app.listen();
+  return {
+    app,
+    store,
+    url: `http://127.0.0.1:${port}`,
+    port,
+    dir,
+    admin: createAdmin({ store, clock }),
+    async close() {
+      await app.close();
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
+}
+
+export interface Tenant {
+  accountId: string;
+  ownerUserId: string;
+  siteId: string;
+  /** A key with both scopes. */
+  key: string;
+  keyId: string;
+  hostnames: string[];
+}
+
+/**
+ * Creates an account (Scale unless said otherwise, since only Scale may
+ * create keys), a site and a key with both scopes, then moves the account to
+ * `plan`.
+ */
+export async function createTenant(
+  server: TestServer,
+  options: { plan?: string; hostnames?: string[]; scopes?: string[] } = {},
+): Promise<Tenant> {
+  const hostnames = options.hostnames ?? ["example.com", "www.example.com"];
+  const { accountId, ownerUserId } = await server.admin.createAccount({
+    name: "Test account",
+    plan: "scale",
+    ownerEmail: `owner-${Math.random().toString(16).slice(2)}@example.com`,
+  });
+  const { siteId } = await server.admin.createSite({ accountId, hostnames });
+  const { key, keyId } = await server.admin.createKey({
+    siteId,
+    name: "test key",
+    scopes: options.scopes ?? ["events", "payments"],
+    actorUserId: ownerUserId,
+  });
+  if (options.plan && options.plan !== "scale") {
+    await server.admin.setPlan({ accountId, plan: options.plan });
+  }
+  return { accountId, ownerUserId, siteId, key, keyId, hostnames };
+}
+
+/** POSTs JSON (or a raw string) with a bearer key; returns status, headers and parsed body. */
+export async function postJson(
+  url: string,
+  body: unknown,
+  options: { key?: string; headers?: Record<string, string> } = {},
+): Promise<{ status: number; headers: Headers; body: unknown; text: string }> {
+  const res = await fetch(url, {
+    method: "POST",
+    headers: {
+      "content-type": "application/json",
+      ...(options.key ? { authorization: `Bearer ${options.key}` } : {}),
+      ...options.headers,
+    },
+    body: typeof body === "string" ? body : JSON.stringify(body),
+  });
+  const text = await res.text();
+  let parsed: unknown;
+  try {
+    parsed = text ? JSON.parse(text) : undefined;
+  } catch {
+    parsed = undefined;
+  }
+  return { status: res.status, headers: res.headers, body: parsed, text };
+}
