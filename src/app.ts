@@ -153,7 +153,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
     events,
     async listen() {
       const address = await srv.listen(config.port, config.host);
-      fastify.log.info({ port: address.port, host: config.host, store: store.kind }, "listening");
+      fastify.log.info({ port: address.port, store: store.kind }, "listening");
       return address.port;
     },
     close() {

@@ -22,8 +22,6 @@ export interface Config {
   ingestFlushMs: number;
   /** A GeoLite2/GeoIP2 country or city MMDB file; the bundled DB-IP file otherwise. */
   geoipDb: string | undefined;
-  /** How long a request waits for the store before it gets 503. */
-  storeTimeoutMs: number;
   /** How long shutdown waits for in-flight requests. */
   shutdownTimeoutMs: number;
 }
@@ -84,7 +82,6 @@ export function loadConfig(env: Env = process.env): Config {
     ingestBatchMax,
     ingestFlushMs: int(env, "INGEST_FLUSH_MS", 2, 0, 10_000),
     geoipDb: env.GEOIP_DB || undefined,
-    storeTimeoutMs: int(env, "STORE_TIMEOUT_MS", 5_000, 10, 600_000),
     shutdownTimeoutMs: int(env, "SHUTDOWN_TIMEOUT_MS", 10_000, 0, 600_000),
   };
 }

@@ -23,7 +23,9 @@ export function createAuthenticator(deps: { store: Store; clock: Clock }): Authe
       const key = parseBearerKey(header);
       // A key of the wrong shape cannot be in the store: skip the lookup.
       if (!isWellFormedKey(key)) throw errors.unknownKey();
-      const principal = await store.findKeyByHash(hashApiKey(key));
+      const principal = await store.findKeyByHash(hashApiKey(key)).catch(() => {
+        throw errors.storeUnavailable();
+      });
       if (!principal) throw errors.unknownKey();
       if (!principal.scopes.includes(scope)) throw errors.missingScope(scope);
       const now = clock.now();

@@ -82,6 +82,9 @@ export function createOnePortServer(handler: Handler): OnePortServer {
         server.once("error", reject);
         server.listen(port, host, () => {
           server.off("error", reject);
+          // The HTTP/1.1 server never listens itself; this starts its
+          // connection tracking (idle closing, header and request timeouts).
+          h1.emit("listening");
           resolve(server.address() as AddressInfo);
         });
       });
@@ -101,6 +104,8 @@ export function createOnePortServer(handler: Handler): OnePortServer {
       await closed;
       clearTimeout(deadline);
       clearInterval(poll);
+      // Stops the HTTP/1.1 server's connection-checking timer; it was never listening.
+      h1.close(() => {});
     },
   };
 }

@@ -1,0 +1,135 @@
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { createAdmin } from "../../src/domain/admin.js";
+import { systemClock } from "../../src/domain/clock.js";
+import { createSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
+import { startChildServer } from "../helpers/child-server.js";
+import { BROWSER_UA, validEvent, validPayment } from "../helpers/fixtures.js";
+import { postJson } from "../helpers/test-server.js";
+
+let dir: string;
+let storeUrl: string;
+let key: string;
+let siteId: string;
+
+beforeAll(async () => {
+  dir = mkdtempSync(join(tmpdir(), "ingest-proc-"));
+  const path = join(dir, "db.sqlite");
+  storeUrl = `sqlite:${path}`;
+  const store = createSqliteStore(path);
+  const admin = createAdmin({ store, clock: systemClock });
+  const acc = await admin.createAccount({ name: "P", plan: "scale", ownerEmail: "p@example.com" });
+  siteId = (await admin.createSite({ accountId: acc.accountId, hostnames: ["example.com"] }))
+    .siteId;
+  key = (
+    await admin.createKey({
+      siteId,
+      name: "k",
+      scopes: ["events", "payments"],
+      actorUserId: acc.ownerUserId,
+    })
+  ).key;
+  await store.close();
+});
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+describe("configuration", () => {
+  it.each([
+    ["PORT", "abc", 'PORT must be an integer from 0 to 65535, got "abc"'],
+    [
+      "LOG_LEVEL",
+      "loud",
+      'LOG_LEVEL must be one of fatal, error, warn, info, debug, trace, silent, got "loud"',
+    ],
+    [
+      "STORE_URL",
+      "postgres://x",
+      "STORE_URL must be sqlite:<path> or mongodb://… / mongodb+srv://…, got an unsupported value",
+    ],
+    [
+      "TRUST_PROXY",
+      "everyone",
+      'TRUST_PROXY must be false, true, a hop count or a comma-separated list of addresses/CIDRs, got "everyone"',
+    ],
+    [
+      "INGEST_QUEUE_CAPACITY",
+      "0",
+      'INGEST_QUEUE_CAPACITY must be an integer from 1 to 10000000, got "0"',
+    ],
+    ["ADMIN_TOKEN", "short", "ADMIN_TOKEN must be at least 16 characters"],
+  ])("stops start-up on an invalid %s with a one-line message", async (name, value, message) => {
+    const child = await startChildServer({ STORE_URL: storeUrl, PORT: "1", [name]: value });
+    expect(await child.exited).toBe(2);
+    expect(child.output()).toBe(`invalid configuration: ${message}\n`);
+  });
+});
+
+describe("logs", () => {
+  it("never contain a key, an Authorization header, a body or a client IP", async () => {
+    const child = await startChildServer({ STORE_URL: storeUrl, LOG_LEVEL: "trace" });
+    try {
+      const marker = "body-marker-7f3a";
+      await postJson(
+        `${child.url}/api/v1/payments`,
+        { ...validPayment(), metadata: { note: marker } },
+        { key, headers: { "x-forwarded-for": "198.51.100.77" } },
+      );
+      await postJson(
+        `${child.url}/api/v1/events`,
+        { ...validEvent(siteId), t: marker },
+        {
+          key,
+          headers: { "user-agent": BROWSER_UA },
+        },
+      );
+      await postJson(`${child.url}/api/v1/events`, "{broken", { key });
+      await new Promise((r) => setTimeout(r, 200));
+      const logs = child.output();
+      expect(logs).toContain('"msg":"request completed"');
+      expect(logs).toMatch(/"reqId":"[0-9a-f-]{36}"/);
+      for (const secret of [
+        key,
+        key.slice(8),
+        "authorization",
+        marker,
+        "127.0.0.1",
+        "198.51.100.77",
+        "203.0.113.9",
+      ]) {
+        expect(logs.toLowerCase()).not.toContain(secret.toLowerCase());
+      }
+    } finally {
+      child.proc.kill("SIGTERM");
+      await child.exited;
+    }
+  });
+});
+
+describe("graceful shutdown", () => {
+  it("finishes in-flight requests on SIGTERM and exits 0", async () => {
+    // A long flush window keeps the payment in flight when the signal arrives.
+    const child = await startChildServer({ STORE_URL: storeUrl, INGEST_FLUSH_MS: "400" });
+    const pending = postJson(`${child.url}/api/v1/payments`, validPayment("pay_inflight"), { key });
+    await new Promise((r) => setTimeout(r, 100));
+    child.proc.kill("SIGTERM");
+    const res = await pending;
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({ ok: true, data: { payment_id: "pay_inflight" } });
+    expect(await child.exited).toBe(0);
+    const store = createSqliteStore(storeUrl.slice("sqlite:".length));
+    try {
+      expect((await store.getPayment(siteId, "pay_inflight"))?.amountMinor).toBe(2999);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("stops accepting new connections after SIGINT", async () => {
+    const child = await startChildServer({ STORE_URL: storeUrl });
+    child.proc.kill("SIGINT");
+    expect(await child.exited).toBe(0);
+    await expect(fetch(`${child.url}/healthz`)).rejects.toThrow();
+  });
+});

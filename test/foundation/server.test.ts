@@ -1,0 +1,264 @@
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { AdminService } from "../../gen/ingest/v1/admin_pb.js";
+import { ReportsService } from "../../gen/ingest/v1/reports_pb.js";
+import type { Store } from "../../src/store/port.js";
+import { PROTOCOLS, rpcClient, rpcError } from "../helpers/rpc-clients.js";
+import {
+  ADMIN_TOKEN,
+  createTenant,
+  postJson,
+  startTestServer,
+  type Tenant,
+  type TestServer,
+} from "../helpers/test-server.js";
+
+/** A store whose failures a test can switch on. */
+function faultyStore(inner: Store) {
+  const state = { down: false, brokenKeys: false };
+  const store = new Proxy(inner, {
+    get(target, prop, receiver) {
+      if (prop === "ping" && state.down) return () => Promise.reject(new Error("down"));
+      if (prop === "getSite" && state.down) return () => Promise.reject(new Error("secret detail"));
+      if (prop === "findKeyByHash" && state.brokenKeys) {
+        // A programming error: a record without scopes.
+        return async () => ({ id: "k", siteId: "s", accountId: "a" });
+      }
+      return Reflect.get(target, prop, receiver);
+    },
+  });
+  return { store, state };
+}
+
+let server: TestServer;
+let tenant: Tenant;
+let faults: ReturnType<typeof faultyStore>["state"];
+
+beforeAll(async () => {
+  server = await startTestServer({
+    wrapStore: (s) => {
+      const f = faultyStore(s);
+      faults = f.state;
+      return f.store;
+    },
+  });
+  tenant = await createTenant(server);
+});
+afterAll(() => server.close());
+
+describe("health", () => {
+  it("answers /healthz", async () => {
+    const res = await fetch(`${server.url}/healthz`);
+    expect(res.status).toBe(200);
+    expect(await res.json()).toEqual({ ok: true, data: { status: "alive" } });
+  });
+
+  it("answers /readyz 200 while the store answers and 503 while it does not", async () => {
+    const ok = await fetch(`${server.url}/readyz`);
+    expect(ok.status).toBe(200);
+    expect(await ok.json()).toEqual({ ok: true, data: { status: "ready", store: "sqlite" } });
+    faults.down = true;
+    try {
+      const down = await fetch(`${server.url}/readyz`);
+      expect(down.status).toBe(503);
+      expect(await down.json()).toEqual({
+        ok: false,
+        error: { code: "unavailable", message: "the store is not reachable" },
+      });
+    } finally {
+      faults.down = false;
+    }
+  });
+});
+
+describe("error envelope", () => {
+  it("answers an unknown route with 404 not_found", async () => {
+    const res = await fetch(`${server.url}/api/v2/payments`, { method: "POST" });
+    expect(res.status).toBe(404);
+    expect(await res.json()).toEqual({
+      ok: false,
+      error: { code: "not_found", message: "no route for POST /api/v2/payments" },
+    });
+  });
+
+  it("answers a wrong method with 405 and Allow", async () => {
+    const res = await fetch(`${server.url}/api/v1/events`, { method: "GET" });
+    expect(res.status).toBe(405);
+    expect(res.headers.get("allow")).toBe("POST");
+    expect(await res.json()).toEqual({
+      ok: false,
+      error: {
+        code: "method_not_allowed",
+        message: "GET is not allowed on /api/v1/events; use POST",
+      },
+    });
+  });
+
+  it("refuses a body that is not JSON by its Content-Type with 415", async () => {
+    const res = await postJson(`${server.url}/api/v1/payments`, "a=1", {
+      key: tenant.key,
+      headers: { "content-type": "application/x-www-form-urlencoded" },
+    });
+    expect(res.status).toBe(415);
+    expect(res.body).toEqual({
+      ok: false,
+      error: { code: "invalid_input", message: "Content-Type must be application/json" },
+    });
+  });
+
+  it("answers malformed JSON with invalid JSON and no echo of the body", async () => {
+    const res = await postJson(`${server.url}/api/v1/payments`, '{"payment_id": "secret-abc",', {
+      key: tenant.key,
+    });
+    expect(res.status).toBe(400);
+    expect(res.body).toEqual({
+      ok: false,
+      error: {
+        code: "invalid_input",
+        message: "invalid JSON: unexpected end of input at position 29",
+      },
+    });
+  });
+
+  it("hides the cause of a 500 and shows no stack", async () => {
+    faults.brokenKeys = true;
+    try {
+      const res = await postJson(`${server.url}/api/v1/payments`, {}, { key: tenant.key });
+      expect(res.status).toBe(500);
+      expect(res.body).toEqual({
+        ok: false,
+        error: { code: "internal", message: "internal error" },
+      });
+    } finally {
+      faults.brokenKeys = false;
+    }
+  });
+
+  it("answers 503 unavailable when the store fails during authentication", async () => {
+    const inner = server.store;
+    const res = await (async () => {
+      const original = inner.findKeyByHash;
+      (inner as { findKeyByHash: Store["findKeyByHash"] }).findKeyByHash = () =>
+        Promise.reject(new Error("connection refused"));
+      try {
+        return await postJson(`${server.url}/api/v1/payments`, {}, { key: tenant.key });
+      } finally {
+        (inner as { findKeyByHash: Store["findKeyByHash"] }).findKeyByHash = original;
+      }
+    })();
+    expect(res.status).toBe(503);
+    expect(res.headers.get("retry-after")).toBe("2");
+    expect(res.body).toEqual({
+      ok: false,
+      error: { code: "unavailable", message: "the store is unavailable, retry later" },
+    });
+  });
+
+  it("hides internal RPC causes too", async () => {
+    faults.down = true;
+    try {
+      const client = rpcClient(ReportsService, server.url, "connect");
+      expect(
+        await rpcError(
+          client.listEvents(
+            { siteId: tenant.siteId },
+            { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } },
+          ),
+        ),
+      ).toEqual({ code: "internal", message: "internal error", reason: "internal" });
+    } finally {
+      faults.down = false;
+    }
+  });
+
+  it("echoes a safe X-Request-Id and makes one otherwise", async () => {
+    const given = await fetch(`${server.url}/healthz`, { headers: { "x-request-id": "abc-123" } });
+    expect(given.headers.get("x-request-id")).toBe("abc-123");
+    const unsafe = await fetch(`${server.url}/healthz`, {
+      headers: { "x-request-id": "bad id with spaces" },
+    });
+    expect(unsafe.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/);
+  });
+});
+
+describe("AdminService token", () => {
+  it.each(PROTOCOLS)("refuses a wrong token over %s", async (protocol) => {
+    const client = rpcClient(AdminService, server.url, protocol);
+    expect(
+      await rpcError(
+        client.getUsage(
+          { accountId: tenant.accountId },
+          { headers: { authorization: "Bearer wrong-token-0123456789" } },
+        ),
+      ),
+    ).toEqual({
+      code: "unauthenticated",
+      message: "missing or invalid admin token",
+      reason: "unauthorized",
+    });
+  });
+
+  it("answers with the right token", async () => {
+    const client = rpcClient(AdminService, server.url, "grpc");
+    const usage = await client.getUsage(
+      { accountId: tenant.accountId },
+      { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } },
+    );
+    expect(usage.plan).toBe("scale");
+    expect(usage.allowance).toBe(10_000_000n);
+    expect(usage.ceiling).toBe(20_000_000n);
+  });
+
+  it("creates accounts, sites and keys the same way the CLI does", async () => {
+    const client = rpcClient(AdminService, server.url, "connect");
+    const headers = { authorization: `Bearer ${ADMIN_TOKEN}` };
+    const acc = await client.createAccount(
+      { name: "Via RPC", plan: "starter", ownerEmail: "rpc@example.com" },
+      { headers },
+    );
+    const site = await client.createSite(
+      { accountId: acc.accountId, hostnames: ["rpc.example.com"] },
+      { headers },
+    );
+    expect(
+      await rpcError(
+        client.createKey(
+          { siteId: site.siteId, name: "k", scopes: ["events"], actorUserId: acc.ownerUserId },
+          { headers },
+        ),
+      ),
+    ).toEqual({
+      code: "failed_precondition",
+      message: `creating API keys requires the scale plan; account ${acc.accountId} is on the starter plan`,
+      reason: "forbidden",
+    });
+    await client.setPlan({ accountId: acc.accountId, plan: "scale" }, { headers });
+    const key = await client.createKey(
+      { siteId: site.siteId, name: "k", scopes: ["events"], actorUserId: acc.ownerUserId },
+      { headers },
+    );
+    expect(key.key).toMatch(/^mk_live_[0-9a-f]{48}$/);
+    const listed = await client.listKeys({ siteId: site.siteId }, { headers });
+    expect(listed.keys.map((k) => k.keyId)).toEqual([key.keyId]);
+    expect(JSON.stringify(listed)).not.toContain(key.key);
+  });
+});
+
+describe("AdminService without ADMIN_TOKEN", () => {
+  it("refuses every call", async () => {
+    const bare = await startTestServer({ env: { ADMIN_TOKEN: "" } });
+    try {
+      const client = rpcClient(AdminService, bare.url, "connect");
+      expect(
+        await rpcError(
+          client.getUsage({ accountId: "x" }, { headers: { authorization: "Bearer anything" } }),
+        ),
+      ).toEqual({
+        code: "unauthenticated",
+        message: "admin API is disabled: ADMIN_TOKEN is not set",
+        reason: "unauthorized",
+      });
+    } finally {
+      await bare.close();
+    }
+  });
+});

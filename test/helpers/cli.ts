@@ -1,0 +1,38 @@
+/** Runs the admin CLI the way the README says: `npm run --silent admin -- …`. */
+import { execFile } from "node:child_process";
+import { promisify } from "node:util";
+import { ROOT } from "./rpc-clients.js";
+
+const execFileP = promisify(execFile);
+
+export interface CliResult {
+  exitCode: number;
+  stdout: string;
+  stderr: string;
+  /** stdout parsed as JSON, when it is JSON. */
+  json: unknown;
+}
+
+export async function runAdminCli(args: string[], env: Record<string, string>): Promise<CliResult> {
+  let stdout = "";
+  let stderr = "";
+  let exitCode = 0;
+  try {
+    ({ stdout, stderr } = await execFileP("npm", ["run", "--silent", "admin", "--", ...args], {
+      cwd: ROOT,
+      env: { ...process.env, ...env },
+    }));
+  } catch (err) {
+    const e = err as { code?: number; stdout?: string; stderr?: string };
+    exitCode = e.code ?? 1;
+    stdout = e.stdout ?? "";
+    stderr = e.stderr ?? "";
+  }
+  let json: unknown;
+  try {
+    json = JSON.parse(stdout);
+  } catch {
+    json = undefined;
+  }
+  return { exitCode, stdout, stderr, json };
+}
