@@ -37,7 +37,10 @@ describe("admin CLI", () => {
       account_id: expect.stringMatching(/^acct_[0-9a-f]{24}$/),
       owner_user_id: expect.stringMatching(/^user_[0-9a-f]{24}$/),
     });
-    ({ account_id: accountId, owner_user_id: ownerUserId } = r.json as Record<string, string>);
+    ({ account_id: accountId, owner_user_id: ownerUserId } = r.json as {
+      account_id: string;
+      owner_user_id: string;
+    });
   });
 
   it("creates a site with several hostnames", async () => {

@@ -1,3 +1,4 @@
+import type { ServiceError } from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EventsService } from "../../gen/ingest/v1/events_pb.js";
 import { PaymentsService } from "../../gen/ingest/v1/payments_pb.js";
@@ -163,7 +164,7 @@ describe("grpc-js client", () => {
   it("gets UNAUTHENTICATED with the spec's message", async () => {
     const c = grpcJsClient("payments.proto", "PaymentsService", server.port);
     try {
-      const err = await c.call("RecordPayment", validPayment()).catch((e) => e);
+      const err = await c.call("RecordPayment", validPayment()).catch((e: ServiceError) => e);
       expect(err.code).toBe(16);
       expect(err.details).toBe("missing or malformed API key");
     } finally {
@@ -176,7 +177,7 @@ describe("grpc-js client", () => {
     try {
       const err = await c
         .call("RecordEvents", { s: tenant.siteId }, { authorization: `Bearer ${paymentsOnlyKey}` })
-        .catch((e) => e);
+        .catch((e: ServiceError) => e);
       expect(err.code).toBe(7);
       expect(err.details).toBe("API key lacks the events scope");
     } finally {

@@ -10,7 +10,7 @@ import type {
   Store,
   UserRecord,
 } from "../port.js";
-import { type Db, opt } from "./open-sqlite.js";
+import { type Db, nul, opt } from "./open-sqlite.js";
 
 type AccountsPart = Pick<
   Store,
@@ -77,8 +77,8 @@ export function createSqliteAccounts(db: Db): AccountsPart {
     ),
     getSite: db.prepare("SELECT id, account_id, hostnames, created_at FROM sites WHERE id = ?"),
     insertKey: db.prepare(
-      `INSERT INTO api_keys (id, site_id, name, scopes, hash, prefix, created_by, created_at)
-       VALUES (@id, @siteId, @name, @scopes, @hash, @prefix, @createdBy, @createdAt)`,
+      `INSERT INTO api_keys (id, site_id, name, scopes, hash, prefix, created_by, created_at, last_used_at)
+       VALUES (@id, @siteId, @name, @scopes, @hash, @prefix, @createdBy, @createdAt, @lastUsedAt)`,
     ),
     keyByHash: db.prepare(
       `SELECT k.*, s.account_id FROM api_keys k JOIN sites s ON s.id = k.site_id WHERE k.hash = ?`,
@@ -137,7 +137,7 @@ export function createSqliteAccounts(db: Db): AccountsPart {
       );
     },
     async insertKey(k: ApiKeyRecord) {
-      s.insertKey.run({ ...k, scopes: JSON.stringify(k.scopes) });
+      s.insertKey.run({ ...k, scopes: JSON.stringify(k.scopes), lastUsedAt: nul(k.lastUsedAt) });
     },
     async findKeyByHash(hash) {
       const r = s.keyByHash.get(hash) as (KeyRow & { account_id: string }) | undefined;

@@ -1,0 +1,198 @@
+/**
+ * Event bucketing: a site's events are appended to bucket documents of at
+ * most BUCKET_CAP events, one series of buckets per UTC hour of insertion.
+ * A bucket keeps `min_q`/`max_q`, the range of its events' insertion
+ * sequence, so the newest events are found from an index on
+ * (site_id, max_q) without unpacking old buckets. docs/mongodb.md weighs this
+ * against native time-series collections.
+ */
+import type { AnyBulkWriteOperation } from "mongodb";
+import type { EventRecord } from "../port.js";
+import {
+  compact,
+  type EventBucketDoc,
+  type EventDoc,
+  fromPairs,
+  opt,
+  toDate,
+  toPairs,
+} from "./documents.js";
+
+/**
+ * Most events in one bucket. Events are at most ~8 KB (the API's body limit),
+ * so a full bucket stays far below the 16 MB document limit, and a bucket is
+ * small enough that appending to it (which rewrites it) stays cheap.
+ */
+export const BUCKET_CAP = 200;
+
+const HOUR_MS = 3_600_000;
+
+let lastQ = 0;
+
+/**
+ * The next insertion sequence number of this process: microseconds of the
+ * wall clock, bumped by one when the clock has not moved (or moved back), so
+ * it strictly increases within a process and follows the clock across
+ * processes. Date.now() * 1000 stays below 2^53 until the year 2255.
+ */
+export function nextQ(): number {
+  const now = Date.now() * 1000;
+  lastQ = now > lastQ ? now : lastQ + 1;
+  return lastQ;
+}
+
+/** The stored form of an event, tagged with its insertion sequence. */
+export function eventToDoc(e: EventRecord, q: number): EventDoc {
+  return compact<EventDoc>({
+    q,
+    name: e.name,
+    url: e.url,
+    referrer: e.referrer,
+    title: e.title,
+    width: e.width,
+    language: e.language,
+    props: e.props === undefined ? undefined : JSON.stringify(e.props),
+    ts: toDate(e.ts),
+    received_at: toDate(e.receivedAt),
+    visitor_id: e.visitorId,
+    user_id: e.userId,
+    country: e.country,
+    browser: e.browser,
+    os: e.os,
+    device: e.device,
+    referrer_host: e.referrerHost,
+    utm_source: e.utmSource,
+    utm_medium: e.utmMedium,
+    utm_campaign: e.utmCampaign,
+    utm_term: e.utmTerm,
+    utm_content: e.utmContent,
+    // An empty map is stored as nothing, as in SQLite.
+    click_ids: e.clickIds && Object.keys(e.clickIds).length > 0 ? toPairs(e.clickIds) : undefined,
+  });
+}
+
+/** An event of a bucket of `siteId` back to the port's record. */
+export function eventFromDoc(siteId: string, d: EventDoc): EventRecord {
+  return {
+    siteId,
+    name: d.name,
+    url: d.url,
+    referrer: opt(d.referrer),
+    title: opt(d.title),
+    width: opt(d.width),
+    language: opt(d.language),
+    props:
+      d.props === undefined || d.props === null
+        ? undefined
+        : (JSON.parse(d.props) as Record<string, unknown>),
+    ts: d.ts.getTime(),
+    receivedAt: d.received_at.getTime(),
+    visitorId: d.visitor_id,
+    userId: opt(d.user_id),
+    country: opt(d.country),
+    browser: opt(d.browser),
+    os: opt(d.os),
+    device: opt(d.device),
+    referrerHost: opt(d.referrer_host),
+    utmSource: opt(d.utm_source),
+    utmMedium: opt(d.utm_medium),
+    utmCampaign: opt(d.utm_campaign),
+    utmTerm: opt(d.utm_term),
+    utmContent: opt(d.utm_content),
+    clickIds: d.click_ids ? fromPairs(d.click_ids) : undefined,
+  };
+}
+
+/** The events of one accepted group for one site. */
+export interface EventUnit {
+  /** Index of the group in the commitEvents call. */
+  group: number;
+  siteId: string;
+  events: EventRecord[];
+}
+
+/** One append to a bucket, with the groups whose events it carries. */
+export interface BucketAppend {
+  operation: AnyBulkWriteOperation<EventBucketDoc>;
+  groups: number[];
+}
+
+/**
+ * Turns units (in commit order) into bucket appends: per site, consecutive
+ * units share one append of at most BUCKET_CAP events, and a unit is never
+ * split, so each group's events for a site land in one single-document
+ * (hence atomic) update. Sequence numbers are taken in commit order.
+ */
+export function planAppends(units: readonly EventUnit[], now = Date.now()): BucketAppend[] {
+  const hour = new Date(Math.floor(now / HOUR_MS) * HOUR_MS);
+  const bySite = new Map<string, EventUnit[][]>();
+  for (const unit of units) {
+    if (unit.events.length === 0) continue;
+    let chunks = bySite.get(unit.siteId);
+    if (!chunks) {
+      chunks = [];
+      bySite.set(unit.siteId, chunks);
+    }
+    const last = chunks.at(-1);
+    const size = last ? last.reduce((n, u) => n + u.events.length, 0) : 0;
+    if (last && size + unit.events.length <= BUCKET_CAP) last.push(unit);
+    else chunks.push([unit]);
+  }
+  const appends: BucketAppend[] = [];
+  for (const [siteId, chunks] of bySite) {
+    for (const chunk of chunks) {
+      const docs = chunk.flatMap((u) => u.events.map((e) => eventToDoc(e, nextQ())));
+      const k = docs.length;
+      appends.push({
+        groups: [...new Set(chunk.map((u) => u.group))],
+        operation: {
+          updateOne: {
+            // A bucket of this site and hour with room for all k events; when
+            // there is none, the upsert opens a new bucket (site_id and hour
+            // come from the filter's equalities, _id is a new ObjectId). No
+            // unique index is involved, so this upsert cannot fail with E11000;
+            // two racing writers may at worst open two buckets for the hour.
+            filter: { site_id: siteId, hour, n: { $lte: BUCKET_CAP - k } },
+            update: {
+              $push: { events: { $each: docs } },
+              $inc: { n: k },
+              $min: { min_q: docs[0]?.q ?? 0 },
+              $max: { max_q: docs[k - 1]?.q ?? 0 },
+            },
+            upsert: true,
+          },
+        },
+      });
+    }
+  }
+  return appends;
+}
+
+/**
+ * Keeps the `limit` newest events among the buckets read so far, and says
+ * whether a bucket can still hold one of them. Buckets come in decreasing
+ * `max_q`; once `limit` events are kept, a bucket whose `max_q` is below the
+ * oldest kept one holds only older events, and so does every later bucket.
+ */
+export class NewestEvents {
+  private kept: EventDoc[] = [];
+
+  constructor(private readonly limit: number) {}
+
+  /** Whether a bucket with this `max_q` may hold one of the newest events. */
+  wants(maxQ: number): boolean {
+    const oldest = this.kept[this.limit - 1];
+    return oldest === undefined || maxQ > oldest.q;
+  }
+
+  add(events: readonly EventDoc[]): void {
+    this.kept.push(...events);
+    this.kept.sort((a, b) => b.q - a.q);
+    if (this.kept.length > this.limit) this.kept.length = this.limit;
+  }
+
+  /** The kept events, newest first. */
+  get events(): readonly EventDoc[] {
+    return this.kept;
+  }
+}

@@ -1,0 +1,87 @@
+/** The MongoDB adapter of the store port: the production store. */
+import { MongoClient, ReadPreference } from "mongodb";
+import type { Store } from "../port.js";
+import { createMongoAccounts } from "./accounts.js";
+import { createMongoEvents } from "./events.js";
+import { createMongoPayments } from "./payments.js";
+import { collections, ensureSchema } from "./schema.js";
+
+/** The database used when neither the URL path nor the options name one. */
+export const DEFAULT_DB_NAME = "ingest";
+
+/** How long an operation waits for a usable server before failing. */
+const SERVER_SELECTION_TIMEOUT_MS = 5000;
+
+export interface MongoStoreOptions {
+  /** Overrides the database named in the URL (tests use a fresh one per run). */
+  dbName?: string;
+}
+
+/**
+ * The database named by the path of a `mongodb://` or `mongodb+srv://` URL
+ * (`mongodb://h1,h2/analytics?replicaSet=rs` → `analytics`), or `ingest`.
+ * Parsed by hand: WHATWG URL does not accept the multi-host form, and the
+ * driver's own default is `test`, which cannot be told from an explicit one.
+ */
+export function dbNameFromUrl(url: string): string {
+  const scheme = url.indexOf("://");
+  const rest = scheme < 0 ? url : url.slice(scheme + 3);
+  // The host list ends at the first "/" (user info and hosts cannot hold one
+  // unescaped); a "?" before it means options without a database.
+  const slash = rest.indexOf("/");
+  const query = rest.indexOf("?");
+  if (slash < 0 || (query >= 0 && query < slash)) return DEFAULT_DB_NAME;
+  const path = rest.slice(slash + 1).split("?")[0] ?? "";
+  return path === "" ? DEFAULT_DB_NAME : decodeURIComponent(path);
+}
+
+/**
+ * Connects to MongoDB, creates collections, validators and indexes when
+ * needed, and returns the store. Fails within a few seconds when no server
+ * answers. MongoDB 7.0 or later, as a replica set (or sharded cluster) in
+ * production: majority writes need one.
+ */
+export async function createMongoStore(
+  url: string,
+  options: MongoStoreOptions = {},
+): Promise<Store> {
+  const client = new MongoClient(url, {
+    serverSelectionTimeoutMS: SERVER_SELECTION_TIMEOUT_MS,
+    // Never serialize undefined (it would become null); documents are also built without it.
+    ignoreUndefined: true,
+  });
+  let closed = false;
+  try {
+    await client.connect();
+    const db = client.db(options.dbName ?? dbNameFromUrl(url), {
+      // Acknowledged only once a majority of the replica set has the write
+      // (journaled, by the server's default for majority): an acknowledged
+      // event or payment survives the loss of the primary.
+      writeConcern: { w: "majority" },
+      // Reads see the writes just made (quota, salts, a key deleted a moment
+      // ago), whatever read preference the URL asks for.
+      readPreference: ReadPreference.PRIMARY,
+      ignoreUndefined: true,
+    });
+    await ensureSchema(db);
+    const c = collections(db);
+    return {
+      kind: "mongodb",
+      ...createMongoAccounts(c),
+      ...createMongoEvents(c),
+      ...createMongoPayments(c),
+      async ping() {
+        await db.command({ ping: 1 });
+      },
+      async close() {
+        if (closed) return;
+        closed = true;
+        await client.close();
+      },
+    };
+  } catch (err) {
+    closed = true;
+    await client.close().catch(() => {});
+    throw err;
+  }
+}

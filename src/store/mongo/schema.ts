@@ -1,0 +1,378 @@
+/**
+ * Collections, JSON-schema validators and indexes of the MongoDB adapter,
+ * created idempotently at start-up (docs/mongodb.md explains each choice).
+ */
+import {
+  type Collection,
+  type Db,
+  type Document,
+  type IndexDescription,
+  MongoServerError,
+} from "mongodb";
+import { PLANS } from "../../domain/plans.js";
+import type {
+  PaymentKind,
+  PaymentStatus,
+  Role,
+  Scope,
+  SubscriptionInterval,
+  SubscriptionStatus,
+} from "../port.js";
+import type {
+  AccountDoc,
+  ApiKeyDoc,
+  CustomerDoc,
+  EventBucketDoc,
+  IdentityDoc,
+  MembershipDoc,
+  PaymentDoc,
+  QuotaDoc,
+  SaltDoc,
+  SiteDoc,
+  SubscriptionDoc,
+  UserDoc,
+} from "./documents.js";
+
+/** The values of a string union; `Record<T, true>` makes the compiler check that none is missing. */
+function valuesOf<T extends string>(values: Record<T, true>): T[] {
+  return Object.keys(values) as T[];
+}
+
+const ROLES = valuesOf<Role>({ owner: true, admin: true, member: true });
+const SCOPES = valuesOf<Scope>({ events: true, payments: true });
+const PAYMENT_KINDS = valuesOf<PaymentKind>({ charge: true, refund: true, chargeback: true });
+const PAYMENT_STATUSES = valuesOf<PaymentStatus>({ succeeded: true, pending: true, failed: true });
+const INTERVALS = valuesOf<SubscriptionInterval>({
+  day: true,
+  week: true,
+  month: true,
+  year: true,
+});
+const SUBSCRIPTION_STATUSES = valuesOf<SubscriptionStatus>({
+  active: true,
+  trialing: true,
+  past_due: true,
+  paused: true,
+  canceled: true,
+  ended: true,
+});
+
+const str = { bsonType: "string" };
+const date = { bsonType: "date" };
+/** Counters and small integers the driver writes as int32 (or long past 2^31). */
+const integer = { bsonType: ["int", "long"] };
+/** Money: always written as a long by the adapter, so a double is refused. */
+const money = { bsonType: "long" };
+const pairs = {
+  bsonType: "array",
+  items: {
+    bsonType: "object",
+    required: ["k", "v"],
+    additionalProperties: false,
+    properties: { k: str, v: str },
+  },
+};
+
+/** A `$jsonSchema` for an object with `required` fields (extra fields stay allowed, for evolution). */
+function object(required: string[], properties: Record<string, Document>): Document {
+  return { bsonType: "object", required, properties };
+}
+
+interface CollectionSpec {
+  name: string;
+  schema: Document;
+  indexes: IndexDescription[];
+}
+
+/** Every collection of the adapter. */
+export const COLLECTIONS: readonly CollectionSpec[] = [
+  {
+    name: "accounts",
+    schema: object(["_id", "name", "plan", "created_at"], {
+      _id: str,
+      name: str,
+      plan: { enum: [...PLANS] },
+      created_at: date,
+    }),
+    indexes: [],
+  },
+  {
+    name: "users",
+    schema: object(["_id", "email", "created_at"], { _id: str, email: str, created_at: date }),
+    indexes: [{ key: { email: 1 }, name: "email_unique", unique: true }],
+  },
+  {
+    name: "memberships",
+    schema: object(["account_id", "user_id", "role"], {
+      account_id: str,
+      user_id: str,
+      role: { enum: ROLES },
+    }),
+    indexes: [{ key: { account_id: 1, user_id: 1 }, name: "account_user_unique", unique: true }],
+  },
+  {
+    name: "sites",
+    schema: object(["_id", "account_id", "hostnames", "created_at"], {
+      _id: str,
+      account_id: str,
+      hostnames: { bsonType: "array", items: str },
+      created_at: date,
+    }),
+    indexes: [{ key: { account_id: 1 }, name: "account" }],
+  },
+  {
+    name: "api_keys",
+    schema: object(
+      [
+        "_id",
+        "site_id",
+        "account_id",
+        "name",
+        "scopes",
+        "hash",
+        "prefix",
+        "created_by",
+        "created_at",
+      ],
+      {
+        _id: str,
+        site_id: str,
+        account_id: str,
+        name: str,
+        scopes: { bsonType: "array", items: { enum: SCOPES } },
+        hash: str,
+        prefix: str,
+        created_by: str,
+        created_at: date,
+        last_used_at: date,
+      },
+    ),
+    indexes: [
+      { key: { hash: 1 }, name: "hash_unique", unique: true },
+      { key: { site_id: 1, created_at: 1 }, name: "site_created" },
+    ],
+  },
+  {
+    name: "quota_usage",
+    schema: object(["_id", "account_id", "month", "count"], {
+      _id: str,
+      account_id: str,
+      month: { bsonType: "string", pattern: "^[0-9]{4}-[0-9]{2}$" },
+      count: { ...integer, minimum: 0 },
+    }),
+    indexes: [],
+  },
+  {
+    name: "events",
+    // The bucket's own fields are checked in full; each event only for its
+    // required fields, since every append re-validates the whole bucket.
+    schema: object(["site_id", "hour", "n", "min_q", "max_q", "events"], {
+      site_id: str,
+      hour: date,
+      n: { ...integer, minimum: 1 },
+      min_q: { bsonType: "number" },
+      max_q: { bsonType: "number" },
+      events: {
+        bsonType: "array",
+        minItems: 1,
+        items: {
+          bsonType: "object",
+          required: ["q", "name", "url", "ts", "received_at", "visitor_id"],
+        },
+      },
+    }),
+    indexes: [
+      // Finds the hour's bucket that still has room.
+      { key: { site_id: 1, hour: 1, n: 1 }, name: "site_hour_n" },
+      // Reads a site's newest buckets first.
+      { key: { site_id: 1, max_q: -1 }, name: "site_recent" },
+    ],
+  },
+  {
+    name: "identities",
+    schema: object(["site_id", "user_id", "visitor_id", "ts"], {
+      site_id: str,
+      user_id: str,
+      visitor_id: str,
+      ts: date,
+    }),
+    indexes: [
+      {
+        key: { site_id: 1, user_id: 1, visitor_id: 1 },
+        name: "site_user_visitor_unique",
+        unique: true,
+      },
+      { key: { site_id: 1, visitor_id: 1 }, name: "site_visitor" },
+    ],
+  },
+  {
+    name: "salts",
+    schema: object(["_id", "salt"], {
+      _id: { bsonType: "string", pattern: "^[0-9]{4}-[0-9]{2}-[0-9]{2}$" },
+      salt: str,
+    }),
+    indexes: [],
+  },
+  {
+    name: "customers",
+    schema: object(["site_id", "customer_id", "metadata", "created_at", "updated_at"], {
+      site_id: str,
+      customer_id: str,
+      email: str,
+      user_id: str,
+      name: str,
+      country: str,
+      visitor_id: str,
+      metadata: pairs,
+      created_at: date,
+      updated_at: date,
+    }),
+    indexes: [
+      { key: { site_id: 1, customer_id: 1 }, name: "site_customer_unique", unique: true },
+      { key: { site_id: 1, user_id: 1 }, name: "site_user" },
+    ],
+  },
+  {
+    name: "subscriptions",
+    schema: object(
+      [
+        "site_id",
+        "subscription_id",
+        "customer_id",
+        "currency",
+        "status",
+        "started_at",
+        "created_at",
+        "updated_at",
+      ],
+      {
+        site_id: str,
+        subscription_id: str,
+        customer_id: str,
+        currency: str,
+        plan: str,
+        interval: { enum: INTERVALS },
+        status: { enum: SUBSCRIPTION_STATUSES },
+        amount_minor: money,
+        started_at: date,
+        current_period_end: date,
+        canceled_at: date,
+        ended_at: date,
+        created_at: date,
+        updated_at: date,
+      },
+    ),
+    indexes: [
+      { key: { site_id: 1, subscription_id: 1 }, name: "site_subscription_unique", unique: true },
+      { key: { site_id: 1, customer_id: 1 }, name: "site_customer" },
+    ],
+  },
+  {
+    name: "payments",
+    schema: object(
+      [
+        "site_id",
+        "payment_id",
+        "customer_id",
+        "currency",
+        "amount_minor",
+        "kind",
+        "status",
+        "paid_at",
+        "metadata",
+        "created_at",
+        "updated_at",
+      ],
+      {
+        site_id: str,
+        payment_id: str,
+        customer_id: str,
+        currency: str,
+        amount_minor: money,
+        fee_minor: money,
+        kind: { enum: PAYMENT_KINDS },
+        status: { enum: PAYMENT_STATUSES },
+        paid_at: date,
+        metadata: pairs,
+        subscription_id: str,
+        created_at: date,
+        updated_at: date,
+      },
+    ),
+    indexes: [
+      { key: { site_id: 1, payment_id: 1 }, name: "site_payment_unique", unique: true },
+      { key: { site_id: 1, customer_id: 1 }, name: "site_customer" },
+      { key: { site_id: 1, paid_at: 1 }, name: "site_paid_at" },
+    ],
+  },
+];
+
+/** The server's code for "collection already exists". */
+const NAMESPACE_EXISTS = 48;
+
+/**
+ * Creates what is missing and brings validators up to date: a new collection
+ * gets its validator at creation, an existing one through `collMod`. Index
+ * creation is idempotent for an identical definition. Safe to run from many
+ * processes at once.
+ */
+export async function ensureSchema(db: Db): Promise<void> {
+  const existing = new Set(
+    (await db.listCollections({}, { nameOnly: true }).toArray()).map((c) => c.name),
+  );
+  await Promise.all(
+    COLLECTIONS.map(async (spec) => {
+      const validation = {
+        validator: { $jsonSchema: spec.schema },
+        validationLevel: "strict",
+        validationAction: "error",
+      };
+      const collMod = () => db.command({ collMod: spec.name, ...validation });
+      if (existing.has(spec.name)) {
+        await collMod();
+      } else {
+        try {
+          await db.createCollection(spec.name, validation);
+        } catch (err) {
+          // Another process created it since listCollections.
+          if (!(err instanceof MongoServerError && err.code === NAMESPACE_EXISTS)) throw err;
+          await collMod();
+        }
+      }
+      if (spec.indexes.length > 0) await db.collection(spec.name).createIndexes(spec.indexes);
+    }),
+  );
+}
+
+/** Typed handles on the adapter's collections. */
+export interface Collections {
+  accounts: Collection<AccountDoc>;
+  users: Collection<UserDoc>;
+  memberships: Collection<MembershipDoc>;
+  sites: Collection<SiteDoc>;
+  apiKeys: Collection<ApiKeyDoc>;
+  quota: Collection<QuotaDoc>;
+  events: Collection<EventBucketDoc>;
+  identities: Collection<IdentityDoc>;
+  salts: Collection<SaltDoc>;
+  customers: Collection<CustomerDoc>;
+  subscriptions: Collection<SubscriptionDoc>;
+  payments: Collection<PaymentDoc>;
+}
+
+export function collections(db: Db): Collections {
+  return {
+    accounts: db.collection<AccountDoc>("accounts"),
+    users: db.collection<UserDoc>("users"),
+    memberships: db.collection<MembershipDoc>("memberships"),
+    sites: db.collection<SiteDoc>("sites"),
+    apiKeys: db.collection<ApiKeyDoc>("api_keys"),
+    quota: db.collection<QuotaDoc>("quota_usage"),
+    events: db.collection<EventBucketDoc>("events"),
+    identities: db.collection<IdentityDoc>("identities"),
+    salts: db.collection<SaltDoc>("salts"),
+    customers: db.collection<CustomerDoc>("customers"),
+    subscriptions: db.collection<SubscriptionDoc>("subscriptions"),
+    payments: db.collection<PaymentDoc>("payments"),
+  };
+}
