@@ -164,7 +164,9 @@ describe("grpc-js client", () => {
   it("gets UNAUTHENTICATED with the spec's message", async () => {
     const c = grpcJsClient("payments.proto", "PaymentsService", server.port);
     try {
-      const err = await c.call("RecordPayment", validPayment()).catch((e: ServiceError) => e);
+      const err = (await c
+        .call("RecordPayment", validPayment())
+        .catch((e: ServiceError) => e)) as ServiceError;
       expect(err.code).toBe(16);
       expect(err.details).toBe("missing or malformed API key");
     } finally {
@@ -175,9 +177,9 @@ describe("grpc-js client", () => {
   it("gets PERMISSION_DENIED for a key without the scope", async () => {
     const c = grpcJsClient("events.proto", "EventsService", server.port);
     try {
-      const err = await c
+      const err = (await c
         .call("RecordEvents", { s: tenant.siteId }, { authorization: `Bearer ${paymentsOnlyKey}` })
-        .catch((e: ServiceError) => e);
+        .catch((e: ServiceError) => e)) as ServiceError;
       expect(err.code).toBe(7);
       expect(err.details).toBe("API key lacks the events scope");
     } finally {
