@@ -88,6 +88,23 @@ export interface IdentityLink {
   ts: number;
 }
 
+/**
+ * A visit that may be a visitor's first touch: a pageview with its
+ * classified channel. `internal` marks a pageview whose referrer is the
+ * site itself (the visit's real landing was not recorded).
+ */
+export interface VisitorTouch {
+  siteId: string;
+  visitorId: string;
+  ts: number;
+  internal: boolean;
+  channel: string;
+  source?: string;
+  medium?: string;
+  campaign?: string;
+  landingPage: string;
+}
+
 /** The events of one accepted request, written together or not at all. */
 export interface EventGroup {
   accountId: string;
@@ -99,11 +116,67 @@ export interface EventGroup {
   countable: number;
   events: EventRecord[];
   links: IdentityLink[];
+  /**
+   * Candidate first touches. A visitor keeps the best one seen: a
+   * non-internal touch beats an internal one, then the earlier wins.
+   */
+  touches?: VisitorTouch[];
 }
 
 export type EventGroupResult =
-  | { ok: true; remaining: number }
+  | {
+      ok: true;
+      remaining: number;
+      /** Visitors whose first touch this group set or improved. */
+      firstTouches?: string[];
+    }
   | { ok: false; reason: "quota_exceeded"; remaining: number };
+
+/** How a customer is linked to a visitor, strongest first. */
+export type LinkKind = "user_id" | "visitor_id" | "customer";
+
+/** A visitor linked to a customer, remembered so later payments keep the link. */
+export interface CustomerVisitorLink {
+  visitorId: string;
+  via: LinkKind;
+  linkedAt: number;
+}
+
+/** The first touch credited to a customer's payments. */
+export interface Attribution {
+  channel: string;
+  source?: string;
+  medium?: string;
+  campaign?: string;
+  landingPage: string;
+  visitorId: string;
+  /** Which link found the visitor. */
+  via: LinkKind;
+  /** When the touch happened. */
+  touchedAt: number;
+}
+
+/** Succeeded payments of one channel and currency, in minor units. */
+export interface RevenueRow {
+  /** The channel, or `unattributed`. */
+  channel: string;
+  currency: string;
+  grossMinor: number;
+  refundsMinor: number;
+  chargebacksMinor: number;
+  payments: number;
+  /** Distinct customers with a succeeded charge. */
+  payingCustomers: number;
+}
+
+/** Recurring amounts of subscriptions of one currency and interval. */
+export interface MrrRow {
+  currency: string;
+  interval: SubscriptionInterval;
+  /** Sum of the per-interval amounts. */
+  amountMinor: number;
+  subscriptions: number;
+}
 
 export type PaymentKind = "charge" | "refund" | "chargeback";
 export type PaymentStatus = "succeeded" | "pending" | "failed";
@@ -131,6 +204,11 @@ export interface PaymentRecord {
   /** Set on first insert and kept on updates. */
   createdAt: number;
   updatedAt: number;
+  /**
+   * The first touch this payment is credited to; undefined when
+   * unattributed. Written by `setAttribution`, never by `commitPayments`.
+   */
+  attribution?: Attribution;
 }
 
 /**
@@ -160,6 +238,8 @@ export interface CustomerRecord {
   metadata: Record<string, string>;
   createdAt: number;
   updatedAt: number;
+  /** The customer's first touch; undefined when unattributed. */
+  attribution?: Attribution;
 }
 
 /**

@@ -1,7 +1,8 @@
+import { fromJson } from "@bufbuild/protobuf";
 import type { ServiceError } from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EventsService } from "../../gen/ingest/v1/events_pb.js";
-import { PaymentsService } from "../../gen/ingest/v1/payments_pb.js";
+import { PaymentsService, RecordPaymentRequestSchema } from "../../gen/ingest/v1/payments_pb.js";
 import { validEvent, validPayment } from "../helpers/fixtures.js";
 import { bufCurl, grpcJsClient, PROTOCOLS, rpcClient, rpcError } from "../helpers/rpc-clients.js";
 import {
@@ -117,7 +118,9 @@ describe.each(ENDPOINTS)("REST $path authentication", ({ path, scope, body }) =>
 describe.each(PROTOCOLS)("%s authentication", (protocol) => {
   it("rejects a missing key as unauthenticated with the REST message", async () => {
     const client = rpcClient(PaymentsService, server.url, protocol);
-    expect(await rpcError(client.recordPayment(validPayment()))).toEqual({
+    expect(
+      await rpcError(client.recordPayment(fromJson(RecordPaymentRequestSchema, validPayment()))),
+    ).toEqual({
       code: "unauthenticated",
       message: "missing or malformed API key",
       reason: "unauthorized",
@@ -208,7 +211,9 @@ describe("key deletion", () => {
     const rpc = rpcClient(PaymentsService, server.url, "grpc");
     expect(
       await rpcError(
-        rpc.recordPayment(validPayment(), { headers: { authorization: `Bearer ${key}` } }),
+        rpc.recordPayment(fromJson(RecordPaymentRequestSchema, validPayment()), {
+          headers: { authorization: `Bearer ${key}` },
+        }),
       ),
     ).toMatchObject({ code: "unauthenticated", message: "unknown or revoked API key" });
   });

@@ -3,9 +3,10 @@
  * endpoints over REST (HTTP/1.1 and h2c), Connect (JSON and binary),
  * gRPC-Web, gRPC, `buf curl` and an independent grpc-js client.
  */
+import { fromJson } from "@bufbuild/protobuf";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EventsService } from "../../gen/ingest/v1/events_pb.js";
-import { PaymentsService } from "../../gen/ingest/v1/payments_pb.js";
+import { PaymentsService, RecordPaymentRequestSchema } from "../../gen/ingest/v1/payments_pb.js";
 import { validEvent, validPayment } from "../helpers/fixtures.js";
 import { bufCurl, grpcJsClient, PROTOCOLS, rpcClient } from "../helpers/rpc-clients.js";
 import {
@@ -19,6 +20,8 @@ import {
 let server: TestServer;
 let tenant: Tenant;
 const auth = () => ({ authorization: `Bearer ${tenant.key}` });
+/** The fixture as a message: connect-es clients take messages, not the REST JSON. */
+const paymentMessage = (id: string) => fromJson(RecordPaymentRequestSchema, validPayment(id));
 
 beforeAll(async () => {
   server = await startTestServer();
@@ -47,7 +50,7 @@ describe("REST", () => {
 describe.each(PROTOCOLS)("connect-es client over %s", (protocol) => {
   it("records a payment", async () => {
     const client = rpcClient(PaymentsService, server.url, protocol);
-    const res = await client.recordPayment(validPayment(`pay_${protocol}`), { headers: auth() });
+    const res = await client.recordPayment(paymentMessage(`pay_${protocol}`), { headers: auth() });
     expect(res.paymentId).toBe(`pay_${protocol}`);
     expect((await server.store.getPayment(tenant.siteId, `pay_${protocol}`))?.amountMinor).toBe(
       2999,
@@ -65,7 +68,7 @@ describe.each(PROTOCOLS)("connect-es client over %s", (protocol) => {
 describe("Connect with the binary format", () => {
   it("records a payment", async () => {
     const client = rpcClient(PaymentsService, server.url, "connect", { useBinaryFormat: true });
-    const res = await client.recordPayment(validPayment("pay_binary"), { headers: auth() });
+    const res = await client.recordPayment(paymentMessage("pay_binary"), { headers: auth() });
     expect(res.paymentId).toBe("pay_binary");
   });
 });

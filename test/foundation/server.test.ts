@@ -114,7 +114,7 @@ describe("error envelope", () => {
       ok: false,
       error: {
         code: "invalid_input",
-        message: "invalid JSON: unexpected end of input at position 29",
+        message: "invalid JSON: syntax error at position 28",
       },
     });
   });

@@ -132,7 +132,7 @@ export function grpcJsClient(file: string, serviceName: string, port: number) {
       const md = new grpc.Metadata();
       for (const [k, v] of Object.entries(metadata)) md.set(k, v);
       return new Promise((resolve, reject) => {
-        const fn = (client as unknown as Record<string, Function>)[method];
+        const fn = (client as unknown as Record<string, (...args: unknown[]) => void>)[method];
         if (!fn) return reject(new Error(`no method ${method}`));
         fn.call(client, request, md, (err: grpc.ServiceError | null, res: T) =>
           err ? reject(err) : resolve(res),

@@ -1,22 +1,208 @@
-/** Placeholder: replaced by the events implementation. */
-import type { Store } from "../../store/port.js";
+/**
+ * The events application: check, filter, enrich, count and durably store
+ * events sent from customers' servers. Both doors (REST and Connect) call it,
+ * so every rule lives here once.
+ *
+ * A request goes through, in this order (the spec's order of errors; the
+ * doors have already answered 401/403 scope, 413 and `invalid JSON`):
+ *  1. site: unknown → 404, another site than the key's → 403;
+ *  2. fields → 400 naming every problem;
+ *  3. bot filter: automated user agents are dropped (not stored, not counted);
+ *  4. enrichment: visitor id, country, browser/OS/device, referrer host, UTM, click ids;
+ *  5. quota: refused at once when the account is already too close to its
+ *     ceiling (the counter only grows within a month, so this never refuses
+ *     wrongly); otherwise the group commit's store transaction raises the
+ *     counter only when the request fits whole, which is what guarantees the
+ *     ceiling across requests and processes;
+ *  6. group commit: the request is one EventGroup in a bounded queue; the
+ *     promise resolves after its batch is durably written. A full queue
+ *     answers 503 at once.
+ */
+import { createGroupCommit, QueueFullError } from "../../lib/group-commit.js";
+import type {
+  EventGroup,
+  EventGroupResult,
+  EventRecord,
+  IdentityLink,
+  Store,
+} from "../../store/port.js";
 import type { Clock } from "../clock.js";
-import { DomainError } from "../errors.js";
-import type { EventsApp } from "./events-app.js";
+import { DomainError, errors } from "../errors.js";
+import { ALLOWANCES, secondsUntilNextMonth, utcMonth } from "../plans.js";
+import { isAutomatedUserAgent } from "./bot-filter.js";
+import type { EventsApp, EventsResult } from "./events-app.js";
+import { type Geo, openGeo } from "./geo.js";
+import { urlParts } from "./url-parts.js";
+import { describeUserAgent } from "./user-agent.js";
+import { siteIdOf, type ValidEvent, validateEvents } from "./validate-events.js";
+import { canonicalIp, createVisitorIds, type VisitorIds } from "./visitor-id.js";
 
 export interface EventsDeps {
   store: Store;
   clock: Clock;
+  /**
+   * The ingest queue: `capacity` events waiting or being written at once
+   * (INGEST_QUEUE_CAPACITY), at most `batchMax` requests per store write
+   * (INGEST_BATCH_MAX), and `flushMs` a lone request waits for company
+   * (INGEST_FLUSH_MS).
+   */
   queue: { capacity: number; batchMax: number; flushMs: number };
   /** A GeoLite2/GeoIP2 MMDB file; the bundled DB-IP country file when unset. */
   geoipDb?: string;
 }
 
-export async function createEventsApp(_deps: EventsDeps): Promise<EventsApp> {
+/** The identify event: links a visitor to the caller's user id; never counted. */
+const IDENTIFY = "$identify";
+
+/**
+ * Store failures become 503 `unavailable` (retry later) rather than 500: the
+ * write did not happen, so a retry is safe and right.
+ */
+async function fromStore<T>(p: Promise<T>): Promise<T> {
+  try {
+    return await p;
+  } catch (err) {
+    if (err instanceof DomainError) throw err;
+    throw errors.storeUnavailable();
+  }
+}
+
+/**
+ * Builds the events application. Resolves once the GeoIP database is open;
+ * rejects when GEOIP_DB names a file that is not an MMDB database.
+ */
+export async function createEventsApp(deps: EventsDeps): Promise<EventsApp> {
+  const { store, clock, queue } = deps;
+  const geo = await openGeo(deps.geoipDb);
+  const visitors = createVisitorIds(store);
+  const pipeline = createGroupCommit<EventGroup, EventGroupResult>({
+    capacity: queue.capacity,
+    batchMax: queue.batchMax,
+    flushMs: queue.flushMs,
+    commit: (groups) => store.commitEvents(groups),
+  });
+
   return {
-    async record() {
-      throw new DomainError("internal", "not implemented");
+    async record(principal, body, client) {
+      const now = clock.now();
+
+      // 1. The site, before any field rule (the spec's order). No `s`: field errors only.
+      const siteId = siteIdOf(body);
+      if (siteId === undefined) validateEvents(body, undefined, now); // always throws
+      const site = await fromStore(store.getSite(siteId as string));
+      if (!site) throw errors.unknownSite();
+      if (site.id !== principal.siteId) throw errors.foreignSite();
+
+      // 2. Fields.
+      const { events } = validateEvents(body, site.hostnames, now);
+
+      // 3. Bots: by the effective user agent, event by event (a batch may mix visitors).
+      const clientIp = client.ip === undefined ? undefined : canonicalIp(client.ip);
+      const kept: { ev: ValidEvent; ip: string; ua: string }[] = [];
+      for (const ev of events) {
+        const ua = ev.ua ?? client.userAgent ?? "";
+        if (isAutomatedUserAgent(ua)) continue;
+        kept.push({ ev, ip: ev.ip ?? clientIp ?? "", ua });
+      }
+      const dropped = events.length - kept.length;
+
+      const account = await fromStore(store.getAccount(principal.accountId));
+      if (!account) throw new DomainError("internal", "the key's account does not exist");
+      const { ceiling } = ALLOWANCES[account.plan];
+      const month = utcMonth(now);
+
+      // Nothing left to store: no write at all, and the allowance is unchanged.
+      if (kept.length === 0) {
+        const used = await fromStore(store.getUsage(account.id, month));
+        return { accepted: 0, dropped, quotaRemaining: Math.max(0, ceiling - used) };
+      }
+
+      const countable = kept.filter((k) => k.ev.name !== IDENTIFY).length;
+      // 5a. Cheap early refusal: the counter never goes down within a month.
+      if (countable > 0) {
+        const used = await fromStore(store.getUsage(account.id, month));
+        if (used + countable > ceiling) throw errors.quotaExceeded(secondsUntilNextMonth(now));
+      }
+
+      // 4. Enrichment.
+      const records = await Promise.all(
+        kept.map((k) => enrich(k.ev, site.id, k.ip, k.ua, now, geo, visitors)),
+      );
+      const links: IdentityLink[] = records
+        .filter((r) => r.name === IDENTIFY && r.userId !== undefined)
+        .map((r) => ({
+          siteId: site.id,
+          visitorId: r.visitorId,
+          userId: r.userId as string,
+          ts: r.ts,
+        }));
+
+      // 5b + 6. One group per request, written with other requests' groups.
+      const group: EventGroup = {
+        accountId: account.id,
+        month,
+        ceiling,
+        countable,
+        events: records,
+        links,
+      };
+      let result: EventGroupResult;
+      try {
+        // Weight = events, so capacity bounds memory in events; a request larger
+        // than the whole capacity still goes through when the queue is empty.
+        result = await pipeline.submit(group, Math.min(records.length, queue.capacity));
+      } catch (err) {
+        if (err instanceof QueueFullError) throw errors.queueFull();
+        if (err instanceof DomainError) throw err;
+        throw errors.storeUnavailable();
+      }
+      if (!result.ok) throw errors.quotaExceeded(secondsUntilNextMonth(now));
+      const out: EventsResult = {
+        accepted: records.length,
+        dropped,
+        quotaRemaining: result.remaining,
+      };
+      return out;
     },
-    async drain() {},
+
+    drain() {
+      return pipeline.drain();
+    },
   };
+}
+
+/** An event as stored: the checked fields plus everything derived from ip, ua and URLs. */
+async function enrich(
+  ev: ValidEvent,
+  siteId: string,
+  ip: string,
+  ua: string,
+  receivedAt: number,
+  geo: Geo,
+  visitors: VisitorIds,
+): Promise<EventRecord> {
+  const record: EventRecord = {
+    siteId,
+    name: ev.name,
+    url: ev.url,
+    referrer: ev.referrer,
+    title: ev.title,
+    width: ev.width,
+    language: ev.language,
+    props: ev.props,
+    ts: ev.ts,
+    receivedAt,
+    // The salt of the day the event happened: late events of yesterday keep yesterday's id.
+    visitorId: await visitors.visitorId(siteId, ip, ua, ev.ts),
+    userId: ev.userId,
+    country: ip === "" ? undefined : geo.country(ip),
+    ...describeUserAgent(ua),
+    ...urlParts(ev.url, ev.referrer),
+  };
+  // The port says optional fields are undefined when unknown, never present-but-undefined
+  // for adapters that would store them (MongoDB would keep explicit nulls).
+  for (const k of Object.keys(record) as (keyof EventRecord)[]) {
+    if (record[k] === undefined) delete record[k];
+  }
+  return record;
 }

@@ -5,41 +5,64 @@
  * significant digits), never through float arithmetic.
  */
 
-/** ISO 4217 minor-unit exponents that are not 2. CLDR (Intl) differs for several currencies, so ISO's own table is kept here. */
+/**
+ * ISO 4217 List One: every currency code with a numeric minor unit, keyed by
+ * its exponent. Kept here rather than read from Intl, whose list depends on
+ * the ICU build Node ships with (it lacks VED and still has HRK, for one).
+ * Codes whose minor unit is "N.A." (gold, SDR, bond units, XTS, XXX) are not
+ * money a payment can be made in and are left out.
+ */
 // biome-ignore format: a table reads better packed
-const EXPONENTS: Readonly<Record<string, number>> = {
-  BIF: 0, CLP: 0, DJF: 0, GNF: 0, ISK: 0, JPY: 0, KMF: 0, KRW: 0, PYG: 0, RWF: 0, UGX: 0,
-  UYI: 0, VND: 0, VUV: 0, XAF: 0, XOF: 0, XPF: 0,
-  BHD: 3, IQD: 3, JOD: 3, KWD: 3, LYD: 3, OMR: 3, TND: 3,
-  CLF: 4, UYW: 4,
+const LIST_ONE: Readonly<Record<number, string>> = {
+  0: "BIF CLP DJF GNF ISK JPY KMF KRW PYG RWF UGX UYI VND VUV XAF XOF XPF",
+  2: "AED AFN ALL AMD AOA ARS AUD AWG AZN BAM BBD BDT BMD BND BOB BOV BRL BSD BTN BWP BYN BZD " +
+    "CAD CDF CHE CHF CHW CNY COP COU CRC CUP CVE CZK DKK DOP DZD EGP ERN ETB EUR FJD FKP GBP " +
+    "GEL GHS GIP GMD GTQ GYD HKD HNL HTG HUF IDR ILS INR IRR JMD KES KGS KHR KPW KYD KZT LAK " +
+    "LBP LKR LRD LSL MAD MDL MGA MKD MMK MNT MOP MRU MUR MVR MWK MXN MXV MYR MZN NAD NGN NIO " +
+    "NOK NPR NZD PAB PEN PGK PHP PKR PLN QAR RON RSD RUB SAR SBD SCR SDG SEK SGD SHP SLE SOS " +
+    "SRD SSP STN SVC SYP SZL THB TJS TMT TOP TRY TTD TWD TZS UAH USD USN UYU UZS VED VES WST " +
+    "XCD XCG YER ZAR ZMW ZWG",
+  3: "BHD IQD JOD KWD LYD OMR TND",
+  4: "CLF UYW",
 };
 
-/** ISO 4217 codes that Intl (ICU) does not list but ISO does. */
-const EXTRA_CODES = ["CLF", "UYI", "UYW", "BOV", "CHE", "CHW", "COU", "MXV", "USN"];
-/** Codes ICU lists that have no minor unit in ISO 4217 (not money for payments). */
-const NOT_MONEY = new Set(["XDR", "XSU", "XUA", "XAU", "XAG", "XPT", "XPD", "XTS", "XXX"]);
+/**
+ * Codes withdrawn from List One since 2022 (kuna and lev replaced by the
+ * euro, redenominated leone, Zimbabwe dollar, convertible peso, Antillean
+ * guilder). Still accepted, with their former exponent of 2, so payments
+ * made before the change can be imported.
+ */
+const RECENTLY_WITHDRAWN = "ANG BGN CUC HRK SLL ZWL";
 
-const CURRENCIES: ReadonlySet<string> = new Set(
-  [...Intl.supportedValuesOf("currency"), ...EXTRA_CODES].filter((c) => !NOT_MONEY.has(c)),
-);
+const EXPONENTS: ReadonlyMap<string, number> = new Map([
+  ...Object.entries(LIST_ONE).flatMap(([exp, codes]) =>
+    codes.split(" ").map((code) => [code, Number(exp)] as const),
+  ),
+  ...RECENTLY_WITHDRAWN.split(" ").map((code) => [code, 2] as const),
+]);
 
-/** Whether `code` is an active ISO 4217 currency code (upper case). */
+/** Whether `code` is an ISO 4217 currency code (upper case) that payments may use. */
 export function isCurrency(code: string): boolean {
-  return CURRENCIES.has(code);
+  return EXPONENTS.has(code);
 }
 
-/** The currency's ISO 4217 exponent: digits after the decimal point. */
+/** The currency's ISO 4217 exponent: digits after the decimal point (2 for an unknown code). */
 export function currencyExponent(code: string): number {
-  return EXPONENTS[code] ?? 2;
+  return EXPONENTS.get(code) ?? 2;
 }
 
-/** Largest minor-unit amount kept exact (2^53 - 1). */
-export const MAX_MINOR = Number.MAX_SAFE_INTEGER;
+/**
+ * Largest minor-unit amount accepted: 15 digits. Any decimal of at most 15
+ * significant digits survives JSON's binary double unchanged, so every
+ * accepted amount is exactly the one the sender wrote; sums of many such
+ * amounts also stay far below 2^53.
+ */
+export const MAX_MINOR = 999_999_999_999_999;
 
 /**
  * Minor units of a major-unit amount, or why it cannot be converted exactly:
  * `"precision"` when it has more decimals than the currency, `"range"` when
- * it is too large to be exact.
+ * its minor units would exceed {@link MAX_MINOR} (or it is not finite).
  */
 export function toMinorUnits(
   amount: number,
@@ -50,9 +73,11 @@ export function toMinorUnits(
   const [digits, fraction] = decimalParts(Math.abs(amount));
   if (fraction.length > exp) return { ok: false, reason: "precision" };
   const text = (digits + fraction.padEnd(exp, "0")).replace(/^0+(?=\d)/, "");
+  // Compare as text: Number() of a long digit string would round first.
+  if (text.length > String(MAX_MINOR).length) return { ok: false, reason: "range" };
   const minor = Number(text);
-  if (!Number.isSafeInteger(minor)) return { ok: false, reason: "range" };
-  return { ok: true, minor: amount < 0 ? -minor : minor };
+  if (minor > MAX_MINOR) return { ok: false, reason: "range" };
+  return { ok: true, minor: amount < 0 && minor !== 0 ? -minor : minor };
 }
 
 /** Integer digits and fraction digits of a non-negative number's shortest decimal form. */

@@ -1,8 +1,14 @@
-/** Placeholder: replaced by the payments implementation. */
-import type { Store } from "../../store/port.js";
+/**
+ * The payments application: validate, build the store write, and hand it to
+ * a group commit so that many concurrent payments share one durable store
+ * write. Both doors (REST and Connect/gRPC) call `record`.
+ */
+import { createGroupCommit, QueueFullError } from "../../lib/group-commit.js";
+import type { KeyPrincipal, PaymentWrite, Store } from "../../store/port.js";
 import type { Clock } from "../clock.js";
-import { DomainError } from "../errors.js";
+import { errors } from "../errors.js";
 import type { PaymentsApp } from "./payments-app.js";
+import { invalidPaymentInput, type ValidPayment, validatePayment } from "./validate-payment.js";
 
 export interface PaymentsDeps {
   store: Store;
@@ -10,11 +16,88 @@ export interface PaymentsDeps {
   queue: { capacity: number; batchMax: number; flushMs: number };
 }
 
-export function createPaymentsApp(_deps: PaymentsDeps): PaymentsApp {
+/**
+ * The store write for a valid payment of `siteId` received at `now`.
+ * createdAt is `now` too: the store keeps the first one on updates.
+ */
+export function toPaymentWrite(siteId: string, p: ValidPayment, now: number): PaymentWrite {
+  const c = p.customer;
+  const s = p.subscription;
   return {
-    async record() {
-      throw new DomainError("internal", "not implemented");
+    payment: {
+      siteId,
+      paymentId: p.paymentId,
+      customerId: c.id,
+      currency: p.currency,
+      amountMinor: p.amountMinor,
+      feeMinor: p.feeMinor,
+      kind: p.kind,
+      status: p.status,
+      paidAt: p.paidAt,
+      metadata: p.metadata,
+      subscriptionId: s?.id,
+      createdAt: now,
+      updatedAt: now,
     },
-    async drain() {},
+    customer: {
+      siteId,
+      customerId: c.id,
+      email: c.email,
+      userId: c.userId,
+      name: c.name,
+      country: c.country,
+      visitorId: c.visitorId,
+      metadata: c.metadata,
+      at: now,
+    },
+    subscription: s && {
+      siteId,
+      subscriptionId: s.id,
+      customerId: c.id,
+      currency: p.currency,
+      plan: s.plan,
+      interval: s.interval,
+      status: s.status,
+      amountMinor: s.amountMinor,
+      startedAt: s.startedAt,
+      currentPeriodEnd: s.currentPeriodEnd,
+      canceledAt: s.canceledAt,
+      endedAt: s.endedAt,
+      // Only used when the subscription is first stored; later payments keep what is known.
+      defaults: { status: "active", startedAt: p.paidAt },
+      at: now,
+    },
+  };
+}
+
+/** The payments application over a store, with its own group-commit queue. */
+export function createPaymentsApp(deps: PaymentsDeps): PaymentsApp {
+  const { store, clock, queue } = deps;
+  const commit = createGroupCommit<PaymentWrite, void>({
+    capacity: queue.capacity,
+    batchMax: queue.batchMax,
+    flushMs: queue.flushMs,
+    async commit(writes) {
+      // One upsert batch; writes of one payment_id apply in arrival order, so the last one wins.
+      await store.commitPayments(writes);
+      return writes.map(() => undefined);
+    },
+  });
+
+  return {
+    async record(principal: KeyPrincipal, input: Record<string, unknown>) {
+      const v = validatePayment(input);
+      if (!v.ok) throw invalidPaymentInput(v.issues);
+      const write = toPaymentWrite(principal.siteId, v.payment, clock.now());
+      try {
+        await commit.submit(write);
+      } catch (err) {
+        if (err instanceof QueueFullError) throw errors.queueFull();
+        // The write may or may not have landed; either way a retry with the same payment_id is safe.
+        throw errors.storeUnavailable();
+      }
+      return { paymentId: v.payment.paymentId };
+    },
+    drain: () => commit.drain(),
   };
 }

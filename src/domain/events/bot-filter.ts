@@ -1,0 +1,79 @@
+/**
+ * The bot filter: which user agents are not people in a browser.
+ *
+ * isbot recognises crawlers, monitors, headless browsers and most HTTP
+ * libraries. The spec also drops command-line and library HTTP clients, and
+ * a caller that forgets to forward `ua` sends its own library's user agent,
+ * so the first product token is checked against a list of such clients too.
+ */
+import { isbot } from "isbot";
+
+/**
+ * First product tokens (lower case, the part before `/`, a space, `;` or `(`)
+ * of HTTP clients that are not browsers. Some are also known to isbot; they
+ * are listed so the rule holds whatever isbot's list becomes.
+ */
+const LIBRARY_CLIENTS: ReadonlySet<string> = new Set([
+  "aiohttp",
+  "apache-httpclient",
+  "axios",
+  "bun",
+  "curl",
+  "dart",
+  "deno",
+  "faraday",
+  "go-http-client",
+  "got",
+  "guzzle",
+  "guzzlehttp",
+  "http.rb",
+  "httpclient",
+  "httpie",
+  "httpx",
+  "hyper",
+  "insomnia",
+  "java",
+  "java-http-client",
+  "ky",
+  "libcurl",
+  "libwww-perl",
+  "lwp",
+  "mechanize",
+  "needle",
+  "node",
+  "node-fetch",
+  "node-superagent",
+  "okhttp",
+  "php",
+  "postmanruntime",
+  "powershell",
+  "python",
+  "python-httpx",
+  "python-requests",
+  "python-urllib",
+  "reqwest",
+  "rest-client",
+  "ruby",
+  "scrapy",
+  "superagent",
+  "undici",
+  "wget",
+  "winhttp",
+  "windowspowershell",
+]);
+
+/** The first product token of a user agent, lower case. */
+function firstToken(ua: string): string {
+  return (ua.trim().split(/[/\s;(]/, 1)[0] ?? "").toLowerCase();
+}
+
+/**
+ * True when events with this user agent must be dropped: no user agent (or
+ * only spaces), an automated agent (isbot), or a command-line or library HTTP
+ * client.
+ */
+export function isAutomatedUserAgent(ua: string | undefined): boolean {
+  if (ua === undefined || ua.trim() === "") return true;
+  if (LIBRARY_CLIENTS.has(firstToken(ua))) return true;
+  return isbot(ua);
+}

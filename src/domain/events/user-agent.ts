@@ -1,0 +1,25 @@
+/** Browser, OS and device type from a user agent, with ua-parser-js 1.x (MIT; 2.x is AGPL). */
+import UAParser from "ua-parser-js";
+
+export interface UserAgentParts {
+  /** e.g. `Chrome`, `Mobile Safari`, `Firefox`, `Edge`. */
+  browser?: string;
+  /** e.g. `Windows`, `Mac OS`, `iOS`, `Android`, `Linux`. */
+  os?: string;
+  /** `desktop`, `mobile`, `tablet`, `smarttv`, `console`, `wearable`, `embedded` or `xr`. */
+  device?: string;
+}
+
+/**
+ * Describes a user agent. ua-parser-js names a device type only for
+ * non-desktop devices, so a user agent whose browser or OS is recognised but
+ * whose device type is not is a desktop; one that is not recognised at all
+ * has no device type.
+ */
+export function describeUserAgent(ua: string): UserAgentParts {
+  const r = new UAParser(ua).getResult();
+  const browser = r.browser.name || undefined;
+  const os = r.os.name || undefined;
+  const device = r.device.type || (browser || os ? "desktop" : undefined);
+  return { browser, os, device };
+}
