@@ -13,6 +13,7 @@ import { PaymentsService } from "../gen/ingest/v1/payments_pb.js";
 import { ReportsService } from "../gen/ingest/v1/reports_pb.js";
 import type { Config } from "./config.js";
 import { createAdmin } from "./domain/admin.js";
+import { createAttributor } from "./domain/attribution/attribute.js";
 import { createAuthenticator } from "./domain/auth.js";
 import type { Clock } from "./domain/clock.js";
 import { DomainError } from "./domain/errors.js";
@@ -66,9 +67,16 @@ export async function createApp(deps: AppDeps): Promise<App> {
   };
   const auth = createAuthenticator({ store, clock });
   const admin = createAdmin({ store, clock });
-  const reports = createReports({ store });
-  const payments = createPaymentsApp({ store, clock, queue });
-  const events = await createEventsApp({ store, clock, queue, geoipDb: config.geoipDb });
+  const reports = createReports({ store, clock });
+  const attribution = createAttributor({ store, clock });
+  const payments = createPaymentsApp({ store, clock, queue, attribution });
+  const events = await createEventsApp({
+    store,
+    clock,
+    queue,
+    geoipDb: config.geoipDb,
+    attribution,
+  });
 
   let server: OnePortServer | undefined;
   const fastify = Fastify({

@@ -1,12 +1,66 @@
 /** Read operations for ReportsService (inspection, tests, the dashboard). */
-import type { EventRecord, PaymentRecord, Store } from "../store/port.js";
+import type {
+  Attribution,
+  CustomerRecord,
+  CustomerVisitorLink,
+  EventRecord,
+  PaymentRecord,
+  RevenueRow,
+  Store,
+  SubscriptionInterval,
+  VisitorTouch,
+} from "../store/port.js";
+import type { Clock } from "./clock.js";
 import { DomainError } from "./errors.js";
+import { parseRfc3339 } from "./payments/rfc3339.js";
+
+/** Months-per-interval factors ×12, so MRR sums stay integers until one final division. */
+const PER_YEAR: Record<SubscriptionInterval, bigint> = {
+  day: 365n,
+  week: 52n,
+  month: 12n,
+  year: 1n,
+};
+
+export interface CustomerView {
+  customer: CustomerRecord;
+  visitors: (CustomerVisitorLink & { firstTouch?: VisitorTouch })[];
+  firstTouch?: Attribution;
+}
+
+export interface RevenueView extends RevenueRow {
+  netMinor: bigint;
+}
+
+export interface MrrView {
+  at: number;
+  rows: { currency: string; mrrMinor: bigint; subscriptions: number }[];
+}
+
+/** An optional RFC 3339 request field; `fallback` when empty. */
+function timeField(name: string, value: string, fallback: number): number {
+  if (value === "") return fallback;
+  const ms = parseRfc3339(value);
+  if (ms === undefined) {
+    throw new DomainError("invalid_input", `${name}: must be RFC 3339, e.g. 2024-01-15T10:30:00Z`);
+  }
+  return ms;
+}
+
+/** a / b rounded half-up (away from zero for halves), for non-negative b. */
+function divRoundHalfUp(a: bigint, b: bigint): bigint {
+  const q = a / b;
+  const r = a % b;
+  if (r * 2n >= b) return q + 1n;
+  if (r * 2n <= -b) return q - 1n;
+  return q;
+}
 
 export const LIST_EVENTS_DEFAULT = 100;
 export const LIST_EVENTS_MAX = 1000;
 
-export function createReports(deps: { store: Store }) {
-  const { store } = deps;
+export function createReports(deps: { store: Store; clock: Clock }) {
+  const { store, clock } = deps;
   return {
     async listEvents(input: { siteId: string; limit: number }): Promise<EventRecord[]> {
       const limit = input.limit === 0 ? LIST_EVENTS_DEFAULT : input.limit;
@@ -23,6 +77,59 @@ export function createReports(deps: { store: Store }) {
       const p = await store.getPayment(input.siteId, input.paymentId);
       if (!p) throw new DomainError("not_found", `payment ${input.paymentId} not found`);
       return p;
+    },
+
+    async getCustomer(input: { siteId: string; customerId: string }): Promise<CustomerView> {
+      const customer = await store.getCustomer(input.siteId, input.customerId);
+      if (!customer) throw new DomainError("not_found", `customer ${input.customerId} not found`);
+      const links = await store.getCustomerVisitors(input.siteId, input.customerId);
+      const touches = new Map(
+        (
+          await store.getFirstTouches(
+            input.siteId,
+            links.map((l) => l.visitorId),
+          )
+        ).map((t) => [t.visitorId, t]),
+      );
+      return {
+        customer,
+        visitors: links.map((l) => ({ ...l, firstTouch: touches.get(l.visitorId) })),
+        firstTouch: customer.attribution,
+      };
+    },
+
+    async revenueByChannel(input: {
+      siteId: string;
+      from: string;
+      to: string;
+    }): Promise<RevenueView[]> {
+      const from = timeField("from", input.from, 0);
+      const to = timeField("to", input.to, clock.now());
+      if (to < from) throw new DomainError("invalid_input", "to: must not be before from");
+      const rows = await store.revenueByChannel(input.siteId, from, to);
+      return rows.map((r) => ({
+        ...r,
+        netMinor: r.grossMinor - r.refundsMinor - r.chargebacksMinor,
+      }));
+    },
+
+    async mrr(input: { siteId: string; at: string }): Promise<MrrView> {
+      const at = timeField("at", input.at, clock.now());
+      const byCurrency = new Map<string, { yearly: bigint; subscriptions: number }>();
+      for (const r of await store.mrrTotals(input.siteId, at)) {
+        const cur = byCurrency.get(r.currency) ?? { yearly: 0n, subscriptions: 0 };
+        cur.yearly += r.amountMinor * PER_YEAR[r.interval];
+        cur.subscriptions += r.subscriptions;
+        byCurrency.set(r.currency, cur);
+      }
+      return {
+        at,
+        rows: [...byCurrency].map(([currency, v]) => ({
+          currency,
+          mrrMinor: divRoundHalfUp(v.yearly, 12n),
+          subscriptions: v.subscriptions,
+        })),
+      };
     },
   };
 }

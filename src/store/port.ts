@@ -161,9 +161,10 @@ export interface RevenueRow {
   /** The channel, or `unattributed`. */
   channel: string;
   currency: string;
-  grossMinor: number;
-  refundsMinor: number;
-  chargebacksMinor: number;
+  /** Sums are bigint: many payments can pass 2^53 minor units. */
+  grossMinor: bigint;
+  refundsMinor: bigint;
+  chargebacksMinor: bigint;
   payments: number;
   /** Distinct customers with a succeeded charge. */
   payingCustomers: number;
@@ -174,7 +175,7 @@ export interface MrrRow {
   currency: string;
   interval: SubscriptionInterval;
   /** Sum of the per-interval amounts. */
-  amountMinor: number;
+  amountMinor: bigint;
   subscriptions: number;
 }
 
@@ -350,4 +351,40 @@ export interface Store {
   getPayment(siteId: string, paymentId: string): Promise<PaymentRecord | undefined>;
   getCustomer(siteId: string, customerId: string): Promise<CustomerRecord | undefined>;
   getSubscription(siteId: string, subscriptionId: string): Promise<SubscriptionRecord | undefined>;
+
+  // Attribution and reports.
+  /** The first touches of these visitors (those that have one), earliest first. */
+  getFirstTouches(siteId: string, visitorIds: string[]): Promise<VisitorTouch[]>;
+  /**
+   * Remembers links from a customer to visitors. A link already known keeps
+   * its earliest `linkedAt` and the strongest `via`.
+   */
+  linkCustomerVisitors(
+    siteId: string,
+    customerId: string,
+    links: CustomerVisitorLink[],
+  ): Promise<void>;
+  getCustomerVisitors(siteId: string, customerId: string): Promise<CustomerVisitorLink[]>;
+  /** Customers linked to any of these visitors, or whose user_id is one of `userIds`. */
+  findCustomersToReattribute(
+    siteId: string,
+    query: { visitorIds: string[]; userIds: string[] },
+  ): Promise<string[]>;
+  /**
+   * Sets the attribution of a customer and of all its payments (undefined:
+   * unattributed). Idempotent.
+   */
+  setAttribution(
+    siteId: string,
+    customerId: string,
+    attribution: Attribution | undefined,
+  ): Promise<void>;
+  /** Succeeded payments with paid_at in [from, to), by channel and currency. */
+  revenueByChannel(siteId: string, from: number, to: number): Promise<RevenueRow[]>;
+  /**
+   * Subscriptions with an amount and an interval that are `active` or
+   * `past_due`, started at or before `at` and not ended by then, summed by
+   * currency and interval.
+   */
+  mrrTotals(siteId: string, at: number): Promise<MrrRow[]>;
 }

@@ -11,7 +11,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file ingest/v1/reports.proto.
  */
 export const file_ingest_v1_reports: GenFile = /*@__PURE__*/
-  fileDesc("Chdpbmdlc3QvdjEvcmVwb3J0cy5wcm90bxIJaW5nZXN0LnYxIjMKEUxpc3RFdmVudHNSZXF1ZXN0Eg8KB3NpdGVfaWQYASABKAkSDQoFbGltaXQYAiABKAUimgYKC1N0b3JlZEV2ZW50EgwKBG5hbWUYASABKAkSCwoDdXJsGAIgASgJEhUKCHJlZmVycmVyGAMgASgJSACIAQESEgoFdGl0bGUYBCABKAlIAYgBARISCgV3aWR0aBgFIAEoBUgCiAEBEhUKCGxhbmd1YWdlGAYgASgJSAOIAQESJgoFcHJvcHMYByABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EgoKAnRzGAggASgDEhMKC3JlY2VpdmVkX2F0GAkgASgDEhIKCnZpc2l0b3JfaWQYCiABKAkSFAoHdXNlcl9pZBgLIAEoCUgEiAEBEhQKB2NvdW50cnkYDCABKAlIBYgBARIUCgdicm93c2VyGA0gASgJSAaIAQESDwoCb3MYDiABKAlIB4gBARITCgZkZXZpY2UYDyABKAlICIgBARIaCg1yZWZlcnJlcl9ob3N0GBAgASgJSAmIAQESFwoKdXRtX3NvdXJjZRgRIAEoCUgKiAEBEhcKCnV0bV9tZWRpdW0YEiABKAlIC4gBARIZCgx1dG1fY2FtcGFpZ24YEyABKAlIDIgBARIVCgh1dG1fdGVybRgUIAEoCUgNiAEBEhgKC3V0bV9jb250ZW50GBUgASgJSA6IAQESNwoJY2xpY2tfaWRzGBYgAygLMiQuaW5nZXN0LnYxLlN0b3JlZEV2ZW50LkNsaWNrSWRzRW50cnkSDwoHc2l0ZV9pZBgXIAEoCRovCg1DbGlja0lkc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAFCCwoJX3JlZmVycmVyQggKBl90aXRsZUIICgZfd2lkdGhCCwoJX2xhbmd1YWdlQgoKCF91c2VyX2lkQgoKCF9jb3VudHJ5QgoKCF9icm93c2VyQgUKA19vc0IJCgdfZGV2aWNlQhAKDl9yZWZlcnJlcl9ob3N0Qg0KC191dG1fc291cmNlQg0KC191dG1fbWVkaXVtQg8KDV91dG1fY2FtcGFpZ25CCwoJX3V0bV90ZXJtQg4KDF91dG1fY29udGVudCI8ChJMaXN0RXZlbnRzUmVzcG9uc2USJgoGZXZlbnRzGAEgAygLMhYuaW5nZXN0LnYxLlN0b3JlZEV2ZW50IjgKEUdldFBheW1lbnRSZXF1ZXN0Eg8KB3NpdGVfaWQYASABKAkSEgoKcGF5bWVudF9pZBgCIAEoCSI/CgVNb25leRIQCghjdXJyZW5jeRgBIAEoCRITCgttaW5vcl91bml0cxgCIAEoAxIPCgdkZWNpbWFsGAMgASgJIosDCg1TdG9yZWRQYXltZW50Eg8KB3NpdGVfaWQYASABKAkSEgoKcGF5bWVudF9pZBgCIAEoCRITCgtjdXN0b21lcl9pZBgDIAEoCRIgCgZhbW91bnQYBCABKAsyEC5pbmdlc3QudjEuTW9uZXkSIgoDZmVlGAUgASgLMhAuaW5nZXN0LnYxLk1vbmV5SACIAQESDAoEa2luZBgGIAEoCRIOCgZzdGF0dXMYByABKAkSDwoHcGFpZF9hdBgIIAEoCRI4CghtZXRhZGF0YRgJIAMoCzImLmluZ2VzdC52MS5TdG9yZWRQYXltZW50Lk1ldGFkYXRhRW50cnkSHAoPc3Vic2NyaXB0aW9uX2lkGAogASgJSAGIAQESEgoKY3JlYXRlZF9hdBgLIAEoCRISCgp1cGRhdGVkX2F0GAwgASgJGi8KDU1ldGFkYXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4AUIGCgRfZmVlQhIKEF9zdWJzY3JpcHRpb25faWQiPwoSR2V0UGF5bWVudFJlc3BvbnNlEikKB3BheW1lbnQYASABKAsyGC5pbmdlc3QudjEuU3RvcmVkUGF5bWVudDKwAQoOUmVwb3J0c1NlcnZpY2USTgoKTGlzdEV2ZW50cxIcLmluZ2VzdC52MS5MaXN0RXZlbnRzUmVxdWVzdBodLmluZ2VzdC52MS5MaXN0RXZlbnRzUmVzcG9uc2UiA5ACARJOCgpHZXRQYXltZW50EhwuaW5nZXN0LnYxLkdldFBheW1lbnRSZXF1ZXN0Gh0uaW5nZXN0LnYxLkdldFBheW1lbnRSZXNwb25zZSIDkAIBYgZwcm90bzM", [file_google_protobuf_struct]);
+  fileDesc("Chdpbmdlc3QvdjEvcmVwb3J0cy5wcm90bxIJaW5nZXN0LnYxIjMKEUxpc3RFdmVudHNSZXF1ZXN0Eg8KB3NpdGVfaWQYASABKAkSDQoFbGltaXQYAiABKAUimgYKC1N0b3JlZEV2ZW50EgwKBG5hbWUYASABKAkSCwoDdXJsGAIgASgJEhUKCHJlZmVycmVyGAMgASgJSACIAQESEgoFdGl0bGUYBCABKAlIAYgBARISCgV3aWR0aBgFIAEoBUgCiAEBEhUKCGxhbmd1YWdlGAYgASgJSAOIAQESJgoFcHJvcHMYByABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EgoKAnRzGAggASgDEhMKC3JlY2VpdmVkX2F0GAkgASgDEhIKCnZpc2l0b3JfaWQYCiABKAkSFAoHdXNlcl9pZBgLIAEoCUgEiAEBEhQKB2NvdW50cnkYDCABKAlIBYgBARIUCgdicm93c2VyGA0gASgJSAaIAQESDwoCb3MYDiABKAlIB4gBARITCgZkZXZpY2UYDyABKAlICIgBARIaCg1yZWZlcnJlcl9ob3N0GBAgASgJSAmIAQESFwoKdXRtX3NvdXJjZRgRIAEoCUgKiAEBEhcKCnV0bV9tZWRpdW0YEiABKAlIC4gBARIZCgx1dG1fY2FtcGFpZ24YEyABKAlIDIgBARIVCgh1dG1fdGVybRgUIAEoCUgNiAEBEhgKC3V0bV9jb250ZW50GBUgASgJSA6IAQESNwoJY2xpY2tfaWRzGBYgAygLMiQuaW5nZXN0LnYxLlN0b3JlZEV2ZW50LkNsaWNrSWRzRW50cnkSDwoHc2l0ZV9pZBgXIAEoCRovCg1DbGlja0lkc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAFCCwoJX3JlZmVycmVyQggKBl90aXRsZUIICgZfd2lkdGhCCwoJX2xhbmd1YWdlQgoKCF91c2VyX2lkQgoKCF9jb3VudHJ5QgoKCF9icm93c2VyQgUKA19vc0IJCgdfZGV2aWNlQhAKDl9yZWZlcnJlcl9ob3N0Qg0KC191dG1fc291cmNlQg0KC191dG1fbWVkaXVtQg8KDV91dG1fY2FtcGFpZ25CCwoJX3V0bV90ZXJtQg4KDF91dG1fY29udGVudCI8ChJMaXN0RXZlbnRzUmVzcG9uc2USJgoGZXZlbnRzGAEgAygLMhYuaW5nZXN0LnYxLlN0b3JlZEV2ZW50IjgKEUdldFBheW1lbnRSZXF1ZXN0Eg8KB3NpdGVfaWQYASABKAkSEgoKcGF5bWVudF9pZBgCIAEoCSI/CgVNb25leRIQCghjdXJyZW5jeRgBIAEoCRITCgttaW5vcl91bml0cxgCIAEoAxIPCgdkZWNpbWFsGAMgASgJIt4DCg1TdG9yZWRQYXltZW50Eg8KB3NpdGVfaWQYASABKAkSEgoKcGF5bWVudF9pZBgCIAEoCRITCgtjdXN0b21lcl9pZBgDIAEoCRIgCgZhbW91bnQYBCABKAsyEC5pbmdlc3QudjEuTW9uZXkSIgoDZmVlGAUgASgLMhAuaW5nZXN0LnYxLk1vbmV5SACIAQESDAoEa2luZBgGIAEoCRIOCgZzdGF0dXMYByABKAkSDwoHcGFpZF9hdBgIIAEoCRI4CghtZXRhZGF0YRgJIAMoCzImLmluZ2VzdC52MS5TdG9yZWRQYXltZW50Lk1ldGFkYXRhRW50cnkSHAoPc3Vic2NyaXB0aW9uX2lkGAogASgJSAGIAQESEgoKY3JlYXRlZF9hdBgLIAEoCRISCgp1cGRhdGVkX2F0GAwgASgJEg8KB2NoYW5uZWwYDSABKAkSMAoLYXR0cmlidXRpb24YDiABKAsyFi5pbmdlc3QudjEuQXR0cmlidXRpb25IAogBARovCg1NZXRhZGF0YUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAFCBgoEX2ZlZUISChBfc3Vic2NyaXB0aW9uX2lkQg4KDF9hdHRyaWJ1dGlvbiLOAQoLQXR0cmlidXRpb24SDwoHY2hhbm5lbBgBIAEoCRITCgZzb3VyY2UYAiABKAlIAIgBARITCgZtZWRpdW0YAyABKAlIAYgBARIVCghjYW1wYWlnbhgEIAEoCUgCiAEBEhQKDGxhbmRpbmdfcGFnZRgFIAEoCRISCgp2aXNpdG9yX2lkGAYgASgJEgwKBGxpbmsYByABKAkSEgoKdG91Y2hlZF9hdBgIIAEoCUIJCgdfc291cmNlQgkKB19tZWRpdW1CCwoJX2NhbXBhaWduIj8KEkdldFBheW1lbnRSZXNwb25zZRIpCgdwYXltZW50GAEgASgLMhguaW5nZXN0LnYxLlN0b3JlZFBheW1lbnQiOgoSR2V0Q3VzdG9tZXJSZXF1ZXN0Eg8KB3NpdGVfaWQYASABKAkSEwoLY3VzdG9tZXJfaWQYAiABKAki8AIKDlN0b3JlZEN1c3RvbWVyEg8KB3NpdGVfaWQYASABKAkSEwoLY3VzdG9tZXJfaWQYAiABKAkSEgoFZW1haWwYAyABKAlIAIgBARIUCgd1c2VyX2lkGAQgASgJSAGIAQESEQoEbmFtZRgFIAEoCUgCiAEBEhQKB2NvdW50cnkYBiABKAlIA4gBARIXCgp2aXNpdG9yX2lkGAcgASgJSASIAQESOQoIbWV0YWRhdGEYCCADKAsyJy5pbmdlc3QudjEuU3RvcmVkQ3VzdG9tZXIuTWV0YWRhdGFFbnRyeRISCgpjcmVhdGVkX2F0GAkgASgJEhIKCnVwZGF0ZWRfYXQYCiABKAkaLwoNTWV0YWRhdGFFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBQggKBl9lbWFpbEIKCghfdXNlcl9pZEIHCgVfbmFtZUIKCghfY291bnRyeUINCgtfdmlzaXRvcl9pZCKGAQoNTGlua2VkVmlzaXRvchISCgp2aXNpdG9yX2lkGAEgASgJEgwKBGxpbmsYAiABKAkSEQoJbGlua2VkX2F0GAMgASgJEjAKC2ZpcnN0X3RvdWNoGAQgASgLMhYuaW5nZXN0LnYxLkF0dHJpYnV0aW9uSACIAQFCDgoMX2ZpcnN0X3RvdWNoIrABChNHZXRDdXN0b21lclJlc3BvbnNlEisKCGN1c3RvbWVyGAEgASgLMhkuaW5nZXN0LnYxLlN0b3JlZEN1c3RvbWVyEioKCHZpc2l0b3JzGAIgAygLMhguaW5nZXN0LnYxLkxpbmtlZFZpc2l0b3ISMAoLZmlyc3RfdG91Y2gYAyABKAsyFi5pbmdlc3QudjEuQXR0cmlidXRpb25IAIgBAUIOCgxfZmlyc3RfdG91Y2giRAoXUmV2ZW51ZUJ5Q2hhbm5lbFJlcXVlc3QSDwoHc2l0ZV9pZBgBIAEoCRIMCgRmcm9tGAIgASgJEgoKAnRvGAMgASgJIukBCg5DaGFubmVsUmV2ZW51ZRIPCgdjaGFubmVsGAEgASgJEhAKCGN1cnJlbmN5GAIgASgJEh8KBWdyb3NzGAMgASgLMhAuaW5nZXN0LnYxLk1vbmV5EiEKB3JlZnVuZHMYBCABKAsyEC5pbmdlc3QudjEuTW9uZXkSJQoLY2hhcmdlYmFja3MYBSABKAsyEC5pbmdlc3QudjEuTW9uZXkSHQoDbmV0GAYgASgLMhAuaW5nZXN0LnYxLk1vbmV5EhAKCHBheW1lbnRzGAcgASgDEhgKEHBheWluZ19jdXN0b21lcnMYCCABKAMiQwoYUmV2ZW51ZUJ5Q2hhbm5lbFJlc3BvbnNlEicKBHJvd3MYASADKAsyGS5pbmdlc3QudjEuQ2hhbm5lbFJldmVudWUiKQoKTXJyUmVxdWVzdBIPCgdzaXRlX2lkGAEgASgJEgoKAmF0GAIgASgJIlUKC0N1cnJlbmN5TXJyEhAKCGN1cnJlbmN5GAEgASgJEh0KA21ychgCIAEoCzIQLmluZ2VzdC52MS5Nb25leRIVCg1zdWJzY3JpcHRpb25zGAMgASgDIj8KC01yclJlc3BvbnNlEgoKAmF0GAEgASgJEiQKBHJvd3MYAiADKAsyFi5pbmdlc3QudjEuQ3VycmVuY3lNcnIyoAMKDlJlcG9ydHNTZXJ2aWNlEk4KCkxpc3RFdmVudHMSHC5pbmdlc3QudjEuTGlzdEV2ZW50c1JlcXVlc3QaHS5pbmdlc3QudjEuTGlzdEV2ZW50c1Jlc3BvbnNlIgOQAgESTgoKR2V0UGF5bWVudBIcLmluZ2VzdC52MS5HZXRQYXltZW50UmVxdWVzdBodLmluZ2VzdC52MS5HZXRQYXltZW50UmVzcG9uc2UiA5ACARJRCgtHZXRDdXN0b21lchIdLmluZ2VzdC52MS5HZXRDdXN0b21lclJlcXVlc3QaHi5pbmdlc3QudjEuR2V0Q3VzdG9tZXJSZXNwb25zZSIDkAIBEmAKEFJldmVudWVCeUNoYW5uZWwSIi5pbmdlc3QudjEuUmV2ZW51ZUJ5Q2hhbm5lbFJlcXVlc3QaIy5pbmdlc3QudjEuUmV2ZW51ZUJ5Q2hhbm5lbFJlc3BvbnNlIgOQAgESOQoDTXJyEhUuaW5nZXN0LnYxLk1yclJlcXVlc3QaFi5pbmdlc3QudjEuTXJyUmVzcG9uc2UiA5ACAWIGcHJvdG8z", [file_google_protobuf_struct]);
 
 /**
  * @generated from message ingest.v1.ListEventsRequest
@@ -305,6 +305,20 @@ export type StoredPayment = Message<"ingest.v1.StoredPayment"> & {
    * @generated from field: string updated_at = 12;
    */
   updatedAt: string;
+
+  /**
+   * The first-touch channel, or "unattributed".
+   *
+   * @generated from field: string channel = 13;
+   */
+  channel: string;
+
+  /**
+   * Unset when unattributed.
+   *
+   * @generated from field: optional ingest.v1.Attribution attribution = 14;
+   */
+  attribution?: Attribution | undefined;
 };
 
 /**
@@ -313,6 +327,67 @@ export type StoredPayment = Message<"ingest.v1.StoredPayment"> & {
  */
 export const StoredPaymentSchema: GenMessage<StoredPayment> = /*@__PURE__*/
   messageDesc(file_ingest_v1_reports, 5);
+
+/**
+ * Attribution is the first touch a payment or customer is credited to.
+ *
+ * @generated from message ingest.v1.Attribution
+ */
+export type Attribution = Message<"ingest.v1.Attribution"> & {
+  /**
+   * @generated from field: string channel = 1;
+   */
+  channel: string;
+
+  /**
+   * @generated from field: optional string source = 2;
+   */
+  source?: string | undefined;
+
+  /**
+   * @generated from field: optional string medium = 3;
+   */
+  medium?: string | undefined;
+
+  /**
+   * @generated from field: optional string campaign = 4;
+   */
+  campaign?: string | undefined;
+
+  /**
+   * Origin and path of the landing page (no query).
+   *
+   * @generated from field: string landing_page = 5;
+   */
+  landingPage: string;
+
+  /**
+   * @generated from field: string visitor_id = 6;
+   */
+  visitorId: string;
+
+  /**
+   * Which link found the visitor: user_id, visitor_id or customer (a link an
+   * earlier payment of the customer made).
+   *
+   * @generated from field: string link = 7;
+   */
+  link: string;
+
+  /**
+   * RFC 3339 time of the touch.
+   *
+   * @generated from field: string touched_at = 8;
+   */
+  touchedAt: string;
+};
+
+/**
+ * Describes the message ingest.v1.Attribution.
+ * Use `create(AttributionSchema)` to create a new message.
+ */
+export const AttributionSchema: GenMessage<Attribution> = /*@__PURE__*/
+  messageDesc(file_ingest_v1_reports, 6);
 
 /**
  * @generated from message ingest.v1.GetPaymentResponse
@@ -329,7 +404,347 @@ export type GetPaymentResponse = Message<"ingest.v1.GetPaymentResponse"> & {
  * Use `create(GetPaymentResponseSchema)` to create a new message.
  */
 export const GetPaymentResponseSchema: GenMessage<GetPaymentResponse> = /*@__PURE__*/
-  messageDesc(file_ingest_v1_reports, 6);
+  messageDesc(file_ingest_v1_reports, 7);
+
+/**
+ * @generated from message ingest.v1.GetCustomerRequest
+ */
+export type GetCustomerRequest = Message<"ingest.v1.GetCustomerRequest"> & {
+  /**
+   * @generated from field: string site_id = 1;
+   */
+  siteId: string;
+
+  /**
+   * @generated from field: string customer_id = 2;
+   */
+  customerId: string;
+};
+
+/**
+ * Describes the message ingest.v1.GetCustomerRequest.
+ * Use `create(GetCustomerRequestSchema)` to create a new message.
+ */
+export const GetCustomerRequestSchema: GenMessage<GetCustomerRequest> = /*@__PURE__*/
+  messageDesc(file_ingest_v1_reports, 8);
+
+/**
+ * StoredCustomer is a customer as stored.
+ *
+ * @generated from message ingest.v1.StoredCustomer
+ */
+export type StoredCustomer = Message<"ingest.v1.StoredCustomer"> & {
+  /**
+   * @generated from field: string site_id = 1;
+   */
+  siteId: string;
+
+  /**
+   * @generated from field: string customer_id = 2;
+   */
+  customerId: string;
+
+  /**
+   * @generated from field: optional string email = 3;
+   */
+  email?: string | undefined;
+
+  /**
+   * @generated from field: optional string user_id = 4;
+   */
+  userId?: string | undefined;
+
+  /**
+   * @generated from field: optional string name = 5;
+   */
+  name?: string | undefined;
+
+  /**
+   * @generated from field: optional string country = 6;
+   */
+  country?: string | undefined;
+
+  /**
+   * @generated from field: optional string visitor_id = 7;
+   */
+  visitorId?: string | undefined;
+
+  /**
+   * @generated from field: map<string, string> metadata = 8;
+   */
+  metadata: { [key: string]: string };
+
+  /**
+   * @generated from field: string created_at = 9;
+   */
+  createdAt: string;
+
+  /**
+   * @generated from field: string updated_at = 10;
+   */
+  updatedAt: string;
+};
+
+/**
+ * Describes the message ingest.v1.StoredCustomer.
+ * Use `create(StoredCustomerSchema)` to create a new message.
+ */
+export const StoredCustomerSchema: GenMessage<StoredCustomer> = /*@__PURE__*/
+  messageDesc(file_ingest_v1_reports, 9);
+
+/**
+ * LinkedVisitor is a visitor linked to a customer, with its own first touch.
+ *
+ * @generated from message ingest.v1.LinkedVisitor
+ */
+export type LinkedVisitor = Message<"ingest.v1.LinkedVisitor"> & {
+  /**
+   * @generated from field: string visitor_id = 1;
+   */
+  visitorId: string;
+
+  /**
+   * user_id, visitor_id or customer.
+   *
+   * @generated from field: string link = 2;
+   */
+  link: string;
+
+  /**
+   * @generated from field: string linked_at = 3;
+   */
+  linkedAt: string;
+
+  /**
+   * @generated from field: optional ingest.v1.Attribution first_touch = 4;
+   */
+  firstTouch?: Attribution | undefined;
+};
+
+/**
+ * Describes the message ingest.v1.LinkedVisitor.
+ * Use `create(LinkedVisitorSchema)` to create a new message.
+ */
+export const LinkedVisitorSchema: GenMessage<LinkedVisitor> = /*@__PURE__*/
+  messageDesc(file_ingest_v1_reports, 10);
+
+/**
+ * @generated from message ingest.v1.GetCustomerResponse
+ */
+export type GetCustomerResponse = Message<"ingest.v1.GetCustomerResponse"> & {
+  /**
+   * @generated from field: ingest.v1.StoredCustomer customer = 1;
+   */
+  customer?: StoredCustomer | undefined;
+
+  /**
+   * @generated from field: repeated ingest.v1.LinkedVisitor visitors = 2;
+   */
+  visitors: LinkedVisitor[];
+
+  /**
+   * The customer's first touch; unset when unattributed.
+   *
+   * @generated from field: optional ingest.v1.Attribution first_touch = 3;
+   */
+  firstTouch?: Attribution | undefined;
+};
+
+/**
+ * Describes the message ingest.v1.GetCustomerResponse.
+ * Use `create(GetCustomerResponseSchema)` to create a new message.
+ */
+export const GetCustomerResponseSchema: GenMessage<GetCustomerResponse> = /*@__PURE__*/
+  messageDesc(file_ingest_v1_reports, 11);
+
+/**
+ * @generated from message ingest.v1.RevenueByChannelRequest
+ */
+export type RevenueByChannelRequest = Message<"ingest.v1.RevenueByChannelRequest"> & {
+  /**
+   * @generated from field: string site_id = 1;
+   */
+  siteId: string;
+
+  /**
+   * RFC 3339, inclusive; the beginning of time when empty.
+   *
+   * @generated from field: string from = 2;
+   */
+  from: string;
+
+  /**
+   * RFC 3339, exclusive; now when empty.
+   *
+   * @generated from field: string to = 3;
+   */
+  to: string;
+};
+
+/**
+ * Describes the message ingest.v1.RevenueByChannelRequest.
+ * Use `create(RevenueByChannelRequestSchema)` to create a new message.
+ */
+export const RevenueByChannelRequestSchema: GenMessage<RevenueByChannelRequest> = /*@__PURE__*/
+  messageDesc(file_ingest_v1_reports, 12);
+
+/**
+ * ChannelRevenue is the revenue of one channel in one currency.
+ *
+ * @generated from message ingest.v1.ChannelRevenue
+ */
+export type ChannelRevenue = Message<"ingest.v1.ChannelRevenue"> & {
+  /**
+   * The first-touch channel, or "unattributed".
+   *
+   * @generated from field: string channel = 1;
+   */
+  channel: string;
+
+  /**
+   * @generated from field: string currency = 2;
+   */
+  currency: string;
+
+  /**
+   * Succeeded charges.
+   *
+   * @generated from field: ingest.v1.Money gross = 3;
+   */
+  gross?: Money | undefined;
+
+  /**
+   * @generated from field: ingest.v1.Money refunds = 4;
+   */
+  refunds?: Money | undefined;
+
+  /**
+   * @generated from field: ingest.v1.Money chargebacks = 5;
+   */
+  chargebacks?: Money | undefined;
+
+  /**
+   * gross - refunds - chargebacks.
+   *
+   * @generated from field: ingest.v1.Money net = 6;
+   */
+  net?: Money | undefined;
+
+  /**
+   * Succeeded payments of any kind.
+   *
+   * @generated from field: int64 payments = 7;
+   */
+  payments: bigint;
+
+  /**
+   * Distinct customers with a succeeded charge.
+   *
+   * @generated from field: int64 paying_customers = 8;
+   */
+  payingCustomers: bigint;
+};
+
+/**
+ * Describes the message ingest.v1.ChannelRevenue.
+ * Use `create(ChannelRevenueSchema)` to create a new message.
+ */
+export const ChannelRevenueSchema: GenMessage<ChannelRevenue> = /*@__PURE__*/
+  messageDesc(file_ingest_v1_reports, 13);
+
+/**
+ * @generated from message ingest.v1.RevenueByChannelResponse
+ */
+export type RevenueByChannelResponse = Message<"ingest.v1.RevenueByChannelResponse"> & {
+  /**
+   * @generated from field: repeated ingest.v1.ChannelRevenue rows = 1;
+   */
+  rows: ChannelRevenue[];
+};
+
+/**
+ * Describes the message ingest.v1.RevenueByChannelResponse.
+ * Use `create(RevenueByChannelResponseSchema)` to create a new message.
+ */
+export const RevenueByChannelResponseSchema: GenMessage<RevenueByChannelResponse> = /*@__PURE__*/
+  messageDesc(file_ingest_v1_reports, 14);
+
+/**
+ * @generated from message ingest.v1.MrrRequest
+ */
+export type MrrRequest = Message<"ingest.v1.MrrRequest"> & {
+  /**
+   * @generated from field: string site_id = 1;
+   */
+  siteId: string;
+
+  /**
+   * RFC 3339; now when empty.
+   *
+   * @generated from field: string at = 2;
+   */
+  at: string;
+};
+
+/**
+ * Describes the message ingest.v1.MrrRequest.
+ * Use `create(MrrRequestSchema)` to create a new message.
+ */
+export const MrrRequestSchema: GenMessage<MrrRequest> = /*@__PURE__*/
+  messageDesc(file_ingest_v1_reports, 15);
+
+/**
+ * CurrencyMrr is the recurring revenue of one currency, normalised to a month.
+ *
+ * @generated from message ingest.v1.CurrencyMrr
+ */
+export type CurrencyMrr = Message<"ingest.v1.CurrencyMrr"> & {
+  /**
+   * @generated from field: string currency = 1;
+   */
+  currency: string;
+
+  /**
+   * Rounded half-up to the currency's minor unit.
+   *
+   * @generated from field: ingest.v1.Money mrr = 2;
+   */
+  mrr?: Money | undefined;
+
+  /**
+   * @generated from field: int64 subscriptions = 3;
+   */
+  subscriptions: bigint;
+};
+
+/**
+ * Describes the message ingest.v1.CurrencyMrr.
+ * Use `create(CurrencyMrrSchema)` to create a new message.
+ */
+export const CurrencyMrrSchema: GenMessage<CurrencyMrr> = /*@__PURE__*/
+  messageDesc(file_ingest_v1_reports, 16);
+
+/**
+ * @generated from message ingest.v1.MrrResponse
+ */
+export type MrrResponse = Message<"ingest.v1.MrrResponse"> & {
+  /**
+   * @generated from field: string at = 1;
+   */
+  at: string;
+
+  /**
+   * @generated from field: repeated ingest.v1.CurrencyMrr rows = 2;
+   */
+  rows: CurrencyMrr[];
+};
+
+/**
+ * Describes the message ingest.v1.MrrResponse.
+ * Use `create(MrrResponseSchema)` to create a new message.
+ */
+export const MrrResponseSchema: GenMessage<MrrResponse> = /*@__PURE__*/
+  messageDesc(file_ingest_v1_reports, 17);
 
 /**
  * ReportsService is the internal read side for inspection, tests and the
@@ -349,7 +764,8 @@ export const ReportsService: GenService<{
     output: typeof ListEventsResponseSchema;
   },
   /**
-   * GetPayment returns one stored payment with its exact amounts.
+   * GetPayment returns one stored payment with its exact amounts and the
+   * first touch it is attributed to.
    *
    * @generated from rpc ingest.v1.ReportsService.GetPayment
    */
@@ -357,6 +773,37 @@ export const ReportsService: GenService<{
     methodKind: "unary";
     input: typeof GetPaymentRequestSchema;
     output: typeof GetPaymentResponseSchema;
+  },
+  /**
+   * GetCustomer returns a customer, the visitors linked to it and its first touch.
+   *
+   * @generated from rpc ingest.v1.ReportsService.GetCustomer
+   */
+  getCustomer: {
+    methodKind: "unary";
+    input: typeof GetCustomerRequestSchema;
+    output: typeof GetCustomerResponseSchema;
+  },
+  /**
+   * RevenueByChannel sums succeeded payments per first-touch channel and
+   * currency. Amounts stay exact and per currency (no conversion).
+   *
+   * @generated from rpc ingest.v1.ReportsService.RevenueByChannel
+   */
+  revenueByChannel: {
+    methodKind: "unary";
+    input: typeof RevenueByChannelRequestSchema;
+    output: typeof RevenueByChannelResponseSchema;
+  },
+  /**
+   * Mrr is the monthly recurring revenue per currency at an instant.
+   *
+   * @generated from rpc ingest.v1.ReportsService.Mrr
+   */
+  mrr: {
+    methodKind: "unary";
+    input: typeof MrrRequestSchema;
+    output: typeof MrrResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_ingest_v1_reports, 0);

@@ -26,6 +26,8 @@ import type {
   IdentityLink,
   Store,
 } from "../../store/port.js";
+import type { Attributor } from "../attribution/attribute.js";
+import { touchesOf } from "../attribution/touches.js";
 import type { Clock } from "../clock.js";
 import { DomainError, errors } from "../errors.js";
 import { ALLOWANCES, secondsUntilNextMonth, utcMonth } from "../plans.js";
@@ -49,6 +51,8 @@ export interface EventsDeps {
   queue: { capacity: number; batchMax: number; flushMs: number };
   /** A GeoLite2/GeoIP2 MMDB file; the bundled DB-IP country file when unset. */
   geoipDb?: string;
+  /** Re-attributes customers after new identity links and first touches are stored. */
+  attribution?: Attributor;
 }
 
 /** The identify event: links a visitor to the caller's user id; never counted. */
@@ -79,7 +83,12 @@ export async function createEventsApp(deps: EventsDeps): Promise<EventsApp> {
     capacity: queue.capacity,
     batchMax: queue.batchMax,
     flushMs: queue.flushMs,
-    commit: (groups) => store.commitEvents(groups),
+    async commit(groups) {
+      const results = await store.commitEvents(groups);
+      // The events are durable now; attribution catches up on the next trigger if this fails.
+      await deps.attribution?.afterEvents(groups, results).catch(() => {});
+      return results;
+    },
   });
 
   return {
@@ -145,6 +154,7 @@ export async function createEventsApp(deps: EventsDeps): Promise<EventsApp> {
         countable,
         events: records,
         links,
+        touches: touchesOf(records, site.hostnames),
       };
       let result: EventGroupResult;
       try {

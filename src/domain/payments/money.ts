@@ -94,12 +94,10 @@ function decimalParts(n: number): [string, string] {
 }
 
 /** Minor units as a major-unit decimal string, e.g. 2999 USD → "29.99", 1000 JPY → "1000". */
-export function formatMinorUnits(minor: number, currency: string): string {
+export function formatMinorUnits(minor: number | bigint, currency: string): string {
   const exp = currencyExponent(currency);
   const sign = minor < 0 ? "-" : "";
-  const digits = Math.abs(minor)
-    .toString()
-    .padStart(exp + 1, "0");
+  const digits = (minor < 0 ? -BigInt(minor) : BigInt(minor)).toString().padStart(exp + 1, "0");
   if (exp === 0) return sign + digits;
   return `${sign}${digits.slice(0, -exp)}.${digits.slice(-exp)}`;
 }

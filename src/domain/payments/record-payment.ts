@@ -5,6 +5,7 @@
  */
 import { createGroupCommit, QueueFullError } from "../../lib/group-commit.js";
 import type { KeyPrincipal, PaymentWrite, Store } from "../../store/port.js";
+import type { Attributor } from "../attribution/attribute.js";
 import type { Clock } from "../clock.js";
 import { errors } from "../errors.js";
 import type { PaymentsApp } from "./payments-app.js";
@@ -14,6 +15,8 @@ export interface PaymentsDeps {
   store: Store;
   clock: Clock;
   queue: { capacity: number; batchMax: number; flushMs: number };
+  /** Credits each payment's customer to its first touch after the write. */
+  attribution?: Attributor;
 }
 
 /**
@@ -80,6 +83,13 @@ export function createPaymentsApp(deps: PaymentsDeps): PaymentsApp {
     async commit(writes) {
       // One upsert batch; writes of one payment_id apply in arrival order, so the last one wins.
       await store.commitPayments(writes);
+      // The payments are durable now; a failed attribution leaves them
+      // unattributed until the customer's next payment or link.
+      await deps.attribution
+        ?.afterPayments(
+          writes.map((w) => ({ siteId: w.payment.siteId, customerId: w.payment.customerId })),
+        )
+        .catch(() => {});
       return writes.map(() => undefined);
     },
   });

@@ -1,5 +1,6 @@
 /** Events, identity links, visitor salts and quota counters in SQLite. */
 import type { EventGroupResult, EventRecord, IdentityLink, Store } from "../port.js";
+import { createTouchWriter } from "./attribution.js";
 import { type Db, nul, opt } from "./open-sqlite.js";
 
 type EventsPart = Pick<
@@ -142,6 +143,7 @@ export function createSqliteEvents(db: Db): EventsPart {
     getSalt: db.prepare("SELECT salt FROM salts WHERE day = ?"),
   };
 
+  const writeTouch = createTouchWriter(db);
   const usageOf = (account: string, month: string): number =>
     (s.usage.get(account, month) as { count: number } | undefined)?.count ?? 0;
 
@@ -169,7 +171,12 @@ export function createSqliteEvents(db: Db): EventsPart {
       }
       for (const e of g.events) s.insertEvent.run(rowFromEvent(e));
       for (const l of g.links) s.insertLink.run(l);
-      results.push({ ok: true, remaining: Math.max(0, g.ceiling - usageOf(g.accountId, g.month)) });
+      const firstTouches = (g.touches ?? []).filter(writeTouch).map((t) => t.visitorId);
+      results.push({
+        ok: true,
+        remaining: Math.max(0, g.ceiling - usageOf(g.accountId, g.month)),
+        ...(firstTouches.length > 0 ? { firstTouches } : {}),
+      });
     }
     return results;
   });

@@ -148,4 +148,36 @@ CREATE INDEX payments_customer ON payments(site_id, customer_id);
 CREATE INDEX payments_paid_at ON payments(site_id, paid_at);
 `,
   },
+  {
+    version: 2,
+    description: "first touches, customer-visitor links, attribution of customers and payments",
+    sql: `
+CREATE TABLE visitor_touches (
+  site_id TEXT NOT NULL,
+  visitor_id TEXT NOT NULL,
+  ts INTEGER NOT NULL,
+  internal INTEGER NOT NULL,
+  channel TEXT NOT NULL,
+  source TEXT,
+  medium TEXT,
+  campaign TEXT,
+  landing_page TEXT NOT NULL,
+  PRIMARY KEY (site_id, visitor_id)
+) WITHOUT ROWID;
+CREATE TABLE customer_visitors (
+  site_id TEXT NOT NULL,
+  customer_id TEXT NOT NULL,
+  visitor_id TEXT NOT NULL,
+  via TEXT NOT NULL,
+  linked_at INTEGER NOT NULL,
+  PRIMARY KEY (site_id, customer_id, visitor_id)
+) WITHOUT ROWID;
+CREATE INDEX customer_visitors_visitor ON customer_visitors(site_id, visitor_id);
+ALTER TABLE customers ADD COLUMN attribution TEXT;
+ALTER TABLE payments ADD COLUMN attribution TEXT;
+ALTER TABLE payments ADD COLUMN channel TEXT NOT NULL DEFAULT 'unattributed';
+CREATE INDEX payments_channel ON payments(site_id, paid_at, channel);
+CREATE INDEX subscriptions_status ON subscriptions(site_id, status);
+`,
+  },
 ];

@@ -1,5 +1,6 @@
 /** Payments, customers and subscriptions in SQLite. */
 import type {
+  Attribution,
   CustomerRecord,
   PaymentKind,
   PaymentRecord,
@@ -31,6 +32,7 @@ interface PaymentRow {
   subscription_id: string | null;
   created_at: number;
   updated_at: number;
+  attribution: string | null;
 }
 
 interface CustomerRow {
@@ -44,6 +46,7 @@ interface CustomerRow {
   metadata: string;
   created_at: number;
   updated_at: number;
+  attribution: string | null;
 }
 
 interface SubscriptionRow {
@@ -187,6 +190,8 @@ export function createSqlitePayments(db: Db): PaymentsPart {
         subscriptionId: opt(r.subscription_id),
         createdAt: r.created_at,
         updatedAt: r.updated_at,
+        attribution:
+          r.attribution === null ? undefined : (JSON.parse(r.attribution) as Attribution),
       };
       return p;
     },
@@ -204,6 +209,8 @@ export function createSqlitePayments(db: Db): PaymentsPart {
         metadata: JSON.parse(r.metadata) as Record<string, string>,
         createdAt: r.created_at,
         updatedAt: r.updated_at,
+        attribution:
+          r.attribution === null ? undefined : (JSON.parse(r.attribution) as Attribution),
       };
       return c;
     },

@@ -1,6 +1,7 @@
 /** The SQLite adapter of the store port: the embedded default. */
 import type { Store } from "../port.js";
 import { createSqliteAccounts } from "./accounts.js";
+import { createSqliteAttribution } from "./attribution.js";
 import { createSqliteEvents } from "./events.js";
 import { openSqlite } from "./open-sqlite.js";
 import { createSqlitePayments } from "./payments.js";
@@ -14,6 +15,7 @@ export function createSqliteStore(path: string, options: { busyTimeoutMs?: numbe
     ...createSqliteAccounts(db),
     ...createSqliteEvents(db),
     ...createSqlitePayments(db),
+    ...createSqliteAttribution(db),
     async ping() {
       db.prepare("SELECT 1").get();
     },

@@ -1,0 +1,129 @@
+/**
+ * Revenue attribution: a paying customer is credited to the first touch of
+ * the visitors linked to it, and re-credited when a link or an earlier touch
+ * arrives later.
+ */
+import type {
+  Attribution,
+  CustomerVisitorLink,
+  EventGroup,
+  EventGroupResult,
+  LinkKind,
+  Store,
+} from "../../store/port.js";
+import type { Clock } from "../clock.js";
+import { isBetter } from "./touches.js";
+
+/** Link strength, strongest first. */
+const RANK: Record<LinkKind, number> = { user_id: 0, visitor_id: 1, customer: 2 };
+
+export interface Attributor {
+  /**
+   * Recomputes and stores the attribution of a customer and all its
+   * payments. Idempotent: the same links and touches give the same result.
+   */
+  attributeCustomer(siteId: string, customerId: string): Promise<Attribution | undefined>;
+  /** Re-attributes the customers a batch of events may change (new links, new first touches). */
+  afterEvents(groups: EventGroup[], results: EventGroupResult[]): Promise<void>;
+  /** Attributes the customers of a batch of payments. */
+  afterPayments(customers: { siteId: string; customerId: string }[]): Promise<void>;
+}
+
+export function createAttributor(deps: { store: Store; clock: Clock }): Attributor {
+  const { store, clock } = deps;
+
+  async function attributeCustomer(siteId: string, customerId: string) {
+    const customer = await store.getCustomer(siteId, customerId);
+    if (!customer) return undefined;
+
+    // Links, strongest first: the visitors `$identify` tied to the customer's
+    // user_id, the customer's visitor_id, then what earlier payments linked.
+    const links = new Map<string, LinkKind>();
+    const add = (visitorId: string, via: LinkKind) => {
+      const cur = links.get(visitorId);
+      if (cur === undefined || RANK[via] < RANK[cur]) links.set(visitorId, via);
+    };
+    if (customer.userId) {
+      for (const l of await store.findVisitorsByUser(siteId, customer.userId)) {
+        add(l.visitorId, "user_id");
+      }
+    }
+    if (customer.visitorId) add(customer.visitorId, "visitor_id");
+    const fresh: CustomerVisitorLink[] = [...links].map(([visitorId, via]) => ({
+      visitorId,
+      via,
+      linkedAt: clock.now(),
+    }));
+    for (const known of await store.getCustomerVisitors(siteId, customerId)) {
+      add(known.visitorId, "customer");
+    }
+    // Remembered so a later payment that names another visitor keeps this one.
+    await store.linkCustomerVisitors(siteId, customerId, fresh);
+
+    let best: Attribution | undefined;
+    let bestTouch: Parameters<typeof isBetter>[0] | undefined;
+    for (const t of await store.getFirstTouches(siteId, [...links.keys()])) {
+      const via = links.get(t.visitorId) as LinkKind;
+      const better =
+        !bestTouch ||
+        isBetter(t, bestTouch) ||
+        (t.internal === bestTouch.internal &&
+          t.ts === bestTouch.ts &&
+          RANK[via] < RANK[(best as Attribution).via]);
+      if (!better) continue;
+      bestTouch = t;
+      best = {
+        channel: t.channel,
+        landingPage: t.landingPage,
+        visitorId: t.visitorId,
+        via,
+        touchedAt: t.ts,
+        ...(t.source !== undefined ? { source: t.source } : {}),
+        ...(t.medium !== undefined ? { medium: t.medium } : {}),
+        ...(t.campaign !== undefined ? { campaign: t.campaign } : {}),
+      };
+    }
+    await store.setAttribution(siteId, customerId, best);
+    return best;
+  }
+
+  return {
+    attributeCustomer,
+
+    async afterEvents(groups, results) {
+      const bySite = new Map<string, { visitorIds: string[]; userIds: string[] }>();
+      const entry = (siteId: string) => {
+        let e = bySite.get(siteId);
+        if (!e) {
+          e = { visitorIds: [], userIds: [] };
+          bySite.set(siteId, e);
+        }
+        return e;
+      };
+      groups.forEach((g, i) => {
+        const r = results[i];
+        if (!r?.ok) return;
+        for (const l of g.links) {
+          entry(l.siteId).userIds.push(l.userId);
+        }
+        const siteId = g.events[0]?.siteId;
+        if (siteId && r.firstTouches) entry(siteId).visitorIds.push(...r.firstTouches);
+      });
+      for (const [siteId, query] of bySite) {
+        for (const customerId of await store.findCustomersToReattribute(siteId, query)) {
+          await attributeCustomer(siteId, customerId);
+        }
+      }
+    },
+
+    async afterPayments(customers) {
+      const seen = new Set<string>();
+      for (const c of customers) {
+        const k = `${c.siteId}\u0000${c.customerId}`;
+        if (seen.has(k)) continue;
+        seen.add(k);
+        await attributeCustomer(c.siteId, c.customerId);
+      }
+    },
+  };
+}

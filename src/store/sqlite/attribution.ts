@@ -1,0 +1,233 @@
+/** First touches, customer-visitor links, attribution and revenue reports in SQLite. */
+import type {
+  Attribution,
+  CustomerVisitorLink,
+  LinkKind,
+  MrrRow,
+  RevenueRow,
+  Store,
+  VisitorTouch,
+} from "../port.js";
+import { type Db, nul, opt } from "./open-sqlite.js";
+
+type AttributionPart = Pick<
+  Store,
+  | "getFirstTouches"
+  | "linkCustomerVisitors"
+  | "getCustomerVisitors"
+  | "findCustomersToReattribute"
+  | "setAttribution"
+  | "revenueByChannel"
+  | "mrrTotals"
+>;
+
+/** Link strength, strongest first: a stronger `via` replaces a weaker one. */
+export const LINK_RANK: Record<LinkKind, number> = { user_id: 0, visitor_id: 1, customer: 2 };
+
+interface TouchRow {
+  site_id: string;
+  visitor_id: string;
+  ts: number;
+  internal: number;
+  channel: string;
+  source: string | null;
+  medium: string | null;
+  campaign: string | null;
+  landing_page: string;
+}
+
+/**
+ * The upsert of a candidate first touch: it replaces the stored one when it
+ * is better (non-internal over internal, then earlier). Returns whether it did.
+ */
+export function createTouchWriter(db: Db): (t: VisitorTouch) => boolean {
+  const upsert = db.prepare(
+    `INSERT INTO visitor_touches (site_id, visitor_id, ts, internal, channel, source, medium, campaign, landing_page)
+     VALUES (@site_id, @visitor_id, @ts, @internal, @channel, @source, @medium, @campaign, @landing_page)
+     ON CONFLICT (site_id, visitor_id) DO UPDATE SET
+       ts = excluded.ts, internal = excluded.internal, channel = excluded.channel,
+       source = excluded.source, medium = excluded.medium, campaign = excluded.campaign,
+       landing_page = excluded.landing_page
+     WHERE excluded.internal < visitor_touches.internal
+        OR (excluded.internal = visitor_touches.internal AND excluded.ts < visitor_touches.ts)`,
+  );
+  return (t) =>
+    upsert.run({
+      site_id: t.siteId,
+      visitor_id: t.visitorId,
+      ts: t.ts,
+      internal: t.internal ? 1 : 0,
+      channel: t.channel,
+      source: nul(t.source),
+      medium: nul(t.medium),
+      campaign: nul(t.campaign),
+      landing_page: t.landingPage,
+    }).changes === 1;
+}
+
+/** SQLite limits bound parameters; look ids up in chunks. */
+function chunks<T>(items: T[], size = 500): T[][] {
+  const out: T[][] = [];
+  for (let i = 0; i < items.length; i += size) out.push(items.slice(i, i + size));
+  return out;
+}
+
+export function createSqliteAttribution(db: Db): AttributionPart {
+  const s = {
+    links: db.prepare(
+      "SELECT visitor_id, via, linked_at FROM customer_visitors WHERE site_id = ? AND customer_id = ? ORDER BY linked_at, visitor_id",
+    ),
+    link: db.prepare(
+      `INSERT INTO customer_visitors (site_id, customer_id, visitor_id, via, linked_at)
+       VALUES (@site_id, @customer_id, @visitor_id, @via, @linked_at)
+       ON CONFLICT (site_id, customer_id, visitor_id) DO UPDATE SET
+         linked_at = min(linked_at, excluded.linked_at),
+         via = CASE WHEN @rank < (CASE via WHEN 'user_id' THEN 0 WHEN 'visitor_id' THEN 1 ELSE 2 END)
+                    THEN excluded.via ELSE via END`,
+    ),
+    customersByUser: db.prepare(
+      "SELECT customer_id FROM customers WHERE site_id = ? AND user_id = ?",
+    ),
+    setCustomer: db.prepare(
+      "UPDATE customers SET attribution = ? WHERE site_id = ? AND customer_id = ?",
+    ),
+    setPayments: db.prepare(
+      "UPDATE payments SET attribution = ?, channel = ? WHERE site_id = ? AND customer_id = ?",
+    ),
+    revenue: db.prepare(
+      `SELECT channel, currency,
+         sum(CASE kind WHEN 'charge' THEN amount_minor ELSE 0 END) AS gross,
+         sum(CASE kind WHEN 'refund' THEN amount_minor ELSE 0 END) AS refunds,
+         sum(CASE kind WHEN 'chargeback' THEN amount_minor ELSE 0 END) AS chargebacks,
+         count(*) AS payments,
+         count(DISTINCT CASE kind WHEN 'charge' THEN customer_id END) AS paying
+       FROM payments
+       WHERE site_id = ? AND paid_at >= ? AND paid_at < ? AND status = 'succeeded'
+       GROUP BY channel, currency ORDER BY channel, currency`,
+    ),
+    mrr: db.prepare(
+      `SELECT currency, interval, sum(amount_minor) AS amount, count(*) AS n
+       FROM subscriptions
+       WHERE site_id = ? AND status IN ('active', 'past_due') AND amount_minor IS NOT NULL
+         AND interval IS NOT NULL AND started_at <= ? AND (ended_at IS NULL OR ended_at > ?)
+       GROUP BY currency, interval ORDER BY currency, interval`,
+    ),
+  };
+
+  const linkAll = db.transaction(
+    (siteId: string, customerId: string, links: CustomerVisitorLink[]) => {
+      for (const l of links) {
+        s.link.run({
+          site_id: siteId,
+          customer_id: customerId,
+          visitor_id: l.visitorId,
+          via: l.via,
+          linked_at: l.linkedAt,
+          rank: LINK_RANK[l.via],
+        });
+      }
+    },
+  );
+
+  const setAll = db.transaction(
+    (siteId: string, customerId: string, attribution: Attribution | undefined) => {
+      const json = attribution === undefined ? null : JSON.stringify(attribution);
+      s.setCustomer.run(json, siteId, customerId);
+      s.setPayments.run(json, attribution?.channel ?? "unattributed", siteId, customerId);
+    },
+  );
+
+  return {
+    async getFirstTouches(siteId, visitorIds) {
+      const out: VisitorTouch[] = [];
+      for (const part of chunks([...new Set(visitorIds)])) {
+        const rows = db
+          .prepare(
+            `SELECT * FROM visitor_touches WHERE site_id = ? AND visitor_id IN (${part.map(() => "?").join(",")})`,
+          )
+          .all(siteId, ...part) as TouchRow[];
+        for (const r of rows) {
+          out.push({
+            siteId: r.site_id,
+            visitorId: r.visitor_id,
+            ts: r.ts,
+            internal: r.internal === 1,
+            channel: r.channel,
+            source: opt(r.source),
+            medium: opt(r.medium),
+            campaign: opt(r.campaign),
+            landingPage: r.landing_page,
+          });
+        }
+      }
+      return out.sort((a, b) => a.ts - b.ts || a.visitorId.localeCompare(b.visitorId));
+    },
+    async linkCustomerVisitors(siteId, customerId, links) {
+      if (links.length > 0) linkAll.immediate(siteId, customerId, links);
+    },
+    async getCustomerVisitors(siteId, customerId) {
+      const rows = s.links.all(siteId, customerId) as {
+        visitor_id: string;
+        via: LinkKind;
+        linked_at: number;
+      }[];
+      return rows.map((r) => ({ visitorId: r.visitor_id, via: r.via, linkedAt: r.linked_at }));
+    },
+    async findCustomersToReattribute(siteId, query) {
+      const found = new Set<string>();
+      for (const userId of new Set(query.userIds)) {
+        for (const r of s.customersByUser.all(siteId, userId) as { customer_id: string }[]) {
+          found.add(r.customer_id);
+        }
+      }
+      for (const part of chunks([...new Set(query.visitorIds)])) {
+        const rows = db
+          .prepare(
+            `SELECT DISTINCT customer_id FROM customer_visitors WHERE site_id = ? AND visitor_id IN (${part.map(() => "?").join(",")})`,
+          )
+          .all(siteId, ...part) as { customer_id: string }[];
+        for (const r of rows) found.add(r.customer_id);
+      }
+      return [...found].sort();
+    },
+    async setAttribution(siteId, customerId, attribution) {
+      setAll.immediate(siteId, customerId, attribution);
+    },
+    async revenueByChannel(siteId, from, to) {
+      const rows = s.revenue.safeIntegers(true).all(siteId, from, to) as {
+        channel: string;
+        currency: string;
+        gross: bigint;
+        refunds: bigint;
+        chargebacks: bigint;
+        payments: bigint;
+        paying: bigint;
+      }[];
+      return rows.map(
+        (r): RevenueRow => ({
+          channel: r.channel,
+          currency: r.currency,
+          grossMinor: r.gross,
+          refundsMinor: r.refunds,
+          chargebacksMinor: r.chargebacks,
+          payments: Number(r.payments),
+          payingCustomers: Number(r.paying),
+        }),
+      );
+    },
+    async mrrTotals(siteId, at) {
+      const rows = s.mrr.safeIntegers(true).all(siteId, at, at) as {
+        currency: string;
+        interval: MrrRow["interval"];
+        amount: bigint;
+        n: bigint;
+      }[];
+      return rows.map((r) => ({
+        currency: r.currency,
+        interval: r.interval,
+        amountMinor: r.amount,
+        subscriptions: Number(r.n),
+      }));
+    },
+  };
+}

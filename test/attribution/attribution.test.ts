@@ -1,0 +1,232 @@
+/**
+ * Revenue attribution end to end: events and payments through the REST door
+ * of a listening server, read back through ReportsService.
+ */
+import { createClient } from "@connectrpc/connect";
+import { createConnectTransport } from "@connectrpc/connect-node";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { ReportsService } from "../../gen/ingest/v1/reports_pb.js";
+import { BROWSER_UA } from "../helpers/fixtures.js";
+import {
+  ADMIN_TOKEN,
+  createTenant,
+  postJson,
+  startTestServer,
+  type Tenant,
+  type TestServer,
+} from "../helpers/test-server.js";
+
+let server: TestServer;
+let tenant: Tenant;
+const headers = { authorization: `Bearer ${ADMIN_TOKEN}` };
+const reports = () =>
+  createClient(ReportsService, createConnectTransport({ baseUrl: server.url, httpVersion: "1.1" }));
+
+beforeAll(async () => {
+  server = await startTestServer();
+  tenant = await createTenant(server);
+});
+afterAll(() => server.close());
+
+let visitorSeq = 0;
+/** A distinct visitor: its own IP, a browser UA. */
+function visitor() {
+  visitorSeq += 1;
+  return { ip: `198.51.100.${visitorSeq}`, ua: BROWSER_UA };
+}
+
+async function event(body: Record<string, unknown>) {
+  const res = await postJson(
+    `${server.url}/api/v1/events`,
+    { s: tenant.siteId, ...body },
+    {
+      key: tenant.key,
+    },
+  );
+  expect(res.status).toBe(204);
+}
+
+async function pay(body: Record<string, unknown>) {
+  const res = await postJson(
+    `${server.url}/api/v1/payments`,
+    {
+      amount: 10,
+      currency: "USD",
+      kind: "charge",
+      paid_at: "2026-01-15T10:30:00Z",
+      ...body,
+    },
+    { key: tenant.key },
+  );
+  expect(res.status).toBe(200);
+}
+
+const minutesAgo = (m: number) => Date.now() - m * 60_000;
+
+async function visitorIdOf(v: { ip: string; ua: string }) {
+  await event({ e: "probe", u: "https://example.com/probe", ...v });
+  const { events } = await reports().listEvents({ siteId: tenant.siteId, limit: 1 }, { headers });
+  return events[0]?.visitorId as string;
+}
+
+describe("first-touch attribution", () => {
+  it("credits a visitor's first touch: Google search before a later newsletter link", async () => {
+    const v = visitor();
+    await event({
+      e: "pageview",
+      u: "https://example.com/",
+      r: "https://www.google.com/",
+      ts: minutesAgo(40),
+      ...v,
+    });
+    await event({
+      e: "pageview",
+      u: "https://example.com/pricing?utm_source=newsletter&utm_medium=email&utm_campaign=nov",
+      ts: minutesAgo(20),
+      ...v,
+    });
+    await event({ e: "$identify", u: "https://example.com/app", uid: "user-google", ...v });
+    await pay({ payment_id: "pay_google", customer: { id: "cus_google", user_id: "user-google" } });
+
+    const { payment } = await reports().getPayment(
+      { siteId: tenant.siteId, paymentId: "pay_google" },
+      { headers },
+    );
+    expect(payment?.channel).toBe("Organic Search");
+    expect(payment?.attribution).toMatchObject({
+      channel: "Organic Search",
+      source: "Google",
+      landingPage: "https://example.com/",
+      link: "user_id",
+    });
+  });
+
+  it("re-attributes a payment that arrived before the $identify that links its user", async () => {
+    await pay({ payment_id: "pay_early", customer: { id: "cus_early", user_id: "user-early" } });
+    const before = await reports().getPayment(
+      { siteId: tenant.siteId, paymentId: "pay_early" },
+      { headers },
+    );
+    expect(before.payment?.channel).toBe("unattributed");
+    expect(before.payment?.attribution).toBeUndefined();
+
+    const v = visitor();
+    await event({
+      e: "pageview",
+      u: "https://example.com/?utm_source=facebook&utm_medium=paid_social",
+      ts: minutesAgo(30),
+      ...v,
+    });
+    await event({ e: "$identify", u: "https://example.com/", uid: "user-early", ...v });
+
+    const after = await reports().getPayment(
+      { siteId: tenant.siteId, paymentId: "pay_early" },
+      { headers },
+    );
+    expect(after.payment?.channel).toBe("Paid Social");
+    expect(after.payment?.attribution).toMatchObject({ source: "facebook", link: "user_id" });
+  });
+
+  it("attributes through customer.visitor_id and keeps that link for later payments", async () => {
+    const v = visitor();
+    const visitorId = await visitorIdOf(v);
+    await event({
+      e: "pageview",
+      u: "https://example.com/?gclid=abc123",
+      ts: minutesAgo(50),
+      ...v,
+    });
+    await pay({ payment_id: "pay_vid_1", customer: { id: "cus_vid", visitor_id: visitorId } });
+    // A later payment names another (unknown) visitor: the first link still counts.
+    await pay({ payment_id: "pay_vid_2", customer: { id: "cus_vid", visitor_id: "v-unknown" } });
+
+    const customer = await reports().getCustomer(
+      { siteId: tenant.siteId, customerId: "cus_vid" },
+      { headers },
+    );
+    expect(customer.firstTouch).toMatchObject({ channel: "Paid Search", visitorId });
+    expect(customer.visitors.map((l) => [l.visitorId, l.link])).toEqual([
+      [visitorId, "visitor_id"],
+      ["v-unknown", "visitor_id"],
+    ]);
+    for (const id of ["pay_vid_1", "pay_vid_2"]) {
+      const { payment } = await reports().getPayment(
+        { siteId: tenant.siteId, paymentId: id },
+        { headers },
+      );
+      expect(payment?.channel).toBe("Paid Search");
+    }
+  });
+
+  it("credits the earliest touch among all linked visitors", async () => {
+    const phone = visitor();
+    const laptop = visitor();
+    await event({
+      e: "pageview",
+      u: "https://example.com/",
+      r: "https://t.co/x",
+      ts: minutesAgo(55),
+      ...phone,
+    });
+    await event({
+      e: "pageview",
+      u: "https://example.com/",
+      r: "https://www.bing.com/",
+      ts: minutesAgo(45),
+      ...laptop,
+    });
+    await event({ e: "$identify", u: "https://example.com/", uid: "user-two-devices", ...phone });
+    await event({ e: "$identify", u: "https://example.com/", uid: "user-two-devices", ...laptop });
+    await pay({ payment_id: "pay_two", customer: { id: "cus_two", user_id: "user-two-devices" } });
+    const { payment } = await reports().getPayment(
+      { siteId: tenant.siteId, paymentId: "pay_two" },
+      { headers },
+    );
+    expect(payment?.attribution).toMatchObject({
+      channel: "Organic Social",
+      source: "X (Twitter)",
+    });
+  });
+
+  it("does not take an internal pageview as a new touch", async () => {
+    const v = visitor();
+    await event({
+      e: "pageview",
+      u: "https://example.com/a",
+      r: "https://news.ycombinator.com/",
+      ts: minutesAgo(30),
+      ...v,
+    });
+    await event({
+      e: "pageview",
+      u: "https://example.com/b",
+      r: "https://example.com/a",
+      ts: minutesAgo(29),
+      ...v,
+    });
+    await event({ e: "$identify", u: "https://example.com/b", uid: "user-internal", ...v });
+    await pay({
+      payment_id: "pay_internal",
+      customer: { id: "cus_internal", user_id: "user-internal" },
+    });
+    const { payment } = await reports().getPayment(
+      { siteId: tenant.siteId, paymentId: "pay_internal" },
+      { headers },
+    );
+    expect(payment?.attribution).toMatchObject({ landingPage: "https://example.com/a" });
+  });
+
+  it("is idempotent: re-sending a payment keeps its attribution", async () => {
+    await pay({
+      payment_id: "pay_google",
+      customer: { id: "cus_google", user_id: "user-google" },
+      amount: 12,
+    });
+    const { payment } = await reports().getPayment(
+      { siteId: tenant.siteId, paymentId: "pay_google" },
+      { headers },
+    );
+    expect(payment?.channel).toBe("Organic Search");
+    expect(payment?.amount?.decimal).toBe("12.00");
+  });
+});
