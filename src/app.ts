@@ -4,6 +4,8 @@
  * with their own store, clock and settings.
  */
 import { randomUUID } from "node:crypto";
+import { STATUS_CODES } from "node:http";
+import type { Socket } from "node:net";
 import { createContextValues } from "@connectrpc/connect";
 import { fastifyConnectPlugin } from "@connectrpc/connect-fastify";
 import Fastify, { type FastifyError, type FastifyInstance } from "fastify";
@@ -31,6 +33,7 @@ import { createErrorInterceptor } from "./rpc/connect-errors.js";
 import { createEventsService } from "./rpc/events-service.js";
 import { createPaymentsService } from "./rpc/payments-service.js";
 import { createReportsService } from "./rpc/reports-service.js";
+import { guardStore } from "./store/guarded-store.js";
 import type { Store } from "./store/port.js";
 
 export interface AppDeps {
@@ -59,7 +62,11 @@ function requestId(header: string | string[] | undefined): string {
 }
 
 export async function createApp(deps: AppDeps): Promise<App> {
-  const { config, store, clock } = deps;
+  const { config, clock } = deps;
+  // Database failures answer 503; an asynchronous store also gets a time limit per call.
+  const store = guardStore(deps.store, {
+    timeoutMs: deps.store.kind === "sqlite" ? undefined : config.storeTimeoutMs,
+  });
   const queue = {
     capacity: config.ingestQueueCapacity,
     batchMax: config.ingestBatchMax,
@@ -93,6 +100,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
     // Fastify takes a hop count too, though its types omit it.
     trustProxy: config.trustProxy as boolean | string,
     return503OnClosing: true,
+    clientErrorHandler: writeClientError,
     serverFactory: (handler) => {
       server = createOnePortServer(handler as Parameters<typeof createOnePortServer>[0]);
       return server.http1;
@@ -174,6 +182,29 @@ export async function createApp(deps: AppDeps): Promise<App> {
       return closing;
     },
   };
+}
+
+/**
+ * An HTTP/1.1 request Node cannot parse (unknown method, control bytes in a
+ * header, headers too large) never reaches Fastify: answer it with the error
+ * envelope too, instead of Fastify's default `{"error":"Bad Request",…}` body.
+ */
+function writeClientError(err: Error & { code?: string }, socket: Socket): void {
+  if (err.code === "ECONNRESET" || socket.destroyed) return;
+  const [status, message] =
+    err.code === "HPE_HEADER_OVERFLOW"
+      ? [431, "request headers too large"]
+      : err.code === "ERR_HTTP_REQUEST_TIMEOUT"
+        ? [408, "request timed out"]
+        : [400, "the request could not be read"];
+  const body = JSON.stringify({ ok: false, error: { code: "invalid_input", message } });
+  if (socket.writable) {
+    socket.write(
+      `HTTP/1.1 ${status} ${STATUS_CODES[status]}\r\nContent-Type: application/json; charset=utf-8\r\n` +
+        `Content-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n\r\n${body}`,
+    );
+  }
+  socket.destroy(err);
 }
 
 /** An error for the log: its type and call sites, not its message (which may quote input). */

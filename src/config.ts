@@ -24,6 +24,12 @@ export interface Config {
   geoipDb: string | undefined;
   /** How long shutdown waits for in-flight requests. */
   shutdownTimeoutMs: number;
+  /** How long a request waits for an asynchronous store (MongoDB) before it gets 503. */
+  storeTimeoutMs: number;
+  /** How long SQLite waits for another process's write lock before a write fails with 503. */
+  sqliteBusyTimeoutMs: number;
+  /** Server processes sharing the port (node:cluster); 1 runs no cluster. */
+  workers: number;
 }
 
 type Env = Record<string, string | undefined>;
@@ -83,5 +89,8 @@ export function loadConfig(env: Env = process.env): Config {
     ingestFlushMs: int(env, "INGEST_FLUSH_MS", 2, 0, 10_000),
     geoipDb: env.GEOIP_DB || undefined,
     shutdownTimeoutMs: int(env, "SHUTDOWN_TIMEOUT_MS", 10_000, 0, 600_000),
+    storeTimeoutMs: int(env, "STORE_TIMEOUT_MS", 5_000, 10, 600_000),
+    sqliteBusyTimeoutMs: int(env, "SQLITE_BUSY_TIMEOUT_MS", 2_000, 0, 600_000),
+    workers: int(env, "WORKERS", 1, 1, 64),
   };
 }

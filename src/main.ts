@@ -1,13 +1,17 @@
-/** Entry point: `npm start`. */
+/**
+ * Entry point: `npm start`. With WORKERS=N (N > 1) the primary process
+ * prepares the store once and forks N server processes that share the port
+ * (node:cluster); each opens its own store connection.
+ */
+import cluster from "node:cluster";
 import { createApp } from "./app.js";
-import { ConfigError, loadConfig } from "./config.js";
+import { type Config, ConfigError, loadConfig } from "./config.js";
 import { systemClock } from "./domain/clock.js";
 import { openStore } from "./store/open-store.js";
 
-async function main(): Promise<void> {
-  let config: ReturnType<typeof loadConfig>;
+function readConfig(): Config {
   try {
-    config = loadConfig();
+    return loadConfig();
   } catch (err) {
     if (err instanceof ConfigError) {
       process.stderr.write(`invalid configuration: ${err.message}\n`);
@@ -15,7 +19,13 @@ async function main(): Promise<void> {
     }
     throw err;
   }
-  const store = await openStore(config.storeUrl);
+}
+
+/** One server process: open the store, serve, stop gracefully on a signal. */
+async function serve(config: Config): Promise<void> {
+  const store = await openStore(config.storeUrl, {
+    sqliteBusyTimeoutMs: config.sqliteBusyTimeoutMs,
+  });
   const app = await createApp({ config, store, clock: systemClock });
   await app.listen();
 
@@ -34,6 +44,41 @@ async function main(): Promise<void> {
   };
   process.on("SIGTERM", () => stop("SIGTERM"));
   process.on("SIGINT", () => stop("SIGINT"));
+}
+
+/** The cluster primary: migrate once, fork, restart crashed workers, relay signals. */
+async function supervise(config: Config): Promise<void> {
+  // Schema creation and migrations run once, before any worker opens the store.
+  await (
+    await openStore(config.storeUrl, { sqliteBusyTimeoutMs: config.sqliteBusyTimeoutMs })
+  ).close();
+  let stopping = false;
+  for (let i = 0; i < config.workers; i++) cluster.fork();
+  cluster.on("exit", (worker, code, signal) => {
+    if (stopping) {
+      if (Object.keys(cluster.workers ?? {}).length === 0) process.exit(0);
+      return;
+    }
+    process.stderr.write(
+      `worker ${worker.process.pid} exited (${signal ?? code}); starting another\n`,
+    );
+    cluster.fork();
+  });
+  const stop = (signal: NodeJS.Signals) => {
+    if (stopping) return;
+    stopping = true;
+    const workers = Object.values(cluster.workers ?? {});
+    if (workers.length === 0) process.exit(0);
+    for (const w of workers) w?.process.kill(signal);
+  };
+  process.on("SIGTERM", () => stop("SIGTERM"));
+  process.on("SIGINT", () => stop("SIGINT"));
+}
+
+async function main(): Promise<void> {
+  const config = readConfig();
+  if (config.workers > 1 && cluster.isPrimary) await supervise(config);
+  else await serve(config);
 }
 
 main().catch((err: unknown) => {

@@ -6,6 +6,8 @@
  * same thing (as connect-es keeps its code-to-HTTP table in one file).
  */
 
+import { StoreUnavailableError } from "../store/guarded-store.js";
+
 /** Connect/gRPC codes used by the service, by their canonical names. */
 export type RpcCode =
   | "invalid_argument"
@@ -94,5 +96,6 @@ export const errors = {
 /** Converts anything thrown into a DomainError, hiding internal causes. */
 export function toDomainError(err: unknown): DomainError {
   if (err instanceof DomainError) return err;
+  if (err instanceof StoreUnavailableError) return errors.storeUnavailable();
   return new DomainError("internal", INTERNAL_MESSAGE);
 }

@@ -7,8 +7,15 @@ import { createSqliteStore } from "./sqlite/sqlite-store.js";
  * the embedded adapter, `mongodb://…` or `mongodb+srv://…` for MongoDB.
  * Both create their schema idempotently before resolving.
  */
-export async function openStore(url: string): Promise<Store> {
-  if (url.startsWith("sqlite:")) return createSqliteStore(url.slice("sqlite:".length));
+export async function openStore(
+  url: string,
+  options: { sqliteBusyTimeoutMs?: number } = {},
+): Promise<Store> {
+  if (url.startsWith("sqlite:")) {
+    return createSqliteStore(url.slice("sqlite:".length), {
+      busyTimeoutMs: options.sqliteBusyTimeoutMs,
+    });
+  }
   if (url.startsWith("mongodb://") || url.startsWith("mongodb+srv://")) {
     // Loaded on demand so the embedded default does not pay for the driver.
     const { createMongoStore } = await import("./mongo/mongo-store.js");

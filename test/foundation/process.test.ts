@@ -133,3 +133,32 @@ describe("graceful shutdown", () => {
     await expect(fetch(`${child.url}/healthz`)).rejects.toThrow();
   });
 });
+
+describe("WORKERS", () => {
+  it("runs N server processes on one port and stops them all on SIGTERM", async () => {
+    const child = await startChildServer({ STORE_URL: storeUrl, WORKERS: "2", LOG_LEVEL: "info" });
+    try {
+      for (let i = 0; i < 20; i++) {
+        const res = await postJson(`${child.url}/api/v1/payments`, validPayment(`pay_w${i}`), {
+          key,
+        });
+        expect(res.status).toBe(200);
+      }
+      for (
+        let i = 0;
+        i < 50 && (child.output().match(/"msg":"listening"/g) ?? []).length < 2;
+        i++
+      ) {
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      const pids = new Set(
+        [...child.output().matchAll(/"pid":(\d+)[^\n]*"msg":"listening"/g)].map((m) => m[1]),
+      );
+      expect(pids.size).toBe(2);
+      expect(pids.has(String(child.proc.pid))).toBe(false);
+    } finally {
+      child.proc.kill("SIGTERM");
+    }
+    expect(await child.exited).toBe(0);
+  });
+});

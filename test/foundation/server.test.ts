@@ -14,11 +14,15 @@ import {
 
 /** A store whose failures a test can switch on. */
 function faultyStore(inner: Store) {
-  const state = { down: false, brokenKeys: false };
+  const state = { down: false, brokenKeys: false, garbage: false };
   const store = new Proxy(inner, {
     get(target, prop, receiver) {
       if (prop === "ping" && state.down) return () => Promise.reject(new Error("down"));
       if (prop === "getSite" && state.down) return () => Promise.reject(new Error("secret detail"));
+      if (prop === "getPayment" && state.garbage) {
+        // A programming error: a record that cannot be shown.
+        return async () => ({ paymentId: "p", currency: "USD", amountMinor: "not a number" });
+      }
       if (prop === "findKeyByHash" && state.brokenKeys) {
         // A programming error: a record without scopes.
         return async () => ({ id: "k", siteId: "s", accountId: "a" });
@@ -154,9 +158,26 @@ describe("error envelope", () => {
   });
 
   it("hides internal RPC causes too", async () => {
-    faults.down = true;
+    faults.garbage = true;
     try {
       const client = rpcClient(ReportsService, server.url, "connect");
+      expect(
+        await rpcError(
+          client.getPayment(
+            { siteId: tenant.siteId, paymentId: "p" },
+            { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } },
+          ),
+        ),
+      ).toEqual({ code: "internal", message: "internal error", reason: "internal" });
+    } finally {
+      faults.garbage = false;
+    }
+  });
+
+  it("answers unavailable over RPC when the store fails", async () => {
+    faults.down = true;
+    try {
+      const client = rpcClient(ReportsService, server.url, "grpc");
       expect(
         await rpcError(
           client.listEvents(
@@ -164,7 +185,11 @@ describe("error envelope", () => {
             { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } },
           ),
         ),
-      ).toEqual({ code: "internal", message: "internal error", reason: "internal" });
+      ).toEqual({
+        code: "unavailable",
+        message: "the store is unavailable, retry later",
+        reason: "unavailable",
+      });
     } finally {
       faults.down = false;
     }

@@ -62,7 +62,9 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     LOG_LEVEL: "silent",
     ...options.env,
   });
-  const raw = createSqliteStore(join(dir, "ingest.sqlite"));
+  const raw = createSqliteStore(join(dir, "ingest.sqlite"), {
+    busyTimeoutMs: config.sqliteBusyTimeoutMs,
+  });
   const store = options.wrapStore ? options.wrapStore(raw) : raw;
   const clock = options.clock ?? { now: () => Date.now() };
   const app = await createApp({ config, store, clock });

@@ -25,10 +25,10 @@ export function openSqlite(path: string, options: { busyTimeoutMs?: number } = {
 
 /** Applies the migrations newer than the database's `user_version`, each in its own transaction. */
 export function migrate(db: Db): void {
-  const current = db.pragma("user_version", { simple: true }) as number;
   for (const m of MIGRATIONS) {
-    if (m.version <= current) continue;
     db.transaction(() => {
+      // Read inside the write lock: several processes may start at once.
+      if ((db.pragma("user_version", { simple: true }) as number) >= m.version) return;
       db.exec(m.sql);
       db.pragma(`user_version = ${m.version}`);
     }).immediate();

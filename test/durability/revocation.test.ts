@@ -1,0 +1,62 @@
+/** A key deleted through the CLI while requests stream fails from the next request on. */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { runAdminCli } from "../helpers/cli.js";
+import { validPayment } from "../helpers/fixtures.js";
+import {
+  createTenant,
+  postJson,
+  startTestServer,
+  type TestServer,
+} from "../helpers/test-server.js";
+
+let server: TestServer;
+beforeAll(async () => {
+  server = await startTestServer();
+});
+afterAll(() => server.close());
+
+describe("key revocation under load", () => {
+  it("answers 401 to every request sent after `key delete` returned, and never 5xx", async () => {
+    const tenant = await createTenant(server);
+    const results: { sentAt: number; status: number; message?: string }[] = [];
+    let stop = false;
+    const stream = async () => {
+      let i = 0;
+      while (!stop) {
+        i += 1;
+        const sentAt = performance.now();
+        const res = await postJson(
+          `${server.url}/api/v1/payments`,
+          validPayment(`pay_${Math.random().toString(16).slice(2)}_${i}`),
+          { key: tenant.key },
+        );
+        results.push({
+          sentAt,
+          status: res.status,
+          message: (res.body as { error?: { message: string } })?.error?.message,
+        });
+      }
+    };
+    const streams = Array.from({ length: 4 }, stream);
+    await new Promise((r) => setTimeout(r, 300));
+    const cli = await runAdminCli(
+      ["key", "delete", "--key", tenant.keyId, "--as", tenant.ownerUserId],
+      { STORE_URL: `sqlite:${server.dir}/ingest.sqlite` },
+    );
+    const deletedAt = performance.now();
+    expect(cli.exitCode).toBe(0);
+    await new Promise((r) => setTimeout(r, 300));
+    stop = true;
+    await Promise.all(streams);
+
+    const before = results.filter((r) => r.status === 200);
+    const after = results.filter((r) => r.sentAt > deletedAt);
+    expect(before.length).toBeGreaterThan(10);
+    expect(after.length).toBeGreaterThan(10);
+    for (const r of after) {
+      expect(r.status).toBe(401);
+      expect(r.message).toBe("unknown or revoked API key");
+    }
+    expect(results.every((r) => r.status === 200 || r.status === 401)).toBe(true);
+  });
+});

@@ -1,0 +1,148 @@
+/**
+ * When the store fails or stalls, requests get 503 in bounded time, /readyz
+ * turns 503, nothing acknowledged is lost, and service resumes by itself.
+ */
+
+import { join } from "node:path";
+import Database from "better-sqlite3";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import type { Store } from "../../src/store/port.js";
+import { validEvent, validPayment } from "../helpers/fixtures.js";
+import {
+  createTenant,
+  postJson,
+  startTestServer,
+  type Tenant,
+  type TestServer,
+} from "../helpers/test-server.js";
+
+async function timed<T>(p: Promise<T>): Promise<[T, number]> {
+  const start = performance.now();
+  const v = await p;
+  return [v, performance.now() - start];
+}
+
+describe("SQLite locked by another process", () => {
+  let server: TestServer;
+  let tenant: Tenant;
+
+  beforeAll(async () => {
+    server = await startTestServer({ env: { SQLITE_BUSY_TIMEOUT_MS: "300" } });
+    tenant = await createTenant(server);
+  });
+  afterAll(() => server.close());
+
+  it("answers 503 within a bounded time, turns /readyz 503, and resumes when the lock goes", async () => {
+    const ok = await postJson(`${server.url}/api/v1/payments`, validPayment("pay_before"), {
+      key: tenant.key,
+    });
+    expect(ok.status).toBe(200);
+
+    // Another process (here: another connection) holds the write lock.
+    const other = new Database(join(server.dir, "ingest.sqlite"));
+    other.exec("BEGIN IMMEDIATE");
+    try {
+      const [payment, paymentMs] = await timed(
+        postJson(`${server.url}/api/v1/payments`, validPayment("pay_locked"), { key: tenant.key }),
+      );
+      expect(payment.status).toBe(503);
+      expect(payment.headers.get("retry-after")).toBe("2");
+      expect(payment.body).toEqual({
+        ok: false,
+        error: { code: "unavailable", message: "the store is unavailable, retry later" },
+      });
+      expect(paymentMs).toBeLessThan(2_000);
+
+      const [event, eventMs] = await timed(
+        postJson(`${server.url}/api/v1/events`, validEvent(tenant.siteId), { key: tenant.key }),
+      );
+      expect(event.status).toBe(503);
+      expect((event.body as { error: { code: string } }).error.code).toBe("unavailable");
+      expect(eventMs).toBeLessThan(2_000);
+
+      const ready = await fetch(`${server.url}/readyz`);
+      expect(ready.status).toBe(503);
+    } finally {
+      other.exec("ROLLBACK");
+      other.close();
+    }
+
+    expect((await fetch(`${server.url}/readyz`)).status).toBe(200);
+    const again = await postJson(`${server.url}/api/v1/payments`, validPayment("pay_after"), {
+      key: tenant.key,
+    });
+    expect(again.status).toBe(200);
+    const event = await postJson(`${server.url}/api/v1/events`, validEvent(tenant.siteId), {
+      key: tenant.key,
+    });
+    expect(event.status).toBe(204);
+    expect(await server.store.getPayment(tenant.siteId, "pay_before")).toBeDefined();
+    expect(await server.store.getPayment(tenant.siteId, "pay_after")).toBeDefined();
+    expect(await server.store.getPayment(tenant.siteId, "pay_locked")).toBeUndefined();
+  });
+});
+
+describe("an asynchronous store that stalls (as MongoDB does when unreachable)", () => {
+  let server: TestServer;
+  let tenant: Tenant;
+  const state = { stalled: false, release: () => {} };
+
+  /** Presents the SQLite store as an asynchronous one whose calls can hang. */
+  function stalling(inner: Store): Store {
+    return new Proxy(inner, {
+      get(target, prop, receiver) {
+        if (prop === "kind") return "mongodb";
+        const value = Reflect.get(target, prop, receiver);
+        if (typeof value !== "function" || prop === "close") return value;
+        return (...args: unknown[]) => {
+          if (!state.stalled) return value.apply(target, args);
+          return new Promise((resolve, reject) => {
+            const prev = state.release;
+            state.release = () => {
+              prev();
+              reject(new Error("server selection timed out"));
+            };
+            void resolve;
+          });
+        };
+      },
+    });
+  }
+
+  beforeAll(async () => {
+    server = await startTestServer({
+      env: { STORE_TIMEOUT_MS: "300" },
+      wrapStore: stalling,
+    });
+    tenant = await createTenant(server);
+  });
+  afterAll(async () => {
+    state.release();
+    await server.close();
+  });
+
+  it("answers 503 after STORE_TIMEOUT_MS and recovers without a restart", async () => {
+    state.stalled = true;
+    const [payment, ms] = await timed(
+      postJson(`${server.url}/api/v1/payments`, validPayment("pay_stalled"), { key: tenant.key }),
+    );
+    expect(payment.status).toBe(503);
+    expect((payment.body as { error: { code: string } }).error.code).toBe("unavailable");
+    expect(ms).toBeGreaterThanOrEqual(250);
+    expect(ms).toBeLessThan(1_500);
+    const [event] = await timed(
+      postJson(`${server.url}/api/v1/events`, validEvent(tenant.siteId), { key: tenant.key }),
+    );
+    expect(event.status).toBe(503);
+    expect((await fetch(`${server.url}/readyz`)).status).toBe(503);
+
+    state.stalled = false;
+    state.release();
+    state.release = () => {};
+    expect((await fetch(`${server.url}/readyz`)).status).toBe(200);
+    const ok = await postJson(`${server.url}/api/v1/payments`, validPayment("pay_back"), {
+      key: tenant.key,
+    });
+    expect(ok.status).toBe(200);
+  });
+});
