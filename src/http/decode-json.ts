@@ -92,15 +92,15 @@ function checkField(field: DescField, v: unknown, path: string): unknown {
     }
     case "map": {
       if (!isObject(v)) wrongType(path, "an object", v);
-      const out: Record<string, unknown> = {};
-      for (const [k, item] of Object.entries(v)) {
+      const entries = Object.entries(v).map(([k, item]): [string, unknown] => {
         const p = `${path}.${k}`;
-        if (field.mapKind === "message") out[k] = checkMessageValue(field.message, item, p);
-        else if (field.mapKind === "scalar") out[k] = checkScalar(field.scalar, item, p);
-        else if (typeof item !== "string") wrongType(p, "a string", item);
-        else out[k] = item;
-      }
-      return out;
+        if (field.mapKind === "message") return [k, checkMessageValue(field.message, item, p)];
+        if (field.mapKind === "scalar") return [k, checkScalar(field.scalar, item, p)];
+        if (typeof item !== "string") wrongType(p, "a string", item);
+        return [k, item];
+      });
+      // fromEntries defines own keys: `out[k] = …` would drop a "__proto__" key silently.
+      return Object.fromEntries(entries);
     }
   }
 }

@@ -8,7 +8,29 @@
  */
 import { Long } from "mongodb";
 import { describe, expect, it } from "vitest";
-import { type EventDoc, fromPairs, toLong, toPairs } from "../../src/store/mongo/documents.js";
+import {
+  attributionUpdates,
+  createMongoAttribution,
+  foldLinks,
+  isBetterTouch,
+  linkUpsert,
+  mrrRow,
+  planTouches,
+  revenuePipeline,
+  revenueRow,
+  type TouchCandidates,
+  toBigInt,
+  touchUpdate,
+  writeTouches,
+} from "../../src/store/mongo/attribution.js";
+import {
+  attributionFromDoc,
+  attributionToDoc,
+  type EventDoc,
+  fromPairs,
+  toLong,
+  toPairs,
+} from "../../src/store/mongo/documents.js";
 import {
   BUCKET_CAP,
   type EventUnit,
@@ -24,10 +46,16 @@ import {
   paymentUpsert,
   subscriptionUpsert,
 } from "../../src/store/mongo/payments.js";
-import { COLLECTIONS } from "../../src/store/mongo/schema.js";
-import type { EventRecord, PaymentRecord, SubscriptionPatch } from "../../src/store/port.js";
-
-type Doc = Record<string, unknown>;
+import { COLLECTIONS, type Collections } from "../../src/store/mongo/schema.js";
+import type {
+  Attribution,
+  EventRecord,
+  LinkKind,
+  PaymentRecord,
+  SubscriptionPatch,
+  VisitorTouch,
+} from "../../src/store/port.js";
+import { aggregate, applyPipeline, type Doc, matches } from "./mongo-model.js";
 
 const T0 = Date.UTC(2025, 5, 1);
 
@@ -194,6 +222,8 @@ describe("mongodb adapter without a server", () => {
       "customers",
       "subscriptions",
       "payments",
+      "visitor_touches",
+      "customer_visitors",
     ]);
     for (const c of COLLECTIONS) {
       expect(c.schema.bsonType).toBe("object");
@@ -210,6 +240,8 @@ describe("mongodb adapter without a server", () => {
       "customers.site_customer_unique",
       "subscriptions.site_subscription_unique",
       "payments.site_payment_unique",
+      "visitor_touches.site_visitor_unique",
+      "customer_visitors.site_customer_visitor_unique",
     ]);
   });
 
@@ -383,6 +415,7 @@ describe("mongodb adapter without a server", () => {
         subscription_id: "sub_1",
         created_at: new Date(T0 + 1),
         updated_at: new Date(T0 + 1),
+        channel: "unattributed",
       });
       const { feeMinor: _fee, subscriptionId: _sub, ...rest } = payment;
       const resent: PaymentRecord = {
@@ -499,6 +532,534 @@ describe("mongodb adapter without a server", () => {
       expect(given.status).toBe("past_due");
       expect(given.started_at).toEqual(new Date(T0 - 1));
       expect(given.created_at).toEqual(new Date(T0));
+    });
+  });
+
+  describe("attribution", () => {
+    /**
+     * A collection of the model: the operations the attribution code uses,
+     * each checking what it writes against the collection's validator.
+     */
+    class FakeCollection {
+      docs: Doc[] = [];
+      constructor(private readonly name: string) {}
+
+      private check(doc: Doc): Doc {
+        expect(validate(schemaOf(this.name), doc), this.name).toEqual([]);
+        return doc;
+      }
+
+      private classic(doc: Doc, update: Doc): Doc {
+        const out = { ...doc };
+        for (const [op, fields] of Object.entries(update)) {
+          for (const [k, v] of Object.entries(fields as Doc)) {
+            if (op === "$set") out[k] = v;
+            else if (op === "$unset") delete out[k];
+            else throw new Error(`operator ${op} not modelled`);
+          }
+        }
+        return this.check(out);
+      }
+
+      private upsertOne(filter: Doc, update: Doc | Doc[]): Doc | undefined {
+        const i = this.docs.findIndex((d) => matches(d, filter));
+        const before = this.docs[i];
+        if (!Array.isArray(update)) {
+          if (i < 0) throw new Error("classic upserts are checked by run()");
+          this.docs[i] = this.classic(before as Doc, update);
+          return before;
+        }
+        const after = this.check(applyPipeline(before, filter, update));
+        if (i < 0) this.docs.push(after);
+        else this.docs[i] = after;
+        return before;
+      }
+
+      async findOneAndUpdate(
+        filter: Doc,
+        update: Doc[],
+        options: { upsert: boolean; returnDocument: string; projection: Doc },
+      ) {
+        expect(options).toMatchObject({ upsert: true, returnDocument: "before" });
+        const before = this.upsertOne(filter, update);
+        if (!before) return null;
+        const projected: Doc = {};
+        for (const [k, v] of Object.entries(options.projection))
+          if (v === 1) projected[k] = before[k];
+        return projected;
+      }
+
+      async bulkWrite(ops: { updateOne: { filter: Doc; update: Doc[]; upsert: boolean } }[]) {
+        for (const { updateOne } of ops) {
+          expect(updateOne.upsert).toBe(true);
+          this.upsertOne(updateOne.filter, updateOne.update);
+        }
+      }
+
+      async updateOne(filter: Doc, update: Doc) {
+        const i = this.docs.findIndex((d) => matches(d, filter));
+        if (i >= 0) this.docs[i] = this.classic(this.docs[i] as Doc, update);
+      }
+
+      async updateMany(filter: Doc, update: Doc) {
+        this.docs = this.docs.map((d) => (matches(d, filter) ? this.classic(d, update) : d));
+      }
+
+      find(filter: Doc) {
+        let found = this.docs.filter((d) => matches(d, filter));
+        const cursor = {
+          sort: (spec: Doc) => {
+            found = aggregate(found, [{ $sort: spec }]);
+            return cursor;
+          },
+          toArray: async () => found.map((d) => ({ ...d })),
+        };
+        return cursor;
+      }
+
+      async distinct(field: string, filter: Doc) {
+        return [...new Set(this.docs.filter((d) => matches(d, filter)).map((d) => d[field]))];
+      }
+
+      aggregate(pipeline: Doc[], options: Doc) {
+        expect(options).toEqual({ promoteLongs: false });
+        return { toArray: async () => aggregate(this.docs, pipeline) };
+      }
+    }
+
+    function fakeCollections() {
+      const f = {
+        touches: new FakeCollection("visitor_touches"),
+        customerVisitors: new FakeCollection("customer_visitors"),
+        customers: new FakeCollection("customers"),
+        payments: new FakeCollection("payments"),
+        subscriptions: new FakeCollection("subscriptions"),
+      };
+      return { f, c: f as unknown as Collections };
+    }
+
+    const touch = (visitorId: string, over: Partial<VisitorTouch> = {}): VisitorTouch => ({
+      siteId: "site_1",
+      visitorId,
+      ts: T0,
+      internal: false,
+      channel: "Organic Search",
+      source: "google",
+      medium: "organic",
+      campaign: "c",
+      landingPage: "https://example.com/",
+      ...over,
+    });
+
+    it("the touch pipeline replaces the stored touch only with a better one", async () => {
+      const { f, c } = fakeCollections();
+      const store = createMongoAttribution(c);
+      const put = async (t: VisitorTouch) =>
+        (await writeTouches(c, [{ group: 0, touches: [t] }])).get(0) ?? [];
+      const stored = async () => store.getFirstTouches("site_1", ["v"]);
+
+      const internal = touch("v", { ts: T0 + 100, internal: true, channel: "Direct" });
+      expect(await put(internal)).toEqual(["v"]);
+      expect(f.touches.docs).toHaveLength(1);
+      expect(Object.keys(f.touches.docs[0] ?? {}).sort()).toEqual(
+        [
+          "site_id",
+          "visitor_id",
+          "ts",
+          "internal",
+          "channel",
+          "source",
+          "medium",
+          "campaign",
+          "landing_page",
+        ].sort(),
+      );
+      expect(await put({ ...internal, ts: T0 + 200 })).toEqual([]);
+      expect(await put({ ...internal, channel: "tie" })).toEqual([]);
+      expect(await put({ ...internal, ts: T0 + 50 })).toEqual(["v"]);
+      const organic = touch("v", { ts: T0 + 300 });
+      expect(await put(organic)).toEqual(["v"]);
+      expect(await put({ ...internal, ts: T0 })).toEqual([]);
+      expect(await put(touch("v", { ts: T0 + 300, channel: "tie" }))).toEqual([]);
+      expect(await put(touch("v", { ts: T0 + 301 }))).toEqual([]);
+      expect(await stored()).toEqual([organic]);
+      // A better touch without optional fields removes the stored ones.
+      const bare: VisitorTouch = {
+        siteId: "site_1",
+        visitorId: "v",
+        ts: T0 + 250,
+        internal: false,
+        channel: "$channel",
+        landingPage: "$$REMOVE",
+      };
+      expect(await put(bare)).toEqual(["v"]);
+      expect(f.touches.docs[0]).not.toHaveProperty("source");
+      expect(f.touches.docs[0]).not.toHaveProperty("campaign");
+      expect(await stored()).toEqual([bare]);
+      // Strings that look like field paths or variables are constants.
+      const dollars = touch("v", { ts: T0 + 1, source: "$ts", medium: "$$ROOT", campaign: "$x" });
+      expect(await put(dollars)).toEqual(["v"]);
+      expect(await stored()).toEqual([dollars]);
+      expect(f.touches.docs).toHaveLength(1);
+    });
+
+    it("plans one write per visitor and reports each group's changes as if written in order", () => {
+      const candidates: TouchCandidates[] = [
+        { group: 0, touches: [touch("a", { ts: T0 + 5, internal: true }), touch("b")] },
+        { group: 2, touches: [touch("a", { ts: T0 + 9 })] },
+        { group: 3, touches: [touch("a", { ts: T0 + 3 }), touch("b", { ts: T0 + 1 })] },
+        { group: 5, touches: [touch("a", { ts: T0 + 3, channel: "tie" })] },
+      ];
+      const plan = planTouches(candidates);
+      expect(plan.writes).toEqual([touch("a", { ts: T0 + 3 }), touch("b")]);
+      expect([...plan.changes([undefined, undefined])]).toEqual([
+        [0, ["a", "b"]],
+        [2, ["a"]],
+        [3, ["a"]],
+      ]);
+      // Stored before: a non-internal at T0 + 4 (only group 3 improves a), b at T0 - 1.
+      expect([
+        ...plan.changes([
+          { internal: false, ts: T0 + 4 },
+          { internal: false, ts: T0 - 1 },
+        ]),
+      ]).toEqual([[3, ["a"]]]);
+      expect([
+        ...plan.changes([
+          { internal: false, ts: T0 },
+          { internal: true, ts: T0 - 1 },
+        ]),
+      ]).toEqual([[0, ["b"]]]);
+      expect(planTouches([]).writes).toEqual([]);
+      // Same visitor id on two sites: two writes.
+      expect(
+        planTouches([{ group: 0, touches: [touch("a"), { ...touch("a"), siteId: "site_2" }] }])
+          .writes,
+      ).toHaveLength(2);
+    });
+
+    it("writeTouches folds a batch and returns each group's visitors", async () => {
+      const { f, c } = fakeCollections();
+      await writeTouches(c, [{ group: 0, touches: [touch("a", { ts: T0 + 4 })] }]);
+      const changes = await writeTouches(c, [
+        { group: 1, touches: [touch("a", { ts: T0 + 9 }), touch("b", { internal: true })] },
+        { group: 4, touches: [touch("a", { ts: T0 + 2 }), touch("b", { ts: T0 + 7 })] },
+        { group: 6, touches: [touch("b", { ts: T0 + 8 })] },
+      ]);
+      expect([...changes]).toEqual([
+        [1, ["b"]],
+        [4, ["a", "b"]],
+      ]);
+      expect(f.touches.docs.map((d) => [d.visitor_id, (d.ts as Date).getTime() - T0])).toEqual([
+        ["a", 2],
+        ["b", 7],
+      ]);
+    });
+
+    it("links keep the earliest time and the strongest kind", async () => {
+      const { f, c } = fakeCollections();
+      const store = createMongoAttribution(c);
+      const link = (visitorId: string, via: LinkKind, at: number) =>
+        store.linkCustomerVisitors("site_1", "cus_1", [{ visitorId, via, linkedAt: T0 + at }]);
+      await link("v1", "customer", 100);
+      await link("v1", "user_id", 200);
+      await link("v1", "visitor_id", 10);
+      await link("v2", "visitor_id", 10);
+      await link("v2", "customer", 5);
+      await store.linkCustomerVisitors("site_1", "cus_1", [
+        { visitorId: "v3", via: "customer", linkedAt: T0 + 30 },
+        { visitorId: "v3", via: "visitor_id", linkedAt: T0 + 40 },
+      ]);
+      await store.linkCustomerVisitors("site_1", "cus_2", [
+        { visitorId: "v1", via: "customer", linkedAt: T0 },
+      ]);
+      await store.linkCustomerVisitors("site_1", "cus_2", []);
+      expect(await store.getCustomerVisitors("site_1", "cus_1")).toEqual([
+        { visitorId: "v2", via: "visitor_id", linkedAt: T0 + 5 },
+        { visitorId: "v1", via: "user_id", linkedAt: T0 + 10 },
+        { visitorId: "v3", via: "visitor_id", linkedAt: T0 + 30 },
+      ]);
+      expect(f.customerVisitors.docs).toHaveLength(4);
+      expect(foldLinks([])).toEqual([]);
+      // A link's via constant is a literal, and the rank list too.
+      const op = linkUpsert("s", "c", { visitorId: "v", via: "customer", linkedAt: T0 });
+      expect(JSON.stringify(op)).toContain('"$literal":["user_id","visitor_id","customer"]');
+    });
+
+    it("sets and clears the attribution of a customer and its payments; re-sends keep it", async () => {
+      const { f, c } = fakeCollections();
+      const store = createMongoAttribution(c);
+      const pay = (paymentId: string, customerId: string): PaymentRecord => ({
+        siteId: "site_1",
+        paymentId,
+        customerId,
+        currency: "USD",
+        amountMinor: 100,
+        kind: "charge",
+        status: "succeeded",
+        paidAt: T0,
+        metadata: {},
+        createdAt: T0,
+        updatedAt: T0,
+      });
+      f.payments.docs = [
+        run("payments", undefined, paymentUpsert([pay("p1", "cus_1")])),
+        run("payments", undefined, paymentUpsert([pay("p2", "cus_1")])),
+        run("payments", undefined, paymentUpsert([pay("p3", "cus_2")])),
+      ];
+      f.customers.docs = [
+        run(
+          "customers",
+          undefined,
+          customerUpsert([{ siteId: "site_1", customerId: "cus_1", at: T0 }]),
+        ),
+      ];
+      const attribution: Attribution = {
+        channel: "Email",
+        source: "$newsletter",
+        landingPage: "https://example.com/",
+        visitorId: "v",
+        via: "visitor_id",
+        touchedAt: T0 - 1,
+      };
+      await store.setAttribution("site_1", "cus_1", attribution);
+      const stored = attributionToDoc(attribution);
+      expect(stored).toEqual({
+        channel: "Email",
+        source: "$newsletter",
+        landing_page: "https://example.com/",
+        visitor_id: "v",
+        via: "visitor_id",
+        touched_at: new Date(T0 - 1),
+      });
+      expect(f.customers.docs[0]?.attribution).toEqual(stored);
+      expect(f.payments.docs.map((d) => [d.payment_id, d.channel, d.attribution])).toEqual([
+        ["p1", "Email", stored],
+        ["p2", "Email", stored],
+        ["p3", "unattributed", undefined],
+      ]);
+      expect(attributionFromDoc(f.customers.docs[0]?.attribution as never)).toEqual(attribution);
+      // A re-send of p1 leaves attribution and channel alone.
+      const resent = run("payments", f.payments.docs[0], paymentUpsert([pay("p1", "cus_1")]));
+      expect(resent.attribution).toEqual(stored);
+      expect(resent.channel).toBe("Email");
+      await store.setAttribution("site_1", "cus_1", undefined);
+      expect(f.customers.docs[0]).not.toHaveProperty("attribution");
+      expect(f.payments.docs.map((d) => [d.channel, "attribution" in d])).toEqual([
+        ["unattributed", false],
+        ["unattributed", false],
+        ["unattributed", false],
+      ]);
+      expect(attributionFromDoc(undefined)).toBeUndefined();
+      expect(attributionUpdates(undefined)).toEqual({
+        customer: { $unset: { attribution: "" } },
+        payments: { $set: { channel: "unattributed" }, $unset: { attribution: "" } },
+      });
+    });
+
+    it("finds customers to re-attribute by linked visitor and by user id", async () => {
+      const { f, c } = fakeCollections();
+      const store = createMongoAttribution(c);
+      f.customers.docs = [
+        run(
+          "customers",
+          undefined,
+          customerUpsert([{ siteId: "site_1", customerId: "c_b", userId: "u1", at: T0 }]),
+        ),
+        run(
+          "customers",
+          undefined,
+          customerUpsert([{ siteId: "site_2", customerId: "c_x", userId: "u1", at: T0 }]),
+        ),
+      ];
+      await store.linkCustomerVisitors("site_1", "c_c", [
+        { visitorId: "v1", via: "customer", linkedAt: T0 },
+      ]);
+      await store.linkCustomerVisitors("site_1", "c_a", [
+        { visitorId: "v1", via: "customer", linkedAt: T0 },
+      ]);
+      const find = (visitorIds: string[], userIds: string[]) =>
+        store.findCustomersToReattribute("site_1", { visitorIds, userIds });
+      expect(await find(["v1"], [])).toEqual(["c_a", "c_c"]);
+      expect(await find([], ["u1"])).toEqual(["c_b"]);
+      expect(await find(["v1", "v1"], ["u1", "u2"])).toEqual(["c_a", "c_b", "c_c"]);
+      expect(await find([], [])).toEqual([]);
+    });
+
+    it("revenue by channel: exact long sums, only succeeded, [from, to), distinct paying customers", async () => {
+      const { f, c } = fakeCollections();
+      const store = createMongoAttribution(c);
+      const E15 = 1_000_000_000_000_000;
+      const base: PaymentRecord = {
+        siteId: "site_1",
+        paymentId: "",
+        customerId: "cus_1",
+        currency: "USD",
+        amountMinor: 0,
+        kind: "charge",
+        status: "succeeded",
+        paidAt: T0,
+        metadata: {},
+        createdAt: T0,
+        updatedAt: T0,
+      };
+      const p = (n: number, over: Partial<PaymentRecord>) =>
+        run("payments", undefined, paymentUpsert([{ ...base, paymentId: `p${n}`, ...over }]));
+      f.payments.docs = [
+        ...Array.from({ length: 10 }, (_, i) => p(i, { amountMinor: E15 + i })),
+        p(10, { amountMinor: 7, kind: "refund" }),
+        p(11, { amountMinor: 9, kind: "chargeback", customerId: "cus_2" }),
+        p(12, { amountMinor: 5, status: "pending" }),
+        p(13, { amountMinor: 5, status: "failed" }),
+        p(14, { amountMinor: 5, paidAt: T0 + 10 }),
+        p(15, { amountMinor: 5, paidAt: T0 - 1 }),
+        p(16, { amountMinor: 3, currency: "EUR", customerId: "cus_3" }),
+        p(17, { amountMinor: 5, siteId: "site_2" }),
+      ];
+      // A payment written before attribution existed has no channel.
+      delete (f.payments.docs[16] as Doc).channel;
+      await store.setAttribution("site_1", "cus_2", {
+        channel: "Email",
+        landingPage: "/",
+        visitorId: "v",
+        via: "customer",
+        touchedAt: T0,
+      });
+      const rows = await store.revenueByChannel("site_1", T0, T0 + 10);
+      expect(rows).toEqual([
+        {
+          channel: "Email",
+          currency: "USD",
+          grossMinor: 0n,
+          refundsMinor: 0n,
+          chargebacksMinor: 9n,
+          payments: 1,
+          payingCustomers: 0,
+        },
+        {
+          channel: "unattributed",
+          currency: "EUR",
+          grossMinor: 3n,
+          refundsMinor: 0n,
+          chargebacksMinor: 0n,
+          payments: 1,
+          payingCustomers: 1,
+        },
+        {
+          channel: "unattributed",
+          currency: "USD",
+          grossMinor: 10_000_000_000_000_045n,
+          refundsMinor: 7n,
+          chargebacksMinor: 0n,
+          payments: 11,
+          payingCustomers: 1,
+        },
+      ]);
+      const [match] = revenuePipeline("s", 1, 2);
+      expect(match).toEqual({
+        $match: {
+          site_id: "s",
+          status: "succeeded",
+          paid_at: { $gte: new Date(1), $lt: new Date(2) },
+        },
+      });
+    });
+
+    it("MRR: running active and past_due subscriptions with amount and interval, exact sums", async () => {
+      const { f, c } = fakeCollections();
+      const store = createMongoAttribution(c);
+      const at = T0 + 100;
+      let n = 0;
+      const s = (over: Partial<SubscriptionPatch>) =>
+        run(
+          "subscriptions",
+          undefined,
+          subscriptionUpsert([
+            {
+              siteId: "site_1",
+              subscriptionId: `s${n++}`,
+              customerId: "cus_1",
+              currency: "USD",
+              interval: "month",
+              amountMinor: 1000,
+              status: "active",
+              startedAt: T0,
+              defaults: { status: "active", startedAt: T0 },
+              at: T0,
+              ...over,
+            },
+          ]),
+        );
+      f.subscriptions.docs = [
+        s({}),
+        s({ status: "past_due", startedAt: at, amountMinor: 1 }),
+        s({ endedAt: at + 1, amountMinor: 2 }),
+        s({ interval: "week", amountMinor: 9_000_000_000_000_001 }),
+        s({ interval: "week", amountMinor: 9_000_000_000_000_003 }),
+        s({ currency: "EUR" }),
+        s({ status: "trialing" }),
+        s({ status: "canceled" }),
+        s({ startedAt: at + 1 }),
+        s({ endedAt: at }),
+        s({ amountMinor: undefined }),
+        s({ interval: undefined }),
+        s({ siteId: "site_2" }),
+      ];
+      expect(await store.mrrTotals("site_1", at)).toEqual([
+        { currency: "EUR", interval: "month", amountMinor: 1000n, subscriptions: 1 },
+        { currency: "USD", interval: "month", amountMinor: 1003n, subscriptions: 3 },
+        {
+          currency: "USD",
+          interval: "week",
+          amountMinor: 18_000_000_000_000_004n,
+          subscriptions: 2,
+        },
+      ]);
+      expect(mrrRow({ currency: "USD", interval: "day", amount: 0, subscriptions: 0 })).toEqual({
+        currency: "USD",
+        interval: "day",
+        amountMinor: 0n,
+        subscriptions: 0,
+      });
+    });
+
+    it("converts sums to bigint exactly and refuses what cannot be exact", () => {
+      expect(toBigInt(Long.fromString("10000000000000045"))).toBe(10_000_000_000_000_045n);
+      expect(toBigInt(Long.fromString("-9223372036854775808"))).toBe(-(2n ** 63n));
+      expect(toBigInt(42)).toBe(42n);
+      expect(toBigInt(7n)).toBe(7n);
+      expect(() => toBigInt(2 ** 64)).toThrow(RangeError);
+      expect(() => toBigInt(1.5)).toThrow(RangeError);
+      expect(() => toBigInt(null)).toThrow(RangeError);
+      expect(
+        revenueRow({
+          channel: "x",
+          currency: "USD",
+          gross: Long.fromString("9007199254740993"),
+          refunds: 0,
+          chargebacks: Long.ZERO,
+          payments: 3,
+          paying: 2,
+        }),
+      ).toEqual({
+        channel: "x",
+        currency: "USD",
+        grossMinor: 9_007_199_254_740_993n,
+        refundsMinor: 0n,
+        chargebacksMinor: 0n,
+        payments: 3,
+        payingCustomers: 2,
+      });
+    });
+
+    it("touch precedence matches the rule: non-internal first, then earlier, ties keep", () => {
+      expect(isBetterTouch({ internal: false, ts: 9 }, { internal: true, ts: 1 })).toBe(true);
+      expect(isBetterTouch({ internal: true, ts: 1 }, { internal: false, ts: 9 })).toBe(false);
+      expect(isBetterTouch({ internal: true, ts: 1 }, { internal: true, ts: 2 })).toBe(true);
+      expect(isBetterTouch({ internal: false, ts: 2 }, { internal: false, ts: 2 })).toBe(false);
+      expect(isBetterTouch({ internal: true, ts: 2 }, undefined)).toBe(true);
+      const { update } = touchUpdate(touch("v"));
+      expect(update).toHaveLength(1);
     });
   });
 });

@@ -14,6 +14,8 @@
 import { Long, type ObjectId } from "mongodb";
 import type { Plan } from "../../domain/plans.js";
 import type {
+  Attribution,
+  LinkKind,
   PaymentKind,
   PaymentStatus,
   Role,
@@ -134,6 +136,42 @@ export interface IdentityDoc {
   ts: Date;
 }
 
+/** A visitor's first touch: one document per (site, visitor), replaced only by a better touch. */
+export interface VisitorTouchDoc {
+  _id?: ObjectId;
+  site_id: string;
+  visitor_id: string;
+  ts: Date;
+  internal: boolean;
+  channel: string;
+  source?: string;
+  medium?: string;
+  campaign?: string;
+  landing_page: string;
+}
+
+/** A link from a customer to a visitor: one document per (site, customer, visitor). */
+export interface CustomerVisitorDoc {
+  _id?: ObjectId;
+  site_id: string;
+  customer_id: string;
+  visitor_id: string;
+  via: LinkKind;
+  linked_at: Date;
+}
+
+/** The first touch credited to a customer and its payments, embedded in both. */
+export interface AttributionDoc {
+  channel: string;
+  source?: string;
+  medium?: string;
+  campaign?: string;
+  landing_page: string;
+  visitor_id: string;
+  via: LinkKind;
+  touched_at: Date;
+}
+
 export interface CustomerDoc {
   _id?: ObjectId;
   site_id: string;
@@ -146,6 +184,8 @@ export interface CustomerDoc {
   metadata: Pair[];
   created_at: Date;
   updated_at: Date;
+  /** Absent when unattributed. */
+  attribution?: AttributionDoc;
 }
 
 export interface SubscriptionDoc {
@@ -181,6 +221,14 @@ export interface PaymentDoc {
   subscription_id?: string;
   created_at: Date;
   updated_at: Date;
+  /** Absent when unattributed. Written by setAttribution only. */
+  attribution?: AttributionDoc;
+  /**
+   * The attribution's channel, or `unattributed`: what the revenue report
+   * groups by. Set on insert and by setAttribution only; absent on payments
+   * written before attribution existed (read as `unattributed`).
+   */
+  channel?: string;
 }
 
 /** Unix ms to a BSON date. */
@@ -222,6 +270,35 @@ export function optNumber(value: Long | number | null | undefined): number | und
 /** A nullable stored value back to the port's optional. */
 export function opt<T>(value: T | null | undefined): T | undefined {
   return value === null ? undefined : value;
+}
+
+/** The stored form of an attribution (no undefined fields). */
+export function attributionToDoc(a: Attribution): AttributionDoc {
+  return compact<AttributionDoc>({
+    channel: a.channel,
+    source: a.source,
+    medium: a.medium,
+    campaign: a.campaign,
+    landing_page: a.landingPage,
+    visitor_id: a.visitorId,
+    via: a.via,
+    touched_at: toDate(a.touchedAt),
+  });
+}
+
+/** A stored attribution back to the port's; absent (or null, by hand) is unattributed. */
+export function attributionFromDoc(d: AttributionDoc | null | undefined): Attribution | undefined {
+  if (d === undefined || d === null) return undefined;
+  return {
+    channel: d.channel,
+    source: opt(d.source),
+    medium: opt(d.medium),
+    campaign: opt(d.campaign),
+    landingPage: d.landing_page,
+    visitorId: d.visitor_id,
+    via: d.via,
+    touchedAt: d.touched_at.getTime(),
+  };
 }
 
 /** A string map to pairs, keeping its order. */

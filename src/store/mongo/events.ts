@@ -1,6 +1,7 @@
 /** Events, identity links, visitor salts and quota counters in MongoDB. */
 import { type AnyBulkWriteOperation, MongoBulkWriteError } from "mongodb";
 import type { EventGroup, EventGroupResult, IdentityLink, Store } from "../port.js";
+import { type TouchCandidates, writeTouches } from "./attribution.js";
 import type { IdentityDoc } from "./documents.js";
 import {
   type BucketAppend,
@@ -110,12 +111,23 @@ export function createMongoEvents(c: Collections): EventsPart {
 
       const accepted = groups.flatMap((_g, i) => (results[i]?.ok ? [i] : []));
       let appends: BucketAppend[] = [];
+      let firstTouches = new Map<number, string[]>();
       let writingEvents = false;
       try {
         appends = planAppends(unitsOf(groups, accepted));
-        // Links first: they are idempotent, so when the events write then
-        // fails and the caller retries, having them already does no harm.
-        await writeLinks(accepted.flatMap((i) => groups[i]?.links ?? []));
+        const touches: TouchCandidates[] = accepted.flatMap((i) => {
+          const t = groups[i]?.touches ?? [];
+          return t.length > 0 ? [{ group: i, touches: t }] : [];
+        });
+        // Links and touches first: they are idempotent, so when the events
+        // write then fails and the caller retries, having them already does
+        // no harm (a touch the failed call set is then not reported again:
+        // the customer is re-attributed at its next payment instead).
+        const [, touched] = await Promise.all([
+          writeLinks(accepted.flatMap((i) => groups[i]?.links ?? [])),
+          writeTouches(c, touches),
+        ]);
+        firstTouches = touched;
         writingEvents = true;
         if (appends.length > 0) {
           // One ordered bulk write for the whole call: on a write error the
@@ -132,7 +144,10 @@ export function createMongoEvents(c: Collections): EventsPart {
         await releaseGroups(groups, reserved, written);
         throw err;
       }
-      return results;
+      return results.map((r, i) => {
+        const visitors = firstTouches.get(i);
+        return r.ok && visitors ? { ...r, firstTouches: visitors } : r;
+      });
     },
 
     async listEvents(siteId, limit) {

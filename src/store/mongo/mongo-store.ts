@@ -2,6 +2,7 @@
 import { MongoClient, ReadPreference } from "mongodb";
 import type { Store } from "../port.js";
 import { createMongoAccounts } from "./accounts.js";
+import { createMongoAttribution } from "./attribution.js";
 import { createMongoEvents } from "./events.js";
 import { createMongoPayments } from "./payments.js";
 import { collections, ensureSchema } from "./schema.js";
@@ -70,6 +71,7 @@ export async function createMongoStore(
       ...createMongoAccounts(c),
       ...createMongoEvents(c),
       ...createMongoPayments(c),
+      ...createMongoAttribution(c),
       async ping() {
         await db.command({ ping: 1 });
       },

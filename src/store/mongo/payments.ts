@@ -9,7 +9,9 @@ import type {
   SubscriptionPatch,
   SubscriptionRecord,
 } from "../port.js";
+import { UNATTRIBUTED } from "./attribution.js";
 import {
+  attributionFromDoc,
   type CustomerDoc,
   fromPairs,
   opt,
@@ -118,7 +120,9 @@ export function subscriptionUpsert(
 /**
  * One upsert of a payment: the last write of the batch replaces every field
  * (optional ones it lacks are removed) except created_at, which only the
- * insert sets, from the first write.
+ * insert sets, from the first write. Attribution belongs to setAttribution:
+ * a new payment starts `unattributed` (channel set on insert only) and a
+ * re-send leaves `attribution` and `channel` as they are.
  */
 export function paymentUpsert(writes: readonly PaymentRecord[]): AnyBulkWriteOperation<PaymentDoc> {
   const first = writes[0] as PaymentRecord;
@@ -143,7 +147,7 @@ export function paymentUpsert(writes: readonly PaymentRecord[]): AnyBulkWriteOpe
       filter: { site_id: p.siteId, payment_id: p.paymentId },
       update: {
         $set: set,
-        $setOnInsert: { created_at: toDate(first.createdAt) },
+        $setOnInsert: { created_at: toDate(first.createdAt), channel: UNATTRIBUTED },
         ...(Object.keys(unset).length > 0 ? { $unset: unset } : {}),
       },
       upsert: true,
@@ -198,6 +202,7 @@ export function createMongoPayments(c: Collections): PaymentsPart {
         subscriptionId: opt(d.subscription_id),
         createdAt: d.created_at.getTime(),
         updatedAt: d.updated_at.getTime(),
+        attribution: attributionFromDoc(d.attribution),
       };
       return p;
     },
@@ -216,6 +221,7 @@ export function createMongoPayments(c: Collections): PaymentsPart {
         metadata: fromPairs(d.metadata),
         createdAt: d.created_at.getTime(),
         updatedAt: d.updated_at.getTime(),
+        attribution: attributionFromDoc(d.attribution),
       };
       return r;
     },

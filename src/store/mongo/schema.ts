@@ -11,6 +11,7 @@ import {
 } from "mongodb";
 import { PLANS } from "../../domain/plans.js";
 import type {
+  LinkKind,
   PaymentKind,
   PaymentStatus,
   Role,
@@ -22,6 +23,7 @@ import type {
   AccountDoc,
   ApiKeyDoc,
   CustomerDoc,
+  CustomerVisitorDoc,
   EventBucketDoc,
   IdentityDoc,
   MembershipDoc,
@@ -31,6 +33,7 @@ import type {
   SiteDoc,
   SubscriptionDoc,
   UserDoc,
+  VisitorTouchDoc,
 } from "./documents.js";
 
 /** The values of a string union; `Record<T, true>` makes the compiler check that none is missing. */
@@ -48,6 +51,7 @@ const INTERVALS = valuesOf<SubscriptionInterval>({
   month: true,
   year: true,
 });
+const LINK_KINDS = valuesOf<LinkKind>({ user_id: true, visitor_id: true, customer: true });
 const SUBSCRIPTION_STATUSES = valuesOf<SubscriptionStatus>({
   active: true,
   trialing: true,
@@ -70,6 +74,22 @@ const pairs = {
     required: ["k", "v"],
     additionalProperties: false,
     properties: { k: str, v: str },
+  },
+};
+
+/** The attribution embedded in customers and payments. */
+const attribution = {
+  bsonType: "object",
+  required: ["channel", "landing_page", "visitor_id", "via", "touched_at"],
+  properties: {
+    channel: str,
+    source: str,
+    medium: str,
+    campaign: str,
+    landing_page: str,
+    visitor_id: str,
+    via: { enum: LINK_KINDS },
+    touched_at: date,
   },
 };
 
@@ -226,6 +246,7 @@ export const COLLECTIONS: readonly CollectionSpec[] = [
       metadata: pairs,
       created_at: date,
       updated_at: date,
+      attribution,
     }),
     indexes: [
       { key: { site_id: 1, customer_id: 1 }, name: "site_customer_unique", unique: true },
@@ -265,6 +286,8 @@ export const COLLECTIONS: readonly CollectionSpec[] = [
     indexes: [
       { key: { site_id: 1, subscription_id: 1 }, name: "site_subscription_unique", unique: true },
       { key: { site_id: 1, customer_id: 1 }, name: "site_customer" },
+      // mrrTotals: equality on the site, the two statuses, started_at up to a time.
+      { key: { site_id: 1, status: 1, started_at: 1 }, name: "site_status_started" },
     ],
   },
   {
@@ -297,12 +320,56 @@ export const COLLECTIONS: readonly CollectionSpec[] = [
         subscription_id: str,
         created_at: date,
         updated_at: date,
+        attribution,
+        // Not required: payments written before attribution existed have none.
+        channel: str,
       },
     ),
     indexes: [
       { key: { site_id: 1, payment_id: 1 }, name: "site_payment_unique", unique: true },
+      // A customer's payments; setAttribution's updateMany.
       { key: { site_id: 1, customer_id: 1 }, name: "site_customer" },
       { key: { site_id: 1, paid_at: 1 }, name: "site_paid_at" },
+      // revenueByChannel: equality, equality, range (status is always `succeeded` there).
+      { key: { site_id: 1, status: 1, paid_at: 1 }, name: "site_status_paid_at" },
+    ],
+  },
+  {
+    name: "visitor_touches",
+    schema: object(["site_id", "visitor_id", "ts", "internal", "channel", "landing_page"], {
+      site_id: str,
+      visitor_id: str,
+      ts: date,
+      internal: { bsonType: "bool" },
+      channel: str,
+      source: str,
+      medium: str,
+      campaign: str,
+      landing_page: str,
+    }),
+    indexes: [
+      // One first touch per visitor: the key of the conditional upsert and of getFirstTouches.
+      { key: { site_id: 1, visitor_id: 1 }, name: "site_visitor_unique", unique: true },
+    ],
+  },
+  {
+    name: "customer_visitors",
+    schema: object(["site_id", "customer_id", "visitor_id", "via", "linked_at"], {
+      site_id: str,
+      customer_id: str,
+      visitor_id: str,
+      via: { enum: LINK_KINDS },
+      linked_at: date,
+    }),
+    indexes: [
+      // The upsert key; a customer's visitors (getCustomerVisitors).
+      {
+        key: { site_id: 1, customer_id: 1, visitor_id: 1 },
+        name: "site_customer_visitor_unique",
+        unique: true,
+      },
+      // The customers of some visitors (findCustomersToReattribute), covered by the index.
+      { key: { site_id: 1, visitor_id: 1, customer_id: 1 }, name: "site_visitor_customer" },
     ],
   },
 ];
@@ -358,6 +425,8 @@ export interface Collections {
   customers: Collection<CustomerDoc>;
   subscriptions: Collection<SubscriptionDoc>;
   payments: Collection<PaymentDoc>;
+  touches: Collection<VisitorTouchDoc>;
+  customerVisitors: Collection<CustomerVisitorDoc>;
 }
 
 export function collections(db: Db): Collections {
@@ -374,5 +443,7 @@ export function collections(db: Db): Collections {
     customers: db.collection<CustomerDoc>("customers"),
     subscriptions: db.collection<SubscriptionDoc>("subscriptions"),
     payments: db.collection<PaymentDoc>("payments"),
+    touches: db.collection<VisitorTouchDoc>("visitor_touches"),
+    customerVisitors: db.collection<CustomerVisitorDoc>("customer_visitors"),
   };
 }

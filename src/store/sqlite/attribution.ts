@@ -160,7 +160,10 @@ export function createSqliteAttribution(db: Db): AttributionPart {
           });
         }
       }
-      return out.sort((a, b) => a.ts - b.ts || a.visitorId.localeCompare(b.visitorId));
+      return out.sort(
+        (a, b) =>
+          a.ts - b.ts || (a.visitorId < b.visitorId ? -1 : a.visitorId > b.visitorId ? 1 : 0),
+      );
     },
     async linkCustomerVisitors(siteId, customerId, links) {
       if (links.length > 0) linkAll.immediate(siteId, customerId, links);

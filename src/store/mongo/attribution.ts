@@ -1,0 +1,487 @@
+/**
+ * First touches, customer-visitor links, attribution and revenue reports in
+ * MongoDB (docs/mongodb.md, "Attribution" and "Reports").
+ *
+ * The conditional writes are update pipelines: a stage's expressions all read
+ * the document as it was before the stage, so "replace the stored touch only
+ * when the candidate is better" or "keep the strongest link" is one
+ * single-document, hence atomic, update, whatever runs at once.
+ */
+import { type AnyBulkWriteOperation, type Document, Long, type UpdateFilter } from "mongodb";
+import type {
+  Attribution,
+  CustomerVisitorLink,
+  LinkKind,
+  MrrRow,
+  RevenueRow,
+  Store,
+  VisitorTouch,
+} from "../port.js";
+import {
+  attributionToDoc,
+  type CustomerDoc,
+  type CustomerVisitorDoc,
+  opt,
+  type PaymentDoc,
+  toDate,
+  type VisitorTouchDoc,
+} from "./documents.js";
+import { bulkUpsert, retryDuplicates } from "./retry.js";
+import type { Collections } from "./schema.js";
+
+type AttributionPart = Pick<
+  Store,
+  | "getFirstTouches"
+  | "linkCustomerVisitors"
+  | "getCustomerVisitors"
+  | "findCustomersToReattribute"
+  | "setAttribution"
+  | "revenueByChannel"
+  | "mrrTotals"
+>;
+
+/** The channel of a payment without attribution, in the revenue report. */
+export const UNATTRIBUTED = "unattributed";
+
+/** Link kinds, strongest first: the index is the rank (lower is stronger). */
+export const LINK_ORDER: readonly LinkKind[] = ["user_id", "visitor_id", "customer"];
+
+/**
+ * A value as a constant of an aggregation expression. Without `$literal`, a
+ * string starting with `$` (a caller's utm_source, a landing page) would be
+ * read as a field path.
+ */
+function lit(value: unknown): Document {
+  return { $literal: value };
+}
+
+/** What decides between two touches of a visitor. */
+export type TouchRank = Pick<VisitorTouch, "internal" | "ts">;
+
+/** Whether `a` replaces `b`: non-internal beats internal, then the earlier wins (ties keep `b`). */
+export function isBetterTouch(a: TouchRank, b: TouchRank | undefined): boolean {
+  if (b === undefined) return true;
+  if (a.internal !== b.internal) return !a.internal;
+  return a.ts < b.ts;
+}
+
+/** The stored form of a touch. */
+export function touchToDoc(t: VisitorTouch): VisitorTouchDoc {
+  const d: VisitorTouchDoc = {
+    site_id: t.siteId,
+    visitor_id: t.visitorId,
+    ts: toDate(t.ts),
+    internal: t.internal,
+    channel: t.channel,
+    landing_page: t.landingPage,
+  };
+  if (t.source !== undefined) d.source = t.source;
+  if (t.medium !== undefined) d.medium = t.medium;
+  if (t.campaign !== undefined) d.campaign = t.campaign;
+  return d;
+}
+
+export function touchFromDoc(d: VisitorTouchDoc): VisitorTouch {
+  return {
+    siteId: d.site_id,
+    visitorId: d.visitor_id,
+    ts: d.ts.getTime(),
+    internal: d.internal,
+    channel: d.channel,
+    source: opt(d.source),
+    medium: opt(d.medium),
+    campaign: opt(d.campaign),
+    landingPage: d.landing_page,
+  };
+}
+
+/** The fields of a touch that a better one replaces (optional ones removed when it lacks them). */
+const TOUCH_FIELDS = ["ts", "internal", "channel", "source", "medium", "campaign", "landing_page"];
+
+/**
+ * The conditional upsert of a candidate first touch: one pipeline stage that
+ * keeps every field as stored unless the candidate is better than the stored
+ * touch (or there is none), in which case every field takes the candidate's
+ * value. On insert the stage sees only `site_id` and `visitor_id` (from the
+ * filter), so the candidate is written whole.
+ */
+export function touchUpdate(t: VisitorTouch): { filter: Document; update: Document[] } {
+  const doc = touchToDoc(t);
+  // Stored ts later than the candidate's (false when there is no stored touch).
+  const storedLater = { $gt: ["$ts", lit(doc.ts)] };
+  const storedInternal = { $eq: ["$internal", true] };
+  const better = {
+    $or: [
+      { $eq: [{ $type: "$ts" }, "missing"] },
+      t.internal
+        ? // An internal candidate beats only an internal touch, and only an earlier one.
+          { $and: [storedInternal, storedLater] }
+        : // A non-internal one beats any internal touch, and a later non-internal one.
+          { $or: [storedInternal, storedLater] },
+    ],
+  };
+  const set: Document = {};
+  for (const field of TOUCH_FIELDS) {
+    const value = (doc as unknown as Record<string, unknown>)[field];
+    // `$$REMOVE` drops the field; `"$field"` of a missing field leaves it missing.
+    set[field] = { $cond: [better, value === undefined ? "$$REMOVE" : lit(value), `$${field}`] };
+  }
+  return { filter: { site_id: t.siteId, visitor_id: t.visitorId }, update: [{ $set: set }] };
+}
+
+/** The candidate touches of one accepted group, in the group's order. */
+export interface TouchCandidates {
+  group: number;
+  touches: readonly VisitorTouch[];
+}
+
+/**
+ * A batch's touches folded into one write per (site, visitor): the best
+ * candidate, the first of equals (ties keep what came first). `changes`
+ * then replays every candidate, in commit order, against the touch stored
+ * before that write, which gives each group's visitors exactly as if the
+ * candidates had been written one by one.
+ */
+export interface TouchPlan {
+  writes: VisitorTouch[];
+  /** `before[i]`: the stored touch just before `writes[i]` (undefined: none). Group index → visitor ids. */
+  changes(before: readonly (TouchRank | undefined)[]): Map<number, string[]>;
+}
+
+export function planTouches(candidates: readonly TouchCandidates[]): TouchPlan {
+  const visitors = new Map<string, { best: VisitorTouch; seen: [number, number][] }>();
+  candidates.forEach((g, gi) => {
+    g.touches.forEach((t, ti) => {
+      const key = JSON.stringify([t.siteId, t.visitorId]);
+      const v = visitors.get(key);
+      if (!v) visitors.set(key, { best: t, seen: [[gi, ti]] });
+      else {
+        v.seen.push([gi, ti]);
+        if (isBetterTouch(t, v.best)) v.best = t;
+      }
+    });
+  });
+  const entries = [...visitors.values()];
+  return {
+    writes: entries.map((v) => v.best),
+    changes(before) {
+      const changed = candidates.map((g) => g.touches.map(() => false));
+      entries.forEach((v, i) => {
+        let current = before[i];
+        for (const [gi, ti] of v.seen) {
+          const t = candidates[gi]?.touches[ti] as VisitorTouch;
+          if (isBetterTouch(t, current)) {
+            (changed[gi] as boolean[])[ti] = true;
+            current = t;
+          }
+        }
+      });
+      const out = new Map<number, string[]>();
+      candidates.forEach((g, gi) => {
+        const ids = g.touches.filter((_t, ti) => changed[gi]?.[ti]).map((t) => t.visitorId);
+        if (ids.length > 0) out.set(g.group, ids);
+      });
+      return out;
+    },
+  };
+}
+
+/**
+ * Writes the candidate touches of accepted groups and returns, per group
+ * index, the visitors whose stored touch the group set or improved. One
+ * `findOneAndUpdate` per distinct visitor, all at once: the conditional
+ * pipeline makes the write atomic, and the document it returns (as it was
+ * before the write) tells exactly what the write changed.
+ */
+export async function writeTouches(
+  c: Collections,
+  candidates: readonly TouchCandidates[],
+): Promise<Map<number, string[]>> {
+  const plan = planTouches(candidates);
+  if (plan.writes.length === 0) return new Map();
+  const before = await Promise.all(
+    plan.writes.map(async (t) => {
+      const { filter, update } = touchUpdate(t);
+      // Two first touches of one visitor inserting at once: the unique index
+      // refuses one (E11000), which, run again, finds the winner's touch.
+      const d = await retryDuplicates(() =>
+        c.touches.findOneAndUpdate(filter, update, {
+          upsert: true,
+          returnDocument: "before",
+          projection: { _id: 0, ts: 1, internal: 1 },
+        }),
+      );
+      return d ? { ts: d.ts.getTime(), internal: d.internal } : undefined;
+    }),
+  );
+  return plan.changes(before);
+}
+
+/**
+ * The upsert of a customer-visitor link: `linked_at` only ever lowers
+ * (`$min` ignores the missing field of a new link) and `via` only ever
+ * strengthens; both read the stored values in the same stage.
+ */
+export function linkUpsert(
+  siteId: string,
+  customerId: string,
+  link: CustomerVisitorLink,
+): AnyBulkWriteOperation<CustomerVisitorDoc> {
+  const stored = { $ifNull: ["$via", lit(link.via)] };
+  const rank = LINK_ORDER.indexOf(link.via);
+  return {
+    updateOne: {
+      filter: { site_id: siteId, customer_id: customerId, visitor_id: link.visitorId },
+      update: [
+        {
+          $set: {
+            linked_at: { $min: ["$linked_at", lit(toDate(link.linkedAt))] },
+            via: {
+              $cond: [
+                { $lt: [lit(rank), { $indexOfArray: [lit(LINK_ORDER), stored] }] },
+                lit(link.via),
+                stored,
+              ],
+            },
+          },
+        },
+      ],
+      upsert: true,
+    },
+  };
+}
+
+/** Links of one call folded per visitor (earliest time, strongest kind), in first-seen order. */
+export function foldLinks(links: readonly CustomerVisitorLink[]): CustomerVisitorLink[] {
+  const byVisitor = new Map<string, CustomerVisitorLink>();
+  for (const l of links) {
+    const seen = byVisitor.get(l.visitorId);
+    if (!seen) {
+      byVisitor.set(l.visitorId, { visitorId: l.visitorId, via: l.via, linkedAt: l.linkedAt });
+      continue;
+    }
+    seen.linkedAt = Math.min(seen.linkedAt, l.linkedAt);
+    if (LINK_ORDER.indexOf(l.via) < LINK_ORDER.indexOf(seen.via)) seen.via = l.via;
+  }
+  return [...byVisitor.values()];
+}
+
+/** The updates of `setAttribution`: the customer's attribution, and its payments' with their channel. */
+export function attributionUpdates(attribution: Attribution | undefined): {
+  customer: UpdateFilter<CustomerDoc>;
+  payments: UpdateFilter<PaymentDoc>;
+} {
+  if (attribution === undefined) {
+    return {
+      customer: { $unset: { attribution: "" } },
+      payments: { $set: { channel: UNATTRIBUTED }, $unset: { attribution: "" } },
+    };
+  }
+  const doc = attributionToDoc(attribution);
+  return {
+    customer: { $set: { attribution: doc } },
+    payments: { $set: { attribution: doc, channel: attribution.channel } },
+  };
+}
+
+/**
+ * Succeeded payments of a site with paid_at in [from, to), by channel and
+ * currency. The `$match` is an index range on `site_status_paid_at`
+ * (equality, equality, range); the group sums longs, so the sums are exact
+ * int64s. A payment written before attribution existed has no `channel`.
+ */
+export function revenuePipeline(siteId: string, from: number, to: number): Document[] {
+  const amountIf = (kind: string) => ({
+    $sum: { $cond: [{ $eq: ["$kind", kind] }, "$amount_minor", 0] },
+  });
+  return [
+    {
+      $match: {
+        site_id: siteId,
+        status: "succeeded",
+        paid_at: { $gte: toDate(from), $lt: toDate(to) },
+      },
+    },
+    {
+      $group: {
+        _id: { channel: { $ifNull: ["$channel", UNATTRIBUTED] }, currency: "$currency" },
+        gross: amountIf("charge"),
+        refunds: amountIf("refund"),
+        chargebacks: amountIf("chargeback"),
+        payments: { $sum: 1 },
+        // null for non-charges, taken out of the set below (customer_id is never null).
+        paying: { $addToSet: { $cond: [{ $eq: ["$kind", "charge"] }, "$customer_id", null] } },
+      },
+    },
+    {
+      $project: {
+        _id: 0,
+        channel: "$_id.channel",
+        currency: "$_id.currency",
+        gross: 1,
+        refunds: 1,
+        chargebacks: 1,
+        payments: 1,
+        paying: { $size: { $setDifference: ["$paying", [null]] } },
+      },
+    },
+    { $sort: { channel: 1, currency: 1 } },
+  ];
+}
+
+/**
+ * Subscriptions of a site counted in MRR at `at`, by currency and interval.
+ * The `$match` scans `site_status_started` (site, the two statuses, started
+ * at or before `at`); `$ne: null` and `ended_at: null` mirror SQL's IS NOT
+ * NULL / IS NULL (absent fields).
+ */
+export function mrrPipeline(siteId: string, at: number): Document[] {
+  return [
+    {
+      $match: {
+        site_id: siteId,
+        status: { $in: ["active", "past_due"] },
+        started_at: { $lte: toDate(at) },
+        amount_minor: { $ne: null },
+        interval: { $ne: null },
+        $or: [{ ended_at: null }, { ended_at: { $gt: toDate(at) } }],
+      },
+    },
+    {
+      $group: {
+        _id: { currency: "$currency", interval: "$interval" },
+        amount: { $sum: "$amount_minor" },
+        subscriptions: { $sum: 1 },
+      },
+    },
+    {
+      $project: {
+        _id: 0,
+        currency: "$_id.currency",
+        interval: "$_id.interval",
+        amount: 1,
+        subscriptions: 1,
+      },
+    },
+    { $sort: { currency: 1, interval: 1 } },
+  ];
+}
+
+/**
+ * An integer from an aggregation back to a bigint, exactly: a long (read
+ * with `promoteLongs: false`, so never rounded through a double), an int32,
+ * or a bigint. A double can only come from a `$sum` that overflowed int64,
+ * which cannot be exact: refused.
+ */
+export function toBigInt(value: unknown): bigint {
+  if (typeof value === "bigint") return value;
+  if (value instanceof Long) return value.toBigInt();
+  if (typeof value === "number" && Number.isSafeInteger(value)) return BigInt(value);
+  throw new RangeError(`expected an exact integer sum, got ${String(value)}`);
+}
+
+/** A count from an aggregation (int32, or long for huge counts) to a number. */
+function toCount(value: unknown): number {
+  return Number(toBigInt(value));
+}
+
+/** A row of revenuePipeline to the port's. */
+export function revenueRow(r: Document): RevenueRow {
+  return {
+    channel: r.channel as string,
+    currency: r.currency as string,
+    grossMinor: toBigInt(r.gross),
+    refundsMinor: toBigInt(r.refunds),
+    chargebacksMinor: toBigInt(r.chargebacks),
+    payments: toCount(r.payments),
+    payingCustomers: toCount(r.paying),
+  };
+}
+
+/** A row of mrrPipeline to the port's. */
+export function mrrRow(r: Document): MrrRow {
+  return {
+    currency: r.currency as string,
+    interval: r.interval as MrrRow["interval"],
+    amountMinor: toBigInt(r.amount),
+    subscriptions: toCount(r.subscriptions),
+  };
+}
+
+/** Aggregation options of the reports: longs stay longs, so sums past 2^53 stay exact. */
+const EXACT = { promoteLongs: false } as const;
+
+export function createMongoAttribution(c: Collections): AttributionPart {
+  return {
+    async getFirstTouches(siteId, visitorIds) {
+      const ids = [...new Set(visitorIds)];
+      if (ids.length === 0) return [];
+      const docs = await c.touches.find({ site_id: siteId, visitor_id: { $in: ids } }).toArray();
+      // Sorted here with the same comparison as the SQLite adapter.
+      return docs
+        .map(touchFromDoc)
+        .sort(
+          (a, b) =>
+            a.ts - b.ts || (a.visitorId < b.visitorId ? -1 : a.visitorId > b.visitorId ? 1 : 0),
+        );
+    },
+
+    async linkCustomerVisitors(siteId, customerId, links) {
+      const folded = foldLinks(links);
+      if (folded.length === 0) return;
+      await bulkUpsert(
+        c.customerVisitors,
+        folded.map((l) => linkUpsert(siteId, customerId, l)),
+      );
+    },
+
+    async getCustomerVisitors(siteId, customerId) {
+      const docs = await c.customerVisitors
+        .find({ site_id: siteId, customer_id: customerId })
+        .sort({ linked_at: 1, visitor_id: 1 })
+        .toArray();
+      return docs.map(
+        (d): CustomerVisitorLink => ({
+          visitorId: d.visitor_id,
+          via: d.via,
+          linkedAt: d.linked_at.getTime(),
+        }),
+      );
+    },
+
+    async findCustomersToReattribute(siteId, query) {
+      const visitorIds = [...new Set(query.visitorIds)];
+      const userIds = [...new Set(query.userIds)];
+      const [byVisitor, byUser] = await Promise.all([
+        visitorIds.length === 0
+          ? []
+          : c.customerVisitors.distinct("customer_id", {
+              site_id: siteId,
+              visitor_id: { $in: visitorIds },
+            }),
+        userIds.length === 0
+          ? []
+          : c.customers.distinct("customer_id", { site_id: siteId, user_id: { $in: userIds } }),
+      ]);
+      return [...new Set<string>([...byVisitor, ...byUser])].sort();
+    },
+
+    async setAttribution(siteId, customerId, attribution) {
+      const u = attributionUpdates(attribution);
+      // Payments first, the customer last: both are idempotent, and a failure
+      // in between is completed by the caller's retry (or the next payment).
+      await c.payments.updateMany({ site_id: siteId, customer_id: customerId }, u.payments);
+      await c.customers.updateOne({ site_id: siteId, customer_id: customerId }, u.customer);
+    },
+
+    async revenueByChannel(siteId, from, to) {
+      const rows = await c.payments.aggregate(revenuePipeline(siteId, from, to), EXACT).toArray();
+      return rows.map(revenueRow);
+    },
+
+    async mrrTotals(siteId, at) {
+      const rows = await c.subscriptions.aggregate(mrrPipeline(siteId, at), EXACT).toArray();
+      return rows.map(mrrRow);
+    },
+  };
+}
