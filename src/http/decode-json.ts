@@ -36,9 +36,13 @@ function syntaxDetail(err: unknown, text: string): string {
  * Checks that `value` is a JSON object shaped like `desc`, and returns it
  * with `null` fields removed. Throws `invalid JSON: …` on the first problem.
  */
-export function decodeStrict(desc: DescMessage, value: unknown): Record<string, unknown> {
+export function decodeStrict(
+  desc: DescMessage,
+  value: unknown,
+  options: { jsonNames?: boolean } = {},
+): Record<string, unknown> {
   if (!isObject(value)) throw errors.invalidJson("the body must be a JSON object");
-  return checkMessage(desc, value, "");
+  return checkMessage(desc, value, "", options.jsonNames ?? false);
 }
 
 function isObject(v: unknown): v is Record<string, unknown> {
@@ -55,37 +59,40 @@ function wrongType(path: string, expected: string, v: unknown): never {
   throw errors.invalidJson(`${path} must be ${expected}, got ${typeName(v)}`);
 }
 
+/** `jsonNames`: lowerCamelCase JSON names are accepted besides proto names (protobuf JSON, as Connect sends). */
 function checkMessage(
   desc: DescMessage,
   obj: Record<string, unknown>,
   prefix: string,
+  jsonNames: boolean,
 ): Record<string, unknown> {
   const out: Record<string, unknown> = {};
   for (const [key, v] of Object.entries(obj)) {
     const path = prefix + key;
-    const field = desc.fields.find((f) => f.name === key);
+    const field = desc.fields.find((f) => f.name === key || (jsonNames && f.jsonName === key));
     if (!field) throw errors.invalidJson(`unknown field "${path}"`);
     if (v === null) continue;
-    out[key] = checkField(field, v, path);
+    out[key] = checkField(field, v, path, jsonNames);
   }
   return out;
 }
 
-function checkField(field: DescField, v: unknown, path: string): unknown {
+function checkField(field: DescField, v: unknown, path: string, jsonNames: boolean): unknown {
   switch (field.fieldKind) {
     case "scalar":
-      return checkScalar(field.scalar, v, path);
+      return checkScalar(field.scalar, v, path, jsonNames);
     case "enum":
       if (typeof v !== "string") wrongType(path, "a string", v);
       return v;
     case "message":
-      return checkMessageValue(field.message, v, path);
+      return checkMessageValue(field.message, v, path, jsonNames);
     case "list": {
       if (!Array.isArray(v)) wrongType(path, "an array", v);
       return v.map((item, i) => {
         const p = `${path}[${i}]`;
-        if (field.listKind === "message") return checkMessageValue(field.message, item, p);
-        if (field.listKind === "scalar") return checkScalar(field.scalar, item, p);
+        if (field.listKind === "message")
+          return checkMessageValue(field.message, item, p, jsonNames);
+        if (field.listKind === "scalar") return checkScalar(field.scalar, item, p, jsonNames);
         if (typeof item !== "string") wrongType(p, "a string", item);
         return item;
       });
@@ -94,8 +101,9 @@ function checkField(field: DescField, v: unknown, path: string): unknown {
       if (!isObject(v)) wrongType(path, "an object", v);
       const entries = Object.entries(v).map(([k, item]): [string, unknown] => {
         const p = `${path}.${k}`;
-        if (field.mapKind === "message") return [k, checkMessageValue(field.message, item, p)];
-        if (field.mapKind === "scalar") return [k, checkScalar(field.scalar, item, p)];
+        if (field.mapKind === "message")
+          return [k, checkMessageValue(field.message, item, p, jsonNames)];
+        if (field.mapKind === "scalar") return [k, checkScalar(field.scalar, item, p, jsonNames)];
         if (typeof item !== "string") wrongType(p, "a string", item);
         return [k, item];
       });
@@ -105,17 +113,31 @@ function checkField(field: DescField, v: unknown, path: string): unknown {
   }
 }
 
-function checkMessageValue(desc: DescMessage, v: unknown, path: string): unknown {
+function checkMessageValue(
+  desc: DescMessage,
+  v: unknown,
+  path: string,
+  jsonNames: boolean,
+): unknown {
   // google.protobuf.Struct holds any JSON object: its content is the caller's.
   if (desc.typeName === "google.protobuf.Struct") {
     if (!isObject(v)) wrongType(path, "an object", v);
     return v;
   }
   if (!isObject(v)) wrongType(path, "an object", v);
-  return checkMessage(desc, v, `${path}.`);
+  return checkMessage(desc, v, `${path}.`, jsonNames);
 }
 
-function checkScalar(type: ScalarType, v: unknown, path: string): unknown {
+const INT64: ReadonlySet<ScalarType> = new Set([
+  ScalarType.INT64,
+  ScalarType.UINT64,
+  ScalarType.SINT64,
+  ScalarType.FIXED64,
+  ScalarType.SFIXED64,
+]);
+
+/** `protoJson`: 64-bit integers may be decimal strings, as protobuf JSON writes them. */
+function checkScalar(type: ScalarType, v: unknown, path: string, protoJson: boolean): unknown {
   switch (type) {
     case ScalarType.STRING:
     case ScalarType.BYTES:
@@ -129,6 +151,7 @@ function checkScalar(type: ScalarType, v: unknown, path: string): unknown {
       if (typeof v !== "number") wrongType(path, "a number", v);
       return v;
     default:
+      if (protoJson && INT64.has(type) && typeof v === "string" && /^-?\d{1,20}$/.test(v)) return v;
       // Integer types: a JSON number without a fraction.
       if (typeof v !== "number" || !Number.isInteger(v)) wrongType(path, "an integer", v);
       return v;
