@@ -7,12 +7,9 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createAdmin } from "../../src/domain/admin.js";
-import { systemClock } from "../../src/domain/clock.js";
-import { createSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
 import { startChildServer } from "../helpers/child-server.js";
 import { BROWSER_UA } from "../helpers/fixtures.js";
-import { postJson } from "../helpers/test-server.js";
+import { postJson, seedTenantFile } from "../helpers/test-server.js";
 
 let dir: string;
 let dbPath: string;
@@ -22,20 +19,7 @@ let siteId: string;
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "ingest-crash-"));
   dbPath = join(dir, "db.sqlite");
-  const store = createSqliteStore(dbPath);
-  const admin = createAdmin({ store, clock: systemClock });
-  const acc = await admin.createAccount({ name: "C", plan: "scale", ownerEmail: "c@example.com" });
-  siteId = (await admin.createSite({ accountId: acc.accountId, hostnames: ["example.com"] }))
-    .siteId;
-  key = (
-    await admin.createKey({
-      siteId,
-      name: "k",
-      scopes: ["events", "payments"],
-      actorUserId: acc.ownerUserId,
-    })
-  ).key;
-  await store.close();
+  ({ key, siteId } = await seedTenantFile(dbPath));
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 

@@ -2,12 +2,10 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createAdmin } from "../../src/domain/admin.js";
-import { systemClock } from "../../src/domain/clock.js";
 import { createSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
 import { startChildServer } from "../helpers/child-server.js";
 import { BROWSER_UA, validEvent, validPayment } from "../helpers/fixtures.js";
-import { postJson } from "../helpers/test-server.js";
+import { postJson, seedTenantFile } from "../helpers/test-server.js";
 
 let dir: string;
 let storeUrl: string;
@@ -18,20 +16,7 @@ beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "ingest-proc-"));
   const path = join(dir, "db.sqlite");
   storeUrl = `sqlite:${path}`;
-  const store = createSqliteStore(path);
-  const admin = createAdmin({ store, clock: systemClock });
-  const acc = await admin.createAccount({ name: "P", plan: "scale", ownerEmail: "p@example.com" });
-  siteId = (await admin.createSite({ accountId: acc.accountId, hostnames: ["example.com"] }))
-    .siteId;
-  key = (
-    await admin.createKey({
-      siteId,
-      name: "k",
-      scopes: ["events", "payments"],
-      actorUserId: acc.ownerUserId,
-    })
-  ).key;
-  await store.close();
+  ({ key, siteId } = await seedTenantFile(path));
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 

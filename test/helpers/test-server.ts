@@ -145,3 +145,31 @@ export async function postJson(
   }
   return { status: res.status, headers: res.headers, body: parsed, text };
 }
+
+/**
+ * Creates a Scale account, a site on example.com and a key with both scopes
+ * directly in a SQLite file, before a server process opens it.
+ */
+export async function seedTenantFile(
+  path: string,
+): Promise<{ accountId: string; ownerUserId: string; siteId: string; key: string }> {
+  const store = createSqliteStore(path);
+  try {
+    const admin = createAdmin({ store, clock: { now: () => Date.now() } });
+    const { accountId, ownerUserId } = await admin.createAccount({
+      name: "Seeded",
+      plan: "scale",
+      ownerEmail: `seed-${Math.random().toString(16).slice(2)}@example.com`,
+    });
+    const { siteId } = await admin.createSite({ accountId, hostnames: ["example.com"] });
+    const { key } = await admin.createKey({
+      siteId,
+      name: "seeded key",
+      scopes: ["events", "payments"],
+      actorUserId: ownerUserId,
+    });
+    return { accountId, ownerUserId, siteId, key };
+  } finally {
+    await store.close();
+  }
+}
