@@ -245,7 +245,8 @@ export interface CustomerRecord {
 
 /**
  * What a payment says about its subscription. Absent fields keep stored
- * values; on first insert `status` defaults to `active` and `startedAt` to the
+ * values; `currency` (the unit of `amountMinor`) changes only together with
+ * an amount; on first insert `status` defaults to `active` and `startedAt` to the
  * payment's paid_at (the caller fills `defaults`).
  */
 export interface SubscriptionPatch {

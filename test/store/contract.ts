@@ -875,10 +875,11 @@ export function describeStoreContract(name: string, open: () => Promise<Store>):
           defaults: { status: "active", startedAt: T0 + 3 },
           at: T0 + 3,
         });
+        // The currency is the unit of the amount: without an amount it does not change.
         expect(await store.getSubscription(site.id, subscriptionId)).toEqual({
           ...base,
           customerId: "cus_2",
-          currency: "GBP",
+          currency: "EUR",
           plan: "pro",
           interval: "year",
           status: "canceled",
@@ -889,6 +890,17 @@ export function describeStoreContract(name: string, open: () => Promise<Store>):
           endedAt: T0 + 8,
           createdAt: T0 + 1,
           updatedAt: T0 + 3,
+        });
+        await commit({
+          ...base,
+          currency: "GBP",
+          amountMinor: 80_00,
+          defaults: { status: "active", startedAt: T0 + 4 },
+          at: T0 + 4,
+        });
+        expect(await store.getSubscription(site.id, subscriptionId)).toMatchObject({
+          currency: "GBP",
+          amountMinor: 80_00,
         });
       });
 

@@ -82,8 +82,9 @@ export function customerUpsert(
 }
 
 /**
- * One upsert applying subscription patches in order: customer and currency
- * always replaced, other present fields `$set`, absent ones kept; on insert
+ * One upsert applying subscription patches in order: customer always
+ * replaced, currency only together with an amount (it is the amount's unit),
+ * other present fields `$set`, absent ones kept; on insert
  * only, the first patch's defaults fill status and started_at when no patch
  * gave them.
  */
@@ -94,11 +95,14 @@ export function subscriptionUpsert(
   const set: Partial<SubscriptionDoc> = {};
   for (const s of patches) {
     set.customer_id = s.customerId;
-    set.currency = s.currency;
     if (s.plan !== undefined) set.plan = s.plan;
     if (s.interval !== undefined) set.interval = s.interval;
     if (s.status !== undefined) set.status = s.status;
-    if (s.amountMinor !== undefined) set.amount_minor = toLong(s.amountMinor);
+    if (s.amountMinor !== undefined) {
+      // The currency is the unit of the amount: they change together.
+      set.amount_minor = toLong(s.amountMinor);
+      set.currency = s.currency;
+    }
     if (s.startedAt !== undefined) set.started_at = toDate(s.startedAt);
     if (s.currentPeriodEnd !== undefined) set.current_period_end = toDate(s.currentPeriodEnd);
     if (s.canceledAt !== undefined) set.canceled_at = toDate(s.canceledAt);
@@ -106,6 +110,7 @@ export function subscriptionUpsert(
     set.updated_at = toDate(s.at);
   }
   const setOnInsert: Partial<SubscriptionDoc> = { created_at: toDate(first.at) };
+  if (set.currency === undefined) setOnInsert.currency = first.currency;
   if (set.status === undefined) setOnInsert.status = first.defaults.status;
   if (set.started_at === undefined) setOnInsert.started_at = toDate(first.defaults.startedAt);
   return {

@@ -99,7 +99,9 @@ export function createSqlitePayments(db: Db): PaymentsPart {
          coalesce(@status, @default_status), @amount_minor, coalesce(@started_at, @default_started_at),
          @current_period_end, @canceled_at, @ended_at, @at, @at)
        ON CONFLICT (site_id, subscription_id) DO UPDATE SET
-         customer_id = excluded.customer_id, currency = excluded.currency,
+         customer_id = excluded.customer_id,
+         -- The currency is the unit of the amount: they change together.
+         currency = CASE WHEN @amount_minor IS NOT NULL THEN excluded.currency ELSE currency END,
          plan = coalesce(@plan, plan), interval = coalesce(@interval, interval),
          status = coalesce(@status, status), amount_minor = coalesce(@amount_minor, amount_minor),
          started_at = coalesce(@started_at, started_at),
