@@ -341,6 +341,8 @@ export interface Store {
    * the day has none yet and returns the salt every process will use.
    */
   ensureSalt(day: string, candidate: string): Promise<string>;
+  /** Deletes the salts of days before `day`: once gone, their visitor ids cannot be recomputed. */
+  pruneSalts(day: string): Promise<void>;
 
   // Payments.
   /**

@@ -186,6 +186,9 @@ describe("visitor id", () => {
         if (!salts.has(day)) salts.set(day, candidate);
         return salts.get(day) as string;
       },
+      async pruneSalts(day: string) {
+        for (const d of salts.keys()) if (d < day) salts.delete(d);
+      },
     };
     // Two processes, each making its own random candidates.
     const a = createVisitorIds(store);
@@ -206,5 +209,25 @@ describe("visitor id", () => {
     expect(a1).toBe(computeVisitorId(salts.get("2025-03-01") as string, "s", "1.2.3.4", "ua"));
     // Cached per process and day: two processes × two days.
     expect(asked).toBe(4);
+  });
+
+  it("deletes salts older than the previous day once a new day's salt exists", async () => {
+    const salts = new Map<string, string>([
+      ["2025-02-27", "old"],
+      ["2025-02-28", "older than yesterday"],
+      ["2025-03-01", "yesterday"],
+    ]);
+    const store = {
+      async ensureSalt(day: string, candidate: string) {
+        if (!salts.has(day)) salts.set(day, candidate);
+        return salts.get(day) as string;
+      },
+      async pruneSalts(day: string) {
+        for (const d of salts.keys()) if (d < day) salts.delete(d);
+      },
+    };
+    await createVisitorIds(store).visitorId("s", "1.2.3.4", "ua", Date.UTC(2025, 2, 2, 8));
+    await new Promise((r) => setTimeout(r, 10));
+    expect([...salts.keys()].sort()).toEqual(["2025-03-01", "2025-03-02"]);
   });
 });

@@ -665,6 +665,17 @@ export function describeStoreContract(name: string, open: () => Promise<Store>):
         expect(candidates).toContain(salts[0]);
         expect(await store.ensureSalt(racedDay, "late")).toBe(salts[0]);
       });
+
+      it("pruneSalts deletes the salts of earlier days only", async () => {
+        // Days far before every other test's days, so pruning touches nothing else.
+        await store.ensureSalt("1001-01-01", "a");
+        await store.ensureSalt("1001-01-02", "b");
+        await store.ensureSalt("1001-01-03", "c");
+        await store.pruneSalts("1001-01-02");
+        expect(await store.ensureSalt("1001-01-01", "new")).toBe("new");
+        expect(await store.ensureSalt("1001-01-02", "new")).toBe("b");
+        expect(await store.ensureSalt("1001-01-03", "new")).toBe("c");
+      });
     });
 
     describe("payments", () => {

@@ -7,6 +7,7 @@
  * so the first product token is checked against a list of such clients too.
  */
 import { isbot } from "isbot";
+import { memoize } from "../../lib/memo.js";
 
 /**
  * First product tokens (lower case, the part before `/`, a space, `;` or `(`)
@@ -73,7 +74,13 @@ function firstToken(ua: string): string {
  * client.
  */
 export function isAutomatedUserAgent(ua: string | undefined): boolean {
-  if (ua === undefined || ua.trim() === "") return true;
+  if (ua === undefined) return true;
+  return isAutomatedCached(ua);
+}
+
+// isbot's pattern is one large regular expression; the answer for a user agent never changes.
+const isAutomatedCached = memoize((ua: string): boolean => {
+  if (ua.trim() === "") return true;
   if (LIBRARY_CLIENTS.has(firstToken(ua))) return true;
   return isbot(ua);
-}
+}, 4096);

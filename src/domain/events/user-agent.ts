@@ -1,5 +1,6 @@
 /** Browser, OS and device type from a user agent, with ua-parser-js 1.x (MIT; 2.x is AGPL). */
 import UAParser from "ua-parser-js";
+import { memoize } from "../../lib/memo.js";
 
 export interface UserAgentParts {
   /** e.g. `Chrome`, `Mobile Safari`, `Firefox`, `Edge`. */
@@ -17,9 +18,15 @@ export interface UserAgentParts {
  * has no device type.
  */
 export function describeUserAgent(ua: string): UserAgentParts {
+  // Parsing runs dozens of regular expressions (~60 µs); the same few hundred
+  // user agents make up most traffic, so results are kept (frozen: shared).
+  return describeCached(ua);
+}
+
+const describeCached = memoize((ua: string): UserAgentParts => {
   const r = new UAParser(ua).getResult();
   const browser = r.browser.name || undefined;
   const os = r.os.name || undefined;
   const device = r.device.type || (browser || os ? "desktop" : undefined);
-  return { browser, os, device };
-}
+  return Object.freeze({ browser, os, device });
+}, 4096);

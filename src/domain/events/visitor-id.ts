@@ -60,7 +60,7 @@ export interface VisitorIds {
 const CACHED_DAYS = 3;
 
 export function createVisitorIds(
-  store: Pick<Store, "ensureSalt">,
+  store: Pick<Store, "ensureSalt" | "pruneSalts">,
   newSalt: () => string = () => randomBytes(32).toString("base64url"),
 ): VisitorIds {
   // A salt never changes once stored, so caching it per day is safe; the
@@ -72,6 +72,10 @@ export function createVisitorIds(
       salt = store.ensureSalt(day, newSalt());
       salts.set(day, salt);
       salt.catch(() => salts.delete(day));
+      // Only the previous day's salt is kept (for late events); older ones are
+      // deleted so their visitor ids can never be recomputed from an IP.
+      const previous = utcDay(Date.parse(`${day}T00:00:00Z`) - 86_400_000);
+      salt.then(() => store.pruneSalts(previous)).catch(() => {});
       if (salts.size > CACHED_DAYS) {
         const oldest = [...salts.keys()].sort()[0] as string;
         salts.delete(oldest);

@@ -16,7 +16,7 @@ import type { Collections } from "./schema.js";
 
 type EventsPart = Pick<
   Store,
-  "getUsage" | "commitEvents" | "listEvents" | "findVisitorsByUser" | "ensureSalt"
+  "getUsage" | "commitEvents" | "listEvents" | "findVisitorsByUser" | "ensureSalt" | "pruneSalts"
 >;
 
 /** How many buckets the cursor of listEvents fetches per round trip. */
@@ -191,6 +191,11 @@ export function createMongoEvents(c: Collections): EventsPart {
       const d = await c.salts.findOne({ _id: day });
       if (!d) throw new Error(`salt of ${day} vanished after its upsert`);
       return d.salt;
+    },
+
+    async pruneSalts(day) {
+      // Day strings (YYYY-MM-DD) sort as dates.
+      await c.salts.deleteMany({ _id: { $lt: day } });
     },
   };
 }

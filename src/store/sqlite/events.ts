@@ -5,7 +5,7 @@ import { type Db, nul, opt } from "./open-sqlite.js";
 
 type EventsPart = Pick<
   Store,
-  "getUsage" | "commitEvents" | "listEvents" | "findVisitorsByUser" | "ensureSalt"
+  "getUsage" | "commitEvents" | "listEvents" | "findVisitorsByUser" | "ensureSalt" | "pruneSalts"
 >;
 
 interface EventRow {
@@ -141,6 +141,8 @@ export function createSqliteEvents(db: Db): EventsPart {
       "INSERT INTO salts (day, salt) VALUES (?, ?) ON CONFLICT (day) DO NOTHING",
     ),
     getSalt: db.prepare("SELECT salt FROM salts WHERE day = ?"),
+    // Day strings (YYYY-MM-DD) sort as dates.
+    pruneSalts: db.prepare("DELETE FROM salts WHERE day < ?"),
   };
 
   const writeTouch = createTouchWriter(db);
@@ -210,6 +212,9 @@ export function createSqliteEvents(db: Db): EventsPart {
     async ensureSalt(day, candidate) {
       s.insertSalt.run(day, candidate);
       return (s.getSalt.get(day) as { salt: string }).salt;
+    },
+    async pruneSalts(day) {
+      s.pruneSalts.run(day);
     },
   };
 }
