@@ -24,10 +24,10 @@ import { createEventsApp } from "./domain/events/record-events.js";
 import type { PaymentsApp } from "./domain/payments/payments-app.js";
 import { createPaymentsApp } from "./domain/payments/record-payment.js";
 import { createReports } from "./domain/reports.js";
-import { registerConnectJsonGuard } from "./http/connect-json-guard.js";
 import { fromFastifyError, sendError } from "./http/envelope.js";
 import { createOnePortServer, type OnePortServer } from "./http/one-port.js";
 import { registerRestRoutes } from "./http/rest-routes.js";
+import { registerRpcBodyGuard } from "./http/rpc-body-guard.js";
 import { createAdminService } from "./rpc/admin-service.js";
 import { clientInfoKey } from "./rpc/client-info.js";
 import { createErrorInterceptor } from "./rpc/connect-errors.js";
@@ -135,17 +135,13 @@ export async function createApp(deps: AppDeps): Promise<App> {
   });
 
   registerRestRoutes(fastify, { auth, payments, events });
-  registerConnectJsonGuard(
-    fastify,
-    [PaymentsService, EventsService, AdminService, ReportsService],
-    {
-      limits: {
-        "ingest.v1.EventsService/RecordEvents": 8 * 1024,
-        "ingest.v1.PaymentsService/RecordPayment": 64 * 1024,
-      },
-      defaultLimit: 64 * 1024,
+  registerRpcBodyGuard(fastify, [PaymentsService, EventsService, AdminService, ReportsService], {
+    limits: {
+      "ingest.v1.EventsService/RecordEvents": 8 * 1024,
+      "ingest.v1.PaymentsService/RecordPayment": 64 * 1024,
     },
-  );
+    defaultLimit: 64 * 1024,
+  });
 
   await fastify.register(fastifyConnectPlugin, {
     routes(router) {

@@ -64,7 +64,8 @@ export class DomainError extends Error {
     /** Seconds for a Retry-After header, when the caller should come back later. */
     readonly retryAfterSeconds?: number,
   ) {
-    super(message);
+    // Messages may quote input; a lone surrogate would break headers (grpc-message) and logs.
+    super(wellFormed(message));
   }
 
   /** The shape this error takes on each front. */
@@ -92,6 +93,14 @@ export const errors = {
     new DomainError("unauthorized", "admin API is disabled: ADMIN_TOKEN is not set"),
   badAdminToken: () => new DomainError("unauthorized", "missing or invalid admin token"),
 };
+
+/** The string with lone UTF-16 surrogates replaced by U+FFFD. */
+function wellFormed(text: string): string {
+  return text.replace(
+    /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g,
+    "\uFFFD",
+  );
+}
 
 /** Converts anything thrown into a DomainError, hiding internal causes. */
 export function toDomainError(err: unknown): DomainError {

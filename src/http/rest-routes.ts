@@ -100,19 +100,22 @@ export function registerRestRoutes(
           return m.handle(principal, body, request, reply);
         },
       });
+      const notAllowed = async (request: FastifyRequest, reply: FastifyReply) => {
+        reply.header("allow", verb);
+        return sendError(
+          reply,
+          new DomainError(
+            "method_not_allowed",
+            `${request.method} is not allowed on ${path}; use ${verb}`,
+          ),
+        );
+      };
       scope.route({
         method: ["GET", "PUT", "PATCH", "DELETE", "OPTIONS"],
         url: path,
-        handler: async (request, reply) => {
-          reply.header("allow", verb);
-          return sendError(
-            reply,
-            new DomainError(
-              "method_not_allowed",
-              `${request.method} is not allowed on ${path}; use ${verb}`,
-            ),
-          );
-        },
+        // Answered before the body is read, whatever its Content-Type.
+        onRequest: notAllowed,
+        handler: notAllowed,
       });
     }
   });

@@ -2,10 +2,17 @@
  * Memoises a pure function of a string in a bounded map. When full, the
  * oldest entry goes (insertion order): cheap, and enough for inputs such as
  * user agents, where a few hundred values make up nearly all the traffic.
+ * Keys longer than `maxKeyLength` are computed every time, never kept, so
+ * the memory held stays under maxEntries × maxKeyLength characters.
  */
-export function memoize<R>(fn: (key: string) => R, maxEntries: number): (key: string) => R {
+export function memoize<R>(
+  fn: (key: string) => R,
+  options: { maxEntries: number; maxKeyLength: number },
+): (key: string) => R {
+  const { maxEntries, maxKeyLength } = options;
   const cache = new Map<string, R>();
   return (key) => {
+    if (key.length > maxKeyLength) return fn(key);
     const hit = cache.get(key);
     if (hit !== undefined || cache.has(key)) return hit as R;
     const value = fn(key);

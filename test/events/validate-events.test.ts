@@ -52,6 +52,17 @@ describe("single event", () => {
     }
   });
 
+  it("p: nests at most 32 levels of objects and arrays", () => {
+    const nested = (levels: number): Record<string, unknown> => {
+      let v: unknown = 1;
+      for (let i = 1; i < levels; i++) v = [v];
+      return { x: v };
+    };
+    expect(one({ p: nested(32) }).events[0]?.props).toEqual(nested(32));
+    expect(problems({ ...base, p: nested(33) })).toBe(`invalid event input: p: ${M.propsDepth}`);
+    expect(M.propsDepth).toBe("must not nest objects or arrays more than 32 levels deep");
+  });
+
   it("u: absolute http(s) URL of at most 2048 bytes", () => {
     const prefix = "https://example.com/";
     const fits = prefix + "a".repeat(2048 - prefix.length);

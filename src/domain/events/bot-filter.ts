@@ -78,9 +78,12 @@ export function isAutomatedUserAgent(ua: string | undefined): boolean {
   return isAutomatedCached(ua);
 }
 
+/** Real user agents are under 300 characters; longer ones are parsed every time. */
+const UA_CACHE = { maxEntries: 4096, maxKeyLength: 512 };
+
 // isbot's pattern is one large regular expression; the answer for a user agent never changes.
 const isAutomatedCached = memoize((ua: string): boolean => {
   if (ua.trim() === "") return true;
   if (LIBRARY_CLIENTS.has(firstToken(ua))) return true;
   return isbot(ua);
-}, 4096);
+}, UA_CACHE);

@@ -23,10 +23,13 @@ export function describeUserAgent(ua: string): UserAgentParts {
   return describeCached(ua);
 }
 
+/** Real user agents are under 300 characters; longer ones are parsed every time. */
+const UA_CACHE = { maxEntries: 4096, maxKeyLength: 512 };
+
 const describeCached = memoize((ua: string): UserAgentParts => {
   const r = new UAParser(ua).getResult();
   const browser = r.browser.name || undefined;
   const os = r.os.name || undefined;
   const device = r.device.type || (browser || os ? "desktop" : undefined);
   return Object.freeze({ browser, os, device });
-}, 4096);
+}, UA_CACHE);

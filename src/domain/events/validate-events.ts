@@ -22,6 +22,8 @@ export const LIMITS = {
   languageBytes: 35,
   uidBytes: 128,
   propsBytes: 2048,
+  /** Nesting of `p`: well under protobuf's recursion limit of 100, so stored props stay readable over RPC. */
+  propsDepth: 32,
   widthMax: 32_767,
   eventNameMax: 64,
   /** `ts` older than this (ms before receipt) is replaced by the receipt time. */
@@ -42,6 +44,7 @@ export const FIELD_MESSAGES = {
   uidRequired: "required for $identify",
   uid: `must be at most ${LIMITS.uidBytes} bytes`,
   props: `must be a JSON object of at most ${LIMITS.propsBytes} bytes`,
+  propsDepth: `must not nest objects or arrays more than ${LIMITS.propsDepth} levels deep`,
   ts: "must be an integer (Unix milliseconds)",
   ip: "must be an IPv4 or IPv6 address",
   batchSize: `must hold 1 to ${LIMITS.batchMax} events`,
@@ -170,6 +173,8 @@ function checkEvent(
   const p = ev.p;
   if (p !== undefined && (!isObject(p) || utf8Length(JSON.stringify(p)) > LIMITS.propsBytes)) {
     bad("p", FIELD_MESSAGES.props);
+  } else if (p !== undefined && depthOf(p) > LIMITS.propsDepth) {
+    bad("p", FIELD_MESSAGES.propsDepth);
   }
 
   const ts = ev.ts;
@@ -286,4 +291,12 @@ function invalidEvents(problems: Problems): DomainError {
     "invalid_input",
     INVALID_EVENT_PREFIX + sorted.map(([path, message]) => `${path}: ${message}`).join("; "),
   );
+}
+
+/** Levels of objects and arrays in a JSON value (a flat object is 1). Bounded by the 2 KB size check. */
+function depthOf(value: unknown): number {
+  if (typeof value !== "object" || value === null) return 0;
+  let deepest = 0;
+  for (const v of Object.values(value)) deepest = Math.max(deepest, depthOf(v));
+  return deepest + 1;
 }

@@ -88,11 +88,18 @@ export function createSqliteAttribution(db: Db): AttributionPart {
     customersByUser: db.prepare(
       "SELECT customer_id FROM customers WHERE site_id = ? AND user_id = ?",
     ),
+    // Rows that already hold the value are left alone: a transaction that
+    // changes nothing writes nothing, so an unchanged attribution costs no WAL sync.
     setCustomer: db.prepare(
-      "UPDATE customers SET attribution = ? WHERE site_id = ? AND customer_id = ?",
+      `UPDATE customers SET attribution = @json
+       WHERE site_id = @site AND customer_id = @customer AND attribution IS NOT @json`,
     ),
+    // INDEXED BY: without statistics SQLite prefers the primary key's site_id
+    // prefix here, i.e. a scan of the whole site's payments for every customer.
     setPayments: db.prepare(
-      "UPDATE payments SET attribution = ?, channel = ? WHERE site_id = ? AND customer_id = ?",
+      `UPDATE payments INDEXED BY payments_customer SET attribution = @json, channel = @channel
+       WHERE site_id = @site AND customer_id = @customer
+         AND (attribution IS NOT @json OR channel IS NOT @channel)`,
     ),
     revenue: db.prepare(
       `SELECT channel, currency,
@@ -132,8 +139,9 @@ export function createSqliteAttribution(db: Db): AttributionPart {
   const setAll = db.transaction(
     (siteId: string, customerId: string, attribution: Attribution | undefined) => {
       const json = attribution === undefined ? null : JSON.stringify(attribution);
-      s.setCustomer.run(json, siteId, customerId);
-      s.setPayments.run(json, attribution?.channel ?? "unattributed", siteId, customerId);
+      const channel = attribution?.channel ?? "unattributed";
+      s.setCustomer.run({ json, site: siteId, customer: customerId });
+      s.setPayments.run({ json, channel, site: siteId, customer: customerId });
     },
   );
 
@@ -186,7 +194,9 @@ export function createSqliteAttribution(db: Db): AttributionPart {
       for (const part of chunks([...new Set(query.visitorIds)])) {
         const rows = db
           .prepare(
-            `SELECT DISTINCT customer_id FROM customer_visitors WHERE site_id = ? AND visitor_id IN (${part.map(() => "?").join(",")})`,
+            // INDEXED BY: the primary key's site_id prefix would scan every link of the site.
+            `SELECT DISTINCT customer_id FROM customer_visitors INDEXED BY customer_visitors_visitor
+             WHERE site_id = ? AND visitor_id IN (${part.map(() => "?").join(",")})`,
           )
           .all(siteId, ...part) as { customer_id: string }[];
         for (const r of rows) found.add(r.customer_id);

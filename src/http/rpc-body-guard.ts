@@ -1,0 +1,219 @@
+/**
+ * RPC requests get the REST door's body rules before connect-es sees them:
+ *
+ * - Connect JSON (`application/json`): the same strict decoding and the same
+ *   `invalid JSON: …` messages (unknown fields at any depth, wrong JSON types,
+ *   malformed JSON), accepting lowerCamelCase names and 64-bit integers as
+ *   strings as protobuf JSON does. The checked object is handed to
+ *   connect-es as the parsed body.
+ * - Connect binary, gRPC and gRPC-Web: the message (each frame's, for the
+ *   enveloped protocols) must decode; otherwise `invalid_argument` instead of
+ *   the library's `internal`. gRPC and gRPC-Web with JSON frames get the
+ *   strict JSON decoding too (connect-es can hang on some malformed ones).
+ * - Every protocol: the method's body limit (8 KB for events, 64 KB otherwise).
+ *
+ * Bytes are read once: after the checks, connect-es reads them from the
+ * request again through its async iterator.
+ */
+import { Readable } from "node:stream";
+import { brotliDecompressSync, gunzipSync } from "node:zlib";
+import { type DescMethod, type DescService, fromBinary } from "@bufbuild/protobuf";
+import { Code, type ConnectError } from "@connectrpc/connect";
+import { codeToHttpStatus, errorToJson } from "@connectrpc/connect/protocol-connect";
+import { setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
+import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
+import { DomainError, errors } from "../domain/errors.js";
+import { toConnectError } from "../rpc/connect-errors.js";
+import { decodeStrict, parseJsonBody } from "./decode-json.js";
+
+interface GuardedMethod {
+  method: DescMethod;
+  /** Largest body in bytes. */
+  limit: number;
+}
+
+type Kind =
+  | { protocol: "connect"; json: boolean }
+  | { protocol: "grpc" | "grpc-web"; json: boolean; contentType: string };
+
+/** Which protocol and codec a content type names; undefined for those left to connect-es. */
+function kindOf(contentType: string | undefined): Kind | undefined {
+  const type = contentType?.split(";")[0]?.trim().toLowerCase();
+  switch (type) {
+    case "application/json":
+      return { protocol: "connect", json: true };
+    case "application/proto":
+      return { protocol: "connect", json: false };
+    case "application/grpc":
+    case "application/grpc+proto":
+      return { protocol: "grpc", json: false, contentType: type };
+    case "application/grpc+json":
+      return { protocol: "grpc", json: true, contentType: type };
+    case "application/grpc-web":
+    case "application/grpc-web+proto":
+      return { protocol: "grpc-web", json: false, contentType: type };
+    case "application/grpc-web+json":
+      return { protocol: "grpc-web", json: true, contentType: type };
+    default:
+      return undefined;
+  }
+}
+
+/** Reads a request body up to `limit` bytes; throws the 413-kind error past it. */
+async function readLimited(payload: AsyncIterable<Buffer>, limit: number): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of payload) {
+    size += chunk.length;
+    if (size > limit) throw errors.bodyTooLarge(Math.round(limit / 1024));
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks);
+}
+
+/**
+ * Decompresses a body or frame sent with `encoding`, refusing what does not
+ * decompress (the library would answer `internal`) or grows past `limit`.
+ * Unknown encodings are left to connect-es, which refuses them itself.
+ */
+function decompress(bytes: Buffer, encoding: string, limit: number): Buffer | undefined {
+  const options = { maxOutputLength: limit };
+  try {
+    if (encoding === "gzip") return gunzipSync(bytes, options);
+    if (encoding === "br") return brotliDecompressSync(bytes, options);
+  } catch (err) {
+    if ((err as { code?: string }).code === "ERR_BUFFER_TOO_LARGE") {
+      throw errors.bodyTooLarge(Math.round(limit / 1024));
+    }
+    throw new DomainError("invalid_input", `the body does not decompress as ${encoding}`);
+  }
+  return undefined;
+}
+
+/** A header that may repeat, as one value (the first). */
+function headerValue(value: string | string[] | undefined): string | undefined {
+  return Array.isArray(value) ? value[0] : value;
+}
+
+const invalidMessage = (method: DescMethod) =>
+  new DomainError("invalid_input", `invalid protobuf: the body is not a ${method.input.typeName}`);
+
+/** Checks every frame of a gRPC/gRPC-Web body, decompressing those marked compressed. */
+function checkFrames(
+  body: Buffer,
+  method: DescMethod,
+  json: boolean,
+  encoding: string | undefined,
+  limit: number,
+): void {
+  let at = 0;
+  while (at < body.length) {
+    if (body.length - at < 5) throw invalidMessage(method);
+    const flags = body[at] as number;
+    const length = body.readUInt32BE(at + 1);
+    let payload = body.subarray(at + 5, at + 5 + length);
+    if (payload.length < length) throw invalidMessage(method);
+    // 0x80 marks gRPC-Web trailers, only sent by servers.
+    if (flags & 0x80) throw invalidMessage(method);
+    if (flags & 0x01) {
+      if (encoding === undefined || encoding === "identity") throw invalidMessage(method);
+      const plain = decompress(payload, encoding, limit);
+      if (plain === undefined) return;
+      payload = plain;
+    }
+    if (json) decodeStrict(method.input, parseJsonBody(payload), { jsonNames: true });
+    else checkBinary(payload, method);
+    at += 5 + length;
+  }
+}
+
+function checkBinary(bytes: Uint8Array, method: DescMethod): void {
+  try {
+    fromBinary(method.input, bytes);
+  } catch {
+    throw invalidMessage(method);
+  }
+}
+
+/** Answers with the error in the request's protocol. */
+function sendRpcError(reply: FastifyReply, kind: Kind, err: ConnectError): FastifyReply {
+  if (kind.protocol === "connect") {
+    return reply
+      .code(codeToHttpStatus(err.code === Code.Unknown ? Code.InvalidArgument : err.code))
+      .type("application/json")
+      .send(errorToJson(err, undefined));
+  }
+  // A trailers-only response: the status travels in the headers.
+  const headers = setTrailerStatus(new Headers(), err);
+  reply.code(200).header("content-type", kind.contentType);
+  for (const [k, v] of headers) reply.header(k, v);
+  return reply.send();
+}
+
+/**
+ * Adds the hooks to `app` before the Connect plugin is registered, so they
+ * apply to its routes. `limits` gives a method's body limit by
+ * `package.Service/Method`; others get `defaultLimit`.
+ */
+export function registerRpcBodyGuard(
+  app: FastifyInstance,
+  services: DescService[],
+  options: { limits: Record<string, number>; defaultLimit: number },
+): void {
+  const byPath = new Map<string, GuardedMethod>();
+  for (const service of services) {
+    for (const method of service.methods) {
+      const name = `${service.typeName}/${method.name}`;
+      byPath.set(`/${name}`, { method, limit: options.limits[name] ?? options.defaultLimit });
+    }
+  }
+  const decoded = new WeakMap<FastifyRequest, Record<string, unknown>>();
+
+  app.addHook("preParsing", async (request, reply, payload) => {
+    const guarded = byPath.get(request.url.split("?")[0] ?? "");
+    const kind = kindOf(request.headers["content-type"]);
+    if (!guarded || !kind || request.method !== "POST") return payload;
+    let body: Buffer;
+    try {
+      body = await readLimited(payload, guarded.limit);
+      if (kind.protocol === "connect") {
+        const encoding = headerValue(request.headers["content-encoding"]);
+        const plain =
+          encoding === undefined || encoding === "identity"
+            ? body
+            : decompress(body, encoding, guarded.limit);
+        if (plain !== undefined && kind.json) {
+          const checked = decodeStrict(guarded.method.input, parseJsonBody(plain), {
+            jsonNames: true,
+          });
+          // Uncompressed JSON goes to connect-es already parsed; compressed bytes are re-read.
+          if (plain === body) decoded.set(request, checked);
+        } else if (plain !== undefined) {
+          checkBinary(plain, guarded.method);
+        }
+      } else {
+        const encoding = request.headers["grpc-encoding"];
+        checkFrames(body, guarded.method, kind.json, headerValue(encoding), guarded.limit);
+      }
+    } catch (err) {
+      const ce = toConnectError(
+        err instanceof DomainError ? err : errors.invalidJson("the body could not be read"),
+      );
+      await sendRpcError(reply, kind, ce);
+      return payload;
+    }
+    // connect-es reads the request again through its async iterator.
+    Object.defineProperty(request.raw, Symbol.asyncIterator, {
+      value: async function* () {
+        yield body;
+      },
+      configurable: true,
+    });
+    return Readable.from([]);
+  });
+
+  app.addHook("preValidation", async (request) => {
+    const body = decoded.get(request);
+    if (body !== undefined) request.body = body;
+  });
+}
