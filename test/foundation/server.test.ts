@@ -289,20 +289,23 @@ describe("AdminService without ADMIN_TOKEN", () => {
 });
 
 describe("wrong methods", () => {
-  it.each(["PUT", "PATCH", "DELETE"])("answers %s with a form body 405, not 415", async (method) => {
-    const res = await fetch(`${server.url}/api/v1/payments`, {
-      method,
-      headers: { "content-type": "application/x-www-form-urlencoded" },
-      body: "a=1",
-    });
-    expect(res.status).toBe(405);
-    expect(res.headers.get("allow")).toBe("POST");
-    expect(await res.json()).toEqual({
-      ok: false,
-      error: {
-        code: "method_not_allowed",
-        message: `${method} is not allowed on /api/v1/payments; use POST`,
-      },
-    });
-  });
+  it.each(["PUT", "PATCH", "DELETE"])(
+    "answers %s with a form body 405, not 415",
+    async (method) => {
+      const res = await fetch(`${server.url}/api/v1/payments`, {
+        method,
+        headers: { "content-type": "application/x-www-form-urlencoded" },
+        body: "a=1",
+      });
+      expect(res.status).toBe(405);
+      expect(res.headers.get("allow")).toBe("POST");
+      expect(await res.json()).toEqual({
+        ok: false,
+        error: {
+          code: "method_not_allowed",
+          message: `${method} is not allowed on /api/v1/payments; use POST`,
+        },
+      });
+    },
+  );
 });
