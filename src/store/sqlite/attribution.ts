@@ -43,7 +43,7 @@ interface TouchRow {
 export function createTouchWriter(db: Db): (t: VisitorTouch) => boolean {
   const upsert = db.prepare(
     `INSERT INTO visitor_touches (site_id, visitor_id, ts, internal, channel, source, medium, campaign, landing_page)
-     VALUES (@site_id, @visitor_id, @ts, @internal, @channel, @source, @medium, @campaign, @landing_page)
+     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
      ON CONFLICT (site_id, visitor_id) DO UPDATE SET
        ts = excluded.ts, internal = excluded.internal, channel = excluded.channel,
        source = excluded.source, medium = excluded.medium, campaign = excluded.campaign,
@@ -51,18 +51,19 @@ export function createTouchWriter(db: Db): (t: VisitorTouch) => boolean {
      WHERE excluded.internal < visitor_touches.internal
         OR (excluded.internal = visitor_touches.internal AND excluded.ts < visitor_touches.ts)`,
   );
+  // Positional parameters: cheaper to bind than named ones (one upsert per pageview).
   return (t) =>
-    upsert.run({
-      site_id: t.siteId,
-      visitor_id: t.visitorId,
-      ts: t.ts,
-      internal: t.internal ? 1 : 0,
-      channel: t.channel,
-      source: nul(t.source),
-      medium: nul(t.medium),
-      campaign: nul(t.campaign),
-      landing_page: t.landingPage,
-    }).changes === 1;
+    upsert.run(
+      t.siteId,
+      t.visitorId,
+      t.ts,
+      t.internal ? 1 : 0,
+      t.channel,
+      nul(t.source),
+      nul(t.medium),
+      nul(t.campaign),
+      t.landingPage,
+    ).changes === 1;
 }
 
 /** SQLite limits bound parameters; look ids up in chunks. */

@@ -34,32 +34,37 @@ interface EventRow {
   click_ids: string | null;
 }
 
-function rowFromEvent(e: EventRecord): EventRow {
-  return {
-    site_id: e.siteId,
-    name: e.name,
-    url: e.url,
-    referrer: nul(e.referrer),
-    title: nul(e.title),
-    width: nul(e.width),
-    language: nul(e.language),
-    props: e.props === undefined ? null : JSON.stringify(e.props),
-    ts: e.ts,
-    received_at: e.receivedAt,
-    visitor_id: e.visitorId,
-    user_id: nul(e.userId),
-    country: nul(e.country),
-    browser: nul(e.browser),
-    os: nul(e.os),
-    device: nul(e.device),
-    referrer_host: nul(e.referrerHost),
-    utm_source: nul(e.utmSource),
-    utm_medium: nul(e.utmMedium),
-    utm_campaign: nul(e.utmCampaign),
-    utm_term: nul(e.utmTerm),
-    utm_content: nul(e.utmContent),
-    click_ids: e.clickIds && Object.keys(e.clickIds).length > 0 ? JSON.stringify(e.clickIds) : null,
-  };
+/**
+ * The insert's parameters, in EVENT_COLUMNS order. Positional, straight from
+ * the record: binding 23 named parameters from an intermediate row object
+ * cost ~40% more per event (docs/performance.md).
+ */
+function eventParams(e: EventRecord): unknown[] {
+  return [
+    e.siteId,
+    e.name,
+    e.url,
+    nul(e.referrer),
+    nul(e.title),
+    nul(e.width),
+    nul(e.language),
+    e.props === undefined ? null : JSON.stringify(e.props),
+    e.ts,
+    e.receivedAt,
+    e.visitorId,
+    nul(e.userId),
+    nul(e.country),
+    nul(e.browser),
+    nul(e.os),
+    nul(e.device),
+    nul(e.referrerHost),
+    nul(e.utmSource),
+    nul(e.utmMedium),
+    nul(e.utmCampaign),
+    nul(e.utmTerm),
+    nul(e.utmContent),
+    e.clickIds && Object.keys(e.clickIds).length > 0 ? JSON.stringify(e.clickIds) : null,
+  ];
 }
 
 function eventFromRow(r: EventRow): EventRecord {
@@ -127,7 +132,7 @@ export function createSqliteEvents(db: Db): EventsPart {
        WHERE quota_usage.count + excluded.count <= @ceiling`,
     ),
     insertEvent: db.prepare(
-      `INSERT INTO events (${EVENT_COLUMNS.join(", ")}) VALUES (${EVENT_COLUMNS.map((c) => `@${c}`).join(", ")})`,
+      `INSERT INTO events (${EVENT_COLUMNS.join(", ")}) VALUES (${EVENT_COLUMNS.map(() => "?").join(", ")})`,
     ),
     insertLink: db.prepare(
       `INSERT INTO identities (site_id, user_id, visitor_id, ts) VALUES (@siteId, @userId, @visitorId, @ts)
@@ -171,7 +176,7 @@ export function createSqliteEvents(db: Db): EventsPart {
           continue;
         }
       }
-      for (const e of g.events) s.insertEvent.run(rowFromEvent(e));
+      for (const e of g.events) s.insertEvent.run(...eventParams(e));
       for (const l of g.links) s.insertLink.run(l);
       const firstTouches = (g.touches ?? []).filter(writeTouch).map((t) => t.visitorId);
       results.push({
