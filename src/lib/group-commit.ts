@@ -64,8 +64,11 @@ export function createGroupCommit<T, R>(options: GroupCommitOptions<T, R>): Grou
     waiting = waiting.slice(batch.length);
     writing = writeBatch(batch).finally(() => {
       writing = undefined;
-      if (waiting.length > 0) schedule();
-      else {
+      if (waiting.length > 0) {
+        // These items already waited for the previous write: no flush delay,
+        // only a turn of the event loop so requests read meanwhile join them.
+        setImmediate(run);
+      } else {
         const done = idle;
         idle = [];
         for (const d of done) d();
