@@ -1,6 +1,7 @@
 /** The bearer token that guards AdminService and ReportsService. */
 import { createHash, timingSafeEqual } from "node:crypto";
 import { errors } from "./errors.js";
+import { bearerToken } from "./keys.js";
 
 /**
  * Checks an `Authorization` header against ADMIN_TOKEN in constant time.
@@ -9,7 +10,7 @@ import { errors } from "./errors.js";
  */
 export function checkAdminToken(configured: string | undefined, header: string | null | undefined) {
   if (configured === undefined) throw errors.adminTokenUnset();
-  const given = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header ?? "")?.[1] ?? "";
+  const given = bearerToken(header) ?? "";
   const a = createHash("sha256").update(given).digest();
   const b = createHash("sha256").update(configured).digest();
   if (!timingSafeEqual(a, b)) throw errors.badAdminToken();

@@ -24,14 +24,17 @@ export function keyDisplayPrefix(key: string): string {
   return key.slice(0, KEY_PREFIX.length + 4);
 }
 
+/** The token of an `Authorization: Bearer <token>` header value, if it has that form. */
+export function bearerToken(header: string | undefined | null): string | undefined {
+  return /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header ?? "")?.[1];
+}
+
 /**
  * Extracts the key from an `Authorization: Bearer …` header value.
  * Throws the spec's 401 when the header is absent or the key is malformed.
  */
 export function parseBearerKey(header: string | undefined | null): string {
-  if (!header) throw errors.missingKey();
-  const match = /^Bearer[ \t]+(\S+)[ \t]*$/i.exec(header);
-  const key = match?.[1];
+  const key = bearerToken(header);
   if (!key?.startsWith(KEY_PREFIX)) throw errors.missingKey();
   return key;
 }

@@ -135,6 +135,14 @@ export type EventGroupResult =
 /** How a customer is linked to a visitor, strongest first. */
 export type LinkKind = "user_id" | "visitor_id" | "customer";
 
+/** Link kinds, strongest first: the index is the rank (lower is stronger). */
+export const LINK_KINDS: readonly LinkKind[] = ["user_id", "visitor_id", "customer"];
+
+/** The rank of a link kind: lower is stronger. */
+export function linkRank(kind: LinkKind): number {
+  return LINK_KINDS.indexOf(kind);
+}
+
 /** A visitor linked to a customer, remembered so later payments keep the link. */
 export interface CustomerVisitorLink {
   visitorId: string;
@@ -289,6 +297,49 @@ export interface PaymentWrite {
   customer: CustomerPatch;
   subscription?: SubscriptionPatch;
 }
+
+/** The accounts, users, sites and keys part of the port (one file per part in each adapter). */
+export type StoreAccountsPart = Pick<
+  Store,
+  | "createAccount"
+  | "getAccount"
+  | "setPlan"
+  | "ensureUser"
+  | "setMembership"
+  | "getRole"
+  | "createSite"
+  | "getSite"
+  | "insertKey"
+  | "findKeyByHash"
+  | "getKey"
+  | "listKeys"
+  | "deleteKey"
+  | "touchKey"
+>;
+
+/** The events, identities, salts and quota part of the port. */
+export type StoreEventsPart = Pick<
+  Store,
+  "getUsage" | "commitEvents" | "listEvents" | "findVisitorsByUser" | "ensureSalt" | "pruneSalts"
+>;
+
+/** The payments, customers and subscriptions part of the port. */
+export type StorePaymentsPart = Pick<
+  Store,
+  "commitPayments" | "getPayment" | "getCustomer" | "getSubscription"
+>;
+
+/** The attribution and reports part of the port. */
+export type StoreAttributionPart = Pick<
+  Store,
+  | "getFirstTouches"
+  | "linkCustomerVisitors"
+  | "getCustomerVisitors"
+  | "findCustomersToReattribute"
+  | "setAttribution"
+  | "revenueByChannel"
+  | "mrrTotals"
+>;
 
 /** The store port. Every method may reject when the database is unreachable. */
 export interface Store {

@@ -3,6 +3,7 @@
  * the visitors linked to it, and re-credited when a link or an earlier touch
  * arrives later.
  */
+
 import type {
   Attribution,
   CustomerVisitorLink,
@@ -11,11 +12,9 @@ import type {
   LinkKind,
   Store,
 } from "../../store/port.js";
+import { linkRank } from "../../store/port.js";
 import type { Clock } from "../clock.js";
 import { isBetter } from "./touches.js";
-
-/** Link strength, strongest first. */
-const RANK: Record<LinkKind, number> = { user_id: 0, visitor_id: 1, customer: 2 };
 
 export interface Attributor {
   /**
@@ -41,7 +40,7 @@ export function createAttributor(deps: { store: Store; clock: Clock }): Attribut
     const links = new Map<string, LinkKind>();
     const add = (visitorId: string, via: LinkKind) => {
       const cur = links.get(visitorId);
-      if (cur === undefined || RANK[via] < RANK[cur]) links.set(visitorId, via);
+      if (cur === undefined || linkRank(via) < linkRank(cur)) links.set(visitorId, via);
     };
     if (customer.userId) {
       for (const l of await store.findVisitorsByUser(siteId, customer.userId)) {
@@ -69,7 +68,7 @@ export function createAttributor(deps: { store: Store; clock: Clock }): Attribut
         isBetter(t, bestTouch) ||
         (t.internal === bestTouch.internal &&
           t.ts === bestTouch.ts &&
-          RANK[via] < RANK[(best as Attribution).via]);
+          linkRank(via) < linkRank((best as Attribution).via));
       if (!better) continue;
       bestTouch = t;
       best = {

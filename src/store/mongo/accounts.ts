@@ -4,30 +4,12 @@ import type {
   ApiKeyRecord,
   KeyPrincipal,
   SiteRecord,
-  Store,
+  StoreAccountsPart,
   UserRecord,
 } from "../port.js";
 import { type ApiKeyDoc, optMs, toDate } from "./documents.js";
 import { retryDuplicates } from "./retry.js";
 import type { Collections } from "./schema.js";
-
-type AccountsPart = Pick<
-  Store,
-  | "createAccount"
-  | "getAccount"
-  | "setPlan"
-  | "ensureUser"
-  | "setMembership"
-  | "getRole"
-  | "createSite"
-  | "getSite"
-  | "insertKey"
-  | "findKeyByHash"
-  | "getKey"
-  | "listKeys"
-  | "deleteKey"
-  | "touchKey"
->;
 
 function keyFromDoc(d: ApiKeyDoc): ApiKeyRecord {
   return {
@@ -44,7 +26,7 @@ function keyFromDoc(d: ApiKeyDoc): ApiKeyRecord {
 }
 
 /** The account-side methods of the store over the given collections. */
-export function createMongoAccounts(c: Collections): AccountsPart {
+export function createMongoAccounts(c: Collections): StoreAccountsPart {
   return {
     async createAccount(a: AccountRecord) {
       // insertOne, not an upsert: a second account with the same id is an

@@ -11,12 +11,12 @@ import { type AnyBulkWriteOperation, type Document, Long, type UpdateFilter } fr
 import type {
   Attribution,
   CustomerVisitorLink,
-  LinkKind,
   MrrRow,
   RevenueRow,
-  Store,
+  StoreAttributionPart,
   VisitorTouch,
 } from "../port.js";
+import { LINK_KINDS, linkRank } from "../port.js";
 import {
   attributionToDoc,
   type CustomerDoc,
@@ -29,22 +29,8 @@ import {
 import { bulkUpsert, retryDuplicates } from "./retry.js";
 import type { Collections } from "./schema.js";
 
-type AttributionPart = Pick<
-  Store,
-  | "getFirstTouches"
-  | "linkCustomerVisitors"
-  | "getCustomerVisitors"
-  | "findCustomersToReattribute"
-  | "setAttribution"
-  | "revenueByChannel"
-  | "mrrTotals"
->;
-
 /** The channel of a payment without attribution, in the revenue report. */
 export const UNATTRIBUTED = "unattributed";
-
-/** Link kinds, strongest first: the index is the rank (lower is stronger). */
-export const LINK_ORDER: readonly LinkKind[] = ["user_id", "visitor_id", "customer"];
 
 /**
  * A value as a constant of an aggregation expression. Without `$literal`, a
@@ -228,7 +214,7 @@ export function linkUpsert(
   link: CustomerVisitorLink,
 ): AnyBulkWriteOperation<CustomerVisitorDoc> {
   const stored = { $ifNull: ["$via", lit(link.via)] };
-  const rank = LINK_ORDER.indexOf(link.via);
+  const rank = linkRank(link.via);
   return {
     updateOne: {
       filter: { site_id: siteId, customer_id: customerId, visitor_id: link.visitorId },
@@ -238,7 +224,7 @@ export function linkUpsert(
             linked_at: { $min: ["$linked_at", lit(toDate(link.linkedAt))] },
             via: {
               $cond: [
-                { $lt: [lit(rank), { $indexOfArray: [lit(LINK_ORDER), stored] }] },
+                { $lt: [lit(rank), { $indexOfArray: [lit(LINK_KINDS), stored] }] },
                 lit(link.via),
                 stored,
               ],
@@ -261,7 +247,7 @@ export function foldLinks(links: readonly CustomerVisitorLink[]): CustomerVisito
       continue;
     }
     seen.linkedAt = Math.min(seen.linkedAt, l.linkedAt);
-    if (LINK_ORDER.indexOf(l.via) < LINK_ORDER.indexOf(seen.via)) seen.via = l.via;
+    if (linkRank(l.via) < linkRank(seen.via)) seen.via = l.via;
   }
   return [...byVisitor.values()];
 }
@@ -411,7 +397,7 @@ export function mrrRow(r: Document): MrrRow {
 /** Aggregation options of the reports: longs stay longs, so sums past 2^53 stay exact. */
 const EXACT = { promoteLongs: false } as const;
 
-export function createMongoAttribution(c: Collections): AttributionPart {
+export function createMongoAttribution(c: Collections): StoreAttributionPart {
   return {
     async getFirstTouches(siteId, visitorIds) {
       const ids = [...new Set(visitorIds)];

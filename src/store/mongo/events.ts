@@ -1,6 +1,6 @@
 /** Events, identity links, visitor salts and quota counters in MongoDB. */
 import { type AnyBulkWriteOperation, MongoBulkWriteError } from "mongodb";
-import type { EventGroup, EventGroupResult, IdentityLink, Store } from "../port.js";
+import type { EventGroup, EventGroupResult, IdentityLink, StoreEventsPart } from "../port.js";
 import { type TouchCandidates, writeTouches } from "./attribution.js";
 import type { IdentityDoc } from "./documents.js";
 import {
@@ -14,15 +14,10 @@ import { createQuotaCounters, quotaId } from "./quota.js";
 import { bulkUpsert, retryDuplicates } from "./retry.js";
 import type { Collections } from "./schema.js";
 
-type EventsPart = Pick<
-  Store,
-  "getUsage" | "commitEvents" | "listEvents" | "findVisitorsByUser" | "ensureSalt" | "pruneSalts"
->;
-
 /** How many buckets the cursor of listEvents fetches per round trip. */
 const LIST_BATCH = 8;
 
-export function createMongoEvents(c: Collections): EventsPart {
+export function createMongoEvents(c: Collections): StoreEventsPart {
   const quota = createQuotaCounters(c);
 
   /**

@@ -5,7 +5,7 @@ import type {
   CustomerRecord,
   PaymentRecord,
   PaymentWrite,
-  Store,
+  StorePaymentsPart,
   SubscriptionPatch,
   SubscriptionRecord,
 } from "../port.js";
@@ -26,11 +26,6 @@ import {
 } from "./documents.js";
 import { bulkUpsert } from "./retry.js";
 import type { Collections } from "./schema.js";
-
-type PaymentsPart = Pick<
-  Store,
-  "commitPayments" | "getPayment" | "getCustomer" | "getSubscription"
->;
 
 /**
  * Groups items by key, keeping first-seen order of keys and the items' order.
@@ -160,7 +155,7 @@ export function paymentUpsert(writes: readonly PaymentRecord[]): AnyBulkWriteOpe
   };
 }
 
-export function createMongoPayments(c: Collections): PaymentsPart {
+export function createMongoPayments(c: Collections): StorePaymentsPart {
   return {
     async commitPayments(writes) {
       if (writes.length === 0) return;

@@ -7,28 +7,10 @@ import type {
   Role,
   Scope,
   SiteRecord,
-  Store,
+  StoreAccountsPart,
   UserRecord,
 } from "../port.js";
 import { type Db, nul, opt } from "./open-sqlite.js";
-
-type AccountsPart = Pick<
-  Store,
-  | "createAccount"
-  | "getAccount"
-  | "setPlan"
-  | "ensureUser"
-  | "setMembership"
-  | "getRole"
-  | "createSite"
-  | "getSite"
-  | "insertKey"
-  | "findKeyByHash"
-  | "getKey"
-  | "listKeys"
-  | "deleteKey"
-  | "touchKey"
->;
 
 interface KeyRow {
   id: string;
@@ -57,7 +39,7 @@ function keyFromRow(r: KeyRow): ApiKeyRecord {
   };
 }
 
-export function createSqliteAccounts(db: Db): AccountsPart {
+export function createSqliteAccounts(db: Db): StoreAccountsPart {
   const s = {
     insertAccount: db.prepare(
       "INSERT INTO accounts (id, name, plan, created_at) VALUES (@id, @name, @plan, @createdAt)",

@@ -1,28 +1,16 @@
 /** First touches, customer-visitor links, attribution and revenue reports in SQLite. */
+
 import type {
   Attribution,
   CustomerVisitorLink,
   LinkKind,
   MrrRow,
   RevenueRow,
-  Store,
+  StoreAttributionPart,
   VisitorTouch,
 } from "../port.js";
+import { linkRank } from "../port.js";
 import { type Db, nul, opt } from "./open-sqlite.js";
-
-type AttributionPart = Pick<
-  Store,
-  | "getFirstTouches"
-  | "linkCustomerVisitors"
-  | "getCustomerVisitors"
-  | "findCustomersToReattribute"
-  | "setAttribution"
-  | "revenueByChannel"
-  | "mrrTotals"
->;
-
-/** Link strength, strongest first: a stronger `via` replaces a weaker one. */
-export const LINK_RANK: Record<LinkKind, number> = { user_id: 0, visitor_id: 1, customer: 2 };
 
 interface TouchRow {
   site_id: string;
@@ -73,7 +61,7 @@ function chunks<T>(items: T[], size = 500): T[][] {
   return out;
 }
 
-export function createSqliteAttribution(db: Db): AttributionPart {
+export function createSqliteAttribution(db: Db): StoreAttributionPart {
   const s = {
     links: db.prepare(
       "SELECT visitor_id, via, linked_at FROM customer_visitors WHERE site_id = ? AND customer_id = ? ORDER BY linked_at, visitor_id",
@@ -131,7 +119,7 @@ export function createSqliteAttribution(db: Db): AttributionPart {
           visitor_id: l.visitorId,
           via: l.via,
           linked_at: l.linkedAt,
-          rank: LINK_RANK[l.via],
+          rank: linkRank(l.via),
         });
       }
     },

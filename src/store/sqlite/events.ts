@@ -1,12 +1,7 @@
 /** Events, identity links, visitor salts and quota counters in SQLite. */
-import type { EventGroupResult, EventRecord, IdentityLink, Store } from "../port.js";
+import type { EventGroupResult, EventRecord, IdentityLink, StoreEventsPart } from "../port.js";
 import { createTouchWriter } from "./attribution.js";
 import { type Db, nul, opt } from "./open-sqlite.js";
-
-type EventsPart = Pick<
-  Store,
-  "getUsage" | "commitEvents" | "listEvents" | "findVisitorsByUser" | "ensureSalt" | "pruneSalts"
->;
 
 interface EventRow {
   site_id: string;
@@ -122,7 +117,7 @@ const EVENT_COLUMNS = [
   "click_ids",
 ] as const;
 
-export function createSqliteEvents(db: Db): EventsPart {
+export function createSqliteEvents(db: Db): StoreEventsPart {
   const s = {
     usage: db.prepare("SELECT count FROM quota_usage WHERE account_id = ? AND month = ?"),
     // The WHERE of the upsert makes the raise conditional: no change when it would pass the ceiling.
@@ -157,7 +152,7 @@ export function createSqliteEvents(db: Db): EventsPart {
   // One IMMEDIATE transaction per batch: one WAL sync for many requests, and
   // the write lock held from the first quota check to the commit, so other
   // processes cannot interleave.
-  const commit = db.transaction((groups: Parameters<EventsPart["commitEvents"]>[0]) => {
+  const commit = db.transaction((groups: Parameters<StoreEventsPart["commitEvents"]>[0]) => {
     const results: EventGroupResult[] = [];
     for (const g of groups) {
       if (g.countable > 0) {

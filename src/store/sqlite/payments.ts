@@ -6,17 +6,12 @@ import type {
   PaymentRecord,
   PaymentStatus,
   PaymentWrite,
-  Store,
+  StorePaymentsPart,
   SubscriptionInterval,
   SubscriptionRecord,
   SubscriptionStatus,
 } from "../port.js";
 import { type Db, nul, opt } from "./open-sqlite.js";
-
-type PaymentsPart = Pick<
-  Store,
-  "commitPayments" | "getPayment" | "getCustomer" | "getSubscription"
->;
 
 interface PaymentRow {
   site_id: string;
@@ -66,7 +61,7 @@ interface SubscriptionRow {
   updated_at: number;
 }
 
-export function createSqlitePayments(db: Db): PaymentsPart {
+export function createSqlitePayments(db: Db): StorePaymentsPart {
   const s = {
     // Every column is replaced on re-send except created_at.
     upsertPayment: db.prepare(
