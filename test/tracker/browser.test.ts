@@ -40,6 +40,20 @@ type Ingest = {
   (method: string, ...args: unknown[]): unknown;
 };
 declare const ingest: Ingest;
+// Browser globals used inside page.evaluate: the test program is compiled without the DOM lib.
+declare const window: Record<string, unknown>;
+declare const document: {
+  cookie: string;
+  getElementById(id: string): {
+    addEventListener(type: string, fn: (e: { preventDefault(): void }) => void): void;
+  } | null;
+};
+declare const history: {
+  pushState(state: unknown, title: string, url: string): void;
+  replaceState(state: unknown, title: string, url: string): void;
+};
+declare const localStorage: { setItem(k: string, v: string): void; removeItem(k: string): void };
+declare const location: { href: string };
 
 let server: TestServer;
 let browser: Browser;
@@ -124,7 +138,7 @@ async function visit(url: string, referer?: string): Promise<Page> {
   open.push(page);
   page.on("pageerror", (err) => pageErrors.push(err.message));
   await page.goto(url, referer ? { referer } : {});
-  await page.waitForFunction(() => typeof (window as { ingest?: unknown }).ingest === "function");
+  await page.waitForFunction(() => typeof window.ingest === "function");
   return page;
 }
 
@@ -300,9 +314,7 @@ describe("the tracking script in Chromium", () => {
           `<script>ingest.track("Early",{n:1});ingest("identify","early_user");window.early=ingest.visitorId();</script>`,
       }),
     );
-    const early = await page.evaluate(
-      () => (window as unknown as { early: Promise<string> }).early,
-    );
+    const early = await page.evaluate(() => window.early as Promise<string>);
     const events = await eventsOf(tenant.siteId, 3);
     expect(events.map((e) => e.name).sort()).toEqual(["$identify", "Early", "pageview"]);
     expect(events.find((e) => e.name === "Early")?.props).toEqual({ n: 1 });
