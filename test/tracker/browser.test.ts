@@ -30,8 +30,7 @@ const DESKTOP_UA =
 
 /** The queue stub of docs/tracker.md, verbatim. */
 const STUB =
-  "window.ingest=window.ingest||function(){var a=arguments;return new Promise(function(r){(ingest.q=ingest.q||[]).push([a,r])})};" +
-  '["track","identify","visitorId"].forEach(function(m){ingest[m]=ingest[m]||function(){return ingest.apply(null,[m].concat([].slice.call(arguments)))}});';
+  'window.ingest=window.ingest||((...a)=>new Promise((r)=>{ingest.q=ingest.q||[];ingest.q.push([a,r])}));for(const m of["track","identify","visitorId"])ingest[m]=ingest[m]||((...a)=>ingest(m,...a));';
 
 type Ingest = {
   track(name: string, props?: Record<string, unknown>): void;
