@@ -52,7 +52,8 @@ declare const history: {
   replaceState(state: unknown, title: string, url: string): void;
 };
 declare const localStorage: { setItem(k: string, v: string): void; removeItem(k: string): void };
-declare const location: { href: string };
+declare const location: { href: string; hash: string };
+declare const navigator: object;
 
 let server: TestServer;
 let browser: Browser;
@@ -124,7 +125,7 @@ function servePage(
 ): string {
   const siteId = typeof site === "string" ? site : site.siteId;
   pages.set(
-    url.split("?")[0] as string,
+    url.split(/[?#]/)[0] as string,
     `<!doctype html><html><head><title>${options.title ?? "Test page"}</title>${options.head ?? ""}` +
       `<script defer src="${server.url}/js/script.js" data-site="${siteId}" ${options.attrs ?? ""}></script>` +
       `</head><body>${options.body ?? ""}</body></html>`,
@@ -132,10 +133,24 @@ function servePage(
   return url;
 }
 
+/** What the page sent to the collect endpoint: method, resource type, headers. */
+interface Sent {
+  method: string;
+  type: string;
+  headers: Record<string, string>;
+}
+const sentBy = new WeakMap<Page, Sent[]>();
+
 async function visit(url: string, referer?: string): Promise<Page> {
   const page = await context.newPage();
   open.push(page);
   page.on("pageerror", (err) => pageErrors.push(err.message));
+  const sent: Sent[] = [];
+  sentBy.set(page, sent);
+  page.on("request", async (r) => {
+    if (!r.url().startsWith(`${server.url}/api/v1/collect`)) return;
+    sent.push({ method: r.method(), type: r.resourceType(), headers: await r.allHeaders() });
+  });
   await page.goto(url, referer ? { referer } : {});
   await page.waitForFunction(() => typeof window.ingest === "function");
   return page;
@@ -201,6 +216,37 @@ describe("the tracking script in Chromium", () => {
     expect(await page.evaluate(() => ingest.visitorId())).toBe(ev?.visitorId);
     expect(await page.evaluate(() => document.cookie)).toBe("");
     expect(await context.cookies()).toEqual([]);
+
+    // The first event by fetch (its answer has the id), the next by sendBeacon; text/plain, no preflight.
+    await page.evaluate(() => ingest.track("Second"));
+    await eventsOf(tenant.siteId, 2);
+    const sent = sentBy.get(page) ?? [];
+    expect(sent.map((r) => [r.method, r.type])).toEqual([
+      ["POST", "fetch"],
+      ["POST", "ping"],
+    ]);
+    for (const r of sent) {
+      expect(r.headers["content-type"]).toBe("text/plain;charset=UTF-8");
+      expect(r.headers.origin).toBe("https://example.com");
+      expect(r.headers.cookie).toBeUndefined();
+      expect(r.headers.authorization).toBeUndefined();
+    }
+  });
+
+  it("keeps the hash and counts hash changes with data-hash", async () => {
+    const tenant = await createTenant(server);
+    const page = await visit(
+      servePage("https://example.com/app#/inbox", tenant, { attrs: "data-hash" }),
+    );
+    await eventsOf(tenant.siteId, 1);
+    await page.evaluate(() => {
+      location.hash = "#/settings";
+    });
+    const events = await eventsOf(tenant.siteId, 2);
+    expect(events.map((e) => e.url).sort()).toEqual([
+      "https://example.com/app#/inbox",
+      "https://example.com/app#/settings",
+    ]);
   });
 
   it("counts single-page navigations (pushState, replaceState, popstate), not the same path twice in a row", async () => {
@@ -369,6 +415,14 @@ describe("the tracking script in Chromium", () => {
     await page.evaluate(() => ingest.track("Owner"));
     expect(warnings.at(-1)).toBe("ingest: not sending events: localStorage ingest_ignore");
     await page.evaluate(() => localStorage.removeItem("ingest_ignore"));
+
+    // An automated browser (navigator.webdriver) is excluded too.
+    await page.addInitScript(() =>
+      Object.defineProperty(Object.getPrototypeOf(navigator), "webdriver", { get: () => true }),
+    );
+    await page.goto(servePage("https://example.com/robot", tenant));
+    await page.evaluate(() => ingest.track("Robot"));
+    expect(warnings.at(-1)).toBe("ingest: not sending events: automated browser");
     // Only the opt-out page's first load (before the opt-out) was recorded.
     await new Promise((r) => setTimeout(r, 300));
     expect((await listEvents(server.url, tenant.siteId)).map((e) => e.url)).toEqual([
