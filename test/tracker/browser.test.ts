@@ -58,6 +58,7 @@ declare const navigator: object;
 let server: TestServer;
 let browser: Browser;
 let context: BrowserContext;
+let launchError: unknown;
 /** Pages served by interception, by full URL without query. */
 const pages = new Map<string, string>();
 /** Bodies the data-api "proxy" forwarded. */
@@ -66,9 +67,9 @@ let open: Page[] = [];
 let pageErrors: string[] = [];
 const clock = createTestClock(Date.UTC(2026, 2, 14, 12, 0, 0));
 
-beforeAll(async () => {
-  server = await startTestServer({ clock });
-  browser = await chromium.launch({
+/** Debian's Chromium with the flags the tests need (see docs/tracker.md, Tests). */
+function launchChromium(): Promise<Browser> {
+  return chromium.launch({
     executablePath: CHROMIUM,
     args: [
       "--disable-blink-features=AutomationControlled",
@@ -82,6 +83,29 @@ beforeAll(async () => {
       "--disable-sync",
     ],
   });
+}
+
+/** A new tab, closed after the test; throws why when Chromium could not start. */
+async function newPage(): Promise<Page> {
+  if (launchError !== undefined) {
+    throw new Error(
+      `Chromium could not start from ${CHROMIUM} (install the chromium package; .ci/run does): ${(launchError as Error).message}`,
+    );
+  }
+  const page = await context.newPage();
+  open.push(page);
+  return page;
+}
+
+beforeAll(async () => {
+  server = await startTestServer({ clock });
+  // A missing browser fails every test with this reason (never a skip).
+  try {
+    browser = await launchChromium();
+  } catch (err) {
+    launchError = err;
+    return;
+  }
   context = await browser.newContext({
     userAgent: DESKTOP_UA,
     viewport: { width: 1280, height: 800 },
@@ -142,8 +166,7 @@ interface Sent {
 const sentBy = new WeakMap<Page, Sent[]>();
 
 async function visit(url: string, referer?: string): Promise<Page> {
-  const page = await context.newPage();
-  open.push(page);
+  const page = await newPage();
   page.on("pageerror", (err) => pageErrors.push(err.message));
   const sent: Sent[] = [];
   sentBy.set(page, sent);
@@ -334,8 +357,7 @@ describe("the tracking script in Chromium", () => {
   it("sends to data-api (a proxy under the site's domain) instead of the script's origin", async () => {
     const tenant = await createTenant(server);
     const direct: string[] = [];
-    const page = await context.newPage();
-    open.push(page);
+    const page = await newPage();
     page.on("request", (r) => {
       if (r.url().startsWith(`${server.url}/api/v1/collect`)) direct.push(r.url());
     });
@@ -398,8 +420,7 @@ describe("the tracking script in Chromium", () => {
   it("sends nothing from localhost or after the localStorage opt-out, saying why once", async () => {
     const tenant = await createTenant(server);
     const warnings: string[] = [];
-    const page = await context.newPage();
-    open.push(page);
+    const page = await newPage();
     page.on("console", (m) => {
       if (m.type() === "warning") warnings.push(m.text());
     });
