@@ -13,7 +13,7 @@ import { AdminService } from "../gen/ingest/v1/admin_pb.js";
 import { EventsService } from "../gen/ingest/v1/events_pb.js";
 import { PaymentsService } from "../gen/ingest/v1/payments_pb.js";
 import { ReportsService } from "../gen/ingest/v1/reports_pb.js";
-import { createLocalRateLimiter, type RateLimiter } from "./cluster/rate-limiter.js";
+import type { RateLimiter } from "./cluster/rate-limiter.js";
 import type { Config } from "./config.js";
 import { createAdmin } from "./domain/admin.js";
 import { createAttributor } from "./domain/attribution/attribute.js";
@@ -35,7 +35,6 @@ import {
   registerTrackerScript,
   type TrackerBundle,
 } from "./http/tracker-script.js";
-import { createTokenBuckets } from "./lib/token-buckets.js";
 import { createAdminService } from "./rpc/admin-service.js";
 import { clientInfoKey } from "./rpc/client-info.js";
 import { createErrorInterceptor } from "./rpc/connect-errors.js";
@@ -152,13 +151,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
   registerRestRoutes(fastify, { auth, payments, events });
   registerCollectRoutes(fastify, {
     events,
-    limiter:
-      config.collectRateLimit === 0
-        ? undefined
-        : (deps.collectLimiter ??
-          createLocalRateLimiter(
-            createTokenBuckets({ perMinute: config.collectRateLimit, now: clock.now }),
-          )),
+    rateLimit: { perMinute: config.collectRateLimit, clock, shared: deps.collectLimiter },
   });
   registerTrackerScript(fastify, deps.trackerBundle ?? loadTrackerBundle());
   registerRpcBodyGuard(fastify, [PaymentsService, EventsService, AdminService, ReportsService], {

@@ -16,10 +16,11 @@
  */
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { EventsService } from "../../gen/ingest/v1/events_pb.js";
-import type { RateLimiter } from "../cluster/rate-limiter.js";
-import { clientKeyOf } from "../cluster/rate-limiter.js";
+import { clientKeyOf, createLocalRateLimiter, type RateLimiter } from "../cluster/rate-limiter.js";
+import type { Clock } from "../domain/clock.js";
 import { DomainError, errors } from "../domain/errors.js";
 import type { EventsApp } from "../domain/events/events-app.js";
+import { createTokenBuckets } from "../lib/token-buckets.js";
 import { decodeStrict, parseJsonBody } from "./decode-json.js";
 import { type RestRouteConfig, sendError } from "./envelope.js";
 
@@ -37,10 +38,24 @@ function allowAnyOrigin(reply: FastifyReply): void {
   reply.header("cache-control", "no-store");
 }
 
-export function registerCollectRoutes(
-  app: FastifyInstance,
-  deps: { events: EventsApp; limiter: RateLimiter | undefined },
-): void {
+export interface CollectDeps {
+  events: EventsApp;
+  rateLimit: {
+    /** COLLECT_RATE_LIMIT: requests per minute per client address; 0 turns the limit off. */
+    perMinute: number;
+    clock: Clock;
+    /** Buckets held elsewhere (the cluster primary under WORKERS); default: in this process. */
+    shared?: RateLimiter;
+  };
+}
+
+export function registerCollectRoutes(app: FastifyInstance, deps: CollectDeps): void {
+  const { perMinute, clock, shared } = deps.rateLimit;
+  const limiter =
+    perMinute === 0
+      ? undefined
+      : (shared ?? createLocalRateLimiter(createTokenBuckets({ perMinute, now: clock.now })));
+
   app.register(async (scope) => {
     scope.removeAllContentTypeParsers();
     scope.addContentTypeParser(
@@ -58,8 +73,8 @@ export function registerCollectRoutes(
       // Before the body is read: a flood costs a bucket lookup, not a parse.
       onRequest: async (request, reply) => {
         allowAnyOrigin(reply);
-        if (!deps.limiter) return;
-        const decision = await deps.limiter.take(clientKeyOf(request.ip));
+        if (!limiter) return;
+        const decision = await limiter.take(clientKeyOf(request.ip));
         if (!decision.ok) throw errors.tooManyRequests(decision.retryAfterSeconds);
       },
       handler: async (request, reply) => {
