@@ -101,6 +101,16 @@ describe("collect endpoint", () => {
     expect((other.body as { data: { visitor_id: string } }).data.visitor_id).not.toBe(visitorId);
   });
 
+  it("ignores X-Forwarded-For without TRUST_PROXY: the visitor is the connection's", async () => {
+    const site = await createTenant(server);
+    const ids = [];
+    for (const ip of ["198.51.100.1", "203.0.113.50"]) {
+      const res = await collect(server.url, pageview(site.siteId), { "x-forwarded-for": ip });
+      ids.push((res.body as { data: { visitor_id: string } }).data.visitor_id);
+    }
+    expect(ids[0]).toBe(ids[1]);
+  });
+
   it("takes application/json and batches too", async () => {
     const site = await createTenant(server);
     const res = await collect(
@@ -371,6 +381,16 @@ describe("collect rate limit (COLLECT_RATE_LIMIT per client address per minute)"
       const res = await sendEvents(server.url, tenant, pageview(tenant.siteId), from(ip));
       expect(res.status).toBe(204);
     }
+  });
+
+  it("takes the visitor's address from X-Forwarded-For of a trusted proxy", async () => {
+    const ids = [];
+    for (const ip of ["198.51.100.41", "198.51.100.42", "198.51.100.41"]) {
+      const res = await collect(server.url, pageview(tenant.siteId), from(ip));
+      ids.push((res.body as { data: { visitor_id: string } }).data.visitor_id);
+    }
+    expect(ids[0]).not.toBe(ids[1]);
+    expect(ids[0]).toBe(ids[2]);
   });
 
   it("does not count preflights", async () => {
