@@ -13,6 +13,7 @@ import { AdminService } from "../gen/ingest/v1/admin_pb.js";
 import { EventsService } from "../gen/ingest/v1/events_pb.js";
 import { PaymentsService } from "../gen/ingest/v1/payments_pb.js";
 import { ReportsService } from "../gen/ingest/v1/reports_pb.js";
+import type { RateLimiter } from "./cluster/rate-limiter.js";
 import type { Config } from "./config.js";
 import { createAdmin } from "./domain/admin.js";
 import { createAttributor } from "./domain/attribution/attribute.js";
@@ -24,10 +25,16 @@ import { createEventsApp } from "./domain/events/record-events.js";
 import type { PaymentsApp } from "./domain/payments/payments-app.js";
 import { createPaymentsApp } from "./domain/payments/record-payment.js";
 import { createReports } from "./domain/reports.js";
+import { registerCollectRoutes } from "./http/collect-routes.js";
 import { fromFastifyError, sendError } from "./http/envelope.js";
 import { createOnePortServer, type OnePortServer } from "./http/one-port.js";
 import { registerRestRoutes } from "./http/rest-routes.js";
 import { registerRpcBodyGuard } from "./http/rpc-body-guard.js";
+import {
+  loadTrackerBundle,
+  registerTrackerScript,
+  type TrackerBundle,
+} from "./http/tracker-script.js";
 import { createAdminService } from "./rpc/admin-service.js";
 import { clientInfoKey } from "./rpc/client-info.js";
 import { createErrorInterceptor } from "./rpc/connect-errors.js";
@@ -41,6 +48,13 @@ export interface AppDeps {
   config: Config;
   store: Store;
   clock: Clock;
+  /**
+   * Where the collect endpoint's per-client limits are counted. Default: in
+   * this process, by `clock` (main.ts passes the cluster primary's under WORKERS).
+   */
+  collectLimiter?: RateLimiter;
+  /** The tracking script; default: the bundle `npm run build` wrote to dist/tracker/. */
+  trackerBundle?: TrackerBundle;
 }
 
 export interface App {
@@ -135,6 +149,11 @@ export async function createApp(deps: AppDeps): Promise<App> {
   });
 
   registerRestRoutes(fastify, { auth, payments, events });
+  registerCollectRoutes(fastify, {
+    events,
+    rateLimit: { perMinute: config.collectRateLimit, clock, shared: deps.collectLimiter },
+  });
+  registerTrackerScript(fastify, deps.trackerBundle ?? loadTrackerBundle());
   registerRpcBodyGuard(fastify, [PaymentsService, EventsService, AdminService, ReportsService], {
     limits: {
       "ingest.v1.EventsService/RecordEvents": 8 * 1024,

@@ -30,6 +30,8 @@ export interface Config {
   sqliteBusyTimeoutMs: number;
   /** Server processes sharing the port (node:cluster); 1 runs no cluster. */
   workers: number;
+  /** Requests per minute one client address may send to the public collect endpoint; 0: no limit. */
+  collectRateLimit: number;
 }
 
 type Env = Record<string, string | undefined>;
@@ -92,5 +94,6 @@ export function loadConfig(env: Env = process.env): Config {
     storeTimeoutMs: int(env, "STORE_TIMEOUT_MS", 5_000, 10, 600_000),
     sqliteBusyTimeoutMs: int(env, "SQLITE_BUSY_TIMEOUT_MS", 2_000, 0, 600_000),
     workers: int(env, "WORKERS", 1, 1, 64),
+    collectRateLimit: int(env, "COLLECT_RATE_LIMIT", 600, 0, 1_000_000_000),
   };
 }
