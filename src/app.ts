@@ -27,7 +27,7 @@ import { createReports } from "./domain/reports.js";
 import { fromFastifyError, sendError } from "./http/envelope.js";
 import { createOnePortServer, type OnePortServer } from "./http/one-port.js";
 import { registerRestRoutes } from "./http/rest-routes.js";
-import { registerRpcBodyGuard } from "./http/rpc-body-guard.js";
+import { registerRpcBodyGuard, rpcRouteOf, sendRpcDomainError } from "./http/rpc-body-guard.js";
 import { createAdminService } from "./rpc/admin-service.js";
 import { clientInfoKey } from "./rpc/client-info.js";
 import { createErrorInterceptor } from "./rpc/connect-errors.js";
@@ -115,7 +115,8 @@ export async function createApp(deps: AppDeps): Promise<App> {
   fastify.setErrorHandler((err: FastifyError, request, reply) => {
     const d = fromFastifyError(err, request);
     if (d.kind === "internal") request.log.error({ err: scrub(err) }, "request failed");
-    return sendError(reply, d);
+    // An RPC route answers in its protocol, even for errors Fastify raises itself.
+    return rpcRouteOf(request) ? sendRpcDomainError(request, reply, d) : sendError(reply, d);
   });
   fastify.setNotFoundHandler((request, reply) =>
     sendError(
@@ -133,6 +134,25 @@ export async function createApp(deps: AppDeps): Promise<App> {
       return sendError(reply, new DomainError("unavailable", "the store is not reachable"));
     }
   });
+
+  // Probes are read-only: other methods get 405 with Allow, as on the API paths.
+  for (const url of ["/healthz", "/readyz"]) {
+    fastify.route({
+      method: ["POST", "PUT", "PATCH", "DELETE", "OPTIONS"],
+      url,
+      onRequest: async (request, reply) => {
+        reply.header("allow", "GET, HEAD");
+        return sendError(
+          reply,
+          new DomainError(
+            "method_not_allowed",
+            `${request.method} is not allowed on ${url}; use GET`,
+          ),
+        );
+      },
+      handler: async () => undefined,
+    });
+  }
 
   registerRestRoutes(fastify, { auth, payments, events });
   registerRpcBodyGuard(fastify, [PaymentsService, EventsService, AdminService, ReportsService], {
