@@ -24,6 +24,7 @@ import { createEventsApp } from "./domain/events/record-events.js";
 import type { PaymentsApp } from "./domain/payments/payments-app.js";
 import { createPaymentsApp } from "./domain/payments/record-payment.js";
 import { createReports } from "./domain/reports.js";
+import { registerDuplicateCredentialsGuard } from "./http/duplicate-credentials.js";
 import { fromFastifyError, sendError } from "./http/envelope.js";
 import { createOnePortServer, type OnePortServer } from "./http/one-port.js";
 import { registerRestRoutes } from "./http/rest-routes.js";
@@ -111,6 +112,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
   fastify.addHook("onRequest", async (request, reply) => {
     reply.header("x-request-id", request.id);
   });
+  registerDuplicateCredentialsGuard(fastify);
 
   fastify.setErrorHandler((err: FastifyError, request, reply) => {
     const d = fromFastifyError(err, request);
