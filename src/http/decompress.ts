@@ -12,6 +12,34 @@ export const MAX_EXPANSION_RATIO = 100;
 /** The encodings each door decodes; `identity` means none. */
 export type Encoding = "gzip" | "deflate" | "br";
 
+/** Reads a request body up to `limit` bytes; throws the 413-kind error past it. */
+export async function readLimited(payload: AsyncIterable<Buffer>, limit: number): Promise<Buffer> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const chunk of payload) {
+    size += chunk.length;
+    if (size > limit) throw errors.bodyTooLarge(Math.round(limit / 1024));
+    chunks.push(chunk);
+  }
+  return Buffer.concat(chunks);
+}
+
+/**
+ * The encoding a REST `Content-Encoding` header names, undefined for none or
+ * `identity`. Anything else (an unknown or a stacked encoding) is refused
+ * with 415 before the body is read.
+ */
+export function restEncodingOf(header: string | string[] | undefined): Encoding | undefined {
+  const value = (Array.isArray(header) ? header.join(",") : (header ?? "")).trim().toLowerCase();
+  if (value === "" || value === "identity") return undefined;
+  if (value === "gzip" || value === "x-gzip") return "gzip";
+  if (value === "deflate" || value === "br") return value;
+  throw new DomainError(
+    "unsupported_media_type",
+    "Content-Encoding must be gzip, deflate, br or identity",
+  );
+}
+
 /**
  * The body decompressed from `encoding`. Throws the 413-kind error when it
  * grows past `limit` bytes, `invalid_input` when it expands more than

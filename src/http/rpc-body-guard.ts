@@ -33,7 +33,7 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { DomainError, errors } from "../domain/errors.js";
 import { toConnectError } from "../rpc/connect-errors.js";
 import { decodeStrict, parseJsonBody } from "./decode-json.js";
-import { decompressBody } from "./decompress.js";
+import { decompressBody, readLimited } from "./decompress.js";
 
 /** What an RPC route carries in its Fastify route config. */
 export interface RpcRouteConfig {
@@ -71,18 +71,6 @@ function kindOf(contentType: string | undefined): Kind | undefined {
     default:
       return undefined;
   }
-}
-
-/** Reads a request body up to `limit` bytes; throws the 413-kind error past it. */
-async function readLimited(payload: AsyncIterable<Buffer>, limit: number): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of payload) {
-    size += chunk.length;
-    if (size > limit) throw errors.bodyTooLarge(Math.round(limit / 1024));
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks);
 }
 
 /**
