@@ -104,7 +104,13 @@ export async function createApp(deps: AppDeps): Promise<App> {
     return503OnClosing: true,
     clientErrorHandler: writeClientError,
     serverFactory: (handler) => {
-      server = createOnePortServer(handler as Parameters<typeof createOnePortServer>[0]);
+      server = createOnePortServer(handler as Parameters<typeof createOnePortServer>[0], {
+        maxConnections: config.maxConnections,
+        headersTimeoutMs: config.headersTimeoutMs,
+        requestTimeoutMs: config.requestTimeoutMs,
+        idleTimeoutMs: config.idleTimeoutMs,
+        maxConcurrentStreams: config.http2MaxStreams,
+      });
       return server.http1;
     },
   });
