@@ -139,7 +139,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
       await withTimeout(store.ping(), 2_000);
       return { ok: true, data: { status: "ready", store: store.kind } };
     } catch {
-      return sendError(reply, new DomainError("unavailable", "the store is not reachable"));
+      return sendError(reply, new DomainError("unavailable", "the store cannot take writes", 2));
     }
   });
 
