@@ -23,7 +23,8 @@ import { percentile } from "./lib/load.mjs";
 import { freePort, killAll, startProcess } from "./lib/procs.mjs";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
-const DIST = join(ROOT, "dist");
+/** The build under test (BENCH_DIST: another checkout's dist/, for before/after comparisons). */
+const DIST = process.env.BENCH_DIST ?? join(ROOT, "dist");
 const DURATION = Number(process.env.BENCH_DURATION ?? 10);
 const VISITORS = Number(process.env.FLOOD_VISITORS ?? 20_000);
 const EVENT_GAP_MS = Number(process.env.EVENT_GAP_MS ?? 5);
