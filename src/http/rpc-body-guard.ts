@@ -12,7 +12,8 @@
  *   strict JSON decoding too (connect-es can hang on some malformed ones).
  * - Every protocol: the method's body limit (8 KB for events, 64 KB otherwise).
  * - Every answer on an RPC route is a Connect or gRPC error: a method other
- *   than POST gets 405 with `Allow: POST`, a content type no RPC protocol
+ *   than POST (and GET, for side-effect-free methods, which Connect serves
+ *   over GET) gets 405 with `Allow`, a content type no RPC protocol
  *   speaks (or none) gets 415, both with a Connect JSON error body.
  *
  * The method and its limit are attached to the route itself when connect-es
@@ -26,6 +27,7 @@
  */
 import { Readable } from "node:stream";
 import { type DescMethod, type DescService, fromBinary } from "@bufbuild/protobuf";
+import { MethodOptions_IdempotencyLevel } from "@bufbuild/protobuf/wkt";
 import { Code, type ConnectError } from "@connectrpc/connect";
 import { codeToHttpStatus, errorToJson } from "@connectrpc/connect/protocol-connect";
 import { setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
@@ -207,14 +209,17 @@ export function registerRpcBodyGuard(
     const guarded = rpcRouteOf(request);
     if (!guarded) return;
     const path = `/${guarded.method.parent.typeName}/${guarded.method.name}`;
+    // Connect serves side-effect-free methods over GET too (the message in the query string).
+    const readOnly = guarded.method.idempotency === MethodOptions_IdempotencyLevel.NO_SIDE_EFFECTS;
+    if (readOnly && request.method === "GET") return;
     if (request.method !== "POST") {
-      reply.header("allow", "POST");
+      reply.header("allow", readOnly ? "GET, POST" : "POST");
       return sendRpcDomainError(
         request,
         reply,
         new DomainError(
           "method_not_allowed",
-          `${request.method} is not allowed on ${path}; use POST`,
+          `${request.method} is not allowed on ${path}; use ${readOnly ? "GET or POST" : "POST"}`,
         ),
       );
     }

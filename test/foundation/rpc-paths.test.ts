@@ -5,11 +5,15 @@
  * the REST envelope. Probes refuse other methods with 405.
  */
 import { create, toBinary } from "@bufbuild/protobuf";
+import { createClient } from "@connectrpc/connect";
+import { createConnectTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EventsService, RecordEventsRequestSchema } from "../../gen/ingest/v1/events_pb.js";
+import { ReportsService } from "../../gen/ingest/v1/reports_pb.js";
 import { h2Request } from "../helpers/raw-h2.js";
 import { rpcClient, rpcError } from "../helpers/rpc-clients.js";
 import {
+  ADMIN_TOKEN,
   createTenant,
   startTestServer,
   type Tenant,
@@ -175,6 +179,24 @@ describe("every answer on an RPC path is a Connect error", () => {
     const body = (await res.json()) as Record<string, unknown>;
     expect(body).not.toHaveProperty("ok");
     expect(body.code).toBe("invalid_argument");
+  });
+
+  it("side-effect-free methods take Connect GET, and say so in Allow", async () => {
+    const client = createClient(
+      ReportsService,
+      createConnectTransport({ baseUrl: server.url, httpVersion: "1.1", useHttpGet: true }),
+    );
+    const res = await client.listEvents(
+      { siteId: tenant.siteId, limit: 1 },
+      { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } },
+    );
+    expect(res.events).toEqual([]);
+    const put = await fetch(`${server.url}/ingest.v1.ReportsService/ListEvents`, { method: "PUT" });
+    expect(put.status).toBe(405);
+    expect(put.headers.get("allow")).toBe("GET, POST");
+    expect(((await put.json()) as { message: string }).message).toBe(
+      "PUT is not allowed on /ingest.v1.ReportsService/ListEvents; use GET or POST",
+    );
   });
 
   it("connect-es clients still work on the canonical path", async () => {
