@@ -130,6 +130,24 @@ describe("encoded RPC paths keep their method's limits", () => {
   });
 });
 
+describe("encoded REST paths keep their route's limit", () => {
+  it.each(["/api/v1/%65vents", "/api/v1/event%73", "/%61pi/v1/events"])(
+    "%s: 30 KB is 413 with the envelope",
+    async (path) => {
+      const res = await fetch(server.url + path, {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: `Bearer ${tenant.key}` },
+        body: JSON.stringify(bigEvent()),
+      });
+      expect(res.status).toBe(413);
+      expect(await res.json()).toEqual({
+        ok: false,
+        error: { code: "invalid_input", message: "request body larger than 8 KB" },
+      });
+    },
+  );
+});
+
 describe("every answer on an RPC path is a Connect error", () => {
   const path = "/ingest.v1.EventsService/RecordEvents";
 
