@@ -267,4 +267,16 @@ describe("request framing", () => {
     expect(JSON.parse(res.body)).toEqual(envelope("the request could not be read"));
     expect(await server.store.getPayment(tenant.siteId, "pay_smuggle")).toBeUndefined();
   });
+
+  it("headers larger than 16 KB are 431 with the envelope", async () => {
+    const raw = await rawExchange(
+      server.port,
+      Buffer.from(
+        `POST /api/v1/events HTTP/1.1\r\nHost: x\r\nX-Big: ${"a".repeat(17 * 1024)}\r\nConnection: close\r\n\r\n`,
+      ),
+    );
+    const res = parseHttpResponse(raw);
+    expect(res.status).toBe(431);
+    expect(JSON.parse(res.body)).toEqual(envelope("request headers too large"));
+  });
 });
