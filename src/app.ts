@@ -26,10 +26,11 @@ import type { PaymentsApp } from "./domain/payments/payments-app.js";
 import { createPaymentsApp } from "./domain/payments/record-payment.js";
 import { createReports } from "./domain/reports.js";
 import { registerCollectRoutes } from "./http/collect-routes.js";
+import { registerDuplicateCredentialsGuard } from "./http/duplicate-credentials.js";
 import { fromFastifyError, sendError } from "./http/envelope.js";
 import { createOnePortServer, type OnePortServer } from "./http/one-port.js";
 import { registerRestRoutes } from "./http/rest-routes.js";
-import { registerRpcBodyGuard } from "./http/rpc-body-guard.js";
+import { registerRpcBodyGuard, rpcRouteOf, sendRpcDomainError } from "./http/rpc-body-guard.js";
 import {
   loadTrackerBundle,
   registerTrackerScript,
@@ -117,7 +118,13 @@ export async function createApp(deps: AppDeps): Promise<App> {
     return503OnClosing: true,
     clientErrorHandler: writeClientError,
     serverFactory: (handler) => {
-      server = createOnePortServer(handler as Parameters<typeof createOnePortServer>[0]);
+      server = createOnePortServer(handler as Parameters<typeof createOnePortServer>[0], {
+        maxConnections: config.maxConnections,
+        headersTimeoutMs: config.headersTimeoutMs,
+        requestTimeoutMs: config.requestTimeoutMs,
+        idleTimeoutMs: config.idleTimeoutMs,
+        maxConcurrentStreams: config.http2MaxStreams,
+      });
       return server.http1;
     },
   });
@@ -125,11 +132,13 @@ export async function createApp(deps: AppDeps): Promise<App> {
   fastify.addHook("onRequest", async (request, reply) => {
     reply.header("x-request-id", request.id);
   });
+  registerDuplicateCredentialsGuard(fastify);
 
   fastify.setErrorHandler((err: FastifyError, request, reply) => {
     const d = fromFastifyError(err, request);
     if (d.kind === "internal") request.log.error({ err: scrub(err) }, "request failed");
-    return sendError(reply, d);
+    // An RPC route answers in its protocol, even for errors Fastify raises itself.
+    return rpcRouteOf(request) ? sendRpcDomainError(request, reply, d) : sendError(reply, d);
   });
   fastify.setNotFoundHandler((request, reply) =>
     sendError(
@@ -144,9 +153,28 @@ export async function createApp(deps: AppDeps): Promise<App> {
       await withTimeout(store.ping(), 2_000);
       return { ok: true, data: { status: "ready", store: store.kind } };
     } catch {
-      return sendError(reply, new DomainError("unavailable", "the store is not reachable"));
+      return sendError(reply, new DomainError("unavailable", "the store cannot take writes", 2));
     }
   });
+
+  // Probes are read-only: other methods get 405 with Allow, as on the API paths.
+  for (const url of ["/healthz", "/readyz"]) {
+    fastify.route({
+      method: ["POST", "PUT", "PATCH", "DELETE", "OPTIONS"],
+      url,
+      onRequest: async (request, reply) => {
+        reply.header("allow", "GET, HEAD");
+        return sendError(
+          reply,
+          new DomainError(
+            "method_not_allowed",
+            `${request.method} is not allowed on ${url}; use GET`,
+          ),
+        );
+      },
+      handler: async () => undefined,
+    });
+  }
 
   registerRestRoutes(fastify, { auth, payments, events });
   registerCollectRoutes(fastify, {

@@ -32,6 +32,16 @@ export interface Config {
   workers: number;
   /** Requests per minute one client address may send to the public collect endpoint; 0: no limit. */
   collectRateLimit: number;
+  /** Open TCP connections per process; more are closed at once. */
+  maxConnections: number;
+  /** Time for a connection's first bytes and for a request's headers. */
+  headersTimeoutMs: number;
+  /** Time for a whole request (headers and body) to arrive. */
+  requestTimeoutMs: number;
+  /** How long an idle keep-alive connection or HTTP/2 session stays open. */
+  idleTimeoutMs: number;
+  /** Streams one HTTP/2 connection may have open at once. */
+  http2MaxStreams: number;
 }
 
 type Env = Record<string, string | undefined>;
@@ -79,6 +89,13 @@ export function loadConfig(env: Env = process.env): Config {
     throw new ConfigError("ADMIN_TOKEN must be at least 16 characters");
   }
   const ingestBatchMax = int(env, "INGEST_BATCH_MAX", 512, 1, 100_000);
+  const headersTimeoutMs = int(env, "HEADERS_TIMEOUT_MS", 10_000, 100, 600_000);
+  const requestTimeoutMs = int(env, "REQUEST_TIMEOUT_MS", 20_000, 100, 600_000);
+  if (headersTimeoutMs > requestTimeoutMs) {
+    throw new ConfigError(
+      `HEADERS_TIMEOUT_MS (${headersTimeoutMs}) must not exceed REQUEST_TIMEOUT_MS (${requestTimeoutMs})`,
+    );
+  }
   return {
     host,
     port: int(env, "PORT", 8080, 0, 65535),
@@ -95,5 +112,10 @@ export function loadConfig(env: Env = process.env): Config {
     sqliteBusyTimeoutMs: int(env, "SQLITE_BUSY_TIMEOUT_MS", 2_000, 0, 600_000),
     workers: int(env, "WORKERS", 1, 1, 64),
     collectRateLimit: int(env, "COLLECT_RATE_LIMIT", 600, 0, 1_000_000_000),
+    maxConnections: int(env, "MAX_CONNECTIONS", 10_000, 1, 1_000_000),
+    headersTimeoutMs,
+    requestTimeoutMs,
+    idleTimeoutMs: int(env, "IDLE_TIMEOUT_MS", 65_000, 100, 3_600_000),
+    http2MaxStreams: int(env, "HTTP2_MAX_STREAMS", 100, 1, 10_000),
   };
 }

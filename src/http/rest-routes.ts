@@ -4,6 +4,8 @@
  * decodes the body strictly against the request message and calls the same
  * application function as the Connect door.
  */
+
+import { Readable } from "node:stream";
 import { type DescMethod, getOption } from "@bufbuild/protobuf";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { http } from "../../gen/google/api/annotations_pb.js";
@@ -15,6 +17,7 @@ import type { EventsApp } from "../domain/events/events-app.js";
 import type { PaymentsApp } from "../domain/payments/payments-app.js";
 import type { KeyPrincipal, Scope } from "../store/port.js";
 import { decodeStrict, parseJsonBody } from "./decode-json.js";
+import { decompressBody, readLimited, restEncodingOf } from "./decompress.js";
 import { type RestRouteConfig, sendError } from "./envelope.js";
 
 interface RestMethod {
@@ -77,6 +80,17 @@ export function registerRestRoutes(
       { parseAs: "buffer" },
       (_req, body, done) => done(null, body),
     );
+    // Compressed bodies (server-side SDKs gzip batches): the route's body limit applies to the
+    // decompressed bytes, and the compressed bytes may not exceed it either.
+    scope.addHook("preParsing", async (request, _reply, payload) => {
+      const encoding = restEncodingOf(request.headers["content-encoding"]);
+      if (encoding === undefined) return payload;
+      const limit = request.routeOptions.bodyLimit;
+      const compressed = await readLimited(payload, limit);
+      const plain = Readable.from([decompressBody(compressed, encoding, limit)]);
+      // Fastify checks Content-Length against this, and the limit against what plain yields.
+      return Object.assign(plain, { receivedEncodedLength: compressed.length });
+    });
 
     for (const m of methods) {
       const { verb, path } = httpRuleOf(m.method);

@@ -346,7 +346,11 @@ export interface Store {
   /** Which adapter this is, for logs and /readyz. */
   readonly kind: "sqlite" | "mongodb";
 
-  /** Resolves when the database answers. */
+  /**
+   * Readiness: resolves when the database can take a write now (not only
+   * answer a read), cheaply; rejects while it cannot (locked, read-only, disk
+   * full, no writable primary). Called by /readyz on every probe.
+   */
   ping(): Promise<void>;
   /** Closes the database after pending writes. Idempotent. */
   close(): Promise<void>;

@@ -146,3 +146,51 @@ describe("an asynchronous store that stalls (as MongoDB does when unreachable)",
     expect(ok.status).toBe(200);
   });
 });
+
+describe("SQLite that answers reads but cannot write (disk full, read-only)", () => {
+  let server: TestServer;
+  let tenant: Tenant;
+
+  beforeAll(async () => {
+    server = await startTestServer();
+    tenant = await createTenant(server);
+  });
+  afterAll(() => server.close());
+
+  it("turns /readyz 503 while writes fail and back to 200 by itself when they work again", async () => {
+    expect((await fetch(`${server.url}/readyz`)).status).toBe(200);
+    // Another connection makes every write of the probe and of events fail with SQLite's
+    // disk-full message, while reads (key lookups, SELECT 1) keep working.
+    const other = new Database(join(server.dir, "ingest.sqlite"));
+    const full = "SELECT RAISE(FAIL, 'database or disk is full')";
+    other.exec(`
+      CREATE TRIGGER probe_full BEFORE UPDATE ON readiness_probe BEGIN ${full}; END;
+      CREATE TRIGGER probe_full_insert BEFORE INSERT ON readiness_probe BEGIN ${full}; END;
+      CREATE TRIGGER events_full BEFORE INSERT ON events BEGIN ${full}; END;`);
+    try {
+      const ready = await fetch(`${server.url}/readyz`);
+      expect(ready.status).toBe(503);
+      expect(ready.headers.get("retry-after")).toBe("2");
+      expect(await ready.json()).toEqual({
+        ok: false,
+        error: { code: "unavailable", message: "the store cannot take writes" },
+      });
+      const event = await postJson(`${server.url}/api/v1/events`, validEvent(tenant.siteId), {
+        key: tenant.key,
+      });
+      expect(event.status).toBe(503);
+      // Still 503 on the next probe: nothing is cached as ready.
+      expect((await fetch(`${server.url}/readyz`)).status).toBe(503);
+    } finally {
+      other.exec(
+        "DROP TRIGGER probe_full; DROP TRIGGER probe_full_insert; DROP TRIGGER events_full;",
+      );
+      other.close();
+    }
+    expect((await fetch(`${server.url}/readyz`)).status).toBe(200);
+    const event = await postJson(`${server.url}/api/v1/events`, validEvent(tenant.siteId), {
+      key: tenant.key,
+    });
+    expect(event.status).toBe(204);
+  });
+});

@@ -1,5 +1,6 @@
 /** Events, identity links, visitor salts and quota counters in MongoDB. */
 import { type AnyBulkWriteOperation, MongoBulkWriteError } from "mongodb";
+import { MAX_VISITORS_PER_USER, visitorToReplace } from "../identity-cap.js";
 import type { EventGroup, EventGroupResult, IdentityLink, StoreEventsPart } from "../port.js";
 import { type TouchCandidates, writeTouches } from "./attribution.js";
 import type { IdentityDoc } from "./documents.js";
@@ -74,7 +75,12 @@ export function createMongoEvents(c: Collections): StoreEventsPart {
     );
   }
 
-  /** Upserts identity links, keeping the earliest time of each (site, user, visitor). */
+  /**
+   * Upserts identity links, keeping the earliest time of each (site, user,
+   * visitor), within the cap on visitors per user id (identity-cap.ts). Runs
+   * after the touches are written, so a new visitor's touch counts. The cap
+   * is checked per call: concurrent writers may pass it by a few links.
+   */
   async function writeLinks(links: readonly IdentityLink[]): Promise<void> {
     const earliest = new Map<string, IdentityLink>();
     for (const l of links) {
@@ -83,7 +89,8 @@ export function createMongoEvents(c: Collections): StoreEventsPart {
       if (!seen || l.ts < seen.ts) earliest.set(key, l);
     }
     if (earliest.size === 0) return;
-    const operations: AnyBulkWriteOperation<IdentityDoc>[] = [...earliest.values()].map((l) => ({
+    const kept = await withinCap([...earliest.values()]);
+    const operations: AnyBulkWriteOperation<IdentityDoc>[] = kept.map((l) => ({
       updateOne: {
         filter: { site_id: l.siteId, user_id: l.userId, visitor_id: l.visitorId },
         // $min sets the field on insert and only lowers it afterwards, so the
@@ -92,7 +99,51 @@ export function createMongoEvents(c: Collections): StoreEventsPart {
         upsert: true,
       },
     }));
-    await bulkUpsert(c.identities, operations);
+    if (operations.length > 0) await bulkUpsert(c.identities, operations);
+  }
+
+  /** The links that fit the cap; unlinks the visitors they replace. Reads at most the cap per user. */
+  async function withinCap(links: IdentityLink[]): Promise<IdentityLink[]> {
+    const byUser = new Map<string, IdentityLink[]>();
+    for (const l of links) {
+      const key = JSON.stringify([l.siteId, l.userId]);
+      byUser.set(key, [...(byUser.get(key) ?? []), l]);
+    }
+    const kept: IdentityLink[] = [];
+    for (const group of byUser.values()) {
+      const { siteId, userId } = group[0] as IdentityLink;
+      const linked = new Set(
+        (
+          await c.identities
+            .find({ site_id: siteId, user_id: userId }, { projection: { visitor_id: 1 } })
+            .limit(MAX_VISITORS_PER_USER + group.length)
+            .toArray()
+        ).map((d) => d.visitor_id),
+      );
+      for (const l of group) {
+        if (linked.has(l.visitorId) || linked.size < MAX_VISITORS_PER_USER) {
+          linked.add(l.visitorId);
+          kept.push(l);
+          continue;
+        }
+        const ids = [...linked, l.visitorId];
+        const touches = new Map(
+          (await c.touches.find({ site_id: siteId, visitor_id: { $in: ids } }).toArray()).map(
+            (t) => [t.visitor_id, { internal: t.internal, ts: t.ts.getTime() }],
+          ),
+        );
+        const replaced = visitorToReplace(
+          [...linked].map((visitorId) => ({ visitorId, touch: touches.get(visitorId) })),
+          touches.get(l.visitorId),
+        );
+        if (replaced === undefined) continue;
+        await c.identities.deleteOne({ site_id: siteId, user_id: userId, visitor_id: replaced });
+        linked.delete(replaced);
+        linked.add(l.visitorId);
+        kept.push(l);
+      }
+    }
+    return kept;
   }
 
   return {
@@ -118,11 +169,9 @@ export function createMongoEvents(c: Collections): StoreEventsPart {
         // write then fails and the caller retries, having them already does
         // no harm (a touch the failed call set is then not reported again:
         // the customer is re-attributed at its next payment instead).
-        const [, touched] = await Promise.all([
-          writeLinks(accepted.flatMap((i) => groups[i]?.links ?? [])),
-          writeTouches(c, touches),
-        ]);
-        firstTouches = touched;
+        // Touches before links: the cap on visitors per user id weighs a new visitor's touch.
+        firstTouches = await writeTouches(c, touches);
+        await writeLinks(accepted.flatMap((i) => groups[i]?.links ?? []));
         writingEvents = true;
         if (appends.length > 0) {
           // One ordered bulk write for the whole call: on a write error the

@@ -72,7 +72,11 @@ export function createSqliteAttribution(db: Db): StoreAttributionPart {
        ON CONFLICT (site_id, customer_id, visitor_id) DO UPDATE SET
          linked_at = min(linked_at, excluded.linked_at),
          via = CASE WHEN @rank < (CASE via WHEN 'user_id' THEN 0 WHEN 'visitor_id' THEN 1 ELSE 2 END)
-                    THEN excluded.via ELSE via END`,
+                    THEN excluded.via ELSE via END
+       -- A link that would not change is not rewritten: every payment re-links the
+       -- customer's visitors, and unchanged rows must cost no page writes.
+       WHERE excluded.linked_at < linked_at
+          OR @rank < (CASE via WHEN 'user_id' THEN 0 WHEN 'visitor_id' THEN 1 ELSE 2 END)`,
     ),
     customersByUser: db.prepare(
       "SELECT customer_id FROM customers WHERE site_id = ? AND user_id = ?",

@@ -190,4 +190,16 @@ CREATE INDEX subscriptions_status ON subscriptions(site_id, status);
 DROP INDEX IF EXISTS events_site_visitor_ts;
 `,
   },
+  {
+    version: 4,
+    description: "one-row table the readiness probe writes to",
+    // /readyz writes this row: a real (tiny) write fails on a read-only file or a full disk,
+    // where a read or an empty transaction would still succeed.
+    sql: `
+CREATE TABLE readiness_probe (
+  id INTEGER PRIMARY KEY CHECK (id = 1),
+  checked_at INTEGER NOT NULL
+);
+`,
+  },
 ];
