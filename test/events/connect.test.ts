@@ -135,7 +135,7 @@ describe.each(PROTOCOLS)("RecordEvents over %s", (protocol) => {
 
   it("applies the ts tolerance to int64 times", async () => {
     const t = await createTenant(server);
-    const now = Date.now();
+    const now = server.clock.now();
     const at = (minutes: number) => BigInt(now - minutes * 60_000);
     await client().recordEvents(
       {

@@ -70,13 +70,13 @@ describe("back pressure", () => {
     const first = sendEvents(server.url, tenant, pageview(tenant.siteId, { p: { n: "first" } }));
     await gate.writing();
 
-    const started = Date.now();
+    const started = performance.now();
     const full = await sendEvents(
       server.url,
       tenant,
       pageview(tenant.siteId, { p: { n: "second" } }),
     );
-    expect(Date.now() - started).toBeLessThan(1000);
+    expect(performance.now() - started).toBeLessThan(1000);
     expect(full.status).toBe(503);
     expect(full.headers.get("retry-after")).toBe("2");
     expect(full.body).toEqual(envelope("rate_limited", "ingest queue is full, retry later"));

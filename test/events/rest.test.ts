@@ -7,6 +7,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { computeVisitorId, utcDay } from "../../src/domain/events/visitor-id.js";
+import { utcMonth } from "../../src/domain/plans.js";
 import type { Store } from "../../src/store/port.js";
 import {
   createTenant,
@@ -51,7 +52,7 @@ const fresh = (options: Parameters<typeof createTenant>[1] = {}) => createTenant
 describe("recording", () => {
   it("records a pageview with the forwarded ip and ua, enriched", async () => {
     const t = await fresh();
-    const before = Date.now();
+    const before = server.clock.now();
     const res = await sendEvents(
       server.url,
       t,
@@ -70,7 +71,7 @@ describe("recording", () => {
       // The server's own client is a library: the forwarded ua is what counts.
       { "user-agent": "node-fetch/1.0" },
     );
-    const after = Date.now();
+    const after = server.clock.now();
     expect(res.status).toBe(204);
     expect(res.text).toBe("");
     expect(res.headers.get("x-quota-remaining")).toBe(String(SCALE_CEILING - 1));
@@ -113,7 +114,7 @@ describe("recording", () => {
     expect(res.headers.get("x-quota-remaining")).toBe(String(SCALE_CEILING - 50));
     const stored = await listEvents(server.url, t.siteId);
     expect(stored.map((e) => e.props?.i)).toEqual(Array.from({ length: 50 }, (_, i) => 49 - i));
-    expect(await server.store.getUsage(t.accountId, utcMonthNow())).toBe(50);
+    expect(await server.store.getUsage(t.accountId, utcMonth(server.clock.now()))).toBe(50);
   });
 
   it("accepts a batch of one and batch elements that repeat the site", async () => {
@@ -342,7 +343,7 @@ describe("limits at their boundaries", () => {
 
   it("ts 59 minutes old is kept, 61 minutes old is replaced by the receipt time", async () => {
     const t = await fresh();
-    const now = Date.now();
+    const now = server.clock.now();
     const ts59 = now - 59 * 60_000;
     const ts61 = now - 61 * 60_000;
     const inFuture = now + 5 * 60_000;
@@ -410,7 +411,7 @@ describe("bot filter", () => {
     expect(res.headers.get("x-ingest-dropped")).toBe("1 bot");
     expect(commits).toBe(before);
     expect(await listEvents(server.url, t.siteId)).toEqual([]);
-    expect(await server.store.getUsage(t.accountId, utcMonthNow())).toBe(0);
+    expect(await server.store.getUsage(t.accountId, utcMonth(server.clock.now()))).toBe(0);
   });
 
   it("a request without a User-Agent header and without ua is dropped", async () => {
@@ -458,7 +459,7 @@ describe("visitor id and privacy", () => {
     expect(otherIp?.visitorId).not.toBe(first?.visitorId);
     expect(otherUa?.visitorId).not.toBe(first?.visitorId);
     // The day's salt is in the store, shared by every process.
-    const salt = await server.store.ensureSalt(utcDay(Date.now()), "not-used");
+    const salt = await server.store.ensureSalt(utcDay(server.clock.now()), "not-used");
     expect(first?.visitorId).toBe(computeVisitorId(salt, t.siteId, ip, IPHONE_UA));
   });
 
@@ -481,7 +482,7 @@ describe("visitor id and privacy", () => {
     const t = await fresh();
     await sendEvents(server.url, t, pageview(t.siteId), { "x-forwarded-for": "81.2.69.142" });
     const [ev] = await listEvents(server.url, t.siteId);
-    const salt = await server.store.ensureSalt(utcDay(Date.now()), "not-used");
+    const salt = await server.store.ensureSalt(utcDay(server.clock.now()), "not-used");
     expect(ev?.visitorId).toBe(computeVisitorId(salt, t.siteId, "127.0.0.1", BROWSER_UA));
     expect(ev?.country).toBeUndefined();
   });
@@ -518,7 +519,3 @@ describe("with TRUST_PROXY", () => {
     expect(proxy?.device).toBe("mobile");
   });
 });
-
-function utcMonthNow(): string {
-  return new Date().toISOString().slice(0, 7);
-}

@@ -2,7 +2,9 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { utcMonth } from "../../src/domain/plans.js";
 import { runAdminCli } from "../helpers/cli.js";
+import { TEST_NOW } from "../helpers/test-server.js";
 
 let dir: string;
 let env: Record<string, string>;
@@ -169,7 +171,7 @@ describe("admin CLI", () => {
     expect(r.json).toEqual({
       account_id: accountId,
       plan: "growth",
-      month: new Date().toISOString().slice(0, 7),
+      month: utcMonth(TEST_NOW),
       counted: 0,
       allowance: 1_000_000,
       ceiling: 2_000_000,
