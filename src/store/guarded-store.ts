@@ -12,8 +12,35 @@ export class StoreUnavailableError extends Error {
   override readonly name = "StoreUnavailableError";
 }
 
-export function guardStore(store: Store, options: { timeoutMs?: number } = {}): Store {
-  const { timeoutMs } = options;
+export interface GuardOptions {
+  /** Time limit of each call (asynchronous stores). */
+  timeoutMs?: number;
+  /**
+   * Called when the store stops answering (first failed call after a success,
+   * with the failure) and when it answers again (first success after a
+   * failure): once per outage, however many calls fail during it.
+   */
+  onStateChange?: (available: boolean, cause?: unknown) => void;
+}
+
+export function guardStore(store: Store, options: GuardOptions = {}): Store {
+  const { timeoutMs, onStateChange } = options;
+  let available = true;
+  const succeeded = <R>(v: R): R => {
+    if (!available) {
+      available = true;
+      onStateChange?.(true);
+    }
+    return v;
+  };
+  const failed = (err: unknown): Promise<never> => {
+    const e = unavailable(err);
+    if (available) {
+      available = false;
+      onStateChange?.(false, e.cause ?? e);
+    }
+    return Promise.reject(e);
+  };
   const wrap =
     <A extends unknown[], R>(fn: (...args: A) => Promise<R>) =>
     (...args: A): Promise<R> => {
@@ -21,22 +48,23 @@ export function guardStore(store: Store, options: { timeoutMs?: number } = {}): 
       try {
         p = fn(...args);
       } catch (err) {
-        return Promise.reject(unavailable(err));
+        return failed(err);
       }
-      if (timeoutMs === undefined) return p.catch((err) => Promise.reject(unavailable(err)));
+      if (timeoutMs === undefined) return p.then(succeeded, failed);
       return new Promise<R>((resolve, reject) => {
         const timer = setTimeout(
-          () => reject(new StoreUnavailableError(`store call took over ${timeoutMs} ms`)),
+          () =>
+            failed(new StoreUnavailableError(`store call took over ${timeoutMs} ms`)).catch(reject),
           timeoutMs,
         );
         p.then(
           (v) => {
             clearTimeout(timer);
-            resolve(v);
+            resolve(succeeded(v));
           },
           (err) => {
             clearTimeout(timer);
-            reject(unavailable(err));
+            failed(err).catch(reject);
           },
         );
       });

@@ -347,14 +347,38 @@ describe("limits at their boundaries", () => {
     const ts59 = now - 59 * 60_000;
     const ts61 = now - 61 * 60_000;
     const inFuture = now + 5 * 60_000;
-    await sendEvents(server.url, t, pageview(t.siteId, { ts: ts59, p: { k: 59 } }));
-    await sendEvents(server.url, t, pageview(t.siteId, { ts: ts61, p: { k: 61 } }));
-    await sendEvents(server.url, t, pageview(t.siteId, { ts: inFuture, p: { k: 5 } }));
+    const sent = [
+      await sendEvents(server.url, t, pageview(t.siteId, { ts: ts59, p: { k: 59 } })),
+      await sendEvents(server.url, t, pageview(t.siteId, { ts: ts61, p: { k: 61 } })),
+      await sendEvents(server.url, t, pageview(t.siteId, { ts: inFuture, p: { k: 5 } })),
+    ];
+    // The answer says when ts was replaced.
+    expect(sent.map((r) => r.headers.get("x-ingest-ts-replaced"))).toEqual([null, "1", "1"]);
     const [future, old61, old59] = await listEvents(server.url, t.siteId);
     expect(Number(old59?.ts)).toBe(ts59);
     expect(Number(old61?.ts)).toBe(Number(old61?.receivedAt));
     expect(Number(old61?.ts)).toBeGreaterThanOrEqual(now);
     expect(Number(future?.ts)).toBe(Number(future?.receivedAt));
+  });
+
+  it("counts the events of a batch whose ts was replaced in X-Ingest-Ts-Replaced (ts in seconds)", async () => {
+    const t = await fresh();
+    const seconds = Math.floor(server.clock.now() / 1000);
+    const res = await sendEvents(server.url, t, {
+      s: t.siteId,
+      b: [
+        { e: "pageview", u: "https://example.com/a", ua: BROWSER_UA, ts: seconds },
+        { e: "pageview", u: "https://example.com/b", ua: BROWSER_UA },
+        { e: "pageview", u: "https://example.com/c", ua: BROWSER_UA, ts: seconds + 1 },
+        { e: "pageview", u: "https://example.com/d", ua: "curl/8.0", ts: seconds },
+      ],
+    });
+    expect(res.status).toBe(204);
+    // Two stored events had their ts replaced; the absent ts and the dropped bot do not count.
+    expect(res.headers.get("x-ingest-ts-replaced")).toBe("2");
+    expect(res.headers.get("x-ingest-dropped")).toBe("1 bot");
+    const stored = await listEvents(server.url, t.siteId);
+    expect(stored.map((e) => Number(e.ts))).toEqual(new Array(3).fill(server.clock.now()));
   });
 
   it("w 32767 is accepted, 32768 is refused", async () => {

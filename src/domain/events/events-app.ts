@@ -16,6 +16,11 @@ export interface EventsResult {
   dropped: number;
   /** Events the account may still send this UTC month. */
   quotaRemaining: number;
+  /**
+   * Stored events whose `ts` lay outside [receipt − 1 h, receipt + 1 min] and
+   * was replaced by the receipt time (a `ts` in seconds, a wrong clock).
+   */
+  tsReplaced: number;
 }
 
 export interface EventsApp {
