@@ -22,12 +22,21 @@ export interface CliResult {
   json: unknown;
 }
 
-export async function runAdminCli(args: string[], env: Record<string, string>): Promise<CliResult> {
+export function runAdminCli(args: string[], env: Record<string, string>): Promise<CliResult> {
+  return runNpmScript("admin", args, env);
+}
+
+/** Runs `npm run --silent <script> -- <args>` in the repository, as a user would. */
+export async function runNpmScript(
+  script: string,
+  args: string[],
+  env: Record<string, string>,
+): Promise<CliResult> {
   let stdout = "";
   let stderr = "";
   let exitCode = 0;
   try {
-    ({ stdout, stderr } = await execFileP("npm", ["run", "--silent", "admin", "--", ...args], {
+    ({ stdout, stderr } = await execFileP("npm", ["run", "--silent", script, "--", ...args], {
       cwd: ROOT,
       env: {
         ...process.env,
