@@ -123,6 +123,11 @@ describe("store outage", () => {
     const ok = await postJson(`${child.url}/api/v1/payments`, validPayment("pay_back"), { key });
     expect(ok.status).toBe(200);
 
+    // Log lines reach the pipe a little after the answers.
+    for (let i = 0; i < 250 && warnings().length < 2; i++) {
+      await new Promise((r) => setTimeout(r, 20));
+    }
+    await new Promise((r) => setTimeout(r, 100));
     expect(warnings()).toEqual([
       { msg: "store unavailable", store: "sqlite" },
       { msg: "store available again", store: "sqlite" },
