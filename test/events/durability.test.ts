@@ -74,7 +74,7 @@ async function child(): Promise<ChildServer> {
 }
 
 describe("kill -9", () => {
-  it("keeps every event acknowledged before the kill", async () => {
+  it("keeps every event acknowledged before the kill", { timeout: 90_000 }, async () => {
     const t = await tenant("scale");
     const first = await child();
 
