@@ -29,6 +29,7 @@ import { registerCollectRoutes } from "./http/collect-routes.js";
 import { registerDuplicateCredentialsGuard } from "./http/duplicate-credentials.js";
 import { fromFastifyError, sendError } from "./http/envelope.js";
 import { createOnePortServer, type OnePortServer } from "./http/one-port.js";
+import { outcomeOf } from "./http/request-outcome.js";
 import { registerRestRoutes } from "./http/rest-routes.js";
 import { registerRpcBodyGuard, rpcRouteOf, sendRpcDomainError } from "./http/rpc-body-guard.js";
 import {
@@ -36,12 +37,15 @@ import {
   registerTrackerScript,
   type TrackerBundle,
 } from "./http/tracker-script.js";
+import { serviceVersion } from "./lib/version.js";
 import { createAdminService } from "./rpc/admin-service.js";
 import { clientInfoKey } from "./rpc/client-info.js";
 import { createErrorInterceptor } from "./rpc/connect-errors.js";
 import { createEventsService } from "./rpc/events-service.js";
+import { createOutcomeInterceptor, logRequestKey } from "./rpc/log-outcome.js";
 import { createPaymentsService } from "./rpc/payments-service.js";
 import { createReportsService } from "./rpc/reports-service.js";
+import { redactStoreUrl } from "./start-up.js";
 import { guardStore } from "./store/guarded-store.js";
 import type { Store } from "./store/port.js";
 
@@ -79,9 +83,15 @@ function requestId(header: string | string[] | undefined): string {
 
 export async function createApp(deps: AppDeps): Promise<App> {
   const { config, clock } = deps;
+  let log: FastifyInstance["log"] | undefined;
   // Database failures answer 503; an asynchronous store also gets a time limit per call.
+  // An outage is logged once when it starts and once when the store answers again.
   const store = guardStore(deps.store, {
     timeoutMs: deps.store.kind === "sqlite" ? undefined : config.storeTimeoutMs,
+    onStateChange(available, cause) {
+      if (available) log?.warn({ store: deps.store.kind }, "store available again");
+      else log?.warn({ store: deps.store.kind, err: scrub(cause) }, "store unavailable");
+    },
   });
   const queue = {
     capacity: config.ingestQueueCapacity,
@@ -108,7 +118,11 @@ export async function createApp(deps: AppDeps): Promise<App> {
       // Never a key, an Authorization header, a body or a raw IP: only these fields.
       serializers: {
         req: (req) => ({ method: req.method, url: req.url.split("?")[0] }),
-        res: (res) => ({ statusCode: res.statusCode }),
+        // Fastify passes the reply: its status plus the error code the request ended with.
+        res: (reply) => ({
+          statusCode: reply.statusCode,
+          ...(reply.request ? outcomeOf(reply.request) : {}),
+        }),
       },
     },
     genReqId: (req) => requestId(req.headers["x-request-id"]),
@@ -128,6 +142,8 @@ export async function createApp(deps: AppDeps): Promise<App> {
       return server.http1;
     },
   });
+
+  log = fastify.log;
 
   fastify.addHook("onRequest", async (request, reply) => {
     reply.header("x-request-id", request.id);
@@ -201,15 +217,15 @@ export async function createApp(deps: AppDeps): Promise<App> {
       );
     },
     interceptors: [
+      createOutcomeInterceptor(),
       createErrorInterceptor((err) => fastify.log.error({ err: scrub(err) }, "rpc failed")),
     ],
     jsonOptions: { ignoreUnknownFields: false },
     readMaxBytes: 64 * 1024,
     contextValues: (req) =>
-      createContextValues().set(clientInfoKey, {
-        ip: req.ip,
-        userAgent: req.headers["user-agent"],
-      }),
+      createContextValues()
+        .set(clientInfoKey, { ip: req.ip, userAgent: req.headers["user-agent"] })
+        .set(logRequestKey, req),
   });
 
   await fastify.ready();
@@ -224,7 +240,19 @@ export async function createApp(deps: AppDeps): Promise<App> {
     events,
     async listen() {
       const address = await srv.listen(config.port, config.host);
-      fastify.log.info({ port: address.port, store: store.kind }, "listening");
+      // The line an operator looks for first: where, which build, which store, admin on or off.
+      const host = config.host.includes(":") ? `[${config.host}]` : config.host;
+      fastify.log.info(
+        {
+          url: `http://${host}:${address.port}`,
+          port: address.port,
+          version: serviceVersion(),
+          store: store.kind,
+          storeUrl: redactStoreUrl(config.storeUrl),
+          adminToken: config.adminToken === undefined ? "unset" : "set",
+        },
+        "listening",
+      );
       return address.port;
     },
     close() {

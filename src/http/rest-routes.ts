@@ -65,6 +65,7 @@ export function registerRestRoutes(
         });
         if (result.dropped > 0) reply.header("x-ingest-dropped", `${result.dropped} bot`);
         reply.header("x-quota-remaining", String(result.quotaRemaining));
+        if (result.tsReplaced > 0) reply.header("x-ingest-ts-replaced", String(result.tsReplaced));
         return reply.code(204).send();
       },
     },

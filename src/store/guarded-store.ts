@@ -12,31 +12,64 @@ export class StoreUnavailableError extends Error {
   override readonly name = "StoreUnavailableError";
 }
 
-export function guardStore(store: Store, options: { timeoutMs?: number } = {}): Store {
-  const { timeoutMs } = options;
+export interface GuardOptions {
+  /** Time limit of each call (asynchronous stores). */
+  timeoutMs?: number;
+  /**
+   * Called when the store stops answering (the first failed call, with its
+   * failure) and when it answers again: once per outage, however many calls
+   * fail during it. Recovery is the first success of a method that failed
+   * during the outage, so reads that still work while writes are locked out
+   * (SQLite under another process's lock) do not end it.
+   */
+  onStateChange?: (available: boolean, cause?: unknown) => void;
+}
+
+export function guardStore(store: Store, options: GuardOptions = {}): Store {
+  const { timeoutMs, onStateChange } = options;
+  // Methods that failed during the current outage; empty while the store is available.
+  const failing = new Set<string>();
+  const succeeded = <R>(method: string, v: R): R => {
+    if (failing.has(method)) {
+      failing.clear();
+      onStateChange?.(true);
+    }
+    return v;
+  };
+  const failed = (method: string, err: unknown): Promise<never> => {
+    const e = unavailable(err);
+    if (failing.size === 0) onStateChange?.(false, e.cause ?? e);
+    failing.add(method);
+    return Promise.reject(e);
+  };
   const wrap =
-    <A extends unknown[], R>(fn: (...args: A) => Promise<R>) =>
+    <A extends unknown[], R>(method: string, fn: (...args: A) => Promise<R>) =>
     (...args: A): Promise<R> => {
       let p: Promise<R>;
       try {
         p = fn(...args);
       } catch (err) {
-        return Promise.reject(unavailable(err));
+        return failed(method, err);
       }
-      if (timeoutMs === undefined) return p.catch((err) => Promise.reject(unavailable(err)));
-      return new Promise<R>((resolve, reject) => {
-        const timer = setTimeout(
-          () => reject(new StoreUnavailableError(`store call took over ${timeoutMs} ms`)),
-          timeoutMs,
+      if (timeoutMs === undefined) {
+        return p.then(
+          (v) => succeeded(method, v),
+          (err) => failed(method, err),
         );
+      }
+      return new Promise<R>((resolve, reject) => {
+        const timer = setTimeout(() => {
+          const late = new StoreUnavailableError(`store call took over ${timeoutMs} ms`);
+          failed(method, late).catch(reject);
+        }, timeoutMs);
         p.then(
           (v) => {
             clearTimeout(timer);
-            resolve(v);
+            resolve(succeeded(method, v));
           },
           (err) => {
             clearTimeout(timer);
-            reject(unavailable(err));
+            failed(method, err).catch(reject);
           },
         );
       });
@@ -50,7 +83,7 @@ export function guardStore(store: Store, options: { timeoutMs?: number } = {}): 
     // Looked up at each call, so a store whose methods change (tests' fault injection) is honoured.
     const call = (...args: unknown[]) =>
       (store[key] as (...a: unknown[]) => Promise<unknown>).apply(store, args);
-    guarded[key] = key === "close" ? call : wrap(call);
+    guarded[key] = key === "close" ? call : wrap(key, call);
   }
   return guarded as unknown as Store;
 }

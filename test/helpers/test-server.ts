@@ -14,13 +14,21 @@ import { createSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
 
 export const ADMIN_TOKEN = "test-admin-token-0123456789";
 
+/**
+ * The instant every test server's clock starts at unless a test sets another:
+ * noon UTC, mid-week, mid-month, so that "an hour ago" and "a minute from now"
+ * stay on the same UTC day and month whatever the wall clock says.
+ */
+export const TEST_NOW = Date.UTC(2026, 2, 11, 12, 0, 0);
+
 /** A clock tests can set and move. */
 export interface TestClock extends Clock {
   set(ms: number): void;
   advance(ms: number): void;
 }
 
-export function createTestClock(start = Date.now()): TestClock {
+/** A clock that stands still at `start` until the test moves it. */
+export function createTestClock(start = TEST_NOW): TestClock {
   let now = start;
   return {
     now: () => now,
@@ -35,6 +43,8 @@ export function createTestClock(start = Date.now()): TestClock {
 
 export interface TestServer {
   app: App;
+  /** The server's clock: the one passed in, or a TestClock standing at TEST_NOW. */
+  clock: Clock;
   store: Store;
   /** `http://127.0.0.1:<port>` */
   url: string;
@@ -47,6 +57,7 @@ export interface TestServer {
 export interface TestServerOptions {
   /** Environment overrides, as the service would read them (e.g. INGEST_QUEUE_CAPACITY). */
   env?: Record<string, string>;
+  /** Defaults to a TestClock at TEST_NOW: tests never depend on the wall clock. */
   clock?: Clock;
   /** Wraps the store, e.g. to slow it down or make it fail. */
   wrapStore?: (store: Store) => Store;
@@ -66,11 +77,12 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     busyTimeoutMs: config.sqliteBusyTimeoutMs,
   });
   const store = options.wrapStore ? options.wrapStore(raw) : raw;
-  const clock = options.clock ?? { now: () => Date.now() };
+  const clock = options.clock ?? createTestClock();
   const app = await createApp({ config, store, clock });
   const port = await app.listen();
   return {
     app,
+    clock,
     store,
     url: `http://127.0.0.1:${port}`,
     port,
@@ -155,7 +167,7 @@ export async function seedTenantFile(
 ): Promise<{ accountId: string; ownerUserId: string; siteId: string; key: string }> {
   const store = createSqliteStore(path);
   try {
-    const admin = createAdmin({ store, clock: { now: () => Date.now() } });
+    const admin = createAdmin({ store, clock: createTestClock() });
     const { accountId, ownerUserId } = await admin.createAccount({
       name: "Seeded",
       plan: "scale",

@@ -30,6 +30,7 @@ import {
   ADMIN_TOKEN,
   createTenant,
   startTestServer,
+  TEST_NOW,
   type Tenant,
   type TestServer,
 } from "../helpers/test-server.js";
@@ -136,7 +137,7 @@ function scalarArb(type: ScalarType, strings: fc.Arbitrary<string>): fc.Arbitrar
     default:
       return fc.oneof(
         fc.bigInt({ min: -(2n ** 63n), max: 2n ** 63n - 1n }),
-        fc.constant(BigInt(Date.now())),
+        fc.constant(BigInt(TEST_NOW)),
       );
   }
 }

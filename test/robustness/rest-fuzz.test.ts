@@ -11,6 +11,7 @@ import { BROWSER_UA, validEvent } from "../helpers/fixtures.js";
 import {
   createTenant,
   startTestServer,
+  TEST_NOW,
   type Tenant,
   type TestServer,
 } from "../helpers/test-server.js";
@@ -130,7 +131,7 @@ function fullEvent(siteId: string): Json {
     l: "en-US",
     uid: "user-1",
     p: { plan: "pro", n: 1, nested: { ok: true } },
-    ts: Date.now(),
+    ts: TEST_NOW,
     ip: "203.0.113.9",
     ua: BROWSER_UA,
   };
@@ -677,7 +678,7 @@ describe("REST bodies: any body gets a success or a 4xx envelope", () => {
           fc.object({ maxDepth: 2 }).map((o) => JSON.parse(JSON.stringify(o) ?? "{}")),
           anyValue,
         ),
-        ts: fc.oneof(fc.constant(Date.now()), fc.maxSafeInteger(), anyValue),
+        ts: fc.oneof(fc.constant(TEST_NOW), fc.maxSafeInteger(), anyValue),
         ip: fc.oneof(
           fc.ipV4(),
           fc.ipV6(),

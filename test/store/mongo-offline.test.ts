@@ -202,9 +202,9 @@ describe("mongodb adapter without a server", () => {
   });
 
   it("fails fast when no server answers", async () => {
-    const started = Date.now();
+    const started = performance.now();
     await expect(createMongoStore("mongodb://127.0.0.1:9/ingest")).rejects.toThrow();
-    expect(Date.now() - started).toBeLessThan(15_000);
+    expect(performance.now() - started).toBeLessThan(15_000);
   });
 
   it("declares a valid validator and named indexes for every collection", () => {

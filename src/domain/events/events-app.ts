@@ -27,6 +27,11 @@ export interface EventsResult {
    * browser request share it); absent when nothing was stored.
    */
   visitorId?: string;
+  /**
+   * Stored events whose `ts` lay outside [receipt − 1 h, receipt + 1 min] and
+   * was replaced by the receipt time (a `ts` in seconds, a wrong clock).
+   */
+  tsReplaced: number;
 }
 
 export interface EventsApp {

@@ -124,7 +124,12 @@ export async function createEventsApp(deps: EventsDeps): Promise<EventsApp> {
     // Nothing left to store: no write at all, and the allowance is unchanged.
     if (kept.length === 0) {
       const used = await fromStore(store.getUsage(account.id, month));
-      return { accepted: 0, dropped, quotaRemaining: Math.max(0, ceiling - used) };
+      return {
+        accepted: 0,
+        dropped,
+        quotaRemaining: Math.max(0, ceiling - used),
+        tsReplaced: 0,
+      };
     }
 
     const countable = kept.filter((k) => k.ev.name !== IDENTIFY).length;
@@ -172,6 +177,7 @@ export async function createEventsApp(deps: EventsDeps): Promise<EventsApp> {
       accepted: records.length,
       dropped,
       quotaRemaining: result.remaining,
+      tsReplaced: kept.filter((k) => k.ev.tsReplaced).length,
     };
     const first = records[0];
     if (first) out.visitorId = first.visitorId;
