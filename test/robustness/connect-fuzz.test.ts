@@ -41,7 +41,6 @@ import {
   describeRequest,
   frame,
   grpcWebTrailer,
-  hasLoneSurrogate,
   headerChar,
   isKnownLibraryInternal,
   leakIn,
