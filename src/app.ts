@@ -9,6 +9,10 @@ import type { Socket } from "node:net";
 import { createContextValues } from "@connectrpc/connect";
 import { fastifyConnectPlugin } from "@connectrpc/connect-fastify";
 import Fastify, { type FastifyError, type FastifyInstance } from "fastify";
+import { file_google_rpc_error_details } from "../gen/google/rpc/error_details_pb.js";
+import { Health } from "../gen/grpc/health/v1/health_pb.js";
+import { ServerReflection as ReflectionV1 } from "../gen/grpc/reflection/v1/reflection_pb.js";
+import { ServerReflection as ReflectionV1alpha } from "../gen/grpc/reflection/v1alpha/reflection_pb.js";
 import { AdminService } from "../gen/ingest/v1/admin_pb.js";
 import { EventsService } from "../gen/ingest/v1/events_pb.js";
 import { PaymentsService } from "../gen/ingest/v1/payments_pb.js";
@@ -28,11 +32,14 @@ import { fromFastifyError, sendError } from "./http/envelope.js";
 import { createOnePortServer, type OnePortServer } from "./http/one-port.js";
 import { registerRestRoutes } from "./http/rest-routes.js";
 import { registerRpcBodyGuard } from "./http/rpc-body-guard.js";
+import { createReadiness } from "./lib/readiness.js";
 import { createAdminService } from "./rpc/admin-service.js";
 import { clientInfoKey } from "./rpc/client-info.js";
 import { createErrorInterceptor } from "./rpc/connect-errors.js";
 import { createEventsService } from "./rpc/events-service.js";
+import { createHealthService } from "./rpc/health-service.js";
 import { createPaymentsService } from "./rpc/payments-service.js";
+import { createReflectionServices } from "./rpc/reflection-service.js";
 import { createReportsService } from "./rpc/reports-service.js";
 import { guardStore } from "./store/guarded-store.js";
 import type { Store } from "./store/port.js";
@@ -86,6 +93,8 @@ export async function createApp(deps: AppDeps): Promise<App> {
     attribution,
   });
 
+  const readiness = createReadiness({ ping: () => store.ping(), timeoutMs: 2_000 });
+
   let server: OnePortServer | undefined;
   const fastify = Fastify({
     logger: {
@@ -126,16 +135,13 @@ export async function createApp(deps: AppDeps): Promise<App> {
 
   fastify.get("/healthz", async () => ({ ok: true, data: { status: "alive" } }));
   fastify.get("/readyz", async (_request, reply) => {
-    try {
-      await withTimeout(store.ping(), 2_000);
-      return { ok: true, data: { status: "ready", store: store.kind } };
-    } catch {
-      return sendError(reply, new DomainError("unavailable", "the store is not reachable"));
-    }
+    if (await readiness.check()) return { ok: true, data: { status: "ready", store: store.kind } };
+    return sendError(reply, new DomainError("unavailable", "the store is not reachable"));
   });
 
   registerRestRoutes(fastify, { auth, payments, events });
-  registerRpcBodyGuard(fastify, [PaymentsService, EventsService, AdminService, ReportsService], {
+  const apiServices = [PaymentsService, EventsService, AdminService, ReportsService];
+  registerRpcBodyGuard(fastify, [...apiServices, Health], {
     limits: {
       "ingest.v1.EventsService/RecordEvents": 8 * 1024,
       "ingest.v1.PaymentsService/RecordPayment": 64 * 1024,
@@ -152,6 +158,16 @@ export async function createApp(deps: AppDeps): Promise<App> {
         ReportsService,
         createReportsService({ reports, adminToken: config.adminToken }),
       );
+      router.service(
+        Health,
+        createHealthService({ readiness, services: apiServices.map((s) => s.typeName) }),
+      );
+      if (config.grpcReflection) {
+        const served = [...apiServices, Health, ReflectionV1, ReflectionV1alpha];
+        const reflection = createReflectionServices(served, [file_google_rpc_error_details]);
+        router.service(ReflectionV1, reflection.v1);
+        router.service(ReflectionV1alpha, reflection.v1alpha);
+      }
     },
     interceptors: [
       createErrorInterceptor((err) => fastify.log.error({ err: scrub(err) }, "rpc failed")),
@@ -182,6 +198,8 @@ export async function createApp(deps: AppDeps): Promise<App> {
     },
     close() {
       closing ??= (async () => {
+        // Health watchers hear NOT_SERVING and their streams end, so they do not hold the close.
+        readiness.markClosing();
         await srv.close(config.shutdownTimeoutMs);
         await Promise.allSettled([payments.drain(), events.drain()]);
         await fastify.close();
@@ -220,20 +238,4 @@ function scrub(err: unknown): { type: string; stack?: string } {
   if (err instanceof Error)
     return { type: err.name, stack: err.stack?.split("\n").slice(1).join("\n") };
   return { type: typeof err };
-}
-
-function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const t = setTimeout(() => reject(new Error("timeout")), ms);
-    p.then(
-      (v) => {
-        clearTimeout(t);
-        resolve(v);
-      },
-      (e) => {
-        clearTimeout(t);
-        reject(e);
-      },
-    );
-  });
 }

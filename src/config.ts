@@ -30,6 +30,8 @@ export interface Config {
   sqliteBusyTimeoutMs: number;
   /** Server processes sharing the port (node:cluster); 1 runs no cluster. */
   workers: number;
+  /** Serves gRPC server reflection (v1 and v1alpha); GRPC_REFLECTION=false turns it off. */
+  grpcReflection: boolean;
 }
 
 type Env = Record<string, string | undefined>;
@@ -43,6 +45,14 @@ function int(env: Env, name: string, fallback: number, min: number, max: number)
     throw new ConfigError(`${name} must be an integer from ${min} to ${max}, got "${raw}"`);
   }
   return Number(raw);
+}
+
+function bool(env: Env, name: string, fallback: boolean): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === "") return fallback;
+  if (raw === "true") return true;
+  if (raw === "false") return false;
+  throw new ConfigError(`${name} must be true or false, got "${raw}"`);
 }
 
 function trustProxy(raw: string | undefined): Config["trustProxy"] {
@@ -92,5 +102,6 @@ export function loadConfig(env: Env = process.env): Config {
     storeTimeoutMs: int(env, "STORE_TIMEOUT_MS", 5_000, 10, 600_000),
     sqliteBusyTimeoutMs: int(env, "SQLITE_BUSY_TIMEOUT_MS", 2_000, 0, 600_000),
     workers: int(env, "WORKERS", 1, 1, 64),
+    grpcReflection: bool(env, "GRPC_REFLECTION", true),
   };
 }
