@@ -28,6 +28,8 @@ import { createEventsApp } from "./domain/events/record-events.js";
 import type { PaymentsApp } from "./domain/payments/payments-app.js";
 import { createPaymentsApp } from "./domain/payments/record-payment.js";
 import { createReports } from "./domain/reports.js";
+import { registerApiReference } from "./http/api-reference.js";
+import { BODY_LIMITS, DEFAULT_BODY_LIMIT } from "./http/body-limits.js";
 import { fromFastifyError, sendError } from "./http/envelope.js";
 import { createOnePortServer, type OnePortServer } from "./http/one-port.js";
 import { registerRestRoutes } from "./http/rest-routes.js";
@@ -139,14 +141,12 @@ export async function createApp(deps: AppDeps): Promise<App> {
     return sendError(reply, new DomainError("unavailable", "the store is not reachable"));
   });
 
+  await registerApiReference(fastify);
   registerRestRoutes(fastify, { auth, payments, events });
   const apiServices = [PaymentsService, EventsService, AdminService, ReportsService];
   registerRpcBodyGuard(fastify, [...apiServices, Health], {
-    limits: {
-      "ingest.v1.EventsService/RecordEvents": 8 * 1024,
-      "ingest.v1.PaymentsService/RecordPayment": 64 * 1024,
-    },
-    defaultLimit: 64 * 1024,
+    limits: BODY_LIMITS,
+    defaultLimit: DEFAULT_BODY_LIMIT,
   });
 
   await fastify.register(fastifyConnectPlugin, {
