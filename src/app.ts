@@ -35,6 +35,7 @@ import { createOnePortServer, type OnePortServer } from "./http/one-port.js";
 import { registerRestRoutes } from "./http/rest-routes.js";
 import { registerRpcBodyGuard } from "./http/rpc-body-guard.js";
 import { createReadiness } from "./lib/readiness.js";
+import { createMetrics, type Metrics, rpcSlotKey } from "./metrics/metrics.js";
 import { createAdminService } from "./rpc/admin-service.js";
 import { clientInfoKey } from "./rpc/client-info.js";
 import { createErrorInterceptor } from "./rpc/connect-errors.js";
@@ -50,6 +51,8 @@ export interface AppDeps {
   config: Config;
   store: Store;
   clock: Clock;
+  /** Where the app reports its metrics; a fresh registry when omitted. */
+  metrics?: Metrics;
 }
 
 export interface App {
@@ -57,6 +60,7 @@ export interface App {
   server: OnePortServer;
   payments: PaymentsApp;
   events: EventsApp;
+  metrics: Metrics;
   /** Listens on config.host:config.port; resolves with the bound port. */
   listen(): Promise<number>;
   /**
@@ -73,9 +77,11 @@ function requestId(header: string | string[] | undefined): string {
 
 export async function createApp(deps: AppDeps): Promise<App> {
   const { config, clock } = deps;
+  const metrics = deps.metrics ?? createMetrics();
   // Database failures answer 503; an asynchronous store also gets a time limit per call.
   const store = guardStore(deps.store, {
     timeoutMs: deps.store.kind === "sqlite" ? undefined : config.storeTimeoutMs,
+    onError: (operation) => metrics.storeError(operation),
   });
   const queue = {
     capacity: config.ingestQueueCapacity,
@@ -86,16 +92,24 @@ export async function createApp(deps: AppDeps): Promise<App> {
   const admin = createAdmin({ store, clock });
   const reports = createReports({ store, clock });
   const attribution = createAttributor({ store, clock });
-  const payments = createPaymentsApp({ store, clock, queue, attribution });
-  const events = await createEventsApp({
+  const payments = createPaymentsApp({
     store,
     clock,
-    queue,
-    geoipDb: config.geoipDb,
+    queue: { ...queue, observer: metrics.queue("payments") },
     attribution,
   });
+  const events = metrics.observeEvents(
+    await createEventsApp({
+      store,
+      clock,
+      queue: { ...queue, observer: metrics.queue("events") },
+      geoipDb: config.geoipDb,
+      attribution,
+    }),
+  );
 
   const readiness = createReadiness({ ping: () => store.ping(), timeoutMs: 2_000 });
+  metrics.setReadinessProbe(() => readiness.check());
 
   let server: OnePortServer | undefined;
   const fastify = Fastify({
@@ -122,6 +136,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
   fastify.addHook("onRequest", async (request, reply) => {
     reply.header("x-request-id", request.id);
   });
+  metrics.observeHttp(fastify);
 
   fastify.setErrorHandler((err: FastifyError, request, reply) => {
     const d = fromFastifyError(err, request);
@@ -170,15 +185,18 @@ export async function createApp(deps: AppDeps): Promise<App> {
       }
     },
     interceptors: [
+      metrics.rpcInterceptor,
       createErrorInterceptor((err) => fastify.log.error({ err: scrub(err) }, "rpc failed")),
     ],
     jsonOptions: { ignoreUnknownFields: false },
     readMaxBytes: 64 * 1024,
     contextValues: (req) =>
-      createContextValues().set(clientInfoKey, {
-        ip: req.ip,
-        userAgent: req.headers["user-agent"],
-      }),
+      createContextValues()
+        .set(clientInfoKey, {
+          ip: req.ip,
+          userAgent: req.headers["user-agent"],
+        })
+        .set(rpcSlotKey, metrics.rpcSlot(req)),
   });
 
   await fastify.ready();
@@ -191,6 +209,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
     server: srv,
     payments,
     events,
+    metrics,
     async listen() {
       const address = await srv.listen(config.port, config.host);
       fastify.log.info({ port: address.port, store: store.kind }, "listening");

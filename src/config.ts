@@ -32,6 +32,10 @@ export interface Config {
   workers: number;
   /** Serves gRPC server reflection (v1 and v1alpha); GRPC_REFLECTION=false turns it off. */
   grpcReflection: boolean;
+  /** Address of the Prometheus metrics listener. */
+  metricsHost: string;
+  /** Port of the metrics listener; undefined (METRICS_PORT unset) serves no metrics. */
+  metricsPort: number | undefined;
 }
 
 type Env = Record<string, string | undefined>;
@@ -103,5 +107,7 @@ export function loadConfig(env: Env = process.env): Config {
     sqliteBusyTimeoutMs: int(env, "SQLITE_BUSY_TIMEOUT_MS", 2_000, 0, 600_000),
     workers: int(env, "WORKERS", 1, 1, 64),
     grpcReflection: bool(env, "GRPC_REFLECTION", true),
+    metricsHost: env.METRICS_HOST || "127.0.0.1",
+    metricsPort: env.METRICS_PORT ? int(env, "METRICS_PORT", 0, 0, 65535) : undefined,
   };
 }

@@ -4,9 +4,17 @@
  * (node:cluster); each opens its own store connection.
  */
 import cluster from "node:cluster";
+import { pino } from "pino";
 import { createApp } from "./app.js";
 import { type Config, ConfigError, loadConfig } from "./config.js";
 import { systemClock } from "./domain/clock.js";
+import {
+  clusterSource,
+  type MetricsServer,
+  registrySource,
+  reportToPrimary,
+  startMetricsServer,
+} from "./metrics/metrics-server.js";
 import { openStore } from "./store/open-store.js";
 
 function readConfig(): Config {
@@ -28,13 +36,17 @@ async function serve(config: Config): Promise<void> {
   });
   const app = await createApp({ config, store, clock: systemClock });
   await app.listen();
+  // A worker's metrics are served by the primary, aggregated; a lone process serves its own.
+  let metricsServer: MetricsServer | undefined;
+  if (cluster.isWorker) reportToPrimary(app.metrics.registry);
+  else metricsServer = await serveMetrics(config, registrySource(app.metrics.registry));
 
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;
     stopping = true;
     app.fastify.log.info({ signal }, "shutting down");
-    app.close().then(
+    Promise.all([app.close(), metricsServer?.close()]).then(
       () => process.exit(0),
       (err) => {
         app.fastify.log.error({ type: (err as Error)?.name }, "shutdown failed");
@@ -52,6 +64,7 @@ async function supervise(config: Config): Promise<void> {
   await (
     await openStore(config.storeUrl, { sqliteBusyTimeoutMs: config.sqliteBusyTimeoutMs })
   ).close();
+  await serveMetrics(config, clusterSource());
   let stopping = false;
   for (let i = 0; i < config.workers; i++) cluster.fork();
   cluster.on("exit", (worker, code, signal) => {
@@ -73,6 +86,20 @@ async function supervise(config: Config): Promise<void> {
   };
   process.on("SIGTERM", () => stop("SIGTERM"));
   process.on("SIGINT", () => stop("SIGINT"));
+}
+
+/** Starts the metrics listener when METRICS_PORT is set. */
+async function serveMetrics(
+  config: Config,
+  source: Parameters<typeof startMetricsServer>[0],
+): Promise<MetricsServer | undefined> {
+  if (config.metricsPort === undefined) return undefined;
+  const server = await startMetricsServer(source, config.metricsHost, config.metricsPort);
+  pino({ level: config.logLevel }).info(
+    { host: config.metricsHost, port: server.port },
+    "metrics listening",
+  );
+  return server;
 }
 
 async function main(): Promise<void> {

@@ -12,11 +12,22 @@ export class StoreUnavailableError extends Error {
   override readonly name = "StoreUnavailableError";
 }
 
-export function guardStore(store: Store, options: { timeoutMs?: number } = {}): Store {
-  const { timeoutMs } = options;
+export function guardStore(
+  store: Store,
+  options: {
+    timeoutMs?: number;
+    /** Told of every failed or timed-out call, by method name (for metrics). */
+    onError?: (operation: string) => void;
+  } = {},
+): Store {
+  const { timeoutMs, onError } = options;
   const wrap =
-    <A extends unknown[], R>(fn: (...args: A) => Promise<R>) =>
+    <A extends unknown[], R>(operation: string, fn: (...args: A) => Promise<R>) =>
     (...args: A): Promise<R> => {
+      const unavailable = (err: unknown) => {
+        onError?.(operation);
+        return toUnavailable(err);
+      };
       let p: Promise<R>;
       try {
         p = fn(...args);
@@ -26,7 +37,8 @@ export function guardStore(store: Store, options: { timeoutMs?: number } = {}): 
       if (timeoutMs === undefined) return p.catch((err) => Promise.reject(unavailable(err)));
       return new Promise<R>((resolve, reject) => {
         const timer = setTimeout(
-          () => reject(new StoreUnavailableError(`store call took over ${timeoutMs} ms`)),
+          () =>
+            reject(unavailable(new StoreUnavailableError(`store call took over ${timeoutMs} ms`))),
           timeoutMs,
         );
         p.then(
@@ -50,12 +62,12 @@ export function guardStore(store: Store, options: { timeoutMs?: number } = {}): 
     // Looked up at each call, so a store whose methods change (tests' fault injection) is honoured.
     const call = (...args: unknown[]) =>
       (store[key] as (...a: unknown[]) => Promise<unknown>).apply(store, args);
-    guarded[key] = key === "close" ? call : wrap(call);
+    guarded[key] = key === "close" ? call : wrap(name, call);
   }
   return guarded as unknown as Store;
 }
 
-function unavailable(err: unknown): StoreUnavailableError {
+function toUnavailable(err: unknown): StoreUnavailableError {
   if (err instanceof StoreUnavailableError) return err;
   const e = new StoreUnavailableError("store call failed");
   (e as { cause?: unknown }).cause = err;
