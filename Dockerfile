@@ -18,6 +18,8 @@ COPY tsconfig.json tsconfig.build.json ./
 COPY gen gen
 COPY openapi openapi
 COPY src src
+COPY tracker tracker
+# dist/ (the server) and dist/tracker/script.js (the browser script it serves).
 RUN npm run build
 
 # Runtime: no compiler, no dev dependencies, not root.

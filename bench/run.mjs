@@ -13,8 +13,8 @@
  *   BENCH_WARMUP        seconds of unmeasured load before each scenario (default 2)
  *   BENCH_CONNECTIONS   autocannon connections (default 64)
  *   BENCH_GRPC_CONCURRENCY  gRPC calls in flight (default 64)
- *   BENCH_ONLY          comma-separated scenario ids to run: baseline,a,b,c,d,e and the
- *                       WORKERS rows a2,b2 (default: all of these), c2 (only when named)
+ *   BENCH_ONLY          comma-separated scenario ids to run: baseline,a,b,c,d,e,f and the
+ *                       WORKERS rows a2,b2,f2 (default: all of these), c2 and f2x (only when named)
  *   BENCH_WORKERS       N for the extra WORKERS=N rows (default 2; 0 = none;
  *                       skipped when the built server has no WORKERS setting)
  *   BENCH_CPU_PROF_DIR  run the server under `node --cpu-prof` writing profiles there
@@ -32,6 +32,7 @@ import Database from "better-sqlite3";
 import {
   batchBodies,
   batchMessages,
+  collectBodies,
   HEADER_UA,
   paymentBody,
   singleEventBodies,
@@ -79,6 +80,7 @@ const SERVER_ENV = {
 };
 const EVENTS_PATH = "/api/v1/events";
 const PAYMENTS_PATH = "/api/v1/payments";
+const COLLECT_PATH = "/api/v1/collect";
 
 const tmpRoot = mkdtempSync(join(os.tmpdir(), "ingest-bench-"));
 process.on("exit", () => rmSync(tmpRoot, { recursive: true, force: true }));
@@ -138,7 +140,7 @@ function serverSupportsWorkers() {
   }
 }
 
-async function startServer(tenant, { workers, profile } = {}) {
+async function startServer(tenant, { workers, profile, serverEnv } = {}) {
   const port = await freePort();
   const args = [];
   if (profile && PROF_DIR) args.push("--cpu-prof", `--cpu-prof-dir=${PROF_DIR}`);
@@ -153,6 +155,7 @@ async function startServer(tenant, { workers, profile } = {}) {
       PORT: String(port),
       STORE_URL: `sqlite:${tenant.dbPath}`,
       ...(workers ? { WORKERS: String(workers) } : {}),
+      ...serverEnv,
     },
   });
 }
@@ -191,16 +194,18 @@ async function httpScenario({
   makeBodies,
   at70 = false,
   workers,
+  headers: extraHeaders,
+  serverEnv,
 }) {
   const quietBefore = await quiet();
   const tenant = await freshTenant(id);
-  const server = await startServer(tenant, { workers, profile: true });
+  const server = await startServer(tenant, { workers, profile: true, serverEnv });
   const rss = rssSampler(server.pid);
   try {
     // makeBodies gives a pool of bodies, or a function of the request's index.
     const made = makeBodies(tenant);
     const bodyOf = typeof made === "function" ? made : (i) => made[i % made.length];
-    const headers = headersFor(tenant.key);
+    const headers = extraHeaders ?? headersFor(tenant.key);
     const common = { url: server.url, path, headers, bodyOf };
     if (WARMUP > 0) await cannon({ ...common, connections: CONNECTIONS, durationSec: WARMUP });
     const before = countRows(tenant.dbPath, table);
@@ -407,6 +412,30 @@ const scenarioC = (workers) => ({
   workers,
 });
 
+/**
+ * f) The public collect endpoint: the same pageviews as a) without ip/ua (the
+ * connection's are used), sent as a browser does (text/plain, Origin, no key).
+ * Every request comes from 127.0.0.1, so the limit is set out of reach: the
+ * row measures the cost of checking it, not of refusing. `f<N>x` (only when
+ * named) is the WORKERS=N row with the limit off, to isolate the cost of
+ * asking the cluster primary.
+ */
+const scenarioF = (workers, limit = "100000000") => ({
+  id: `f${workers ? workers : ""}${limit === "0" ? "x" : ""}`,
+  label: `f) collect pageviews (browser, no key)${workers ? ` (WORKERS=${workers})` : ""}${limit === "0" ? ", COLLECT_RATE_LIMIT=0" : ""}`,
+  path: COLLECT_PATH,
+  table: "events",
+  eventsPerRequest: 1,
+  makeBodies: (t) => collectBodies(t.siteId, 4096),
+  headers: {
+    "content-type": "text/plain;charset=UTF-8",
+    "user-agent": HEADER_UA,
+    origin: "https://example.com",
+  },
+  serverEnv: { COLLECT_RATE_LIMIT: limit },
+  workers,
+});
+
 async function main() {
   const workersOk = WORKERS > 0 && serverSupportsWorkers();
   log(
@@ -427,9 +456,12 @@ async function main() {
     });
   }
   if (want("e")) await grpcScenario({ id: "e", label: "e) gRPC RecordEvents, batches of 50" });
+  if (want("f")) await httpScenario(scenarioF());
   if (workersOk) {
     if (want(`a${WORKERS}`)) await httpScenario(scenarioA(WORKERS));
     if (want(`b${WORKERS}`)) await httpScenario(scenarioB(WORKERS));
+    if (want(`f${WORKERS}`)) await httpScenario(scenarioF(WORKERS));
+    if (ONLY?.has(`f${WORKERS}x`)) await httpScenario(scenarioF(WORKERS, "0"));
     // Not in the default run (time budget): BENCH_ONLY=c2 adds it.
     if (ONLY?.has(`c${WORKERS}`)) await httpScenario(scenarioC(WORKERS));
   } else if (WORKERS > 0) {
@@ -454,6 +486,14 @@ function targets() {
       target: "single events ≥ 0.5× baseline requests/s",
       value: `${fmt(ratio, 2)}×`,
       met: ratio >= 0.5,
+    });
+  }
+  if (by.f && by.a) {
+    const ratio = by.f.requestsPerSec / by.a.requestsPerSec;
+    out.push({
+      target: "collect ≈ events endpoint (same application function)",
+      value: `${fmt(ratio, 2)}× a)`,
+      met: ratio >= 0.8,
     });
   }
   if (by.b) {

@@ -17,6 +17,7 @@ import { AdminService } from "../gen/ingest/v1/admin_pb.js";
 import { EventsService } from "../gen/ingest/v1/events_pb.js";
 import { PaymentsService } from "../gen/ingest/v1/payments_pb.js";
 import { ReportsService } from "../gen/ingest/v1/reports_pb.js";
+import type { RateLimiter } from "./cluster/rate-limiter.js";
 import type { Config } from "./config.js";
 import { createAdmin } from "./domain/admin.js";
 import { createAttributor } from "./domain/attribution/attribute.js";
@@ -30,10 +31,16 @@ import { createPaymentsApp } from "./domain/payments/record-payment.js";
 import { createReports } from "./domain/reports.js";
 import { registerApiReference } from "./http/api-reference.js";
 import { BODY_LIMITS, DEFAULT_BODY_LIMIT } from "./http/body-limits.js";
+import { registerCollectRoutes } from "./http/collect-routes.js";
 import { fromFastifyError, sendError } from "./http/envelope.js";
 import { createOnePortServer, type OnePortServer } from "./http/one-port.js";
 import { registerRestRoutes } from "./http/rest-routes.js";
 import { registerRpcBodyGuard } from "./http/rpc-body-guard.js";
+import {
+  loadTrackerBundle,
+  registerTrackerScript,
+  type TrackerBundle,
+} from "./http/tracker-script.js";
 import { createReadiness } from "./lib/readiness.js";
 import { createMetrics, type Metrics, rpcSlotKey } from "./metrics/metrics.js";
 import { createAdminService } from "./rpc/admin-service.js";
@@ -53,6 +60,13 @@ export interface AppDeps {
   clock: Clock;
   /** Where the app reports its metrics; a fresh registry when omitted. */
   metrics?: Metrics;
+  /**
+   * Where the collect endpoint's per-client limits are counted. Default: in
+   * this process, by `clock` (main.ts passes the cluster primary's under WORKERS).
+   */
+  collectLimiter?: RateLimiter;
+  /** The tracking script; default: the bundle `npm run build` wrote to dist/tracker/. */
+  trackerBundle?: TrackerBundle;
 }
 
 export interface App {
@@ -158,6 +172,11 @@ export async function createApp(deps: AppDeps): Promise<App> {
 
   await registerApiReference(fastify);
   registerRestRoutes(fastify, { auth, payments, events });
+  registerCollectRoutes(fastify, {
+    events,
+    rateLimit: { perMinute: config.collectRateLimit, clock, shared: deps.collectLimiter },
+  });
+  registerTrackerScript(fastify, deps.trackerBundle ?? loadTrackerBundle());
   const apiServices = [PaymentsService, EventsService, AdminService, ReportsService];
   registerRpcBodyGuard(fastify, [...apiServices, Health], {
     limits: BODY_LIMITS,

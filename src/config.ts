@@ -36,6 +36,8 @@ export interface Config {
   metricsHost: string;
   /** Port of the metrics listener; undefined (METRICS_PORT unset) serves no metrics. */
   metricsPort: number | undefined;
+  /** Requests per minute one client address may send to the public collect endpoint; 0: no limit. */
+  collectRateLimit: number;
 }
 
 type Env = Record<string, string | undefined>;
@@ -109,5 +111,6 @@ export function loadConfig(env: Env = process.env): Config {
     grpcReflection: bool(env, "GRPC_REFLECTION", true),
     metricsHost: env.METRICS_HOST || "127.0.0.1",
     metricsPort: env.METRICS_PORT ? int(env, "METRICS_PORT", 0, 0, 65535) : undefined,
+    collectRateLimit: int(env, "COLLECT_RATE_LIMIT", 600, 0, 1_000_000_000),
   };
 }

@@ -6,6 +6,7 @@
 import cluster from "node:cluster";
 import { pino } from "pino";
 import { createApp } from "./app.js";
+import { createWorkerRateLimiter, serveRateLimits } from "./cluster/rate-limiter.js";
 import { type Config, ConfigError, loadConfig } from "./config.js";
 import { systemClock } from "./domain/clock.js";
 import {
@@ -34,7 +35,9 @@ async function serve(config: Config): Promise<void> {
   const store = await openStore(config.storeUrl, {
     sqliteBusyTimeoutMs: config.sqliteBusyTimeoutMs,
   });
-  const app = await createApp({ config, store, clock: systemClock });
+  // Under WORKERS the primary holds the collect endpoint's rate limits for every worker.
+  const collectLimiter = cluster.isWorker ? createWorkerRateLimiter() : undefined;
+  const app = await createApp({ config, store, clock: systemClock, collectLimiter });
   await app.listen();
   // A worker's metrics are served by the primary, aggregated; a lone process serves its own.
   let metricsServer: MetricsServer | undefined;
@@ -64,6 +67,9 @@ async function supervise(config: Config): Promise<void> {
   await (
     await openStore(config.storeUrl, { sqliteBusyTimeoutMs: config.sqliteBusyTimeoutMs })
   ).close();
+  if (config.collectRateLimit > 0) {
+    serveRateLimits(cluster, { perMinute: config.collectRateLimit, now: systemClock.now });
+  }
   await serveMetrics(config, clusterSource());
   let stopping = false;
   for (let i = 0; i < config.workers; i++) cluster.fork();

@@ -30,7 +30,7 @@ import {
 } from "@bufbuild/protobuf/wkt";
 import { getComments, type Plugin, runNodeJs } from "@bufbuild/protoplugin";
 import { ERROR_TABLE, errors, INTERNAL_MESSAGE } from "../src/domain/errors.js";
-import { bodyLimitOf } from "../src/http/body-limits.js";
+import { bodyLimitOf, COLLECT_BODY_LIMIT } from "../src/http/body-limits.js";
 
 type Json = Record<string, unknown>;
 
@@ -392,6 +392,174 @@ function operation(method: DescMethod, verb: string, path: string): Json {
   };
 }
 
+/**
+ * The browser side, which has no proto method of its own: the public collect
+ * endpoint (the events body of RecordEvents, without a key) and the script.
+ */
+function browserPaths(eventsInput: DescMessage): Json {
+  const limitKb = Math.round(COLLECT_BODY_LIMIT / 1024);
+  const cors = {
+    "Access-Control-Allow-Origin": { $ref: "#/components/headers/Access-Control-Allow-Origin" },
+  };
+  const errorsOf = (list: Record<number, ErrorResponse>): Json =>
+    Object.fromEntries(
+      Object.entries(list).map(([status, e]) => [
+        status,
+        {
+          description: e.description,
+          headers: {
+            ...cors,
+            ...(e.retryAfter
+              ? { "Retry-After": { $ref: "#/components/headers/Retry-After" } }
+              : {}),
+          },
+          content: jsonError(e.examples),
+        },
+      ]),
+    );
+  return {
+    "/api/v1/collect": {
+      post: {
+        operationId: "collect",
+        tags: ["Browser"],
+        summary: "Collect (POST /api/v1/collect): events from the tracking script",
+        description: [
+          "The public endpoint the browser script posts to. No key: the site id `s` is the credential, the `Origin` (when sent) must be a page on one of the site's hostnames, and the visitor's address and user agent come from the connection (`ip` and `ua` in the body are refused).",
+          "Same body and rules as POST /api/v1/events. `Content-Type: text/plain` is accepted so browsers send it without a CORS preflight.",
+          `The body is at most ${limitKb} KB. Each client address may send COLLECT_RATE_LIMIT requests a minute (default 600).`,
+        ].join("\n\n"),
+        security: [],
+        "x-body-limit-bytes": COLLECT_BODY_LIMIT,
+        requestBody: {
+          required: true,
+          content: {
+            "text/plain": { schema: ref(eventsInput) },
+            "application/json": {
+              schema: ref(eventsInput),
+              example: {
+                s: "site_123",
+                e: "pageview",
+                u: "https://acme.test/pricing",
+                r: "https://www.google.com/",
+              },
+            },
+          },
+        },
+        responses: {
+          200: {
+            description: "Stored; the visitor id to pass with payments as `customer.visitor_id`.",
+            headers: cors,
+            content: {
+              "application/json": {
+                schema: {
+                  type: "object",
+                  required: ["ok", "data"],
+                  additionalProperties: false,
+                  properties: {
+                    ok: { const: true },
+                    data: {
+                      type: "object",
+                      required: ["visitor_id"],
+                      additionalProperties: false,
+                      properties: { visitor_id: { type: "string" } },
+                    },
+                  },
+                },
+                example: { ok: true, data: { visitor_id: "v_3f2a…" } },
+              },
+            },
+          },
+          204: {
+            description: "Nothing stored: every event looked automated (`X-Ingest-Dropped`).",
+            headers: {
+              ...cors,
+              "X-Ingest-Dropped": { $ref: "#/components/headers/X-Ingest-Dropped" },
+            },
+          },
+          ...errorsOf({
+            400: {
+              description:
+                "Malformed JSON, an unknown or invalid field, `ip`/`ua` in the body, or an `Origin` not on the site.",
+              examples: errorExamples([
+                { summary: "Unknown field", err: errors.invalidJson('unknown field "x"') },
+              ]),
+            },
+            404: {
+              description: "Unknown site.",
+              examples: errorExamples([{ summary: "Unknown site", err: errors.unknownSite() }]),
+            },
+            429: {
+              description:
+                "Too many requests from this address (`rate_limited`), or the account is over its monthly quota (`quota_exceeded`). Wait `Retry-After` seconds.",
+              retryAfter: "1",
+              examples: errorExamples([
+                { summary: "Per-address limit", err: errors.tooManyRequests(1) },
+                { summary: "Quota", err: errors.quotaExceeded(1_296_000) },
+              ]),
+            },
+            503: {
+              description: "The ingest queue is full or the store is unavailable.",
+              retryAfter: "2",
+              examples: errorExamples([
+                { summary: "Queue full", err: errors.queueFull() },
+                { summary: "Store down", err: errors.storeUnavailable() },
+              ]),
+            },
+            ...commonErrors(limitKb),
+          }),
+        },
+      },
+      options: {
+        operationId: "collectPreflight",
+        tags: ["Browser"],
+        summary: "CORS preflight of POST /api/v1/collect",
+        security: [],
+        responses: {
+          204: {
+            description: "Any origin may post JSON here.",
+            headers: {
+              ...cors,
+              "Access-Control-Allow-Methods": { schema: { type: "string", const: "POST" } },
+              "Access-Control-Allow-Headers": { schema: { type: "string", const: "Content-Type" } },
+              "Access-Control-Max-Age": { schema: { type: "integer" } },
+            },
+          },
+        },
+      },
+    },
+    "/js/script.js": {
+      get: {
+        operationId: "trackerScript",
+        tags: ["Browser"],
+        summary: "The tracking script (see docs/tracker.md for the snippet)",
+        security: [],
+        responses: {
+          200: {
+            description: "JavaScript; gzip or brotli when accepted; cached an hour, with an ETag.",
+            headers: { ETag: { schema: { type: "string" } } },
+            content: { "text/javascript": { schema: { type: "string" } } },
+          },
+          304: { description: "Not modified (If-None-Match matched the ETag)." },
+          404: {
+            description: "The script was not built (`npm run build`).",
+            content: jsonError(
+              errorExamples([
+                {
+                  summary: "Not built",
+                  err: {
+                    shape: ERROR_TABLE.not_found,
+                    message: "the tracking script is not built: run npm run build",
+                  },
+                },
+              ]),
+            ),
+          },
+        },
+      },
+    },
+  };
+}
+
 /** Routes of the service that are not API methods: probes and this document. */
 function operationalPaths(): Json {
   const ok = (description: string, example: Json): Json => ({
@@ -481,6 +649,12 @@ function generate(request: CodeGeneratorRequest): string | undefined {
     }
   }
   if (Object.keys(paths).length === 0) return undefined;
+  const eventsInput = registry.getMessage("ingest.v1.RecordEventsRequest");
+  if (!eventsInput) throw new Error("ingest.v1.RecordEventsRequest is not among the inputs");
+  tags.push({
+    name: "Browser",
+    description: "The tracking script and its public endpoint; no key.",
+  });
   tags.push({ name: "Operations", description: "Probes and this reference; no key needed." });
   const codes = [...new Set(Object.values(ERROR_TABLE).map((e) => e.code))].sort();
   const doc = {
@@ -492,7 +666,7 @@ function generate(request: CodeGeneratorRequest): string | undefined {
     },
     servers: [{ url: "http://127.0.0.1:8080", description: "A local `npm start`" }],
     tags,
-    paths: { ...sortKeys(paths), ...operationalPaths() },
+    paths: { ...sortKeys(paths), ...browserPaths(eventsInput), ...operationalPaths() },
     components: {
       securitySchemes: {
         apiKey: {
@@ -504,6 +678,10 @@ function generate(request: CodeGeneratorRequest): string | undefined {
         },
       },
       headers: {
+        "Access-Control-Allow-Origin": {
+          description: "`*`: pages on any origin may read the answer.",
+          schema: { type: "string", const: "*" },
+        },
         "Retry-After": {
           description: "Seconds to wait before retrying.",
           schema: { type: "integer", minimum: 0 },

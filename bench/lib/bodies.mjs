@@ -54,6 +54,17 @@ export function singleEventBodies(site, n) {
   return Array.from({ length: n }, (_, i) => JSON.stringify(pageview(site, i)));
 }
 
+/**
+ * `n` single pageviews for the public collect endpoint: the same bodies
+ * without `ip`/`ua`, which that endpoint takes from the connection.
+ */
+export function collectBodies(site, n) {
+  return Array.from({ length: n }, (_, i) => {
+    const { ip: _ip, ua: _ua, ...ev } = pageview(site, i);
+    return JSON.stringify(ev);
+  });
+}
+
 /** One batch element: small, so 50 fit in the 8 KB body limit. */
 function batchElement(i) {
   return {

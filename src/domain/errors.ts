@@ -41,6 +41,8 @@ export const ERROR_TABLE = {
   plan_required: { status: 403, code: "forbidden", rpc: "failed_precondition" },
   quota_exceeded: { status: 429, code: "quota_exceeded", rpc: "resource_exhausted" },
   rate_limited: { status: 503, code: "rate_limited", rpc: "unavailable" },
+  /** One client sent too many requests (the public collect endpoint's per-IP limit). */
+  too_many_requests: { status: 429, code: "rate_limited", rpc: "resource_exhausted" },
   unavailable: { status: 503, code: "unavailable", rpc: "unavailable" },
   internal: { status: 500, code: "internal", rpc: "internal" },
 } as const satisfies Record<string, ErrorShape>;
@@ -87,6 +89,12 @@ export const errors = {
   quotaExceeded: (retryAfterSeconds: number) =>
     new DomainError("quota_exceeded", "monthly event quota exceeded", retryAfterSeconds),
   queueFull: () => new DomainError("rate_limited", "ingest queue is full, retry later", 2),
+  tooManyRequests: (retryAfterSeconds: number) =>
+    new DomainError(
+      "too_many_requests",
+      "too many requests from this address, retry later",
+      retryAfterSeconds,
+    ),
   storeUnavailable: () =>
     new DomainError("unavailable", "the store is unavailable, retry later", 2),
   adminTokenUnset: () =>

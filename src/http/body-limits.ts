@@ -10,6 +10,9 @@ export const BODY_LIMITS: Readonly<Record<string, number>> = {
   "ingest.v1.PaymentsService/RecordPayment": 64 * 1024,
 };
 
+/** The public browser endpoint, POST /api/v1/collect: the same events body as RecordEvents. */
+export const COLLECT_BODY_LIMIT = 8 * 1024;
+
 /** Every other method (admin, reports, health). */
 export const DEFAULT_BODY_LIMIT = 64 * 1024;
 

@@ -9,7 +9,7 @@ import { Code, ConnectError, createContextKey, type Interceptor } from "@connect
 import type { FastifyInstance, FastifyRequest } from "fastify";
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 import type { DomainError } from "../domain/errors.js";
-import type { EventsApp } from "../domain/events/events-app.js";
+import type { EventsApp, EventsResult } from "../domain/events/events-app.js";
 import type { GroupCommitObserver } from "../lib/group-commit.js";
 
 /** Why events were not stored: the `reason` label of ingest_events_dropped_total. */
@@ -191,21 +191,24 @@ export function createMetrics(): Metrics {
       };
     },
     observeEvents(events) {
+      /** Counts the outcome of one call of the server (`record`) or browser (`collect`) door. */
+      const counted = async (body: Record<string, unknown>, call: Promise<EventsResult>) => {
+        try {
+          const result = await call;
+          accepted.inc(result.accepted);
+          if (result.dropped > 0) dropped.inc({ reason: "bot" }, result.dropped);
+          return result;
+        } catch (err) {
+          const kind = (err as Partial<DomainError>).kind;
+          const reason = (kind && DROP_REASONS[kind]) ?? "rejected";
+          dropped.inc({ reason }, eventCount(body));
+          throw err;
+        }
+      };
       return {
         drain: () => events.drain(),
-        async record(principal, body, client) {
-          try {
-            const result = await events.record(principal, body, client);
-            accepted.inc(result.accepted);
-            if (result.dropped > 0) dropped.inc({ reason: "bot" }, result.dropped);
-            return result;
-          } catch (err) {
-            const kind = (err as Partial<DomainError>).kind;
-            const reason = (kind && DROP_REASONS[kind]) ?? "rejected";
-            dropped.inc({ reason }, eventCount(body));
-            throw err;
-          }
-        },
+        record: (principal, body, client) => counted(body, events.record(principal, body, client)),
+        collect: (body, client) => counted(body, events.collect(body, client)),
       };
     },
     storeError(operation) {

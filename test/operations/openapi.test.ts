@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { validate } from "@readme/openapi-parser";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ERROR_TABLE } from "../../src/domain/errors.js";
+import { BROWSER_UA } from "../helpers/fixtures.js";
 import { ROOT } from "../helpers/rpc-clients.js";
 import {
   createTenant,
@@ -21,7 +22,9 @@ import {
 interface Operation {
   "x-body-limit-bytes"?: number;
   requestBody?: {
-    content: { "application/json": { examples: Record<string, { value: unknown }> } };
+    content: {
+      "application/json": { examples?: Record<string, { value: unknown }>; example?: unknown };
+    };
   };
   responses: Record<
     string,
@@ -112,14 +115,18 @@ describe("OpenAPI document", () => {
       const post = ops.post;
       if (!post?.requestBody) continue;
       const success = Object.keys(post.responses).find((s) => s.startsWith("2"));
-      for (const [name, example] of Object.entries(
-        post.requestBody.content["application/json"].examples,
-      )) {
+      const json = post.requestBody.content["application/json"];
+      const examples = json.examples ?? { example: { value: json.example } };
+      for (const [name, example] of Object.entries(examples)) {
         // Examples name a placeholder site; this tenant's site stands in for it.
         const body = JSON.parse(
           JSON.stringify(example.value).replaceAll("site_123", tenant.siteId),
         );
-        const res = await postJson(`${server.url}${path}`, body, { key: tenant.key });
+        // As a browser would send it (the collect endpoint drops library user agents as bots).
+        const res = await postJson(`${server.url}${path}`, body, {
+          key: tenant.key,
+          headers: { "user-agent": BROWSER_UA },
+        });
         expect(`${path} ${name}: ${res.status} ${res.text}`).toBe(
           `${path} ${name}: ${success} ${res.text}`,
         );
@@ -132,6 +139,7 @@ describe("OpenAPI document", () => {
       ops.post?.["x-body-limit-bytes"] ? [[path, ops.post["x-body-limit-bytes"]] as const] : [],
     );
     expect(Object.fromEntries(limits)).toEqual({
+      "/api/v1/collect": 8192,
       "/api/v1/events": 8192,
       "/api/v1/payments": 65536,
     });

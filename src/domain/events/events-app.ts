@@ -1,4 +1,4 @@
-/** The events application: what both doors (REST and Connect) call. */
+/** The events application: what every door (REST, Connect, the public collect endpoint) calls. */
 import type { KeyPrincipal } from "../../store/port.js";
 
 /** What the door knows of the HTTP client that sent the request. */
@@ -9,6 +9,12 @@ export interface ClientInfo {
   userAgent: string | undefined;
 }
 
+/** What the collect door knows of a browser's request besides its address and user agent. */
+export interface BrowserClientInfo extends ClientInfo {
+  /** The `Origin` header, when the client sent one. */
+  origin: string | undefined;
+}
+
 export interface EventsResult {
   /** Events stored. */
   accepted: number;
@@ -16,6 +22,11 @@ export interface EventsResult {
   dropped: number;
   /** Events the account may still send this UTC month. */
   quotaRemaining: number;
+  /**
+   * The visitor id stored with the request's first event (all events of one
+   * browser request share it); absent when nothing was stored.
+   */
+  visitorId?: string;
 }
 
 export interface EventsApp {
@@ -29,6 +40,13 @@ export interface EventsApp {
     body: Record<string, unknown>,
     client: ClientInfo,
   ): Promise<EventsResult>;
+  /**
+   * The same for a browser, without a key: the site id in the body is the
+   * credential, the `Origin` (when sent) must be one of the site's hosts, and
+   * the visitor's ip and user agent come only from the connection (`ip`/`ua`
+   * in the body are refused).
+   */
+  collect(body: Record<string, unknown>, client: BrowserClientInfo): Promise<EventsResult>;
   /** Writes what is queued; called on shutdown. */
   drain(): Promise<void>;
 }

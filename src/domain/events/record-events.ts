@@ -1,11 +1,13 @@
 /**
  * The events application: check, filter, enrich, count and durably store
- * events sent from customers' servers. Both doors (REST and Connect) call it,
- * so every rule lives here once.
+ * events sent from customers' servers (`record`: REST and Connect, with a
+ * key) and from browsers (`collect`: the public collect endpoint, no key).
+ * Every door calls it, so every rule lives here once.
  *
  * A request goes through, in this order (the spec's order of errors; the
  * doors have already answered 401/403 scope, 413 and `invalid JSON`):
- *  1. site: unknown → 404, another site than the key's → 403;
+ *  1. site: unknown → 404, another site than the key's → 403 (`record`), an
+ *     `Origin` that is not one of the site's hosts → 400 (`collect`);
  *  2. fields → 400 naming every problem;
  *  3. bot filter: automated user agents are dropped (not stored, not counted);
  *  4. enrichment: visitor id, country, browser/OS/device, referrer host, UTM, click ids;
@@ -28,6 +30,7 @@ import type {
   EventGroupResult,
   EventRecord,
   IdentityLink,
+  SiteRecord,
   Store,
 } from "../../store/port.js";
 import type { Attributor } from "../attribution/attribute.js";
@@ -36,8 +39,9 @@ import type { Clock } from "../clock.js";
 import { DomainError, errors } from "../errors.js";
 import { ALLOWANCES, secondsUntilNextMonth, utcMonth } from "../plans.js";
 import { isAutomatedUserAgent } from "./bot-filter.js";
-import type { EventsApp, EventsResult } from "./events-app.js";
+import type { ClientInfo, EventsApp, EventsResult } from "./events-app.js";
 import { type Geo, openGeo } from "./geo.js";
+import { checkOrigin } from "./origin.js";
 import { urlParts } from "./url-parts.js";
 import { describeUserAgent } from "./user-agent.js";
 import { siteIdOf, type ValidEvent, validateEvents } from "./validate-events.js";
@@ -96,88 +100,117 @@ export async function createEventsApp(deps: EventsDeps): Promise<EventsApp> {
     },
   });
 
+  /**
+   * Steps 3 to 6 for checked events of a known site, whichever door they came
+   * through: the one copy of the bot filter, enrichment, quota and write.
+   */
+  async function ingest(
+    site: SiteRecord,
+    accountId: string,
+    events: ValidEvent[],
+    client: ClientInfo,
+    now: number,
+  ): Promise<EventsResult> {
+    // 3. Bots: by the effective user agent, event by event (a batch may mix visitors).
+    const clientIp = client.ip === undefined ? undefined : canonicalIp(client.ip);
+    const kept: { ev: ValidEvent; ip: string; ua: string }[] = [];
+    for (const ev of events) {
+      const ua = ev.ua ?? client.userAgent ?? "";
+      if (isAutomatedUserAgent(ua)) continue;
+      kept.push({ ev, ip: ev.ip ?? clientIp ?? "", ua });
+    }
+    const dropped = events.length - kept.length;
+
+    const account = await fromStore(store.getAccount(accountId));
+    if (!account) throw new DomainError("internal", "the site's account does not exist");
+    const { ceiling } = ALLOWANCES[account.plan];
+    const month = utcMonth(now);
+
+    // Nothing left to store: no write at all, and the allowance is unchanged.
+    if (kept.length === 0) {
+      const used = await fromStore(store.getUsage(account.id, month));
+      return { accepted: 0, dropped, quotaRemaining: Math.max(0, ceiling - used) };
+    }
+
+    const countable = kept.filter((k) => k.ev.name !== IDENTIFY).length;
+    // 5a. Cheap early refusal: the counter never goes down within a month.
+    if (countable > 0) {
+      const used = await fromStore(store.getUsage(account.id, month));
+      if (used + countable > ceiling) throw errors.quotaExceeded(secondsUntilNextMonth(now));
+    }
+
+    // 4. Enrichment.
+    const records = await Promise.all(
+      kept.map((k) => enrich(k.ev, site.id, k.ip, k.ua, now, geo, visitors)),
+    );
+    const links: IdentityLink[] = records
+      .filter((r) => r.name === IDENTIFY && r.userId !== undefined)
+      .map((r) => ({
+        siteId: site.id,
+        visitorId: r.visitorId,
+        userId: r.userId as string,
+        ts: r.ts,
+      }));
+
+    // 5b + 6. One group per request, written with other requests' groups.
+    const group: EventGroup = {
+      accountId: account.id,
+      month,
+      ceiling,
+      countable,
+      events: records,
+      links,
+      touches: touchesOf(records, site.hostnames),
+    };
+    let result: EventGroupResult;
+    try {
+      // Weight = events, so capacity bounds memory in events; a request larger
+      // than the whole capacity still goes through when the queue is empty.
+      result = await pipeline.submit(group, Math.min(records.length, queue.capacity));
+    } catch (err) {
+      if (err instanceof QueueFullError) throw errors.queueFull();
+      if (err instanceof DomainError) throw err;
+      throw errors.storeUnavailable();
+    }
+    if (!result.ok) throw errors.quotaExceeded(secondsUntilNextMonth(now));
+    const out: EventsResult = {
+      accepted: records.length,
+      dropped,
+      quotaRemaining: result.remaining,
+    };
+    const first = records[0];
+    if (first) out.visitorId = first.visitorId;
+    return out;
+  }
+
+  /** Step 1 for both doors: the site a body names. No `s`: field errors only. */
+  async function siteOf(body: Record<string, unknown>, now: number): Promise<SiteRecord> {
+    const siteId = siteIdOf(body);
+    if (siteId === undefined) validateEvents(body, undefined, now); // always throws
+    const site = await fromStore(store.getSite(siteId as string));
+    if (!site) throw errors.unknownSite();
+    return site;
+  }
+
   return {
     async record(principal, body, client) {
       const now = clock.now();
-
-      // 1. The site, before any field rule (the spec's order). No `s`: field errors only.
-      const siteId = siteIdOf(body);
-      if (siteId === undefined) validateEvents(body, undefined, now); // always throws
-      const site = await fromStore(store.getSite(siteId as string));
-      if (!site) throw errors.unknownSite();
+      // 1. The site, before any field rule (the spec's order).
+      const site = await siteOf(body, now);
       if (site.id !== principal.siteId) throw errors.foreignSite();
-
       // 2. Fields.
       const { events } = validateEvents(body, site.hostnames, now);
+      return ingest(site, principal.accountId, events, client, now);
+    },
 
-      // 3. Bots: by the effective user agent, event by event (a batch may mix visitors).
-      const clientIp = client.ip === undefined ? undefined : canonicalIp(client.ip);
-      const kept: { ev: ValidEvent; ip: string; ua: string }[] = [];
-      for (const ev of events) {
-        const ua = ev.ua ?? client.userAgent ?? "";
-        if (isAutomatedUserAgent(ua)) continue;
-        kept.push({ ev, ip: ev.ip ?? clientIp ?? "", ua });
-      }
-      const dropped = events.length - kept.length;
-
-      const account = await fromStore(store.getAccount(principal.accountId));
-      if (!account) throw new DomainError("internal", "the key's account does not exist");
-      const { ceiling } = ALLOWANCES[account.plan];
-      const month = utcMonth(now);
-
-      // Nothing left to store: no write at all, and the allowance is unchanged.
-      if (kept.length === 0) {
-        const used = await fromStore(store.getUsage(account.id, month));
-        return { accepted: 0, dropped, quotaRemaining: Math.max(0, ceiling - used) };
-      }
-
-      const countable = kept.filter((k) => k.ev.name !== IDENTIFY).length;
-      // 5a. Cheap early refusal: the counter never goes down within a month.
-      if (countable > 0) {
-        const used = await fromStore(store.getUsage(account.id, month));
-        if (used + countable > ceiling) throw errors.quotaExceeded(secondsUntilNextMonth(now));
-      }
-
-      // 4. Enrichment.
-      const records = await Promise.all(
-        kept.map((k) => enrich(k.ev, site.id, k.ip, k.ua, now, geo, visitors)),
-      );
-      const links: IdentityLink[] = records
-        .filter((r) => r.name === IDENTIFY && r.userId !== undefined)
-        .map((r) => ({
-          siteId: site.id,
-          visitorId: r.visitorId,
-          userId: r.userId as string,
-          ts: r.ts,
-        }));
-
-      // 5b + 6. One group per request, written with other requests' groups.
-      const group: EventGroup = {
-        accountId: account.id,
-        month,
-        ceiling,
-        countable,
-        events: records,
-        links,
-        touches: touchesOf(records, site.hostnames),
-      };
-      let result: EventGroupResult;
-      try {
-        // Weight = events, so capacity bounds memory in events; a request larger
-        // than the whole capacity still goes through when the queue is empty.
-        result = await pipeline.submit(group, Math.min(records.length, queue.capacity));
-      } catch (err) {
-        if (err instanceof QueueFullError) throw errors.queueFull();
-        if (err instanceof DomainError) throw err;
-        throw errors.storeUnavailable();
-      }
-      if (!result.ok) throw errors.quotaExceeded(secondsUntilNextMonth(now));
-      const out: EventsResult = {
-        accepted: records.length,
-        dropped,
-        quotaRemaining: result.remaining,
-      };
-      return out;
+    async collect(body, client) {
+      const now = clock.now();
+      // 1. The site is the credential: unknown → 404; a page of another host → 400.
+      const site = await siteOf(body, now);
+      if (client.origin !== undefined) checkOrigin(client.origin, site.hostnames);
+      // 2. Fields; the visitor is the connection's, never the body's.
+      const { events } = validateEvents(body, site.hostnames, now, { connectionOnly: true });
+      return ingest(site, site.accountId, events, client, now);
     },
 
     drain() {

@@ -51,6 +51,7 @@ export const FIELD_MESSAGES = {
   batchElement: "must be an event object",
   batchSite: "must be the batch's site",
   notWithBatch: "not allowed with b; set it on each event in b",
+  fromConnection: "not accepted by the collect endpoint, which takes it from the connection",
 } as const;
 
 /** The prefix of the 400 message. */
@@ -246,8 +247,11 @@ export function validateEvents(
   body: Record<string, unknown>,
   hostnames: readonly string[] | undefined,
   now: number,
+  options: ValidateOptions = {},
 ): ValidEvents {
   const problems: Problems = [];
+  // Reported once each, not also as a malformed address.
+  if (options.connectionOnly) body = forbidClientFields(body, problems);
   const siteId = siteIdOf(body);
   if (siteId === undefined) problems.push(["s", FIELD_MESSAGES.required]);
   const hosts = hostnames && new Set(hostnames.map((h) => h.toLowerCase().replace(/\.$/, "")));
@@ -282,6 +286,37 @@ export function validateEvents(
 
   if (problems.length > 0) throw invalidEvents(problems);
   return { siteId: siteId as string, batch, events };
+}
+
+/** How a door's bodies differ from the spec's Event table. */
+export interface ValidateOptions {
+  /**
+   * The visitor's `ip` and `ua` come only from the connection (the public
+   * collect endpoint): a body that sets them is refused, so a page cannot
+   * pose as another visitor or dodge the bot filter.
+   */
+  connectionOnly?: boolean;
+}
+
+/**
+ * Reports `ip`/`ua` wherever the body sets them, at the top or in a batch
+ * element, and returns the body without them.
+ */
+function forbidClientFields(
+  body: Record<string, unknown>,
+  problems: Problems,
+): Record<string, unknown> {
+  const strip = (ev: Record<string, unknown>, prefix: string) => {
+    const { ip, ua, ...rest } = ev;
+    if (ip !== undefined) problems.push([`${prefix}ip`, FIELD_MESSAGES.fromConnection]);
+    if (ua !== undefined) problems.push([`${prefix}ua`, FIELD_MESSAGES.fromConnection]);
+    return rest;
+  };
+  const out = strip(body, "");
+  if (Array.isArray(body.b)) {
+    out.b = body.b.map((el, i) => (isObject(el) ? strip(el, `b[${i}].`) : el));
+  }
+  return out;
 }
 
 /** The one 400 for a set of problems: sorted by path (code units), joined by `; `. */
