@@ -42,7 +42,7 @@ import {
   type TrackerBundle,
 } from "./http/tracker-script.js";
 import { createReadiness } from "./lib/readiness.js";
-import { createMetrics, type Metrics, rpcSlotKey } from "./metrics/metrics.js";
+import { noopObserver, type Observer, rpcSlotKey } from "./metrics/observer.js";
 import { createAdminService } from "./rpc/admin-service.js";
 import { clientInfoKey } from "./rpc/client-info.js";
 import { createErrorInterceptor } from "./rpc/connect-errors.js";
@@ -58,8 +58,8 @@ export interface AppDeps {
   config: Config;
   store: Store;
   clock: Clock;
-  /** Where the app reports its metrics; a fresh registry when omitted. */
-  metrics?: Metrics;
+  /** Where the app reports what it does (metrics); nothing is observed when omitted. */
+  metrics?: Observer;
   /**
    * Where the collect endpoint's per-client limits are counted. Default: in
    * this process, by `clock` (main.ts passes the cluster primary's under WORKERS).
@@ -74,7 +74,7 @@ export interface App {
   server: OnePortServer;
   payments: PaymentsApp;
   events: EventsApp;
-  metrics: Metrics;
+  metrics: Observer;
   /** Listens on config.host:config.port; resolves with the bound port. */
   listen(): Promise<number>;
   /**
@@ -91,7 +91,7 @@ function requestId(header: string | string[] | undefined): string {
 
 export async function createApp(deps: AppDeps): Promise<App> {
   const { config, clock } = deps;
-  const metrics = deps.metrics ?? createMetrics();
+  const metrics = deps.metrics ?? noopObserver;
   // Database failures answer 503; an asynchronous store also gets a time limit per call.
   const store = guardStore(deps.store, {
     timeoutMs: deps.store.kind === "sqlite" ? undefined : config.storeTimeoutMs,

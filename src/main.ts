@@ -9,13 +9,7 @@ import { createApp } from "./app.js";
 import { createWorkerRateLimiter, serveRateLimits } from "./cluster/rate-limiter.js";
 import { type Config, ConfigError, loadConfig } from "./config.js";
 import { systemClock } from "./domain/clock.js";
-import {
-  clusterSource,
-  type MetricsServer,
-  registrySource,
-  reportToPrimary,
-  startMetricsServer,
-} from "./metrics/metrics-server.js";
+import type { MetricsServer } from "./metrics/metrics-server.js";
 import { openStore } from "./store/open-store.js";
 
 function readConfig(): Config {
@@ -37,12 +31,24 @@ async function serve(config: Config): Promise<void> {
   });
   // Under WORKERS the primary holds the collect endpoint's rate limits for every worker.
   const collectLimiter = cluster.isWorker ? createWorkerRateLimiter() : undefined;
-  const app = await createApp({ config, store, clock: systemClock, collectLimiter });
-  await app.listen();
+  // prom-client is loaded only when metrics are served (METRICS_PORT).
+  const metrics =
+    config.metricsPort === undefined
+      ? undefined
+      : (await import("./metrics/metrics.js")).createMetrics();
+  const app = await createApp({ config, store, clock: systemClock, collectLimiter, metrics });
   // A worker's metrics are served by the primary, aggregated; a lone process serves its own.
+  // A worker joins the primary's scrapes before it listens, so none of its requests is missed.
   let metricsServer: MetricsServer | undefined;
-  if (cluster.isWorker) reportToPrimary(app.metrics.registry);
-  else metricsServer = await serveMetrics(config, registrySource(app.metrics.registry));
+  if (metrics && config.metricsPort !== undefined) {
+    const served = await import("./metrics/metrics-server.js");
+    if (cluster.isWorker) served.reportToPrimary(metrics.registry);
+    else {
+      const source = served.registrySource(metrics.registry);
+      metricsServer = await serveMetrics(config, config.metricsPort, source);
+    }
+  }
+  await app.listen();
 
   let stopping = false;
   const stop = (signal: string) => {
@@ -70,7 +76,10 @@ async function supervise(config: Config): Promise<void> {
   if (config.collectRateLimit > 0) {
     serveRateLimits(cluster, { perMinute: config.collectRateLimit, now: systemClock.now });
   }
-  await serveMetrics(config, clusterSource());
+  if (config.metricsPort !== undefined) {
+    const { clusterSource } = await import("./metrics/metrics-server.js");
+    await serveMetrics(config, config.metricsPort, clusterSource());
+  }
   let stopping = false;
   for (let i = 0; i < config.workers; i++) cluster.fork();
   cluster.on("exit", (worker, code, signal) => {
@@ -94,13 +103,14 @@ async function supervise(config: Config): Promise<void> {
   process.on("SIGINT", () => stop("SIGINT"));
 }
 
-/** Starts the metrics listener when METRICS_PORT is set. */
+/** Starts the metrics listener on METRICS_HOST:METRICS_PORT. */
 async function serveMetrics(
   config: Config,
-  source: Parameters<typeof startMetricsServer>[0],
-): Promise<MetricsServer | undefined> {
-  if (config.metricsPort === undefined) return undefined;
-  const server = await startMetricsServer(source, config.metricsHost, config.metricsPort);
+  port: number,
+  source: Parameters<typeof import("./metrics/metrics-server.js").startMetricsServer>[0],
+): Promise<MetricsServer> {
+  const { startMetricsServer } = await import("./metrics/metrics-server.js");
+  const server = await startMetricsServer(source, config.metricsHost, port);
   pino({ level: config.logLevel }).info(
     { host: config.metricsHost, port: server.port },
     "metrics listening",

@@ -75,7 +75,7 @@ type MetricsJson = Awaited<ReturnType<Registry["getMetricsAsJSON"]>>;
 /**
  * In the cluster primary: every worker's metrics, merged with prom-client's
  * AggregatorRegistry.aggregate (counters and histograms summed; gauges by
- * their `aggregator`). Only workers that said they are serving are asked, and
+ * their `aggregator`). Only workers that said they report are asked, and
  * a scrape waits for them at most 5 s, so a worker that is starting or
  * restarting costs its own numbers, not the whole scrape.
  */

@@ -1,47 +1,23 @@
 /**
- * Prometheus metrics (prom-client). The domain knows nothing of them: it is
- * handed plain observer interfaces (group commit, store errors) and the doors
- * are observed from Fastify's request lifecycle and a Connect interceptor.
+ * Prometheus metrics (prom-client): the {@link Observer} that counts. The
+ * domain knows nothing of them: it is handed plain observer interfaces (group
+ * commit, store errors) and the doors are observed from Fastify's request
+ * lifecycle and a Connect interceptor. Loaded only when METRICS_PORT is set.
  * Each app has its own registry; with WORKERS=N the cluster primary
  * aggregates the workers' registries into one scrape (see metrics-server.ts).
  */
-import { Code, ConnectError, createContextKey, type Interceptor } from "@connectrpc/connect";
-import type { FastifyInstance, FastifyRequest } from "fastify";
+import { Code, ConnectError } from "@connectrpc/connect";
+import type { FastifyRequest } from "fastify";
 import { Counter, collectDefaultMetrics, Gauge, Histogram, Registry } from "prom-client";
 import type { DomainError } from "../domain/errors.js";
-import type { EventsApp, EventsResult } from "../domain/events/events-app.js";
-import type { GroupCommitObserver } from "../lib/group-commit.js";
+import type { EventsResult } from "../domain/events/events-app.js";
+import type { DropReason, Observer, Protocol, RpcSlot } from "./observer.js";
+import { rpcSlotKey } from "./observer.js";
 
-/** Why events were not stored: the `reason` label of ingest_events_dropped_total. */
-export type DropReason = "bot" | "quota" | "invalid" | "rate_limit" | "unavailable" | "rejected";
-
-export type Protocol = "rest" | "connect" | "grpc" | "grpc-web";
-
-export interface Metrics {
+/** The Prometheus observer: its registry is what the metrics listener serves. */
+export interface Metrics extends Observer {
   readonly registry: Registry;
-  /** Counts requests by route, protocol and status, and times them. */
-  observeHttp(app: FastifyInstance): void;
-  /** Records each RPC's real code, which gRPC sends in trailers Fastify does not see. */
-  readonly rpcInterceptor: Interceptor;
-  /** The slot where the interceptor leaves a request's code: put it in the RPC's context values. */
-  rpcSlot(request: FastifyRequest): RpcSlot;
-  /** The observer of a group-commit queue (`events` or `payments`). */
-  queue(name: string): GroupCommitObserver;
-  /** Wraps the events application to count events accepted and dropped by reason. */
-  observeEvents(events: EventsApp): EventsApp;
-  /** Told of each failed store call. */
-  storeError(operation: string): void;
-  /** Readiness at scrape time (1 ready, 0 not). */
-  setReadinessProbe(check: () => Promise<boolean>): void;
 }
-
-/** Where the interceptor leaves an RPC's code for the response hook. */
-export interface RpcSlot {
-  code?: string;
-}
-
-/** The context value carrying a request's {@link RpcSlot}. */
-export const rpcSlotKey = createContextKey<RpcSlot | undefined>(undefined);
 
 /** An RPC method path: /package.Service/Method. */
 const RPC_PATH = /^\/[a-z0-9_.]+\.[A-Z]\w*\/[A-Z]\w*$/;

@@ -12,6 +12,7 @@ import { join } from "node:path";
 import { fromJson } from "@bufbuild/protobuf";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { PaymentsService, RecordPaymentRequestSchema } from "../../gen/ingest/v1/payments_pb.js";
+import { createMetrics } from "../../src/metrics/metrics.js";
 import {
   type MetricsServer,
   registrySource,
@@ -67,7 +68,8 @@ describe("metrics of one process", () => {
   const faults = { usage: false, gate: undefined as Promise<void> | undefined, ping: false };
   let server: TestServer;
   let tenant: Tenant;
-  let metrics: MetricsServer;
+  const metrics = createMetrics();
+  let listener: MetricsServer;
   let url: string;
 
   beforeAll(async () => {
@@ -82,13 +84,14 @@ describe("metrics of one process", () => {
         ping: () => (faults.ping ? Promise.reject(new Error("down")) : store.ping()),
       }),
       env: { INGEST_QUEUE_CAPACITY: "1" },
+      metrics,
     });
     tenant = await createTenant(server);
-    metrics = await startMetricsServer(registrySource(server.app.metrics.registry), "127.0.0.1", 0);
-    url = `http://127.0.0.1:${metrics.port}/metrics`;
+    listener = await startMetricsServer(registrySource(metrics.registry), "127.0.0.1", 0);
+    url = `http://127.0.0.1:${listener.port}/metrics`;
   });
   afterAll(async () => {
-    await metrics.close();
+    await listener.close();
     await server.close();
   });
 
@@ -194,7 +197,7 @@ describe("metrics of one process", () => {
   });
 
   it("answers 404 off /metrics", async () => {
-    expect((await fetch(`http://127.0.0.1:${metrics.port}/`)).status).toBe(404);
+    expect((await fetch(`http://127.0.0.1:${listener.port}/`)).status).toBe(404);
   });
 });
 
