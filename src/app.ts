@@ -9,6 +9,10 @@ import type { Socket } from "node:net";
 import { createContextValues } from "@connectrpc/connect";
 import { fastifyConnectPlugin } from "@connectrpc/connect-fastify";
 import Fastify, { type FastifyError, type FastifyInstance } from "fastify";
+import { file_google_rpc_error_details } from "../gen/google/rpc/error_details_pb.js";
+import { Health } from "../gen/grpc/health/v1/health_pb.js";
+import { ServerReflection as ReflectionV1 } from "../gen/grpc/reflection/v1/reflection_pb.js";
+import { ServerReflection as ReflectionV1alpha } from "../gen/grpc/reflection/v1alpha/reflection_pb.js";
 import { AdminService } from "../gen/ingest/v1/admin_pb.js";
 import { EventsService } from "../gen/ingest/v1/events_pb.js";
 import { PaymentsService } from "../gen/ingest/v1/payments_pb.js";
@@ -25,6 +29,8 @@ import { createEventsApp } from "./domain/events/record-events.js";
 import type { PaymentsApp } from "./domain/payments/payments-app.js";
 import { createPaymentsApp } from "./domain/payments/record-payment.js";
 import { createReports } from "./domain/reports.js";
+import { registerApiReference } from "./http/api-reference.js";
+import { BODY_LIMITS, DEFAULT_BODY_LIMIT } from "./http/body-limits.js";
 import { registerCollectRoutes } from "./http/collect-routes.js";
 import { registerDuplicateCredentialsGuard } from "./http/duplicate-credentials.js";
 import { fromFastifyError, sendError } from "./http/envelope.js";
@@ -37,13 +43,17 @@ import {
   registerTrackerScript,
   type TrackerBundle,
 } from "./http/tracker-script.js";
+import { createReadiness } from "./lib/readiness.js";
 import { serviceVersion } from "./lib/version.js";
+import { noopObserver, type Observer, rpcSlotKey } from "./metrics/observer.js";
 import { createAdminService } from "./rpc/admin-service.js";
 import { clientInfoKey } from "./rpc/client-info.js";
 import { createErrorInterceptor } from "./rpc/connect-errors.js";
 import { createEventsService } from "./rpc/events-service.js";
+import { createHealthService } from "./rpc/health-service.js";
 import { createOutcomeInterceptor, logRequestKey } from "./rpc/log-outcome.js";
 import { createPaymentsService } from "./rpc/payments-service.js";
+import { createReflectionServices } from "./rpc/reflection-service.js";
 import { createReportsService } from "./rpc/reports-service.js";
 import { redactStoreUrl } from "./start-up.js";
 import { guardStore } from "./store/guarded-store.js";
@@ -53,6 +63,8 @@ export interface AppDeps {
   config: Config;
   store: Store;
   clock: Clock;
+  /** Where the app reports what it does (metrics); nothing is observed when omitted. */
+  metrics?: Observer;
   /**
    * Where the collect endpoint's per-client limits are counted. Default: in
    * this process, by `clock` (main.ts passes the cluster primary's under WORKERS).
@@ -67,6 +79,7 @@ export interface App {
   server: OnePortServer;
   payments: PaymentsApp;
   events: EventsApp;
+  metrics: Observer;
   /** Listens on config.host:config.port; resolves with the bound port. */
   listen(): Promise<number>;
   /**
@@ -84,6 +97,7 @@ function requestId(header: string | string[] | undefined): string {
 export async function createApp(deps: AppDeps): Promise<App> {
   const { config, clock } = deps;
   let log: FastifyInstance["log"] | undefined;
+  const metrics = deps.metrics ?? noopObserver;
   // Database failures answer 503; an asynchronous store also gets a time limit per call.
   // An outage is logged once when it starts and once when the store answers again.
   const store = guardStore(deps.store, {
@@ -92,6 +106,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
       if (available) log?.warn({ store: deps.store.kind }, "store available again");
       else log?.warn({ store: deps.store.kind, err: scrub(cause) }, "store unavailable");
     },
+    onError: (operation) => metrics.storeError(operation),
   });
   const queue = {
     capacity: config.ingestQueueCapacity,
@@ -102,14 +117,24 @@ export async function createApp(deps: AppDeps): Promise<App> {
   const admin = createAdmin({ store, clock });
   const reports = createReports({ store, clock });
   const attribution = createAttributor({ store, clock });
-  const payments = createPaymentsApp({ store, clock, queue, attribution });
-  const events = await createEventsApp({
+  const payments = createPaymentsApp({
     store,
     clock,
-    queue,
-    geoipDb: config.geoipDb,
+    queue: { ...queue, observer: metrics.queue("payments") },
     attribution,
   });
+  const events = metrics.observeEvents(
+    await createEventsApp({
+      store,
+      clock,
+      queue: { ...queue, observer: metrics.queue("events") },
+      geoipDb: config.geoipDb,
+      attribution,
+    }),
+  );
+
+  const readiness = createReadiness({ ping: () => store.ping(), timeoutMs: 2_000 });
+  metrics.setReadinessProbe(() => readiness.check());
 
   let server: OnePortServer | undefined;
   const fastify = Fastify({
@@ -149,6 +174,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
     reply.header("x-request-id", request.id);
   });
   registerDuplicateCredentialsGuard(fastify);
+  metrics.observeHttp(fastify);
 
   fastify.setErrorHandler((err: FastifyError, request, reply) => {
     const d = fromFastifyError(err, request);
@@ -165,12 +191,8 @@ export async function createApp(deps: AppDeps): Promise<App> {
 
   fastify.get("/healthz", async () => ({ ok: true, data: { status: "alive" } }));
   fastify.get("/readyz", async (_request, reply) => {
-    try {
-      await withTimeout(store.ping(), 2_000);
-      return { ok: true, data: { status: "ready", store: store.kind } };
-    } catch {
-      return sendError(reply, new DomainError("unavailable", "the store cannot take writes", 2));
-    }
+    if (await readiness.check()) return { ok: true, data: { status: "ready", store: store.kind } };
+    return sendError(reply, new DomainError("unavailable", "the store cannot take writes", 2));
   });
 
   // Probes are read-only: other methods get 405 with Allow, as on the API paths.
@@ -192,18 +214,17 @@ export async function createApp(deps: AppDeps): Promise<App> {
     });
   }
 
+  await registerApiReference(fastify);
   registerRestRoutes(fastify, { auth, payments, events });
   registerCollectRoutes(fastify, {
     events,
     rateLimit: { perMinute: config.collectRateLimit, clock, shared: deps.collectLimiter },
   });
   registerTrackerScript(fastify, deps.trackerBundle ?? loadTrackerBundle());
-  registerRpcBodyGuard(fastify, [PaymentsService, EventsService, AdminService, ReportsService], {
-    limits: {
-      "ingest.v1.EventsService/RecordEvents": 8 * 1024,
-      "ingest.v1.PaymentsService/RecordPayment": 64 * 1024,
-    },
-    defaultLimit: 64 * 1024,
+  const apiServices = [PaymentsService, EventsService, AdminService, ReportsService];
+  registerRpcBodyGuard(fastify, [...apiServices, Health], {
+    limits: BODY_LIMITS,
+    defaultLimit: DEFAULT_BODY_LIMIT,
   });
 
   await fastify.register(fastifyConnectPlugin, {
@@ -215,9 +236,20 @@ export async function createApp(deps: AppDeps): Promise<App> {
         ReportsService,
         createReportsService({ reports, adminToken: config.adminToken }),
       );
+      router.service(
+        Health,
+        createHealthService({ readiness, services: apiServices.map((s) => s.typeName) }),
+      );
+      if (config.grpcReflection) {
+        const served = [...apiServices, Health, ReflectionV1, ReflectionV1alpha];
+        const reflection = createReflectionServices(served, [file_google_rpc_error_details]);
+        router.service(ReflectionV1, reflection.v1);
+        router.service(ReflectionV1alpha, reflection.v1alpha);
+      }
     },
     interceptors: [
       createOutcomeInterceptor(),
+      metrics.rpcInterceptor,
       createErrorInterceptor((err) => fastify.log.error({ err: scrub(err) }, "rpc failed")),
     ],
     jsonOptions: { ignoreUnknownFields: false },
@@ -225,7 +257,8 @@ export async function createApp(deps: AppDeps): Promise<App> {
     contextValues: (req) =>
       createContextValues()
         .set(clientInfoKey, { ip: req.ip, userAgent: req.headers["user-agent"] })
-        .set(logRequestKey, req),
+        .set(logRequestKey, req)
+        .set(rpcSlotKey, metrics.rpcSlot(req)),
   });
 
   await fastify.ready();
@@ -238,6 +271,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
     server: srv,
     payments,
     events,
+    metrics,
     async listen() {
       const address = await srv.listen(config.port, config.host);
       // The line an operator looks for first: where, which build, which store, admin on or off.
@@ -257,6 +291,8 @@ export async function createApp(deps: AppDeps): Promise<App> {
     },
     close() {
       closing ??= (async () => {
+        // Health watchers hear NOT_SERVING and their streams end, so they do not hold the close.
+        readiness.markClosing();
         await srv.close(config.shutdownTimeoutMs);
         await Promise.allSettled([payments.drain(), events.drain()]);
         await fastify.close();
@@ -295,20 +331,4 @@ function scrub(err: unknown): { type: string; stack?: string } {
   if (err instanceof Error)
     return { type: err.name, stack: err.stack?.split("\n").slice(1).join("\n") };
   return { type: typeof err };
-}
-
-function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {
-  return new Promise<T>((resolve, reject) => {
-    const t = setTimeout(() => reject(new Error("timeout")), ms);
-    p.then(
-      (v) => {
-        clearTimeout(t);
-        resolve(v);
-      },
-      (e) => {
-        clearTimeout(t);
-        reject(e);
-      },
-    );
-  });
 }

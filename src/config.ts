@@ -30,6 +30,12 @@ export interface Config {
   sqliteBusyTimeoutMs: number;
   /** Server processes sharing the port (node:cluster); 1 runs no cluster. */
   workers: number;
+  /** Serves gRPC server reflection (v1 and v1alpha); GRPC_REFLECTION=false turns it off. */
+  grpcReflection: boolean;
+  /** Address of the Prometheus metrics listener. */
+  metricsHost: string;
+  /** Port of the metrics listener; undefined (METRICS_PORT unset) serves no metrics. */
+  metricsPort: number | undefined;
   /** Requests per minute one client address may send to the public collect endpoint; 0: no limit. */
   collectRateLimit: number;
   /** Open TCP connections per process; more are closed at once. */
@@ -55,6 +61,14 @@ function int(env: Env, name: string, fallback: number, min: number, max: number)
     throw new ConfigError(`${name} must be an integer from ${min} to ${max}, got "${raw}"`);
   }
   return Number(raw);
+}
+
+function bool(env: Env, name: string, fallback: boolean): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === "") return fallback;
+  if (raw === "true") return true;
+  if (raw === "false") return false;
+  throw new ConfigError(`${name} must be true or false, got "${raw}"`);
 }
 
 function trustProxy(raw: string | undefined): Config["trustProxy"] {
@@ -111,6 +125,9 @@ export function loadConfig(env: Env = process.env): Config {
     storeTimeoutMs: int(env, "STORE_TIMEOUT_MS", 5_000, 10, 600_000),
     sqliteBusyTimeoutMs: int(env, "SQLITE_BUSY_TIMEOUT_MS", 2_000, 0, 600_000),
     workers: int(env, "WORKERS", 1, 1, 64),
+    grpcReflection: bool(env, "GRPC_REFLECTION", true),
+    metricsHost: env.METRICS_HOST || "127.0.0.1",
+    metricsPort: env.METRICS_PORT ? int(env, "METRICS_PORT", 0, 0, 65535) : undefined,
     collectRateLimit: int(env, "COLLECT_RATE_LIMIT", 600, 0, 1_000_000_000),
     maxConnections: int(env, "MAX_CONNECTIONS", 10_000, 1, 1_000_000),
     headersTimeoutMs,

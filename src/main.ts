@@ -9,10 +9,12 @@
  * variable); 1 for anything else.
  */
 import cluster from "node:cluster";
+import { pino } from "pino";
 import { createApp } from "./app.js";
 import { createWorkerRateLimiter, serveRateLimits } from "./cluster/rate-limiter.js";
 import { type Config, ConfigError, loadConfig } from "./config.js";
 import { systemClock } from "./domain/clock.js";
+import type { MetricsServer } from "./metrics/metrics-server.js";
 import { checkGeoDb, listenError, openStartupStore, StartupError } from "./start-up.js";
 import { openStore } from "./store/open-store.js";
 
@@ -58,11 +60,28 @@ async function serve(config: Config): Promise<void> {
   const store = await openConfiguredStore(config);
   // Under WORKERS the primary holds the collect endpoint's rate limits for every worker.
   const collectLimiter = cluster.isWorker ? createWorkerRateLimiter() : undefined;
-  const app = await createApp({ config, store, clock: systemClock, collectLimiter });
+  // prom-client is loaded only when metrics are served (METRICS_PORT).
+  const metrics =
+    config.metricsPort === undefined
+      ? undefined
+      : (await import("./metrics/metrics.js")).createMetrics();
+  const app = await createApp({ config, store, clock: systemClock, collectLimiter, metrics });
+  // A worker's metrics are served by the primary, aggregated; a lone process serves its own.
+  // A worker joins the primary's scrapes before it listens, so none of its requests is missed.
+  let metricsServer: MetricsServer | undefined;
+  if (metrics && config.metricsPort !== undefined) {
+    const served = await import("./metrics/metrics-server.js");
+    if (cluster.isWorker) served.reportToPrimary(metrics.registry);
+    else {
+      const source = served.registrySource(metrics.registry);
+      metricsServer = await serveMetrics(config, config.metricsPort, source);
+    }
+  }
   try {
     await app.listen();
   } catch (err) {
     await store.close().catch(() => {});
+    await metricsServer?.close().catch(() => {});
     throw listenError(err, config.host, config.port);
   }
 
@@ -71,7 +90,7 @@ async function serve(config: Config): Promise<void> {
     if (stopping) return;
     stopping = true;
     app.fastify.log.info({ signal }, "shutting down");
-    app.close().then(
+    Promise.all([app.close(), metricsServer?.close()]).then(
       () => process.exit(0),
       (err) => {
         app.fastify.log.error({ type: (err as Error)?.name }, "shutdown failed");
@@ -95,6 +114,10 @@ async function supervise(config: Config): Promise<void> {
   await (await openConfiguredStore(config)).close();
   if (config.collectRateLimit > 0) {
     serveRateLimits(cluster, { perMinute: config.collectRateLimit, now: systemClock.now });
+  }
+  if (config.metricsPort !== undefined) {
+    const { clusterSource } = await import("./metrics/metrics-server.js");
+    await serveMetrics(config, config.metricsPort, clusterSource());
   }
   let stopping = false;
   let startFailures = 0;
@@ -148,6 +171,21 @@ async function supervise(config: Config): Promise<void> {
   };
   process.on("SIGTERM", () => stop("SIGTERM"));
   process.on("SIGINT", () => stop("SIGINT"));
+}
+
+/** Starts the metrics listener on METRICS_HOST:METRICS_PORT. */
+async function serveMetrics(
+  config: Config,
+  port: number,
+  source: Parameters<typeof import("./metrics/metrics-server.js").startMetricsServer>[0],
+): Promise<MetricsServer> {
+  const { startMetricsServer } = await import("./metrics/metrics-server.js");
+  const server = await startMetricsServer(source, config.metricsHost, port);
+  pino({ level: config.logLevel }).info(
+    { host: config.metricsHost, port: server.port },
+    "metrics listening",
+  );
+  return server;
 }
 
 async function main(): Promise<void> {

@@ -16,6 +16,7 @@ import { DomainError } from "../domain/errors.js";
 import type { EventsApp } from "../domain/events/events-app.js";
 import type { PaymentsApp } from "../domain/payments/payments-app.js";
 import type { KeyPrincipal, Scope } from "../store/port.js";
+import { bodyLimitOf } from "./body-limits.js";
 import { decodeStrict, parseJsonBody } from "./decode-json.js";
 import { decompressBody, readLimited, restEncodingOf } from "./decompress.js";
 import { type RestRouteConfig, sendError } from "./envelope.js";
@@ -48,7 +49,7 @@ export function registerRestRoutes(
     {
       method: PaymentsService.method.recordPayment,
       scope: "payments",
-      bodyLimit: 64 * 1024,
+      bodyLimit: bodyLimitOf(PaymentsService.typeName, PaymentsService.method.recordPayment.name),
       async handle(principal, body, _request, reply) {
         const { paymentId } = await deps.payments.record(principal, body);
         return reply.code(200).send({ ok: true, data: { payment_id: paymentId } });
@@ -57,7 +58,7 @@ export function registerRestRoutes(
     {
       method: EventsService.method.recordEvents,
       scope: "events",
-      bodyLimit: 8 * 1024,
+      bodyLimit: bodyLimitOf(EventsService.typeName, EventsService.method.recordEvents.name),
       async handle(principal, body, request, reply) {
         const result = await deps.events.record(principal, body, {
           ip: request.ip,

@@ -23,10 +23,12 @@ export interface GuardOptions {
    * (SQLite under another process's lock) do not end it.
    */
   onStateChange?: (available: boolean, cause?: unknown) => void;
+  /** Told of every failed or timed-out call, by method name (for metrics). */
+  onError?: (operation: string) => void;
 }
 
 export function guardStore(store: Store, options: GuardOptions = {}): Store {
-  const { timeoutMs, onStateChange } = options;
+  const { timeoutMs, onStateChange, onError } = options;
   // Methods that failed during the current outage; empty while the store is available.
   const failing = new Set<string>();
   const succeeded = <R>(method: string, v: R): R => {
@@ -37,6 +39,7 @@ export function guardStore(store: Store, options: GuardOptions = {}): Store {
     return v;
   };
   const failed = (method: string, err: unknown): Promise<never> => {
+    onError?.(method);
     const e = unavailable(err);
     if (failing.size === 0) onStateChange?.(false, e.cause ?? e);
     failing.add(method);

@@ -9,6 +9,7 @@ import { type App, createApp } from "../../src/app.js";
 import { type Config, loadConfig } from "../../src/config.js";
 import { createAdmin } from "../../src/domain/admin.js";
 import type { Clock } from "../../src/domain/clock.js";
+import type { Observer } from "../../src/metrics/observer.js";
 import type { Store } from "../../src/store/port.js";
 import { createSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
 
@@ -61,6 +62,8 @@ export interface TestServerOptions {
   clock?: Clock;
   /** Wraps the store, e.g. to slow it down or make it fail. */
   wrapStore?: (store: Store) => Store;
+  /** What the app reports to (e.g. createMetrics() from src/metrics/metrics.ts). */
+  metrics?: Observer;
 }
 
 export async function startTestServer(options: TestServerOptions = {}): Promise<TestServer> {
@@ -78,7 +81,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
   });
   const store = options.wrapStore ? options.wrapStore(raw) : raw;
   const clock = options.clock ?? createTestClock();
-  const app = await createApp({ config, store, clock });
+  const app = await createApp({ config, store, clock, metrics: options.metrics });
   const port = await app.listen();
   return {
     app,

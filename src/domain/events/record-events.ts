@@ -20,7 +20,11 @@
  *     promise resolves after its batch is durably written. A full queue
  *     answers 503 at once.
  */
-import { createGroupCommit, QueueFullError } from "../../lib/group-commit.js";
+import {
+  createGroupCommit,
+  type GroupCommitObserver,
+  QueueFullError,
+} from "../../lib/group-commit.js";
 import type {
   EventGroup,
   EventGroupResult,
@@ -52,7 +56,7 @@ export interface EventsDeps {
    * (INGEST_BATCH_MAX), and `flushMs` a lone request waits for company
    * (INGEST_FLUSH_MS).
    */
-  queue: { capacity: number; batchMax: number; flushMs: number };
+  queue: { capacity: number; batchMax: number; flushMs: number; observer?: GroupCommitObserver };
   /** A GeoLite2/GeoIP2 MMDB file; the bundled DB-IP country file when unset. */
   geoipDb?: string;
   /** Re-attributes customers after new identity links and first touches are stored. */
@@ -87,6 +91,7 @@ export async function createEventsApp(deps: EventsDeps): Promise<EventsApp> {
     capacity: queue.capacity,
     batchMax: queue.batchMax,
     flushMs: queue.flushMs,
+    observer: queue.observer,
     async commit(groups) {
       const results = await store.commitEvents(groups);
       // The events are durable now; attribution catches up on the next trigger if this fails.

@@ -3,7 +3,11 @@
  * a group commit so that many concurrent payments share one durable store
  * write. Both doors (REST and Connect/gRPC) call `record`.
  */
-import { createGroupCommit, QueueFullError } from "../../lib/group-commit.js";
+import {
+  createGroupCommit,
+  type GroupCommitObserver,
+  QueueFullError,
+} from "../../lib/group-commit.js";
 import type { KeyPrincipal, PaymentWrite, Store } from "../../store/port.js";
 import type { Attributor } from "../attribution/attribute.js";
 import type { Clock } from "../clock.js";
@@ -14,7 +18,7 @@ import { invalidPaymentInput, type ValidPayment, validatePayment } from "./valid
 export interface PaymentsDeps {
   store: Store;
   clock: Clock;
-  queue: { capacity: number; batchMax: number; flushMs: number };
+  queue: { capacity: number; batchMax: number; flushMs: number; observer?: GroupCommitObserver };
   /** Credits each payment's customer to its first touch after the write. */
   attribution?: Attributor;
 }
@@ -80,6 +84,7 @@ export function createPaymentsApp(deps: PaymentsDeps): PaymentsApp {
     capacity: queue.capacity,
     batchMax: queue.batchMax,
     flushMs: queue.flushMs,
+    observer: queue.observer,
     async commit(writes) {
       // One upsert batch; writes of one payment_id apply in arrival order, so the last one wins.
       await store.commitPayments(writes);
