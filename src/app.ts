@@ -41,6 +41,8 @@ export interface AppDeps {
   config: Config;
   store: Store;
   clock: Clock;
+  /** Where JSON logs go (stdout when unset); tests read them. */
+  logStream?: { write(line: string): void };
 }
 
 export interface App {
@@ -90,6 +92,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
   const fastify = Fastify({
     logger: {
       level: config.logLevel,
+      ...(deps.logStream ? { stream: deps.logStream } : {}),
       // Never a key, an Authorization header, a body or a raw IP: only these fields.
       serializers: {
         req: (req) => ({ method: req.method, url: req.url.split("?")[0] }),
@@ -215,11 +218,34 @@ function writeClientError(err: Error & { code?: string }, socket: Socket): void 
   socket.destroy(err);
 }
 
-/** An error for the log: its type and call sites, not its message (which may quote input). */
-function scrub(err: unknown): { type: string; stack?: string } {
-  if (err instanceof Error)
-    return { type: err.name, stack: err.stack?.split("\n").slice(1).join("\n") };
-  return { type: typeof err };
+/** What the log says of an error: never its message (which may quote input). */
+interface ScrubbedError {
+  type: string;
+  /** A database's error code (e.g. MongoDB's 121, document validation failed). */
+  code?: string | number;
+  stack?: string;
+  /** What caused it (a store's refusal carries the driver's error). */
+  cause?: ScrubbedError;
+}
+
+/** An error for the log: its type, code, call sites and cause, not its message. */
+function scrub(err: unknown, depth = 0): ScrubbedError {
+  if (!(err instanceof Error)) {
+    const code = (err as { code?: unknown } | null)?.code;
+    return { type: typeof err, ...(isCode(code) ? { code } : {}) };
+  }
+  const code = (err as { code?: unknown }).code;
+  const cause = (err as { cause?: unknown }).cause;
+  return {
+    type: err.name,
+    ...(isCode(code) ? { code } : {}),
+    stack: err.stack?.split("\n").slice(1).join("\n"),
+    ...(cause !== undefined && depth < 3 ? { cause: scrub(cause, depth + 1) } : {}),
+  };
+}
+
+function isCode(code: unknown): code is string | number {
+  return typeof code === "number" || (typeof code === "string" && /^[\w.-]{1,64}$/.test(code));
 }
 
 function withTimeout<T>(p: Promise<T>, ms: number): Promise<T> {

@@ -1,16 +1,17 @@
 /**
  * Guards every store call: a failure of the database becomes a
  * StoreUnavailableError (503 `unavailable`, retry later) instead of an
- * internal error, and, for stores that answer asynchronously, a call that
- * takes longer than `timeoutMs` fails the same way so requests get an answer
- * in bounded time while the database stalls.
+ * internal error, unless the adapter already classified it (MongoDB does, in
+ * src/store/mongo/errors.ts: only transient errors are "unavailable", the
+ * rest are a StoreFailureError, 500). When `timeoutMs` is given, a call that
+ * takes longer fails the same way so requests get an answer in bounded time
+ * while the database stalls; MongoDB needs no such timer, since the driver
+ * itself abandons an operation after `timeoutMS`.
  */
+import { StoreFailureError, StoreUnavailableError, withCause } from "../domain/store-errors.js";
 import type { Store } from "./port.js";
 
-/** The store could not answer: unreachable, locked, stalled or failing. */
-export class StoreUnavailableError extends Error {
-  override readonly name = "StoreUnavailableError";
-}
+export { StoreFailureError, StoreUnavailableError };
 
 export function guardStore(store: Store, options: { timeoutMs?: number } = {}): Store {
   const { timeoutMs } = options;
@@ -55,9 +56,7 @@ export function guardStore(store: Store, options: { timeoutMs?: number } = {}): 
   return guarded as unknown as Store;
 }
 
-function unavailable(err: unknown): StoreUnavailableError {
-  if (err instanceof StoreUnavailableError) return err;
-  const e = new StoreUnavailableError("store call failed");
-  (e as { cause?: unknown }).cause = err;
-  return e;
+function unavailable(err: unknown): StoreUnavailableError | StoreFailureError {
+  if (err instanceof StoreUnavailableError || err instanceof StoreFailureError) return err;
+  return withCause(new StoreUnavailableError("store call failed"), err);
 }

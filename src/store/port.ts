@@ -130,7 +130,14 @@ export type EventGroupResult =
       /** Visitors whose first touch this group set or improved. */
       firstTouches?: string[];
     }
-  | { ok: false; reason: "quota_exceeded"; remaining: number };
+  | { ok: false; reason: "quota_exceeded"; remaining: number }
+  /**
+   * Nothing of this group was written (its quota is given back), while other
+   * groups of the batch may have been: a StoreUnavailableError (retry) or a
+   * StoreFailureError (refused). Adapters that write a batch all or nothing
+   * (SQLite) throw instead.
+   */
+  | { ok: false; reason: "failed"; error: Error };
 
 /** How a customer is linked to a visitor, strongest first. */
 export type LinkKind = "user_id" | "visitor_id" | "customer";

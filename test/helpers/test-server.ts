@@ -50,6 +50,8 @@ export interface TestServerOptions {
   clock?: Clock;
   /** Wraps the store, e.g. to slow it down or make it fail. */
   wrapStore?: (store: Store) => Store;
+  /** Receives the JSON log lines (set env LOG_LEVEL too). */
+  logStream?: { write(line: string): void };
 }
 
 export async function startTestServer(options: TestServerOptions = {}): Promise<TestServer> {
@@ -67,7 +69,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
   });
   const store = options.wrapStore ? options.wrapStore(raw) : raw;
   const clock = options.clock ?? { now: () => Date.now() };
-  const app = await createApp({ config, store, clock });
+  const app = await createApp({ config, store, clock, logStream: options.logStream });
   const port = await app.listen();
   return {
     app,

@@ -3,6 +3,7 @@ import { MongoClient, ReadPreference } from "mongodb";
 import type { Store } from "../port.js";
 import { createMongoAccounts } from "./accounts.js";
 import { createMongoAttribution } from "./attribution.js";
+import { classifyErrors } from "./errors.js";
 import { createMongoEvents } from "./events.js";
 import { createMongoPayments } from "./payments.js";
 import { collections, ensureSchema } from "./schema.js";
@@ -66,7 +67,9 @@ export async function createMongoStore(
     });
     await ensureSchema(db);
     const c = collections(db);
-    return {
+    // Every rejection is classified once, here: transient → unavailable (503),
+    // anything else → a failure (500, cause logged).
+    return classifyErrors<Store>({
       kind: "mongodb",
       ...createMongoAccounts(c),
       ...createMongoEvents(c),
@@ -80,7 +83,7 @@ export async function createMongoStore(
         closed = true;
         await client.close();
       },
-    };
+    });
   } catch (err) {
     closed = true;
     await client.close().catch(() => {});
