@@ -8,8 +8,9 @@
  */
 import { Code } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { StoreUnavailableError } from "../../src/domain/store-errors.js";
 import { classifyErrors } from "../../src/store/mongo/errors.js";
-import type { Store } from "../../src/store/port.js";
+import type { EventGroup, EventGroupResult, Store } from "../../src/store/port.js";
 import { validEvent, validPayment } from "../helpers/fixtures.js";
 import {
   createTenant,
@@ -118,5 +119,59 @@ describe("MongoDB errors through both doors", () => {
     expect(rpc).toMatchObject({ ok: false, code: Code.Unavailable, reason: "unavailable" });
     // And nothing of them was written.
     expect(await server.store.getPayment(tenant.siteId, "pay_net")).toBeUndefined();
+  });
+});
+
+describe("one request of a group commit failing alone", () => {
+  let server: TestServer;
+  let tenant: Tenant;
+  const batchSizes: number[] = [];
+
+  /** Writes the groups of a batch, except those with a `doomed` event, which fail as MongoDB's would. */
+  function perRequest(inner: Store): Store {
+    return new Proxy(inner, {
+      get(target, prop, receiver) {
+        if (prop === "kind") return "mongodb";
+        if (prop !== "commitEvents") return Reflect.get(target, prop, receiver);
+        return async (groups: EventGroup[]): Promise<EventGroupResult[]> => {
+          batchSizes.push(groups.length);
+          const doomed = (g: EventGroup) => g.events.some((e) => e.name === "doomed");
+          const written = await inner.commitEvents(groups.filter((g) => !doomed(g)));
+          return groups.map((g) =>
+            doomed(g)
+              ? { ok: false, reason: "failed", error: new StoreUnavailableError("x") }
+              : (written.shift() as EventGroupResult),
+          );
+        };
+      },
+    });
+  }
+
+  beforeAll(async () => {
+    // A long flush delay, so that concurrent requests share one batch.
+    server = await startTestServer({ env: { INGEST_FLUSH_MS: "200" }, wrapStore: perRequest });
+    tenant = await createTenant(server);
+  });
+  afterAll(() => server.close());
+
+  it("answers 503 to the request that did not land and 204 to the one that did, from one batch", async () => {
+    const [landed, failed] = await Promise.all([
+      postJson(`${server.url}/api/v1/events`, validEvent(tenant.siteId), { key: tenant.key }),
+      postJson(
+        `${server.url}/api/v1/events`,
+        { ...validEvent(tenant.siteId), e: "doomed" },
+        { key: tenant.key },
+      ),
+    ]);
+    expect(batchSizes).toContain(2);
+    expect(landed.status).toBe(204);
+    expect(failed.status).toBe(503);
+    expect(failed.headers.get("retry-after")).toBe("2");
+    expect(failed.body).toEqual({
+      ok: false,
+      error: { code: "unavailable", message: "the store is unavailable, retry later" },
+    });
+    const stored = await server.store.listEvents(tenant.siteId, 10);
+    expect(stored.map((e) => e.name)).toEqual(["pageview"]);
   });
 });

@@ -6,7 +6,7 @@
  * $inc, $min, $max, $push/$each) applies the updates; the contract suite
  * (mongodb.test.ts) is the real check when MONGODB_URI is set.
  */
-import { Long } from "mongodb";
+import { Long, ObjectId } from "mongodb";
 import { describe, expect, it } from "vitest";
 import {
   attributionUpdates,
@@ -236,6 +236,7 @@ describe("mongodb adapter without a server", () => {
       "users.email_unique",
       "memberships.account_user_unique",
       "api_keys.hash_unique",
+      "events.receipts_unique",
       "identities.site_user_visitor_unique",
       "customers.site_customer_unique",
       "subscriptions.site_subscription_unique",
@@ -317,8 +318,10 @@ describe("mongodb adapter without a server", () => {
 
     it("plans one append per site and chunk, never splitting a group", () => {
       const ev = (siteId: string, name: string): EventRecord => ({ ...full, siteId, name });
+      const receipts = Array.from({ length: 6 }, () => new ObjectId());
       const unit = (group: number, siteId: string, count: number): EventUnit => ({
         group,
+        receipt: receipts[group] as ObjectId,
         siteId,
         events: Array.from({ length: count }, (_, i) => ev(siteId, `${group}-${i}`)),
       });
@@ -335,6 +338,11 @@ describe("mongodb adapter without a server", () => {
         site_id: "a",
         hour: new Date(Date.UTC(2025, 5, 1, 13)),
         n: { $lte: BUCKET_CAP - 190 },
+        // Not a bucket that already holds one of these requests (idempotent re-send).
+        g: { $nin: [receipts[0], receipts[2]] },
+      });
+      expect((ops[0]?.update.$push as Doc | undefined)?.g).toEqual({
+        $each: [receipts[0], receipts[2]],
       });
       expect(ops[1]?.filter).toMatchObject({ site_id: "a", n: { $lte: BUCKET_CAP - 20 } });
       expect(ops[2]?.filter).toMatchObject({ site_id: "b", n: { $lte: BUCKET_CAP - 10 } });

@@ -126,6 +126,12 @@ export interface EventBucketDoc {
   min_q: number;
   max_q: number;
   events: EventDoc[];
+  /**
+   * Receipts: one id per request whose events this bucket holds. A unique
+   * (sparse, multikey) index makes an append idempotent: run again, it fails
+   * with E11000 instead of storing the events twice.
+   */
+  g?: ObjectId[];
 }
 
 export interface IdentityDoc {

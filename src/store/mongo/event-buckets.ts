@@ -6,7 +6,7 @@
  * (site_id, max_q) without unpacking old buckets. docs/mongodb.md weighs this
  * against native time-series collections.
  */
-import type { AnyBulkWriteOperation } from "mongodb";
+import type { AnyBulkWriteOperation, ObjectId } from "mongodb";
 import type { EventRecord } from "../port.js";
 import {
   compact,
@@ -107,6 +107,8 @@ export function eventFromDoc(siteId: string, d: EventDoc): EventRecord {
 export interface EventUnit {
   /** Index of the group in the commitEvents call. */
   group: number;
+  /** The group's receipt: the same for all units of one group. */
+  receipt: ObjectId;
   siteId: string;
   events: EventRecord[];
 }
@@ -116,6 +118,9 @@ export interface BucketAppend {
   operation: AnyBulkWriteOperation<EventBucketDoc>;
   groups: number[];
 }
+
+/** The server's duplicate-key error code (an append whose receipt is already stored). */
+export const RECEIPT_TAKEN = 11000;
 
 /**
  * Turns units (in commit order) into bucket appends: per site, consecutive
@@ -143,6 +148,7 @@ export function planAppends(units: readonly EventUnit[], now = Date.now()): Buck
     for (const chunk of chunks) {
       const docs = chunk.flatMap((u) => u.events.map((e) => eventToDoc(e, nextQ())));
       const k = docs.length;
+      const receipts = [...new Set(chunk.map((u) => u.receipt))];
       appends.push({
         groups: [...new Set(chunk.map((u) => u.group))],
         operation: {
@@ -150,11 +156,14 @@ export function planAppends(units: readonly EventUnit[], now = Date.now()): Buck
             // A bucket of this site and hour with room for all k events; when
             // there is none, the upsert opens a new bucket (site_id and hour
             // come from the filter's equalities, _id is a new ObjectId). No
-            // unique index is involved, so this upsert cannot fail with E11000;
-            // two racing writers may at worst open two buckets for the hour.
-            filter: { site_id: siteId, hour, n: { $lte: BUCKET_CAP - k } },
+            // unique index on the bucket key, so racing writers may at worst
+            // open two buckets for the hour. The receipts' unique index makes
+            // the append idempotent: run again after an unknown outcome, it
+            // either lands now or fails with E11000 because it already had
+            // (into this bucket, which the filter then skips, or another).
+            filter: { site_id: siteId, hour, n: { $lte: BUCKET_CAP - k }, g: { $nin: receipts } },
             update: {
-              $push: { events: { $each: docs } },
+              $push: { events: { $each: docs }, g: { $each: receipts } },
               $inc: { n: k },
               $min: { min_q: docs[0]?.q ?? 0 },
               $max: { max_q: docs[k - 1]?.q ?? 0 },

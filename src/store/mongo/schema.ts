@@ -206,6 +206,9 @@ export const COLLECTIONS: readonly CollectionSpec[] = [
       { key: { site_id: 1, hour: 1, n: 1 }, name: "site_hour_n" },
       // Reads a site's newest buckets first.
       { key: { site_id: 1, max_q: -1 }, name: "site_recent" },
+      // One receipt per request, in one bucket only: makes appends
+      // idempotent. Sparse: buckets of earlier versions have none.
+      { key: { g: 1 }, name: "receipts_unique", unique: true, sparse: true },
     ],
   },
   {

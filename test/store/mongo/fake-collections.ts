@@ -1,0 +1,77 @@
+/**
+ * Collections for driving the MongoDB adapter without a server: quota
+ * counters behave as the server's conditional `$inc` does; every other call
+ * is recorded and answered by a script, so a test decides what the driver
+ * throws (its own error classes) and when.
+ */
+import type { Collections } from "../../../src/store/mongo/schema.js";
+
+type Answer = () => unknown;
+
+export interface FakeCollections {
+  c: Collections;
+  /** Counter values by `_id`. */
+  counters: Map<string, number>;
+  /** Every call, as `collection.method`, with its arguments. */
+  calls: { name: string; args: unknown[] }[];
+  /** Answers for the next calls of `collection.method`, in order; then the default. */
+  script(name: string, ...answers: Answer[]): void;
+  /** The operations of every `events.bulkWrite`, in order. */
+  eventWrites(): unknown[][];
+}
+
+export function fakeCollections(): FakeCollections {
+  const counters = new Map<string, number>();
+  const calls: { name: string; args: unknown[] }[] = [];
+  const scripts = new Map<string, Answer[]>();
+
+  const call = async (name: string, args: unknown[], fallback: Answer) => {
+    calls.push({ name, args });
+    const answer = scripts.get(name)?.shift() ?? fallback;
+    return answer();
+  };
+
+  const quota = {
+    findOne: (filter: { _id: string }) =>
+      call("quota.findOne", [filter], () => {
+        const count = counters.get(filter._id);
+        return count === undefined ? null : { count };
+      }),
+    findOneAndUpdate: (filter: { _id: string; count: { $lte: number } }, update: never) =>
+      call("quota.findOneAndUpdate", [filter, update], () => {
+        const count = counters.get(filter._id) ?? 0;
+        if (count > filter.count.$lte) throw Object.assign(new Error("E11000"), { code: 11000 });
+        const n = (update as { $inc: { count: number } }).$inc.count;
+        counters.set(filter._id, count + n);
+        return { count: count + n };
+      }),
+    updateOne: (filter: { _id: string }, update: { $inc: { count: number } }) =>
+      call("quota.updateOne", [filter, update], () => {
+        counters.set(filter._id, (counters.get(filter._id) ?? 0) + update.$inc.count);
+        return { matchedCount: 1 };
+      }),
+  };
+  const recorder = (collection: string, methods: string[]) =>
+    Object.fromEntries(
+      methods.map((m) => [m, (...args: unknown[]) => call(`${collection}.${m}`, args, () => null)]),
+    );
+
+  const c = {
+    quota,
+    events: recorder("events", ["bulkWrite"]),
+    identities: recorder("identities", ["bulkWrite"]),
+    touches: recorder("touches", ["findOneAndUpdate"]),
+  } as unknown as Collections;
+
+  return {
+    c,
+    counters,
+    calls,
+    script(name, ...answers) {
+      scripts.set(name, [...(scripts.get(name) ?? []), ...answers]);
+    },
+    eventWrites() {
+      return calls.filter((x) => x.name === "events.bulkWrite").map((x) => x.args[0] as unknown[]);
+    },
+  };
+}
