@@ -25,6 +25,7 @@ function readConfig(): Config {
 async function serve(config: Config): Promise<void> {
   const store = await openStore(config.storeUrl, {
     sqliteBusyTimeoutMs: config.sqliteBusyTimeoutMs,
+    storeTimeoutMs: config.storeTimeoutMs,
   });
   const app = await createApp({ config, store, clock: systemClock });
   await app.listen();

@@ -3,44 +3,26 @@
  * StoreUnavailableError (503 `unavailable`, retry later) instead of an
  * internal error, unless the adapter already classified it (MongoDB does, in
  * src/store/mongo/errors.ts: only transient errors are "unavailable", the
- * rest are a StoreFailureError, 500). When `timeoutMs` is given, a call that
- * takes longer fails the same way so requests get an answer in bounded time
- * while the database stalls; MongoDB needs no such timer, since the driver
- * itself abandons an operation after `timeoutMS`.
+ * rest are a StoreFailureError, 500). There is deliberately no timer here:
+ * answering 503 while the database goes on with the write would let it land
+ * after the client was told to retry. Stores bound their own calls (SQLite's
+ * busy timeout; MongoDB's time limits, src/store/mongo/time-limit.ts).
  */
 import { StoreFailureError, StoreUnavailableError, withCause } from "../domain/store-errors.js";
 import type { Store } from "./port.js";
 
 export { StoreFailureError, StoreUnavailableError };
 
-export function guardStore(store: Store, options: { timeoutMs?: number } = {}): Store {
-  const { timeoutMs } = options;
+/** The store with every rejection turned into a StoreUnavailableError or StoreFailureError. */
+export function guardStore(store: Store): Store {
   const wrap =
     <A extends unknown[], R>(fn: (...args: A) => Promise<R>) =>
     (...args: A): Promise<R> => {
-      let p: Promise<R>;
       try {
-        p = fn(...args);
+        return fn(...args).catch((err) => Promise.reject(unavailable(err)));
       } catch (err) {
         return Promise.reject(unavailable(err));
       }
-      if (timeoutMs === undefined) return p.catch((err) => Promise.reject(unavailable(err)));
-      return new Promise<R>((resolve, reject) => {
-        const timer = setTimeout(
-          () => reject(new StoreUnavailableError(`store call took over ${timeoutMs} ms`)),
-          timeoutMs,
-        );
-        p.then(
-          (v) => {
-            clearTimeout(timer);
-            resolve(v);
-          },
-          (err) => {
-            clearTimeout(timer);
-            reject(unavailable(err));
-          },
-        );
-      });
     };
 
   const guarded: Record<string, unknown> = { kind: store.kind };

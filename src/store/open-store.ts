@@ -9,7 +9,7 @@ import { createSqliteStore } from "./sqlite/sqlite-store.js";
  */
 export async function openStore(
   url: string,
-  options: { sqliteBusyTimeoutMs?: number } = {},
+  options: { sqliteBusyTimeoutMs?: number; storeTimeoutMs?: number } = {},
 ): Promise<Store> {
   if (url.startsWith("sqlite:")) {
     return createSqliteStore(url.slice("sqlite:".length), {
@@ -19,7 +19,7 @@ export async function openStore(
   if (url.startsWith("mongodb://") || url.startsWith("mongodb+srv://")) {
     // Loaded on demand so the embedded default does not pay for the driver.
     const { createMongoStore } = await import("./mongo/mongo-store.js");
-    return createMongoStore(url);
+    return createMongoStore(url, { timeoutMs: options.storeTimeoutMs });
   }
   throw new Error(`unsupported STORE_URL scheme: ${url.split(":")[0]}`);
 }

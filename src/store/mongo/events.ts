@@ -27,8 +27,8 @@ const PENDING_MAX = 1000;
 
 export interface MongoEventsOptions {
   /**
-   * The driver's timeoutMS (STORE_TIMEOUT_MS): a commit sends an append again
-   * after an unknown outcome only within this budget.
+   * STORE_TIMEOUT_MS: a commit sends an append again after an unknown
+   * outcome only within this budget.
    */
   timeoutMs?: number;
 }
@@ -117,7 +117,8 @@ export function createMongoEvents(
         // comes from each event's sequence number, not from the write order.
         await c.events.bulkWrite(ops, {
           ordered: false,
-          ...(attempt > 1 && left !== undefined ? { timeoutMS: left } : {}),
+          // The re-send gets what is left of the budget as the server's limit.
+          ...(attempt > 1 && left !== undefined ? { maxTimeMS: left } : {}),
         });
         for (const i of todo) outcomes[i] = true;
         todo = [];

@@ -35,6 +35,7 @@ import type {
   UserDoc,
   VisitorTouchDoc,
 } from "./documents.js";
+import { withTimeLimit } from "./time-limit.js";
 
 /** The values of a string union; `Record<T, true>` makes the compiler check that none is missing. */
 function valuesOf<T extends string>(values: Record<T, true>): T[] {
@@ -432,21 +433,30 @@ export interface Collections {
   customerVisitors: Collection<CustomerVisitorDoc>;
 }
 
-export function collections(db: Db): Collections {
+/**
+ * The adapter's collections. With `maxTimeMS`, every read and write carries
+ * it, so the server abandons what runs longer (src/store/mongo/time-limit.ts).
+ */
+export function collections(db: Db, options: { maxTimeMS?: number } = {}): Collections {
+  const { maxTimeMS } = options;
+  const get = <T extends Document>(name: string): Collection<T> => {
+    const c = db.collection<T>(name);
+    return maxTimeMS === undefined ? c : withTimeLimit(c, maxTimeMS);
+  };
   return {
-    accounts: db.collection<AccountDoc>("accounts"),
-    users: db.collection<UserDoc>("users"),
-    memberships: db.collection<MembershipDoc>("memberships"),
-    sites: db.collection<SiteDoc>("sites"),
-    apiKeys: db.collection<ApiKeyDoc>("api_keys"),
-    quota: db.collection<QuotaDoc>("quota_usage"),
-    events: db.collection<EventBucketDoc>("events"),
-    identities: db.collection<IdentityDoc>("identities"),
-    salts: db.collection<SaltDoc>("salts"),
-    customers: db.collection<CustomerDoc>("customers"),
-    subscriptions: db.collection<SubscriptionDoc>("subscriptions"),
-    payments: db.collection<PaymentDoc>("payments"),
-    touches: db.collection<VisitorTouchDoc>("visitor_touches"),
-    customerVisitors: db.collection<CustomerVisitorDoc>("customer_visitors"),
+    accounts: get<AccountDoc>("accounts"),
+    users: get<UserDoc>("users"),
+    memberships: get<MembershipDoc>("memberships"),
+    sites: get<SiteDoc>("sites"),
+    apiKeys: get<ApiKeyDoc>("api_keys"),
+    quota: get<QuotaDoc>("quota_usage"),
+    events: get<EventBucketDoc>("events"),
+    identities: get<IdentityDoc>("identities"),
+    salts: get<SaltDoc>("salts"),
+    customers: get<CustomerDoc>("customers"),
+    subscriptions: get<SubscriptionDoc>("subscriptions"),
+    payments: get<PaymentDoc>("payments"),
+    touches: get<VisitorTouchDoc>("visitor_touches"),
+    customerVisitors: get<CustomerVisitorDoc>("customer_visitors"),
   };
 }
