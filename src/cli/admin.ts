@@ -8,7 +8,7 @@ import { loadConfig } from "../config.js";
 import { createAdmin } from "../domain/admin.js";
 import { systemClock } from "../domain/clock.js";
 import { DomainError } from "../domain/errors.js";
-import { openStore } from "../store/open-store.js";
+import { type MigrationReport, openStore } from "../store/open-store.js";
 
 const USAGE = `usage: npm run --silent admin -- <command>
   account create --name N --plan free|starter|growth|scale --owner EMAIL
@@ -18,7 +18,8 @@ const USAGE = `usage: npm run --silent admin -- <command>
   key create --site ID --name N --scopes events,payments --as USER_ID
   key list --site ID
   key delete --key KEY_ID --as USER_ID
-  usage --account ID`;
+  usage --account ID
+  store migrate          (creates MongoDB collections, validators and indexes; idempotent)`;
 
 class UsageError extends Error {}
 
@@ -35,6 +36,23 @@ const OPTIONS = {
   as: { type: "string" },
   key: { type: "string" },
 } as const;
+
+/**
+ * `store migrate`: creates what the store needs and prints what it did,
+ * e.g. `{"store":"mongodb","created":["collection events",…],"updated":[]}`;
+ * a second run prints empty lists.
+ */
+async function migrate(config: ReturnType<typeof loadConfig>): Promise<unknown> {
+  let report: MigrationReport = { created: [], updated: [] };
+  const store = await openStore(config.storeUrl, {
+    storeTimeoutMs: config.storeTimeoutMs,
+    migrate: (r) => {
+      report = r;
+    },
+  });
+  await store.close();
+  return { store: store.kind, ...report };
+}
 
 const iso = (ms: number | undefined) => (ms === undefined ? null : new Date(ms).toISOString());
 
@@ -59,11 +77,13 @@ async function run(argv: string[]): Promise<unknown> {
     "key list",
     "key delete",
     "usage",
+    "store migrate",
   ];
   if (!known.includes(command)) throw new UsageError(`unknown command "${command}"`);
 
   const config = loadConfig();
-  const store = await openStore(config.storeUrl);
+  if (command === "store migrate") return migrate(config);
+  const store = await openStore(config.storeUrl, { storeTimeoutMs: config.storeTimeoutMs });
   try {
     const admin = createAdmin({ store, clock: systemClock });
     switch (command) {

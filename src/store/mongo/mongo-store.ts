@@ -7,7 +7,13 @@ import { createMongoAttribution } from "./attribution.js";
 import { classifyErrors } from "./errors.js";
 import { createMongoEvents } from "./events.js";
 import { createMongoPayments } from "./payments.js";
-import { collections, ensureSchema } from "./schema.js";
+import {
+  collections,
+  type MigrationReport,
+  migrateSchema,
+  SchemaMissingError,
+  verifySchema,
+} from "./schema.js";
 import { clientOptions } from "./time-limit.js";
 
 /** The database used when neither the URL path nor the options name one. */
@@ -24,6 +30,12 @@ export interface MongoStoreOptions {
    * the server (src/store/mongo/time-limit.ts). 5000 when unset.
    */
   timeoutMs?: number;
+  /**
+   * Runs `migrateSchema` first and reports what it did (`admin store
+   * migrate`, tests on a fresh database). Without it the store only verifies
+   * the schema and refuses to open when something is missing.
+   */
+  migrate?: (report: MigrationReport) => void;
 }
 
 /**
@@ -72,8 +84,8 @@ export function dbNameFromUrl(url: string): string {
 }
 
 /**
- * Connects to MongoDB, creates collections, validators and indexes when
- * needed, and returns the store. Fails within a few seconds when no server
+ * Connects to MongoDB, checks that the schema is in place (or migrates it
+ * when asked), and returns the store. Fails within a few seconds when no server
  * answers. MongoDB 7.0 or later, as a replica set (or sharded cluster) in
  * production: majority writes need one.
  */
@@ -94,7 +106,9 @@ export async function createMongoStore(
       readPreference: ReadPreference.PRIMARY,
       ignoreUndefined: true,
     });
-    await ensureSchema(db);
+    if (options.migrate) options.migrate(await migrateSchema(db));
+    const missing = await verifySchema(db);
+    if (missing.length > 0) throw new SchemaMissingError(missing);
     const c = collections(db, { maxTimeMS: timeoutMs });
     // Every rejection is classified once, here: transient → unavailable (503),
     // anything else → a failure (500, cause logged).

@@ -1,6 +1,7 @@
 /**
- * Collections, JSON-schema validators and indexes of the MongoDB adapter,
- * created idempotently at start-up (docs/mongodb.md explains each choice).
+ * Collections, JSON-schema validators and indexes of the MongoDB adapter:
+ * created by `admin store migrate`, verified by the server at start
+ * (docs/mongodb.md explains each choice).
  */
 import {
   type Collection,
@@ -381,38 +382,106 @@ export const COLLECTIONS: readonly CollectionSpec[] = [
 /** The server's code for "collection already exists". */
 const NAMESPACE_EXISTS = 48;
 
+/** What a migration did: each entry names a collection, a validator or an index. */
+export interface MigrationReport {
+  created: string[];
+  updated: string[];
+}
+
+/** The validator options a collection is created or updated with. */
+function validation(spec: CollectionSpec): Document {
+  return {
+    validator: { $jsonSchema: spec.schema },
+    validationLevel: "strict",
+    validationAction: "error",
+  };
+}
+
+/** Whether a stored validator is the spec's (BSON keeps key order, so JSON compares exactly). */
+function sameValidator(stored: unknown, spec: CollectionSpec): boolean {
+  return JSON.stringify(stored) === JSON.stringify({ $jsonSchema: spec.schema });
+}
+
+/** The collections as the server describes them: name → stored validator. */
+async function describeCollections(db: Db): Promise<Map<string, unknown>> {
+  const infos = await db.listCollections({}).toArray();
+  return new Map(infos.map((c) => [c.name, (c as { options?: Document }).options?.validator]));
+}
+
+async function indexNames(db: Db, name: string): Promise<Set<string>> {
+  const indexes = await db.collection(name).listIndexes().toArray();
+  return new Set(indexes.map((i) => String(i.name)));
+}
+
 /**
- * Creates what is missing and brings validators up to date: a new collection
- * gets its validator at creation, an existing one through `collMod`. Index
- * creation is idempotent for an identical definition. Safe to run from many
- * processes at once.
+ * `admin store migrate`: creates what is missing (collections with their
+ * validators, named indexes) and brings validators up to date with `collMod`,
+ * only where they differ. Idempotent: a second run changes nothing and
+ * reports nothing. Needs a role that may create collections and indexes and
+ * run `collMod` (dbAdmin), which the service itself never needs. Safe to run
+ * from several processes at once.
  */
-export async function ensureSchema(db: Db): Promise<void> {
-  const existing = new Set(
-    (await db.listCollections({}, { nameOnly: true }).toArray()).map((c) => c.name),
-  );
-  await Promise.all(
-    COLLECTIONS.map(async (spec) => {
-      const validation = {
-        validator: { $jsonSchema: spec.schema },
-        validationLevel: "strict",
-        validationAction: "error",
-      };
-      const collMod = () => db.command({ collMod: spec.name, ...validation });
-      if (existing.has(spec.name)) {
-        await collMod();
-      } else {
-        try {
-          await db.createCollection(spec.name, validation);
-        } catch (err) {
-          // Another process created it since listCollections.
-          if (!(err instanceof MongoServerError && err.code === NAMESPACE_EXISTS)) throw err;
-          await collMod();
-        }
+export async function migrateSchema(db: Db): Promise<MigrationReport> {
+  const report: MigrationReport = { created: [], updated: [] };
+  const existing = await describeCollections(db);
+  for (const spec of COLLECTIONS) {
+    if (!existing.has(spec.name)) {
+      try {
+        await db.createCollection(spec.name, validation(spec));
+        report.created.push(`collection ${spec.name}`);
+      } catch (err) {
+        // Another migration created it since listCollections: bring its validator up to date.
+        if (!(err instanceof MongoServerError && err.code === NAMESPACE_EXISTS)) throw err;
+        await db.command({ collMod: spec.name, ...validation(spec) });
       }
-      if (spec.indexes.length > 0) await db.collection(spec.name).createIndexes(spec.indexes);
-    }),
-  );
+    } else if (!sameValidator(existing.get(spec.name), spec)) {
+      await db.command({ collMod: spec.name, ...validation(spec) });
+      report.updated.push(`validator ${spec.name}`);
+    }
+    const have = await indexNames(db, spec.name);
+    const missing = spec.indexes.filter((i) => !have.has(i.name as string));
+    if (missing.length > 0) {
+      // Identical definitions are a no-op on the server, so a race is harmless.
+      await db.collection(spec.name).createIndexes(missing);
+      for (const i of missing) report.created.push(`index ${spec.name}.${i.name}`);
+    }
+  }
+  return report;
+}
+
+/**
+ * What the server checks at start instead of migrating: every collection,
+ * up-to-date validator and named index the adapter needs. Returns what is
+ * missing (empty: all there). Only reads (`listCollections`, `listIndexes`),
+ * which a least-privilege `readWrite` user may do.
+ */
+export async function verifySchema(db: Db): Promise<string[]> {
+  const existing = await describeCollections(db);
+  const missing: string[] = [];
+  for (const spec of COLLECTIONS) {
+    if (!existing.has(spec.name)) {
+      missing.push(`collection ${spec.name}`);
+      continue;
+    }
+    if (!sameValidator(existing.get(spec.name), spec)) missing.push(`validator ${spec.name}`);
+    const have = await indexNames(db, spec.name);
+    for (const i of spec.indexes) {
+      if (!have.has(i.name as string)) missing.push(`index ${spec.name}.${i.name}`);
+    }
+  }
+  return missing;
+}
+
+/** The start-up error when the schema is not there: names what is missing and how to fix it. */
+export class SchemaMissingError extends Error {
+  override readonly name = "SchemaMissingError";
+
+  constructor(readonly missing: readonly string[]) {
+    super(
+      `the MongoDB schema is not up to date (missing: ${missing.join(", ")}); ` +
+        "run `npm run admin -- store migrate` with a user allowed to create collections and indexes",
+    );
+  }
 }
 
 /** Typed handles on the adapter's collections. */
