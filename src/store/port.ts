@@ -433,12 +433,16 @@ export interface Store {
   ): Promise<string[]>;
   /**
    * Sets the attribution of a customer and of all its payments (undefined:
-   * unattributed). Idempotent.
+   * unattributed). Idempotent. With `rank` (the domain's attributionRank,
+   * lower is better), a stored attribution of a better rank is kept: a stale
+   * writer cannot replace a newer attribution (MongoDB; SQLite writes in one
+   * process-wide transaction and ignores it).
    */
   setAttribution(
     siteId: string,
     customerId: string,
     attribution: Attribution | undefined,
+    rank?: string,
   ): Promise<void>;
   /** Succeeded payments with paid_at in [from, to), by channel and currency. */
   revenueByChannel(siteId: string, from: number, to: number): Promise<RevenueRow[]>;

@@ -8,6 +8,7 @@
  */
 import { Long, MongoServerSelectionError, ObjectId } from "mongodb";
 import { describe, expect, it } from "vitest";
+import { attributionRank, UNATTRIBUTED_RANK } from "../../src/domain/attribution/touches.js";
 import {
   attributionUpdates,
   createMongoAttribution,
@@ -865,6 +866,80 @@ describe("mongodb adapter without a server", () => {
         customer: { $unset: { attribution: "" } },
         payments: { $set: { channel: "unattributed" }, $unset: { attribution: "" } },
       });
+    });
+
+    it("a stale writer cannot replace a better attribution (conditional on rank, per document)", async () => {
+      const { f, c } = fakeCollections();
+      const store = createMongoAttribution(c);
+      const pay = (paymentId: string): PaymentRecord => ({
+        siteId: "site_1",
+        paymentId,
+        customerId: "cus_1",
+        currency: "USD",
+        amountMinor: 100,
+        kind: "charge",
+        status: "succeeded",
+        paidAt: T0,
+        metadata: {},
+        createdAt: T0,
+        updatedAt: T0,
+      });
+      f.payments.docs = [run("payments", undefined, paymentUpsert([pay("p1")]))];
+      f.customers.docs = [
+        run(
+          "customers",
+          undefined,
+          customerUpsert([{ siteId: "site_1", customerId: "cus_1", at: T0 }]),
+        ),
+      ];
+      const touch = (visitorId: string, ts: number, internal: boolean, via: LinkKind) => ({
+        attribution: {
+          channel: internal ? "Direct" : "Email",
+          landingPage: "https://example.com/",
+          visitorId,
+          via,
+          touchedAt: ts,
+        } satisfies Attribution,
+        rank: attributionRank({ ts, internal }, via, visitorId),
+      });
+      const visitorOf = (d: Doc | undefined) => (d?.attribution as Doc | undefined)?.visitor_id;
+      const stored = () => [visitorOf(f.customers.docs[0]), visitorOf(f.payments.docs[0])];
+      // Process A read the newer data (an earlier touch) and wrote first.
+      const newer = touch("v_early", T0 - 10_000, false, "user_id");
+      await store.setAttribution("site_1", "cus_1", newer.attribution, newer.rank);
+      expect(stored()).toEqual(["v_early", "v_early"]);
+      // Process B had read before that touch arrived and writes last: kept out.
+      const stale = touch("v_late", T0, false, "user_id");
+      await store.setAttribution("site_1", "cus_1", stale.attribution, stale.rank);
+      expect(stored()).toEqual(["v_early", "v_early"]);
+      // Nor can a stale "unattributed", nor an internal touch, however early.
+      await store.setAttribution("site_1", "cus_1", undefined, UNATTRIBUTED_RANK);
+      const internal = touch("v_internal", T0 - 99_000, true, "user_id");
+      await store.setAttribution("site_1", "cus_1", internal.attribution, internal.rank);
+      expect(stored()).toEqual(["v_early", "v_early"]);
+      // The same attribution again is written (idempotent); a better one replaces it.
+      await store.setAttribution("site_1", "cus_1", newer.attribution, newer.rank);
+      const better = touch("v_earliest", T0 - 20_000, false, "customer");
+      await store.setAttribution("site_1", "cus_1", better.attribution, better.rank);
+      expect(stored()).toEqual(["v_earliest", "v_earliest"]);
+      expect(f.customers.docs[0]?.attribution_rank).toBe(better.rank);
+      expect(f.payments.docs[0]?.channel).toBe("Email");
+    });
+
+    it("ranks sort like the rule: non-internal first, then earlier, then stronger link, then visitor id", () => {
+      const r = (internal: boolean, ts: number, via: LinkKind, v = "v") =>
+        attributionRank({ internal, ts }, via, v);
+      const ordered = [
+        r(false, 5, "user_id", "a"),
+        r(false, 5, "user_id", "b"),
+        r(false, 5, "visitor_id", "a"),
+        r(false, 5, "customer", "a"),
+        r(false, 1_700_000_000_000, "user_id"),
+        r(true, 1, "user_id"),
+        r(true, 2, "user_id"),
+        UNATTRIBUTED_RANK,
+      ];
+      expect([...ordered].reverse().sort()).toEqual(ordered);
     });
 
     it("finds customers to re-attribute by linked visitor and by user id", async () => {

@@ -14,7 +14,7 @@ import type {
 } from "../../store/port.js";
 import { linkRank } from "../../store/port.js";
 import type { Clock } from "../clock.js";
-import { isBetter } from "./touches.js";
+import { attributionRank, isBetter, UNATTRIBUTED_RANK } from "./touches.js";
 
 export interface Attributor {
   /**
@@ -82,7 +82,11 @@ export function createAttributor(deps: { store: Store; clock: Clock }): Attribut
         ...(t.campaign !== undefined ? { campaign: t.campaign } : {}),
       };
     }
-    await store.setAttribution(siteId, customerId, best);
+    // Conditional: a writer that read older links and touches cannot replace
+    // a better attribution another process stored meanwhile.
+    const rank =
+      best && bestTouch ? attributionRank(bestTouch, best.via, best.visitorId) : UNATTRIBUTED_RANK;
+    await store.setAttribution(siteId, customerId, best, rank);
     return best;
   }
 

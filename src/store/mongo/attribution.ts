@@ -252,22 +252,42 @@ export function foldLinks(links: readonly CustomerVisitorLink[]): CustomerVisito
   return [...byVisitor.values()];
 }
 
-/** The updates of `setAttribution`: the customer's attribution, and its payments' with their channel. */
-export function attributionUpdates(attribution: Attribution | undefined): {
+/**
+ * The updates of `setAttribution`: the customer's attribution, and its
+ * payments' with their channel; with `rank`, stored next to it
+ * (`attribution_rank`) for the next writer's condition.
+ */
+export function attributionUpdates(
+  attribution: Attribution | undefined,
+  rank?: string,
+): {
   customer: UpdateFilter<CustomerDoc>;
   payments: UpdateFilter<PaymentDoc>;
 } {
+  const ranked = rank === undefined ? {} : { attribution_rank: rank };
   if (attribution === undefined) {
     return {
-      customer: { $unset: { attribution: "" } },
-      payments: { $set: { channel: UNATTRIBUTED }, $unset: { attribution: "" } },
+      customer: {
+        ...(rank === undefined ? {} : { $set: ranked }),
+        $unset: { attribution: "" },
+      } as UpdateFilter<CustomerDoc>,
+      payments: { $set: { channel: UNATTRIBUTED, ...ranked }, $unset: { attribution: "" } },
     };
   }
   const doc = attributionToDoc(attribution);
   return {
-    customer: { $set: { attribution: doc } },
-    payments: { $set: { attribution: doc, channel: attribution.channel } },
+    customer: { $set: { attribution: doc, ...ranked } },
+    payments: { $set: { attribution: doc, channel: attribution.channel, ...ranked } },
   };
+}
+
+/**
+ * The condition of a ranked write: the document has no rank yet (never
+ * attributed, or attributed before ranks existed), or one that is not
+ * better. Ranks are strings that sort like the rule (binary comparison).
+ */
+export function rankCondition(rank: string): Document {
+  return { $or: [{ attribution_rank: null }, { attribution_rank: { $gte: rank } }] };
 }
 
 /**
@@ -452,12 +472,22 @@ export function createMongoAttribution(c: Collections): StoreAttributionPart {
       return [...new Set<string>([...byVisitor, ...byUser])].sort();
     },
 
-    async setAttribution(siteId, customerId, attribution) {
-      const u = attributionUpdates(attribution);
+    async setAttribution(siteId, customerId, attribution, rank) {
+      const u = attributionUpdates(attribution, rank);
+      // Conditional, per document and atomic: a writer that computed from
+      // older links and touches (a worse rank) leaves a better stored
+      // attribution alone, whatever the order in which processes write.
+      const when = rank === undefined ? {} : rankCondition(rank);
       // Payments first, the customer last: both are idempotent, and a failure
       // in between is completed by the caller's retry (or the next payment).
-      await c.payments.updateMany({ site_id: siteId, customer_id: customerId }, u.payments);
-      await c.customers.updateOne({ site_id: siteId, customer_id: customerId }, u.customer);
+      await c.payments.updateMany(
+        { site_id: siteId, customer_id: customerId, ...when },
+        u.payments,
+      );
+      await c.customers.updateOne(
+        { site_id: siteId, customer_id: customerId, ...when },
+        u.customer,
+      );
     },
 
     async revenueByChannel(siteId, from, to) {

@@ -192,6 +192,8 @@ export interface CustomerDoc {
   updated_at: Date;
   /** Absent when unattributed. */
   attribution?: AttributionDoc;
+  /** The attribution's rank (domain's attributionRank): a stale writer's condition. */
+  attribution_rank?: string;
 }
 
 export interface SubscriptionDoc {
@@ -229,6 +231,7 @@ export interface PaymentDoc {
   updated_at: Date;
   /** Absent when unattributed. Written by setAttribution only. */
   attribution?: AttributionDoc;
+  attribution_rank?: string;
   /**
    * The attribution's channel, or `unattributed`: what the revenue report
    * groups by. Set on insert and by setAttribution only; absent on payments
