@@ -43,7 +43,7 @@ const OPTIONS = {
  * a second run prints empty lists.
  */
 async function migrate(config: ReturnType<typeof loadConfig>): Promise<unknown> {
-  let report: MigrationReport = { created: [], updated: [] };
+  let report: MigrationReport = { created: [], updated: [], dropped: [] };
   const store = await openStore(config.storeUrl, {
     storeTimeoutMs: config.storeTimeoutMs,
     migrate: (r) => {

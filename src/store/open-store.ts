@@ -26,7 +26,7 @@ export async function openStore(
       busyTimeoutMs: options.sqliteBusyTimeoutMs,
     });
     // Its migrations ran in the constructor; nothing is left to report.
-    options.migrate?.({ created: [], updated: [] });
+    options.migrate?.({ created: [], updated: [], dropped: [] });
     return store;
   }
   if (url.startsWith("mongodb://") || url.startsWith("mongodb+srv://")) {

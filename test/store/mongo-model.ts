@@ -166,6 +166,20 @@ export function evaluate(expr: Value, doc: Doc): Value {
       if (values.length === 0) return null;
       return values.reduce((m, v) => (compareValues(v, m) < 0 ? v : m));
     }
+    case "$max": {
+      const values = (Array.isArray(arg) ? arg.map(ev) : [ev(arg)]).filter(
+        (v) => v !== null && v !== MISSING,
+      );
+      if (values.length === 0) return null;
+      return values.reduce((m, v) => (compareValues(v, m) > 0 ? v : m));
+    }
+    case "$add": {
+      const values = (arg as Value[]).map(ev);
+      // null or missing makes the sum null, as on the server.
+      if (values.some((v) => v === null || v === MISSING)) return null;
+      if (!values.every((v) => typeof v === "number")) throw new Error("$add of numbers only");
+      return (values as number[]).reduce((a, b) => a + b, 0);
+    }
     case "$indexOfArray": {
       const [array, value] = args(arg, 2, op).map(ev);
       if (!Array.isArray(array)) return null;

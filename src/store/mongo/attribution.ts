@@ -308,15 +308,32 @@ export function revenuePipeline(siteId: string, from: number, to: number): Docum
         paid_at: { $gte: toDate(from), $lt: toDate(to) },
       },
     },
+    // Two stages instead of an $addToSet of every paying customer (one
+    // array per group that grows with the customers, up to the 100 MB stage
+    // limit): first per customer, then per channel and currency, counting
+    // the customers with at least one charge.
     {
       $group: {
-        _id: { channel: { $ifNull: ["$channel", UNATTRIBUTED] }, currency: "$currency" },
+        _id: {
+          channel: { $ifNull: ["$channel", UNATTRIBUTED] },
+          currency: "$currency",
+          customer: "$customer_id",
+        },
         gross: amountIf("charge"),
         refunds: amountIf("refund"),
         chargebacks: amountIf("chargeback"),
         payments: { $sum: 1 },
-        // null for non-charges, taken out of the set below (customer_id is never null).
-        paying: { $addToSet: { $cond: [{ $eq: ["$kind", "charge"] }, "$customer_id", null] } },
+        charges: { $sum: { $cond: [{ $eq: ["$kind", "charge"] }, 1, 0] } },
+      },
+    },
+    {
+      $group: {
+        _id: { channel: "$_id.channel", currency: "$_id.currency" },
+        gross: { $sum: "$gross" },
+        refunds: { $sum: "$refunds" },
+        chargebacks: { $sum: "$chargebacks" },
+        payments: { $sum: "$payments" },
+        paying: { $sum: { $cond: [{ $gt: ["$charges", 0] }, 1, 0] } },
       },
     },
     {
@@ -328,7 +345,7 @@ export function revenuePipeline(siteId: string, from: number, to: number): Docum
         refunds: 1,
         chargebacks: 1,
         payments: 1,
-        paying: { $size: { $setDifference: ["$paying", [null]] } },
+        paying: 1,
       },
     },
     { $sort: { channel: 1, currency: 1 } },

@@ -115,6 +115,13 @@ export interface EventDoc {
 }
 
 /** A bucket of a site's events inserted in one UTC hour. */
+/** A server-side counter. */
+export interface SequenceDoc {
+  _id: string;
+  /** The last number handed out. */
+  n: number;
+}
+
 export interface EventBucketDoc {
   _id?: ObjectId;
   site_id: string;

@@ -27,20 +27,6 @@ export const BUCKET_CAP = 200;
 
 const HOUR_MS = 3_600_000;
 
-let lastQ = 0;
-
-/**
- * The next insertion sequence number of this process: microseconds of the
- * wall clock, bumped by one when the clock has not moved (or moved back), so
- * it strictly increases within a process and follows the clock across
- * processes. Date.now() * 1000 stays below 2^53 until the year 2255.
- */
-export function nextQ(): number {
-  const now = Date.now() * 1000;
-  lastQ = now > lastQ ? now : lastQ + 1;
-  return lastQ;
-}
-
 /** The stored form of an event, tagged with its insertion sequence. */
 export function eventToDoc(e: EventRecord, q: number): EventDoc {
   return compact<EventDoc>({
@@ -126,9 +112,15 @@ export const RECEIPT_TAKEN = 11000;
  * Turns units (in commit order) into bucket appends: per site, consecutive
  * units share one append of at most BUCKET_CAP events, and a unit is never
  * split, so each group's events for a site land in one single-document
- * (hence atomic) update. Sequence numbers are taken in commit order.
+ * (hence atomic) update. Events are numbered from `firstQ` (a block the
+ * server's counter handed out) in commit order.
  */
-export function planAppends(units: readonly EventUnit[], now = Date.now()): BucketAppend[] {
+export function planAppends(
+  units: readonly EventUnit[],
+  now: number,
+  firstQ: number,
+): BucketAppend[] {
+  let q = firstQ;
   const hour = new Date(Math.floor(now / HOUR_MS) * HOUR_MS);
   const bySite = new Map<string, EventUnit[][]>();
   for (const unit of units) {
@@ -146,7 +138,7 @@ export function planAppends(units: readonly EventUnit[], now = Date.now()): Buck
   const appends: BucketAppend[] = [];
   for (const [siteId, chunks] of bySite) {
     for (const chunk of chunks) {
-      const docs = chunk.flatMap((u) => u.events.map((e) => eventToDoc(e, nextQ())));
+      const docs = chunk.flatMap((u) => u.events.map((e) => eventToDoc(e, q++)));
       const k = docs.length;
       const receipts = [...new Set(chunk.map((u) => u.receipt))];
       appends.push({

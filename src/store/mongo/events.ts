@@ -19,6 +19,9 @@ import type { Collections } from "./schema.js";
 /** How many buckets the cursor of listEvents fetches per round trip. */
 const LIST_BATCH = 8;
 
+/** The counter that numbers events (sequences collection). */
+export const EVENT_Q = "event_q";
+
 /** How many times an append whose outcome is unknown is sent in all. */
 const APPEND_ATTEMPTS = 2;
 
@@ -138,6 +141,28 @@ export function createMongoEvents(
     return outcomes.map((o) => o ?? unknownError);
   }
 
+  /**
+   * Reserves `k` consecutive event numbers from the server's counter in one
+   * atomic update and returns the first. The order of events is the
+   * counter's, the same for every process, not each host's clock. The
+   * counter never falls below this host's clock in microseconds: numbers
+   * stay above those of earlier versions (which used the clock), and a host
+   * whose clock runs ahead only moves the counter forward.
+   */
+  async function allocateQ(k: number): Promise<number> {
+    if (k === 0) return 0;
+    const floor = Date.now() * 1000;
+    const d = await retryDuplicates(() =>
+      c.sequences.findOneAndUpdate(
+        { _id: EVENT_Q },
+        [{ $set: { n: { $add: [{ $max: [{ $ifNull: ["$n", 0] }, { $literal: floor }] }, k] } } }],
+        { upsert: true, returnDocument: "after", projection: { n: 1 } },
+      ),
+    );
+    if (!d) throw new Error("the event counter returned nothing");
+    return d.n - k + 1;
+  }
+
   /** Writes links and touches; returns each group's improved first touches. */
   async function project(p: Projection): Promise<Map<number, string[]>> {
     const [, touched] = await Promise.all([writeLinks(p.links), writeTouches(c, p.touches)]);
@@ -189,14 +214,21 @@ export function createMongoEvents(
     async commitEvents(groups) {
       if (groups.length === 0) return [];
       if (pending.length > 0) await flushPending();
-      const { results, reserved } = await reserveAll(groups);
+      // Numbers for every event of the call, in parallel with the quota: no
+      // extra wait (numbers of refused requests are simply not used).
+      const total = groups.reduce((n, g) => n + g.events.length, 0);
+      const [{ results, reserved }, firstQ] = await Promise.all([
+        reserveAll(groups),
+        allocateQ(total).catch((err: unknown) => ({ failed: err })),
+      ]);
 
       // 1. The events, each group in one single-document append (atomic).
       const accepted = groups.flatMap((_g, i) => (results[i]?.ok ? [i] : []));
       const receipts = groups.map(() => new ObjectId());
       let failure = new Map<number, Error>();
       try {
-        const appends = planAppends(unitsOf(groups, accepted, receipts));
+        if (typeof firstQ !== "number") throw firstQ.failed;
+        const appends = planAppends(unitsOf(groups, accepted, receipts), Date.now(), firstQ);
         const outcomes = await writeAppends(appends);
         appends.forEach((a, k) => {
           const o = outcomes[k];
@@ -204,7 +236,8 @@ export function createMongoEvents(
           for (const g of a.groups) if (!failure.has(g)) failure.set(g, o);
         });
       } catch (err) {
-        // Building the documents failed (a RangeError, say): nothing was sent.
+        // No sequence numbers, or building the documents failed (a
+        // RangeError, say): nothing was sent.
         const error = classify(err);
         failure = new Map(accepted.map((i) => [i, error]));
       }

@@ -31,6 +31,7 @@ import type {
   PaymentDoc,
   QuotaDoc,
   SaltDoc,
+  SequenceDoc,
   SiteDoc,
   SubscriptionDoc,
   UserDoc,
@@ -140,7 +141,7 @@ export const COLLECTIONS: readonly CollectionSpec[] = [
       hostnames: { bsonType: "array", items: str },
       created_at: date,
     }),
-    indexes: [{ key: { account_id: 1 }, name: "account" }],
+    indexes: [],
   },
   {
     name: "api_keys",
@@ -182,6 +183,12 @@ export const COLLECTIONS: readonly CollectionSpec[] = [
       month: { bsonType: "string", pattern: "^[0-9]{4}-[0-9]{2}$" },
       count: { ...integer, minimum: 0 },
     }),
+    indexes: [],
+  },
+  {
+    // Server-side counters: `event_q` numbers events in insertion order.
+    name: "sequences",
+    schema: object(["_id", "n"], { _id: str, n: { bsonType: "number" } }),
     indexes: [],
   },
   {
@@ -227,7 +234,6 @@ export const COLLECTIONS: readonly CollectionSpec[] = [
         name: "site_user_visitor_unique",
         unique: true,
       },
-      { key: { site_id: 1, visitor_id: 1 }, name: "site_visitor" },
     ],
   },
   {
@@ -290,7 +296,6 @@ export const COLLECTIONS: readonly CollectionSpec[] = [
     ),
     indexes: [
       { key: { site_id: 1, subscription_id: 1 }, name: "site_subscription_unique", unique: true },
-      { key: { site_id: 1, customer_id: 1 }, name: "site_customer" },
       // mrrTotals: equality on the site, the two statuses, started_at up to a time.
       { key: { site_id: 1, status: 1, started_at: 1 }, name: "site_status_started" },
     ],
@@ -334,7 +339,6 @@ export const COLLECTIONS: readonly CollectionSpec[] = [
       { key: { site_id: 1, payment_id: 1 }, name: "site_payment_unique", unique: true },
       // A customer's payments; setAttribution's updateMany.
       { key: { site_id: 1, customer_id: 1 }, name: "site_customer" },
-      { key: { site_id: 1, paid_at: 1 }, name: "site_paid_at" },
       // revenueByChannel: equality, equality, range (status is always `succeeded` there).
       { key: { site_id: 1, status: 1, paid_at: 1 }, name: "site_status_paid_at" },
     ],
@@ -379,6 +383,17 @@ export const COLLECTIONS: readonly CollectionSpec[] = [
   },
 ];
 
+/**
+ * Indexes earlier versions created and nothing queries any more; `store
+ * migrate` drops them (each costs a write on every insert and update).
+ */
+export const OBSOLETE_INDEXES: readonly { collection: string; name: string }[] = [
+  { collection: "sites", name: "account" },
+  { collection: "identities", name: "site_visitor" },
+  { collection: "subscriptions", name: "site_customer" },
+  { collection: "payments", name: "site_paid_at" },
+];
+
 /** The server's code for "collection already exists". */
 const NAMESPACE_EXISTS = 48;
 
@@ -386,6 +401,7 @@ const NAMESPACE_EXISTS = 48;
 export interface MigrationReport {
   created: string[];
   updated: string[];
+  dropped: string[];
 }
 
 /** The validator options a collection is created or updated with. */
@@ -422,7 +438,7 @@ async function indexNames(db: Db, name: string): Promise<Set<string>> {
  * from several processes at once.
  */
 export async function migrateSchema(db: Db): Promise<MigrationReport> {
-  const report: MigrationReport = { created: [], updated: [] };
+  const report: MigrationReport = { created: [], updated: [], dropped: [] };
   const existing = await describeCollections(db);
   for (const spec of COLLECTIONS) {
     if (!existing.has(spec.name)) {
@@ -444,6 +460,11 @@ export async function migrateSchema(db: Db): Promise<MigrationReport> {
       // Identical definitions are a no-op on the server, so a race is harmless.
       await db.collection(spec.name).createIndexes(missing);
       for (const i of missing) report.created.push(`index ${spec.name}.${i.name}`);
+    }
+    for (const old of OBSOLETE_INDEXES.filter((o) => o.collection === spec.name)) {
+      if (!have.has(old.name)) continue;
+      await db.collection(spec.name).dropIndex(old.name);
+      report.dropped.push(`index ${spec.name}.${old.name}`);
     }
   }
   return report;
@@ -492,6 +513,7 @@ export interface Collections {
   sites: Collection<SiteDoc>;
   apiKeys: Collection<ApiKeyDoc>;
   quota: Collection<QuotaDoc>;
+  sequences: Collection<SequenceDoc>;
   events: Collection<EventBucketDoc>;
   identities: Collection<IdentityDoc>;
   salts: Collection<SaltDoc>;
@@ -519,6 +541,7 @@ export function collections(db: Db, options: { maxTimeMS?: number } = {}): Colle
     sites: get<SiteDoc>("sites"),
     apiKeys: get<ApiKeyDoc>("api_keys"),
     quota: get<QuotaDoc>("quota_usage"),
+    sequences: get<SequenceDoc>("sequences"),
     events: get<EventBucketDoc>("events"),
     identities: get<IdentityDoc>("identities"),
     salts: get<SaltDoc>("salts"),

@@ -8,7 +8,7 @@
  */
 import { describe, expect, it } from "vitest";
 import { StoreFailureError, StoreUnavailableError } from "../../../src/domain/store-errors.js";
-import { createMongoEvents } from "../../../src/store/mongo/events.js";
+import { createMongoEvents, EVENT_Q } from "../../../src/store/mongo/events.js";
 import type { EventGroup, EventRecord, VisitorTouch } from "../../../src/store/port.js";
 import {
   bulkDriverError,
@@ -182,6 +182,37 @@ describe("commitEvents on MongoDB: one outcome per request", () => {
             .site_id,
       );
     expect(linked).toEqual(["a", "a", "b"]);
+  });
+
+  it("numbers events from the server's counter: consecutive blocks whatever the host clocks", async () => {
+    const f = fakeCollections();
+    const store = createMongoEvents(f.c);
+    const realNow = Date.now;
+    const firstQs: number[] = [];
+    try {
+      // Two hosts share the counter; one clock runs an hour ahead, then the other host commits.
+      for (const skew of [3_600_000, 0, 3_600_000, 0]) {
+        Date.now = () => realNow() + skew;
+        await store.commitEvents([request("acct_a", "a")]);
+        const ops = f.eventWrites().at(-1) as {
+          updateOne: { update: { $push: { events: { $each: { q: number }[] } } } };
+        }[];
+        firstQs.push(ops[0]?.updateOne.update.$push.events.$each[0]?.q as number);
+      }
+    } finally {
+      Date.now = realNow;
+    }
+    expect(f.sequences.get(EVENT_Q)?.n).toBe(firstQs.at(-1));
+    // Strictly increasing across hosts; the host whose clock is behind takes
+    // the very next number, not one from its own clock.
+    for (let i = 1; i < firstQs.length; i++) {
+      expect(firstQs[i]).toBeGreaterThan(firstQs[i - 1] as number);
+    }
+    expect(firstQs[1]).toBe((firstQs[0] as number) + 1);
+    expect(firstQs[3]).toBe((firstQs[2] as number) + 1);
+    // Above the clock-based numbers of earlier versions.
+    expect(firstQs[0]).toBeGreaterThan(realNow() * 1000);
+    expect(Number.isSafeInteger(firstQs.at(-1))).toBe(true);
   });
 
   it("a failed reservation fails its own requests only", async () => {

@@ -5,13 +5,16 @@
  * throws (its own error classes) and when.
  */
 import type { Collections } from "../../../src/store/mongo/schema.js";
+import { applyPipeline, type Doc } from "../mongo-model.js";
 
 type Answer = () => unknown;
 
 export interface FakeCollections {
   c: Collections;
-  /** Counter values by `_id`. */
+  /** Quota counter values by `_id`. */
   counters: Map<string, number>;
+  /** Sequence documents by `_id` (the event counter), updated by the model of pipelines. */
+  sequences: Map<string, Doc>;
   /** Every call, as `collection.method`, with its arguments. */
   calls: { name: string; args: unknown[] }[];
   /** Answers for the next calls of `collection.method`, in order; then the default. */
@@ -22,6 +25,7 @@ export interface FakeCollections {
 
 export function fakeCollections(): FakeCollections {
   const counters = new Map<string, number>();
+  const sequences = new Map<string, Doc>();
   const calls: { name: string; args: unknown[] }[] = [];
   const scripts = new Map<string, Answer[]>();
 
@@ -56,8 +60,18 @@ export function fakeCollections(): FakeCollections {
       methods.map((m) => [m, (...args: unknown[]) => call(`${collection}.${m}`, args, () => null)]),
     );
 
+  const sequencesCollection = {
+    findOneAndUpdate: (filter: { _id: string }, pipeline: Doc[]) =>
+      call("sequences.findOneAndUpdate", [filter, pipeline], () => {
+        const doc = applyPipeline(sequences.get(filter._id), filter, pipeline);
+        sequences.set(filter._id, doc);
+        return { n: doc.n };
+      }),
+  };
+
   const c = {
     quota,
+    sequences: sequencesCollection,
     events: recorder("events", ["bulkWrite"]),
     identities: recorder("identities", ["bulkWrite"]),
     touches: recorder("touches", ["findOneAndUpdate"]),
@@ -66,6 +80,7 @@ export function fakeCollections(): FakeCollections {
   return {
     c,
     counters,
+    sequences,
     calls,
     script(name, ...answers) {
       scripts.set(name, [...(scripts.get(name) ?? []), ...answers]);

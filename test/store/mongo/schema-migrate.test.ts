@@ -10,6 +10,7 @@ import { describe, expect, it } from "vitest";
 import {
   COLLECTIONS,
   migrateSchema,
+  OBSOLETE_INDEXES,
   SchemaMissingError,
   verifySchema,
 } from "../../../src/store/mongo/schema.js";
@@ -61,6 +62,10 @@ function fakeDb(options: { raceOn?: string } = {}) {
           return [...c.indexes.keys()].map((n) => ({ name: n }));
         },
       }),
+      dropIndex: async (index: string) => {
+        changes.push(`dropIndex ${name}.${index}`);
+        colls.get(name)?.indexes.delete(index);
+      },
       createIndexes: async (specs: IndexDescription[]) => {
         changes.push(`createIndexes ${name}: ${specs.map((s) => s.name).join(",")}`);
         for (const s of specs) colls.get(name)?.indexes.set(s.name as string, s);
@@ -85,6 +90,7 @@ describe("MongoDB schema: migrate once, verify at start", () => {
       ]),
     );
     expect(report.updated).toEqual([]);
+    expect(report.dropped).toEqual([]);
     expect(f.changes.filter((c) => c.startsWith("collMod"))).toEqual([]);
     expect(allIndexes).toContain("index events.receipts_unique");
     expect(await verifySchema(f.db)).toEqual([]);
@@ -94,7 +100,7 @@ describe("MongoDB schema: migrate once, verify at start", () => {
     const f = fakeDb();
     await migrateSchema(f.db);
     f.changes.length = 0;
-    expect(await migrateSchema(f.db)).toEqual({ created: [], updated: [] });
+    expect(await migrateSchema(f.db)).toEqual({ created: [], updated: [], dropped: [] });
     expect(f.changes).toEqual([]);
   });
 
@@ -114,9 +120,30 @@ describe("MongoDB schema: migrate once, verify at start", () => {
     expect(await migrateSchema(f.db)).toEqual({
       created: ["index events.receipts_unique"],
       updated: ["validator payments"],
+      dropped: [],
     });
     expect(f.changes).toEqual(["createIndexes events: receipts_unique", "collMod payments"]);
     expect(await verifySchema(f.db)).toEqual([]);
+  });
+
+  it("drops the indexes earlier versions made that nothing queries", async () => {
+    const f = fakeDb();
+    await migrateSchema(f.db);
+    for (const { collection, name } of OBSOLETE_INDEXES) {
+      f.colls.get(collection)?.indexes.set(name, { key: { site_id: 1 } });
+    }
+    // Extra indexes do not stop the server: it only needs its own.
+    expect(await verifySchema(f.db)).toEqual([]);
+    f.changes.length = 0;
+    const report = await migrateSchema(f.db);
+    expect(report.dropped).toEqual([
+      "index sites.account",
+      "index identities.site_visitor",
+      "index subscriptions.site_customer",
+      "index payments.site_paid_at",
+    ]);
+    expect(f.changes).toEqual(report.dropped.map((d) => `dropIndex ${d.slice("index ".length)}`));
+    expect((await migrateSchema(f.db)).dropped).toEqual([]);
   });
 
   it("two migrations at once: the one that loses the creation race updates the validator", async () => {
@@ -130,6 +157,6 @@ describe("MongoDB schema: migrate once, verify at start", () => {
     const r = await runAdminCli(["store", "migrate"], { STORE_URL: "sqlite::memory:" });
     expect(r.stderr).toBe("");
     expect(r.exitCode).toBe(0);
-    expect(r.json).toEqual({ store: "sqlite", created: [], updated: [] });
+    expect(r.json).toEqual({ store: "sqlite", created: [], updated: [], dropped: [] });
   });
 });
