@@ -67,7 +67,7 @@ describe.skipIf(!uri)("mongodb adapter against a server", () => {
     }
     expect(reports[0]?.created).toContain("collection events");
     expect(reports[0]?.created).toContain("index events.receipts_unique");
-    expect(reports[1]).toEqual({ created: [], updated: [] });
+    expect(reports[1]).toEqual({ created: [], updated: [], dropped: [] });
     store = await createMongoStore(withAppName(uri as string), { dbName, timeoutMs: 2000 });
     await expect(store.ping()).resolves.toBeUndefined();
   });
