@@ -1,8 +1,9 @@
 /** Authentication of the two public endpoints by API key. */
-import type { KeyPrincipal, Scope, Store } from "../store/port.js";
+
 import type { Clock } from "./clock.js";
 import { errors, storeError } from "./errors.js";
 import { hashApiKey, isWellFormedKey, parseBearerKey } from "./keys.js";
+import type { KeyPrincipal, Scope, Store } from "./store/store.js";
 
 /** How often a key's last-used time is written: once a minute per key is plenty. */
 const TOUCH_INTERVAL_MS = 60_000;

@@ -8,7 +8,7 @@
  */
 import { Long, MongoServerSelectionError, ObjectId } from "mongodb";
 import { describe, expect, it } from "vitest";
-import { attributionRank, UNATTRIBUTED_RANK } from "../../src/domain/attribution/touches.js";
+import { attributionRank, UNATTRIBUTED_RANK } from "../../src/domain/attribution/ranking.js";
 import {
   attributionUpdates,
   createMongoAttribution,

@@ -4,6 +4,7 @@
  * arrives later.
  */
 
+import type { Clock } from "../clock.js";
 import type {
   Attribution,
   CustomerVisitorLink,
@@ -11,10 +12,9 @@ import type {
   EventGroupResult,
   LinkKind,
   Store,
-} from "../../store/port.js";
-import { linkRank } from "../../store/port.js";
-import type { Clock } from "../clock.js";
-import { attributionRank, isBetter, UNATTRIBUTED_RANK } from "./touches.js";
+} from "../store/store.js";
+import { attributionRank, linkRank, UNATTRIBUTED_RANK } from "./ranking.js";
+import { isBetter } from "./touches.js";
 
 export interface Attributor {
   /**

@@ -1,7 +1,7 @@
 /** Turns stored pageviews into candidate first touches, and ranks attributions. */
-import type { EventRecord, LinkKind, VisitorTouch } from "../../store/port.js";
-import { linkRank } from "../../store/port.js";
+import type { EventRecord, VisitorTouch } from "../store/records.js";
 import { classifyTouch } from "./channels.js";
+import { isBetterTouch, type TouchRank } from "./ranking.js";
 
 /** The landing page without query or fragment: those carry click ids and sometimes personal data. */
 function landingPage(url: string): string {
@@ -55,29 +55,5 @@ export function touchesOf(events: EventRecord[], siteHostnames: string[]): Visit
   return [...best.values()];
 }
 
-/** Non-internal beats internal; then the earlier wins. */
-export function isBetter(a: VisitorTouch, b: VisitorTouch): boolean {
-  if (a.internal !== b.internal) return !a.internal;
-  return a.ts < b.ts;
-}
-
-/** The rank of "unattributed": after every attribution. */
-export const UNATTRIBUTED_RANK = "~";
-
-/**
- * The rank of an attribution as a string that sorts like the rule that
- * chose it (lower is better): a non-internal touch first, then the earlier
- * touch, then the stronger link, then the visitor id (getFirstTouches'
- * order, which decides between equals). A store compares ranks to refuse a
- * stale writer: links and touches only ever get better, so an attribution
- * computed from newer data never ranks worse than one from older data.
- */
-export function attributionRank(
-  touch: Pick<VisitorTouch, "internal" | "ts">,
-  via: LinkKind,
-  visitorId: string,
-): string {
-  // 16 digits hold every millisecond time up to the year 318857.
-  const ts = String(Math.max(0, Math.trunc(touch.ts))).padStart(16, "0");
-  return `${touch.internal ? 1 : 0}:${ts}:${linkRank(via)}:${visitorId}`;
-}
+/** Non-internal beats internal; then the earlier wins (the one rule: see ranking.ts). */
+export const isBetter: (a: TouchRank, b: TouchRank | undefined) => boolean = isBetterTouch;

@@ -1,5 +1,5 @@
 /** The events application: what both doors (REST and Connect) call. */
-import type { KeyPrincipal } from "../../store/port.js";
+import type { KeyPrincipal } from "../store/store.js";
 
 /** What the door knows of the HTTP client that sent the request. */
 export interface ClientInfo {

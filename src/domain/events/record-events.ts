@@ -19,18 +19,18 @@
  *     answers 503 at once.
  */
 import { createGroupCommit, QueueFullError } from "../../lib/group-commit.js";
+import type { Attributor } from "../attribution/attribute.js";
+import { touchesOf } from "../attribution/touches.js";
+import type { Clock } from "../clock.js";
+import { DomainError, errors, storeError } from "../errors.js";
+import { ALLOWANCES, secondsUntilNextMonth, utcMonth } from "../plans.js";
 import type {
   EventGroup,
   EventGroupResult,
   EventRecord,
   IdentityLink,
   Store,
-} from "../../store/port.js";
-import type { Attributor } from "../attribution/attribute.js";
-import { touchesOf } from "../attribution/touches.js";
-import type { Clock } from "../clock.js";
-import { DomainError, errors, storeError } from "../errors.js";
-import { ALLOWANCES, secondsUntilNextMonth, utcMonth } from "../plans.js";
+} from "../store/store.js";
 import { isAutomatedUserAgent } from "./bot-filter.js";
 import type { EventsApp, EventsResult } from "./events-app.js";
 import { type Geo, openGeo } from "./geo.js";

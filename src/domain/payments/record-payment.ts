@@ -4,10 +4,10 @@
  * write. Both doors (REST and Connect/gRPC) call `record`.
  */
 import { createGroupCommit, QueueFullError } from "../../lib/group-commit.js";
-import type { KeyPrincipal, PaymentWrite, Store } from "../../store/port.js";
 import type { Attributor } from "../attribution/attribute.js";
 import type { Clock } from "../clock.js";
 import { errors, storeError } from "../errors.js";
+import type { KeyPrincipal, PaymentWrite, Store } from "../store/store.js";
 import type { PaymentsApp } from "./payments-app.js";
 import { invalidPaymentInput, type ValidPayment, validatePayment } from "./validate-payment.js";
 

@@ -8,6 +8,12 @@
  * single-document, hence atomic, update, whatever runs at once.
  */
 import { type AnyBulkWriteOperation, type Document, Long, type UpdateFilter } from "mongodb";
+import {
+  isBetterTouch,
+  LINK_KINDS,
+  linkRank,
+  type TouchRank,
+} from "../../domain/attribution/ranking.js";
 import type {
   Attribution,
   CustomerVisitorLink,
@@ -16,7 +22,6 @@ import type {
   StoreAttributionPart,
   VisitorTouch,
 } from "../port.js";
-import { LINK_KINDS, linkRank } from "../port.js";
 import {
   attributionToDoc,
   type CustomerDoc,
@@ -41,15 +46,7 @@ function lit(value: unknown): Document {
   return { $literal: value };
 }
 
-/** What decides between two touches of a visitor. */
-export type TouchRank = Pick<VisitorTouch, "internal" | "ts">;
-
-/** Whether `a` replaces `b`: non-internal beats internal, then the earlier wins (ties keep `b`). */
-export function isBetterTouch(a: TouchRank, b: TouchRank | undefined): boolean {
-  if (b === undefined) return true;
-  if (a.internal !== b.internal) return !a.internal;
-  return a.ts < b.ts;
-}
+export { isBetterTouch, type TouchRank };
 
 /** The stored form of a touch. */
 export function touchToDoc(t: VisitorTouch): VisitorTouchDoc {
