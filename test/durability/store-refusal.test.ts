@@ -12,6 +12,7 @@ import { StoreUnavailableError } from "../../src/domain/store-errors.js";
 import { classifyErrors } from "../../src/store/mongo/errors.js";
 import type { EventGroup, EventGroupResult, Store } from "../../src/store/port.js";
 import { validEvent, validPayment } from "../helpers/fixtures.js";
+import { describeEachStore, freshStore } from "../helpers/stores.js";
 import {
   createTenant,
   postJson,
@@ -22,7 +23,7 @@ import {
 import { connectTransport, rpcRecordPayment } from "../payments/clients.js";
 import { networkError, serverError } from "../store/mongo/driver-errors.js";
 
-describe("MongoDB errors through both doors", () => {
+describeEachStore("MongoDB errors through both doors", (kind) => {
   let server: TestServer;
   let tenant: Tenant;
   const logs: string[] = [];
@@ -52,6 +53,7 @@ describe("MongoDB errors through both doors", () => {
 
   beforeAll(async () => {
     server = await startTestServer({
+      store: await freshStore(kind),
       env: { LOG_LEVEL: "error" },
       wrapStore: faulty,
       logStream: { write: (line) => void logs.push(line) },
@@ -122,7 +124,7 @@ describe("MongoDB errors through both doors", () => {
   });
 });
 
-describe("one request of a group commit failing alone", () => {
+describeEachStore("one request of a group commit failing alone", (kind) => {
   let server: TestServer;
   let tenant: Tenant;
   const batchSizes: number[] = [];
@@ -149,7 +151,11 @@ describe("one request of a group commit failing alone", () => {
 
   beforeAll(async () => {
     // A long flush delay, so that concurrent requests share one batch.
-    server = await startTestServer({ env: { INGEST_FLUSH_MS: "200" }, wrapStore: perRequest });
+    server = await startTestServer({
+      store: await freshStore(kind),
+      env: { INGEST_FLUSH_MS: "200" },
+      wrapStore: perRequest,
+    });
     tenant = await createTenant(server);
   });
   afterAll(() => server.close());

@@ -10,6 +10,7 @@ import { classifyErrors } from "../../src/store/mongo/errors.js";
 import { checkWritablePrimary } from "../../src/store/mongo/mongo-store.js";
 import type { Store } from "../../src/store/port.js";
 import { validEvent, validPayment } from "../helpers/fixtures.js";
+import { describeEachStore, freshStore } from "../helpers/stores.js";
 import {
   createTenant,
   postJson,
@@ -30,6 +31,7 @@ describe("SQLite locked by another process", () => {
   let tenant: Tenant;
 
   beforeAll(async () => {
+    // SQLite only: another process's write lock is SQLite's own trouble.
     server = await startTestServer({ env: { SQLITE_BUSY_TIMEOUT_MS: "300" } });
     tenant = await createTenant(server);
   });
@@ -85,7 +87,7 @@ describe("SQLite locked by another process", () => {
   });
 });
 
-describe("MongoDB stalling: the driver's limits answer, not a parallel timer", () => {
+describeEachStore("MongoDB stalling: the driver's limits answer, not a parallel timer", (kind) => {
   let server: TestServer;
   let tenant: Tenant;
   /** How long a stalled call takes before the server gives up (maxTimeMS): longer than STORE_TIMEOUT_MS. */
@@ -124,7 +126,11 @@ describe("MongoDB stalling: the driver's limits answer, not a parallel timer", (
   }
 
   beforeAll(async () => {
-    server = await startTestServer({ env: { STORE_TIMEOUT_MS: "300" }, wrapStore: stalling });
+    server = await startTestServer({
+      store: await freshStore(kind),
+      env: { STORE_TIMEOUT_MS: "300" },
+      wrapStore: stalling,
+    });
     tenant = await createTenant(server);
   });
   afterAll(() => server.close());

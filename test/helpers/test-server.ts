@@ -11,6 +11,7 @@ import { createAdmin } from "../../src/domain/admin.js";
 import type { Clock } from "../../src/domain/clock.js";
 import type { Store } from "../../src/store/port.js";
 import { createSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
+import type { StoreUnderTest } from "./stores.js";
 
 export const ADMIN_TOKEN = "test-admin-token-0123456789";
 
@@ -52,6 +53,8 @@ export interface TestServerOptions {
   wrapStore?: (store: Store) => Store;
   /** Receives the JSON log lines (set env LOG_LEVEL too). */
   logStream?: { write(line: string): void };
+  /** Another store than the fresh SQLite file (test/helpers/stores.ts); closed with the server. */
+  store?: StoreUnderTest;
 }
 
 export async function startTestServer(options: TestServerOptions = {}): Promise<TestServer> {
@@ -64,9 +67,11 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     LOG_LEVEL: "silent",
     ...options.env,
   });
-  const raw = createSqliteStore(join(dir, "ingest.sqlite"), {
-    busyTimeoutMs: config.sqliteBusyTimeoutMs,
-  });
+  const raw = options.store
+    ? await options.store.open({ timeoutMs: config.storeTimeoutMs })
+    : createSqliteStore(join(dir, "ingest.sqlite"), {
+        busyTimeoutMs: config.sqliteBusyTimeoutMs,
+      });
   const store = options.wrapStore ? options.wrapStore(raw) : raw;
   const clock = options.clock ?? { now: () => Date.now() };
   const app = await createApp({ config, store, clock, logStream: options.logStream });
@@ -80,6 +85,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     admin: createAdmin({ store, clock }),
     async close() {
       await app.close();
+      await options.store?.cleanup();
       rmSync(dir, { recursive: true, force: true });
     },
   };
@@ -155,7 +161,13 @@ export async function postJson(
 export async function seedTenantFile(
   path: string,
 ): Promise<{ accountId: string; ownerUserId: string; siteId: string; key: string }> {
-  const store = createSqliteStore(path);
+  return seedTenant(createSqliteStore(path));
+}
+
+/** The same in any store (closed afterwards). */
+export async function seedTenant(
+  store: Store,
+): Promise<{ accountId: string; ownerUserId: string; siteId: string; key: string }> {
   try {
     const admin = createAdmin({ store, clock: { now: () => Date.now() } });
     const { accountId, ownerUserId } = await admin.createAccount({
