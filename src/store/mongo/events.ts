@@ -54,45 +54,47 @@ export function createMongoEvents(
   let pending: Projection[] = [];
 
   /**
-   * Reserves quota for every group. Groups of the same (account, month) go
-   * one after the other, in order; different counters go at once, since
-   * their order cannot be observed. A failed reservation fails its group and
-   * the later groups of its counter; the others go on.
+   * Reserves quota for every group: one atomic round trip per (account,
+   * month) counter, all counters at once, each replaying its groups in
+   * commit order (a group that does not fit is refused, the next ones are
+   * still tried). A failed round trip fails the groups of its counter only.
    */
   async function reserveAll(
     groups: readonly EventGroup[],
   ): Promise<{ results: EventGroupResult[]; reserved: boolean[] }> {
     const results: EventGroupResult[] = new Array(groups.length);
     const reserved: boolean[] = groups.map(() => false);
-    const chains = new Map<string, { members: number[]; done: Promise<void> }>();
+    const counters = new Map<string, number[]>();
     groups.forEach((g, i) => {
       const key = quotaId(g.accountId, g.month);
-      const step = async () => {
-        if (g.countable <= 0) {
-          const used = await quota.usage(g.accountId, g.month);
-          results[i] = { ok: true, remaining: Math.max(0, g.ceiling - used) };
-          return;
-        }
-        const r = await quota.reserve(g.accountId, g.month, g.countable, g.ceiling);
-        reserved[i] = r.ok;
-        const remaining = Math.max(0, g.ceiling - r.count);
-        results[i] = r.ok
-          ? { ok: true, remaining }
-          : { ok: false, reason: "quota_exceeded", remaining };
-      };
-      const chain = chains.get(key) ?? { members: [], done: Promise.resolve() };
-      chain.members.push(i);
-      // A failed step stops the rest of its chain (then() skips on rejection).
-      chain.done = chain.done.then(step);
-      chains.set(key, chain);
+      counters.set(key, [...(counters.get(key) ?? []), i]);
     });
     await Promise.all(
-      [...chains.values()].map((chain) =>
-        chain.done.catch((err: unknown) => {
+      [...counters.values()].map(async (members) => {
+        const first = groups[members[0] as number] as EventGroup;
+        try {
+          const outcomes = await quota.reserveMany(
+            first.accountId,
+            first.month,
+            members.map((i) => {
+              const g = groups[i] as EventGroup;
+              return { n: Math.max(0, g.countable), ceiling: g.ceiling };
+            }),
+          );
+          members.forEach((i, k) => {
+            const g = groups[i] as EventGroup;
+            const o = outcomes[k] as { ok: boolean; count: number };
+            const remaining = Math.max(0, g.ceiling - o.count);
+            reserved[i] = o.ok && g.countable > 0;
+            results[i] = o.ok
+              ? { ok: true, remaining }
+              : { ok: false, reason: "quota_exceeded", remaining };
+          });
+        } catch (err) {
           const error = classify(err);
-          for (const i of chain.members) results[i] ??= { ok: false, reason: "failed", error };
-        }),
-      ),
+          for (const i of members) results[i] = { ok: false, reason: "failed", error };
+        }
+      }),
     );
     return { results, reserved };
   }
@@ -241,12 +243,18 @@ export function createMongoEvents(
         const error = classify(err);
         failure = new Map(accepted.map((i) => [i, error]));
       }
-      // Quota goes back for the groups that did not land, and they alone fail.
+      // Quota goes back for the groups that did not land (one update per
+      // counter), and they alone fail. A failed release leaves the counter
+      // high, the safe direction.
+      const giveBack = new Map<string, { g: EventGroup; n: number }>();
+      for (const i of failure.keys()) {
+        const g = groups[i] as EventGroup;
+        if (!reserved[i]) continue;
+        const key = quotaId(g.accountId, g.month);
+        giveBack.set(key, { g, n: (giveBack.get(key)?.n ?? 0) + g.countable });
+      }
       await Promise.allSettled(
-        [...failure.keys()].map((i) => {
-          const g = groups[i] as EventGroup;
-          return reserved[i] ? quota.release(g.accountId, g.month, g.countable) : undefined;
-        }),
+        [...giveBack.values()].map(({ g, n }) => quota.release(g.accountId, g.month, n)),
       );
       for (const [i, error] of failure) results[i] = { ok: false, reason: "failed", error };
 

@@ -41,13 +41,14 @@ export function fakeCollections(): FakeCollections {
         const count = counters.get(filter._id);
         return count === undefined ? null : { count };
       }),
-    findOneAndUpdate: (filter: { _id: string; count: { $lte: number } }, update: never) =>
-      call("quota.findOneAndUpdate", [filter, update], () => {
-        const count = counters.get(filter._id) ?? 0;
-        if (count > filter.count.$lte) throw Object.assign(new Error("E11000"), { code: 11000 });
-        const n = (update as { $inc: { count: number } }).$inc.count;
-        counters.set(filter._id, count + n);
-        return { count: count + n };
+    // The reservation pipeline, applied by the model of update pipelines; the document before.
+    findOneAndUpdate: (filter: { _id: string }, pipeline: Doc[]) =>
+      call("quota.findOneAndUpdate", [filter, pipeline], () => {
+        const count = counters.get(filter._id);
+        const before = count === undefined ? undefined : { _id: filter._id, count };
+        const after = applyPipeline(before, filter, pipeline);
+        counters.set(filter._id, after.count as number);
+        return before ?? null;
       }),
     updateOne: (filter: { _id: string }, update: { $inc: { count: number } }) =>
       call("quota.updateOne", [filter, update], () => {
