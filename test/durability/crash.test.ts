@@ -72,7 +72,13 @@ describeEachStore("a server killed with SIGKILL mid-stream", (kind) => {
     };
 
     const clients = Array.from({ length: 8 }, (_, i) => client(i));
-    await new Promise((r) => setTimeout(r, 1_000));
+    // Kill mid-stream once enough has been acknowledged (a fixed delay is too
+    // short on a loaded machine), and at most after 30 s.
+    for (let waited = 0; waited < 30_000; waited += 50) {
+      if (ackedPayments.size > 20 && ackedEvents.size > 20) break;
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    await new Promise((r) => setTimeout(r, 200));
     child.proc.kill("SIGKILL");
     killed = true;
     await child.exited;
