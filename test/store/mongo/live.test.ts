@@ -93,7 +93,9 @@ describe.skipIf(!uri)("mongodb adapter against a server", () => {
   });
 
   it("connections closed under every send: the request fails as unavailable and nothing is stored", async () => {
-    await failPoint({ failCommands: ["update"], closeConnection: true }, 10);
+    // Four: the append and its re-send, each retried once by the driver
+    // (retryable writes, on in a replica set); the release after them passes.
+    await failPoint({ failCommands: ["update"], closeConnection: true }, 4);
     const before = await store.getUsage("acct_live", "2025-06");
     const [r] = await store.commitEvents([group("site_down", "signup")]);
     expect(r).toMatchObject({ ok: false, reason: "failed" });
@@ -105,6 +107,8 @@ describe.skipIf(!uri)("mongodb adapter against a server", () => {
   });
 
   it("a refused command (validation) is a failure, not unavailable", async () => {
+    // findAndModify serves both the quota and the event counter: whichever
+    // meets the fail point, the request fails as refused.
     await failPoint({ failCommands: ["findAndModify"], errorCode: 121 });
     const [r] = await store.commitEvents([group("site_refused", "signup")]);
     expect(r).toMatchObject({ ok: false, reason: "failed" });
