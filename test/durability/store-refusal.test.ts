@@ -7,7 +7,7 @@
  * store and classified by the adapter's one classifier (src/store/mongo/errors.ts).
  */
 import { Code } from "@connectrpc/connect";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, expect, it } from "vitest";
 import { StoreUnavailableError } from "../../src/domain/store-errors.js";
 import { classifyErrors } from "../../src/store/mongo/errors.js";
 import type { EventGroup, EventGroupResult, Store } from "../../src/store/port.js";

@@ -1,0 +1,96 @@
+/**
+ * The real driver, talking to a fake server over the wire protocol: what the
+ * adapter's time limits and write concern look like on the wire, and that a
+ * server that stops answering gets the request a bounded 503 without any
+ * timer of the service's own.
+ */
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { StoreUnavailableError } from "../../../src/domain/store-errors.js";
+import { createMongoStore } from "../../../src/store/mongo/mongo-store.js";
+import type { EventGroup, Store } from "../../../src/store/port.js";
+import { type FakeMongo, startFakeMongo } from "./fake-server.js";
+
+const group: EventGroup = {
+  accountId: "acct_w",
+  month: "2025-06",
+  ceiling: 100,
+  countable: 1,
+  events: [
+    {
+      siteId: "site_w",
+      name: "signup",
+      url: "https://example.com/",
+      ts: 1,
+      receivedAt: 1,
+      visitorId: "v",
+    },
+  ],
+  links: [],
+};
+
+describe("the MongoDB adapter on the wire (real driver, fake server)", () => {
+  let fake: FakeMongo;
+  let store: Store;
+
+  beforeAll(async () => {
+    fake = await startFakeMongo();
+    store = await createMongoStore(fake.url("ingest_wire"), { timeoutMs: 400 });
+  });
+  afterAll(async () => {
+    await store?.close();
+    await fake.close();
+  });
+
+  it("starts after verifying the schema with reads only, and sends maxTimeMS and the write concern with every write", async () => {
+    const startup = [...new Set(fake.commands.map((c) => Object.keys(c)[0]))].sort();
+    expect(startup).toEqual(["listCollections", "listIndexes"]);
+    fake.commands.length = 0;
+    const [r] = await store.commitEvents([group]);
+    expect(r).toMatchObject({ ok: true });
+    const byName = (name: string) => fake.commands.filter((c) => Object.keys(c)[0] === name);
+    const update = byName("update")[0];
+    expect(update?.update).toBe("events");
+    expect(update?.maxTimeMS).toBe(400);
+    expect(update?.writeConcern).toEqual({ w: "majority", j: true, wtimeout: 400 });
+    expect(update?.ordered).toBe(false);
+    for (const fam of byName("findAndModify")) {
+      expect(fam.maxTimeMS).toBe(400);
+      expect(fam.writeConcern).toMatchObject({ w: "majority", j: true });
+    }
+    expect(
+      byName("findAndModify")
+        .map((c) => c.findAndModify)
+        .sort(),
+    ).toEqual(["quota_usage", "sequences"]);
+  });
+
+  it("a server that stops answering: the driver gives up within its limits and the request fails as unavailable", async () => {
+    fake.stall.add("update");
+    const started = performance.now();
+    const [r] = await store.commitEvents([group]);
+    const ms = performance.now() - started;
+    fake.stall.delete("update");
+    expect(r).toMatchObject({ ok: false, reason: "failed" });
+    expect((r as { error: Error }).error).toBeInstanceOf(StoreUnavailableError);
+    // socketTimeoutMS = 2 × 400 + 1000: bounded by the driver, not by a timer of ours.
+    expect(ms).toBeGreaterThanOrEqual(1_700);
+    expect(ms).toBeLessThan(10_000);
+  });
+
+  it("is not ready when the server it reaches is not a writable primary (hello)", async () => {
+    await expect(store.ping()).resolves.toBeUndefined();
+    fake.answer.set("hello", (cmd) => ({
+      ...(fake.helloReply(cmd) as object),
+      ismaster: false,
+      isWritablePrimary: false,
+      secondary: true,
+      setName: "rs0",
+    }));
+    try {
+      await expect(store.ping()).rejects.toBeInstanceOf(StoreUnavailableError);
+    } finally {
+      fake.answer.delete("hello");
+    }
+    await expect(store.ping()).resolves.toBeUndefined();
+  });
+});
