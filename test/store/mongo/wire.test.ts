@@ -5,9 +5,12 @@
  * timer of the service's own.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { generateApiKey, hashApiKey } from "../../../src/domain/keys.js";
 import { StoreUnavailableError } from "../../../src/domain/store-errors.js";
 import { createMongoStore } from "../../../src/store/mongo/mongo-store.js";
 import type { EventGroup, Store } from "../../../src/store/port.js";
+import { validPayment } from "../../helpers/fixtures.js";
+import { postJson, startTestServer, type TestServer } from "../../helpers/test-server.js";
 import { type FakeMongo, startFakeMongo } from "./fake-server.js";
 
 const group: EventGroup = {
@@ -92,5 +95,84 @@ describe("the MongoDB adapter on the wire (real driver, fake server)", () => {
       fake.answer.delete("hello");
     }
     await expect(store.ping()).resolves.toBeUndefined();
+  });
+});
+
+describe("REST through the real MongoDB driver (fake server)", () => {
+  let fake: FakeMongo;
+  let server: TestServer;
+  const key = generateApiKey();
+
+  beforeAll(async () => {
+    fake = await startFakeMongo();
+    const url = fake.url("ingest_wire_rest");
+    // The key's document, for authentication (`find` on api_keys).
+    fake.answer.set("find", (cmd) => ({
+      cursor: {
+        id: 0n,
+        ns: `ingest_wire_rest.${String(cmd.find)}`,
+        firstBatch:
+          cmd.find === "api_keys"
+            ? [
+                {
+                  _id: "key_w",
+                  site_id: "site_w",
+                  account_id: "acct_w",
+                  name: "wire",
+                  scopes: ["events", "payments"],
+                  hash: hashApiKey(key),
+                  prefix: key.slice(0, 12),
+                  created_by: "user_w",
+                  created_at: new Date(0),
+                  last_used_at: new Date(),
+                },
+              ]
+            : [],
+      },
+      ok: 1,
+    }));
+    server = await startTestServer({
+      env: { STORE_TIMEOUT_MS: "400" },
+      store: {
+        kind: "mongodb",
+        url,
+        open: () => createMongoStore(url, { timeoutMs: 400 }),
+        cleanup: async () => fake.close(),
+      },
+    });
+  });
+  afterAll(() => server.close());
+
+  it("records a payment (200), answers a validator's refusal with 500, a silent server with 503", async () => {
+    const ok = await postJson(`${server.url}/api/v1/payments`, validPayment("pay_w1"), { key });
+    expect(ok.status).toBe(200);
+
+    fake.answer.set("update", (cmd) => ({
+      ok: 1,
+      n: 0,
+      writeErrors: [
+        { index: 0, code: 121, errmsg: `Document failed validation ${String(cmd.update)}` },
+      ],
+    }));
+    const refused = await postJson(`${server.url}/api/v1/payments`, validPayment("pay_w2"), {
+      key,
+    });
+    fake.answer.delete("update");
+    expect(refused.status).toBe(500);
+    expect(refused.headers.get("retry-after")).toBeNull();
+    expect(refused.body).toEqual({
+      ok: false,
+      error: { code: "internal", message: "internal error" },
+    });
+
+    fake.stall.add("update");
+    const silent = await postJson(`${server.url}/api/v1/payments`, validPayment("pay_w3"), { key });
+    fake.stall.delete("update");
+    expect(silent.status).toBe(503);
+    expect(silent.headers.get("retry-after")).toBe("2");
+    expect(silent.body).toEqual({
+      ok: false,
+      error: { code: "unavailable", message: "the store is unavailable, retry later" },
+    });
   });
 });
