@@ -21,6 +21,8 @@ export interface FakeMongo {
   commands: Document[];
   /** Commands (by name) left unanswered until `close`. */
   stall: Set<string>;
+  /** Commands (by name) whose connection is closed instead of answered, once each. */
+  drop: Set<string>;
   /** Answers for a command name, overriding the defaults. */
   answer: Map<string, (cmd: Document) => Document>;
   /** The default answer to `hello`. */
@@ -148,6 +150,7 @@ function readOpMsg(msg: Buffer): Document {
 export async function startFakeMongo(): Promise<FakeMongo> {
   const commands: Document[] = [];
   const stall = new Set<string>();
+  const drop = new Set<string>();
   const answer = new Map<string, (cmd: Document) => Document>();
   const sockets = new Set<Socket>();
   let dbName = "test";
@@ -174,6 +177,10 @@ export async function startFakeMongo(): Promise<FakeMongo> {
         const name = Object.keys(cmd)[0] as string;
         if (name !== "hello" && name !== "ismaster" && name !== "isMaster") commands.push(cmd);
         if (stall.has(name)) continue;
+        if (drop.delete(name)) {
+          socket.destroy();
+          return;
+        }
         const reply = answer.get(name)?.(cmd) ?? defaults(cmd, dbName);
         socket.write(opMsg(requestId, reply));
       }
@@ -188,6 +195,7 @@ export async function startFakeMongo(): Promise<FakeMongo> {
     },
     commands,
     stall,
+    drop,
     answer,
     helloReply: () => hello(),
     async close() {

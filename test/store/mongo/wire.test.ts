@@ -4,6 +4,7 @@
  * server that stops answering gets the request a bounded 503 without any
  * timer of the service's own.
  */
+import type { Document } from "mongodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { generateApiKey, hashApiKey } from "../../../src/domain/keys.js";
 import { StoreUnavailableError } from "../../../src/domain/store-errors.js";
@@ -78,6 +79,51 @@ describe("the MongoDB adapter on the wire (real driver, fake server)", () => {
     // socketTimeoutMS = 2 × 400 + 1000: bounded by the driver, not by a timer of ours.
     expect(ms).toBeGreaterThanOrEqual(1_700);
     expect(ms).toBeLessThan(10_000);
+  });
+
+  it("one outcome per request through the real driver: a write error fails its request only", async () => {
+    const other: EventGroup = {
+      ...group,
+      events: [{ ...(group.events[0] as EventGroup["events"][0]), siteId: "site_x" }],
+    };
+    fake.answer.set("update", (cmd) => ({
+      ok: 1,
+      n: ((cmd.updates as unknown[]).length ?? 1) - 1,
+      nModified: 0,
+      writeErrors: [{ index: 1, code: 121, errmsg: "Document failed validation" }],
+    }));
+    try {
+      const [landed, refused] = await store.commitEvents([group, other]);
+      expect(landed).toMatchObject({ ok: true });
+      expect(refused).toMatchObject({ ok: false, reason: "failed" });
+      expect((refused as { error: Error }).error.name).toBe("StoreFailureError");
+    } finally {
+      fake.answer.delete("update");
+    }
+  });
+
+  it("a connection lost during the append: sent again with the same receipt; E11000 means it had landed", async () => {
+    fake.commands.length = 0;
+    fake.drop.add("update");
+    fake.answer.set("update", () => ({
+      ok: 1,
+      n: 0,
+      writeErrors: [
+        { index: 0, code: 11000, errmsg: "E11000 duplicate key error index: receipts_unique" },
+      ],
+    }));
+    try {
+      const [r] = await store.commitEvents([group]);
+      expect(r).toMatchObject({ ok: true });
+    } finally {
+      fake.answer.delete("update");
+    }
+    const appends = fake.commands.filter((c) => c.update === "events");
+    expect(appends).toHaveLength(2);
+    const receipt = (c: Document) => (c.updates as Document[])[0]?.u.$push.g;
+    expect(receipt(appends[1] as Document)).toEqual(receipt(appends[0] as Document));
+    // The quota was kept: no release was sent.
+    expect(fake.commands.filter((c) => c.update === "quota_usage")).toHaveLength(0);
   });
 
   it("is not ready when the server it reaches is not a writable primary (hello)", async () => {
