@@ -72,6 +72,8 @@ export interface AppDeps {
   collectLimiter?: RateLimiter;
   /** The tracking script; default: the bundle `npm run build` wrote to dist/tracker/. */
   trackerBundle?: TrackerBundle;
+  /** Where JSON logs go (stdout when unset); tests read them. */
+  logStream?: { write(line: string): void };
 }
 
 export interface App {
@@ -98,10 +100,12 @@ export async function createApp(deps: AppDeps): Promise<App> {
   const { config, clock } = deps;
   let log: FastifyInstance["log"] | undefined;
   const metrics = deps.metrics ?? noopObserver;
-  // Database failures answer 503; an asynchronous store also gets a time limit per call.
+  // Database failures answer 503. No timer of our own: SQLite answers within
+  // its busy timeout, and MongoDB's driver and server enforce STORE_TIMEOUT_MS
+  // themselves, so the operation is really abandoned when the caller is told
+  // to retry (a parallel timer would answer 503 while the write goes on).
   // An outage is logged once when it starts and once when the store answers again.
   const store = guardStore(deps.store, {
-    timeoutMs: deps.store.kind === "sqlite" ? undefined : config.storeTimeoutMs,
     onStateChange(available, cause) {
       if (available) log?.warn({ store: deps.store.kind }, "store available again");
       else log?.warn({ store: deps.store.kind, err: scrub(cause) }, "store unavailable");
@@ -140,6 +144,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
   const fastify = Fastify({
     logger: {
       level: config.logLevel,
+      ...(deps.logStream ? { stream: deps.logStream } : {}),
       // Never a key, an Authorization header, a body or a raw IP: only these fields.
       serializers: {
         req: (req) => ({ method: req.method, url: req.url.split("?")[0] }),
@@ -326,9 +331,32 @@ function writeClientError(err: Error & { code?: string }, socket: Socket): void 
   socket.destroy(err);
 }
 
-/** An error for the log: its type and call sites, not its message (which may quote input). */
-function scrub(err: unknown): { type: string; stack?: string } {
-  if (err instanceof Error)
-    return { type: err.name, stack: err.stack?.split("\n").slice(1).join("\n") };
-  return { type: typeof err };
+/** What the log says of an error: never its message (which may quote input). */
+interface ScrubbedError {
+  type: string;
+  /** A database's error code (e.g. MongoDB's 121, document validation failed). */
+  code?: string | number;
+  stack?: string;
+  /** What caused it (a store's refusal carries the driver's error). */
+  cause?: ScrubbedError;
+}
+
+/** An error for the log: its type, code, call sites and cause, not its message. */
+function scrub(err: unknown, depth = 0): ScrubbedError {
+  if (!(err instanceof Error)) {
+    const code = (err as { code?: unknown } | null)?.code;
+    return { type: typeof err, ...(isCode(code) ? { code } : {}) };
+  }
+  const code = (err as { code?: unknown }).code;
+  const cause = (err as { cause?: unknown }).cause;
+  return {
+    type: err.name,
+    ...(isCode(code) ? { code } : {}),
+    stack: err.stack?.split("\n").slice(1).join("\n"),
+    ...(cause !== undefined && depth < 3 ? { cause: scrub(cause, depth + 1) } : {}),
+  };
+}
+
+function isCode(code: unknown): code is string | number {
+  return typeof code === "number" || (typeof code === "string" && /^[\w.-]{1,64}$/.test(code));
 }

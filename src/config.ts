@@ -24,7 +24,7 @@ export interface Config {
   geoipDb: string | undefined;
   /** How long shutdown waits for in-flight requests. */
   shutdownTimeoutMs: number;
-  /** How long a request waits for an asynchronous store (MongoDB) before it gets 503. */
+  /** MongoDB: the time limit of one operation, given to the driver and the server (503 past it). */
   storeTimeoutMs: number;
   /** How long SQLite waits for another process's write lock before a write fails with 503. */
   sqliteBusyTimeoutMs: number;

@@ -50,7 +50,10 @@ function fail(err: unknown): void {
 
 function openConfiguredStore(config: Config) {
   return openStartupStore(config.storeUrl, (url) =>
-    openStore(url, { sqliteBusyTimeoutMs: config.sqliteBusyTimeoutMs }),
+    openStore(url, {
+      sqliteBusyTimeoutMs: config.sqliteBusyTimeoutMs,
+      storeTimeoutMs: config.storeTimeoutMs,
+    }),
   );
 }
 

@@ -12,7 +12,7 @@ import { createAdmin } from "../domain/admin.js";
 import { systemClock } from "../domain/clock.js";
 import { DomainError } from "../domain/errors.js";
 import { KEY_PREFIX } from "../domain/keys.js";
-import { openStore } from "../store/open-store.js";
+import { type MigrationReport, openStore } from "../store/open-store.js";
 
 /** Each command: its arguments and what it does, for `help`. */
 const COMMANDS = {
@@ -39,6 +39,10 @@ const COMMANDS = {
     "Deletes a key by its id (key_…, from key list), never by its secret.",
   ],
   usage: ["--account ID", "This UTC month's counted events, allowance and ceiling."],
+  "store migrate": [
+    "",
+    "Creates the store's collections, validators and indexes (MongoDB; idempotent). Run once per deploy, before the servers.",
+  ],
   demo: [
     "",
     "Creates a demo account, site (example.com, localhost) and key; prints `export KEY=… SITE=… ADMIN_TOKEN=…`.",
@@ -87,6 +91,23 @@ const OPTIONS = {
   key: { type: "string" },
   help: { type: "boolean", short: "h" },
 } as const;
+
+/**
+ * `store migrate`: creates what the store needs and prints what it did,
+ * e.g. `{"store":"mongodb","created":["collection events",…],"updated":[]}`;
+ * a second run prints empty lists.
+ */
+async function migrate(config: ReturnType<typeof loadConfig>): Promise<unknown> {
+  let report: MigrationReport = { created: [], updated: [], dropped: [] };
+  const store = await openStore(config.storeUrl, {
+    storeTimeoutMs: config.storeTimeoutMs,
+    migrate: (r) => {
+      report = r;
+    },
+  });
+  await store.close();
+  return { store: store.kind, ...report };
+}
 
 const iso = (ms: number | undefined) => (ms === undefined ? null : new Date(ms).toISOString());
 
@@ -156,7 +177,8 @@ async function run(argv: string[]): Promise<unknown> {
 
   const config = loadConfig();
   warnIfNewDatabase(config.storeUrl, command);
-  const store = await openStore(config.storeUrl);
+  if (command === "store migrate") return migrate(config);
+  const store = await openStore(config.storeUrl, { storeTimeoutMs: config.storeTimeoutMs });
   try {
     const admin = createAdmin({ store, clock: systemClock });
     switch (command) {

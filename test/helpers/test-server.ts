@@ -12,6 +12,7 @@ import type { Clock } from "../../src/domain/clock.js";
 import type { Observer } from "../../src/metrics/observer.js";
 import type { Store } from "../../src/store/port.js";
 import { createSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
+import type { StoreUnderTest } from "./stores.js";
 
 export const ADMIN_TOKEN = "test-admin-token-0123456789";
 
@@ -64,6 +65,10 @@ export interface TestServerOptions {
   wrapStore?: (store: Store) => Store;
   /** What the app reports to (e.g. createMetrics() from src/metrics/metrics.ts). */
   metrics?: Observer;
+  /** Receives the JSON log lines (set env LOG_LEVEL too). */
+  logStream?: { write(line: string): void };
+  /** Another store than the fresh SQLite file (test/helpers/stores.ts); closed with the server. */
+  store?: StoreUnderTest;
 }
 
 export async function startTestServer(options: TestServerOptions = {}): Promise<TestServer> {
@@ -76,12 +81,20 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     LOG_LEVEL: "silent",
     ...options.env,
   });
-  const raw = createSqliteStore(join(dir, "ingest.sqlite"), {
-    busyTimeoutMs: config.sqliteBusyTimeoutMs,
-  });
+  const raw = options.store
+    ? await options.store.open({ timeoutMs: config.storeTimeoutMs })
+    : createSqliteStore(join(dir, "ingest.sqlite"), {
+        busyTimeoutMs: config.sqliteBusyTimeoutMs,
+      });
   const store = options.wrapStore ? options.wrapStore(raw) : raw;
   const clock = options.clock ?? createTestClock();
-  const app = await createApp({ config, store, clock, metrics: options.metrics });
+  const app = await createApp({
+    config,
+    store,
+    clock,
+    metrics: options.metrics,
+    logStream: options.logStream,
+  });
   const port = await app.listen();
   return {
     app,
@@ -93,6 +106,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     admin: createAdmin({ store, clock }),
     async close() {
       await app.close();
+      await options.store?.cleanup();
       rmSync(dir, { recursive: true, force: true });
     },
   };
@@ -168,7 +182,13 @@ export async function postJson(
 export async function seedTenantFile(
   path: string,
 ): Promise<{ accountId: string; ownerUserId: string; siteId: string; key: string }> {
-  const store = createSqliteStore(path);
+  return seedTenant(createSqliteStore(path));
+}
+
+/** The same in any store (closed afterwards). */
+export async function seedTenant(
+  store: Store,
+): Promise<{ accountId: string; ownerUserId: string; siteId: string; key: string }> {
   try {
     const admin = createAdmin({ store, clock: createTestClock() });
     const { accountId, ownerUserId } = await admin.createAccount({

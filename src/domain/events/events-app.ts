@@ -1,5 +1,5 @@
 /** The events application: what every door (REST, Connect, the public collect endpoint) calls. */
-import type { KeyPrincipal } from "../../store/port.js";
+import type { KeyPrincipal } from "../store/store.js";
 
 /** What the door knows of the HTTP client that sent the request. */
 export interface ClientInfo {

@@ -25,6 +25,11 @@ import {
   type GroupCommitObserver,
   QueueFullError,
 } from "../../lib/group-commit.js";
+import type { Attributor } from "../attribution/attribute.js";
+import { touchesOf } from "../attribution/touches.js";
+import type { Clock } from "../clock.js";
+import { DomainError, errors, storeError } from "../errors.js";
+import { ALLOWANCES, secondsUntilNextMonth, utcMonth } from "../plans.js";
 import type {
   EventGroup,
   EventGroupResult,
@@ -32,12 +37,7 @@ import type {
   IdentityLink,
   SiteRecord,
   Store,
-} from "../../store/port.js";
-import type { Attributor } from "../attribution/attribute.js";
-import { touchesOf } from "../attribution/touches.js";
-import type { Clock } from "../clock.js";
-import { DomainError, errors } from "../errors.js";
-import { ALLOWANCES, secondsUntilNextMonth, utcMonth } from "../plans.js";
+} from "../store/store.js";
 import { isAutomatedUserAgent } from "./bot-filter.js";
 import type { ClientInfo, EventsApp, EventsResult } from "./events-app.js";
 import { type Geo, openGeo } from "./geo.js";
@@ -67,15 +67,18 @@ export interface EventsDeps {
 const IDENTIFY = "$identify";
 
 /**
- * Store failures become 503 `unavailable` (retry later) rather than 500: the
- * write did not happen, so a retry is safe and right.
+ * Store failures become 503 `unavailable` (retry later) rather than 500: both
+ * adapters guarantee that a write reported unavailable did not happen (SQLite
+ * by its transaction, MongoDB by answering per request: a request whose
+ * events landed is acknowledged even when others of its batch failed), so a
+ * retry is safe and right. A store's refusal (StoreFailureError: a validator,
+ * a value out of range) is a 500 with its cause logged, never retried.
  */
 async function fromStore<T>(p: Promise<T>): Promise<T> {
   try {
     return await p;
   } catch (err) {
-    if (err instanceof DomainError) throw err;
-    throw errors.storeUnavailable();
+    throw storeError(err);
   }
 }
 
@@ -174,9 +177,10 @@ export async function createEventsApp(deps: EventsDeps): Promise<EventsApp> {
       result = await pipeline.submit(group, Math.min(records.length, queue.capacity));
     } catch (err) {
       if (err instanceof QueueFullError) throw errors.queueFull();
-      if (err instanceof DomainError) throw err;
-      throw errors.storeUnavailable();
+      throw storeError(err);
     }
+    // This request's own outcome: others of its batch may have landed or failed.
+    if (!result.ok && result.reason === "failed") throw storeError(result.error);
     if (!result.ok) throw errors.quotaExceeded(secondsUntilNextMonth(now));
     const out: EventsResult = {
       accepted: records.length,

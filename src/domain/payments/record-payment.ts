@@ -8,10 +8,10 @@ import {
   type GroupCommitObserver,
   QueueFullError,
 } from "../../lib/group-commit.js";
-import type { KeyPrincipal, PaymentWrite, Store } from "../../store/port.js";
 import type { Attributor } from "../attribution/attribute.js";
 import type { Clock } from "../clock.js";
-import { errors } from "../errors.js";
+import { errors, storeError } from "../errors.js";
+import type { KeyPrincipal, PaymentWrite, Store } from "../store/store.js";
 import type { PaymentsApp } from "./payments-app.js";
 import { invalidPaymentInput, type ValidPayment, validatePayment } from "./validate-payment.js";
 
@@ -108,8 +108,9 @@ export function createPaymentsApp(deps: PaymentsDeps): PaymentsApp {
         await commit.submit(write);
       } catch (err) {
         if (err instanceof QueueFullError) throw errors.queueFull();
-        // The write may or may not have landed; either way a retry with the same payment_id is safe.
-        throw errors.storeUnavailable();
+        // Unavailable: the write may or may not have landed; either way a retry
+        // with the same payment_id is safe. A refusal (StoreFailureError) is a 500.
+        throw storeError(err);
       }
       return { paymentId: v.payment.paymentId };
     },

@@ -1,5 +1,6 @@
 /** First touches, customer-visitor links, attribution and revenue reports in SQLite. */
 
+import { linkRank } from "../../domain/attribution/ranking.js";
 import type {
   Attribution,
   CustomerVisitorLink,
@@ -9,7 +10,6 @@ import type {
   StoreAttributionPart,
   VisitorTouch,
 } from "../port.js";
-import { linkRank } from "../port.js";
 import { type Db, nul, opt } from "./open-sqlite.js";
 
 interface TouchRow {
