@@ -23,7 +23,7 @@ import { createAdmin } from "./domain/admin.js";
 import { createAttributor } from "./domain/attribution/attribute.js";
 import { createAuthenticator } from "./domain/auth.js";
 import type { Clock } from "./domain/clock.js";
-import { DomainError } from "./domain/errors.js";
+import { DomainError, errors } from "./domain/errors.js";
 import type { EventsApp } from "./domain/events/events-app.js";
 import { createEventsApp } from "./domain/events/record-events.js";
 import type { PaymentsApp } from "./domain/payments/payments-app.js";
@@ -37,7 +37,12 @@ import { fromFastifyError, sendError } from "./http/envelope.js";
 import { createOnePortServer, type OnePortServer } from "./http/one-port.js";
 import { outcomeOf } from "./http/request-outcome.js";
 import { registerRestRoutes } from "./http/rest-routes.js";
-import { registerRpcBodyGuard, rpcRouteOf, sendRpcDomainError } from "./http/rpc-body-guard.js";
+import {
+  looksLikeRpc,
+  registerRpcBodyGuard,
+  rpcRouteOf,
+  sendRpcDomainError,
+} from "./http/rpc-body-guard.js";
 import {
   loadTrackerBundle,
   registerTrackerScript,
@@ -187,12 +192,14 @@ export async function createApp(deps: AppDeps): Promise<App> {
     // An RPC route answers in its protocol, even for errors Fastify raises itself.
     return rpcRouteOf(request) ? sendRpcDomainError(request, reply, d) : sendError(reply, d);
   });
-  fastify.setNotFoundHandler((request, reply) =>
-    sendError(
-      reply,
-      new DomainError("not_found", `no route for ${request.method} ${request.url.split("?")[0]}`),
-    ),
-  );
+  fastify.setNotFoundHandler((request, reply) => {
+    const path = request.url.split("?")[0] ?? "";
+    // gRPC and Connect clients get their own "unimplemented", not the REST envelope.
+    if (looksLikeRpc(request)) {
+      return sendRpcDomainError(request, reply, errors.unknownMethod(path));
+    }
+    return sendError(reply, new DomainError("not_found", `no route for ${request.method} ${path}`));
+  });
 
   fastify.get("/healthz", async () => ({ ok: true, data: { status: "alive" } }));
   fastify.get("/readyz", async (_request, reply) => {

@@ -18,6 +18,7 @@ export type RpcCode =
   | "failed_precondition"
   | "resource_exhausted"
   | "unavailable"
+  | "unimplemented"
   | "internal";
 
 interface ErrorShape {
@@ -37,6 +38,8 @@ export const ERROR_TABLE = {
   forbidden: { status: 403, code: "forbidden", rpc: "permission_denied" },
   not_found: { status: 404, code: "not_found", rpc: "not_found" },
   method_not_allowed: { status: 405, code: "method_not_allowed", rpc: "not_found" },
+  /** An RPC path (`/package.Service/Method`) that names no method this server serves. */
+  unknown_method: { status: 404, code: "not_found", rpc: "unimplemented" },
   conflict: { status: 409, code: "conflict", rpc: "already_exists" },
   plan_required: { status: 403, code: "forbidden", rpc: "failed_precondition" },
   quota_exceeded: { status: 429, code: "quota_exceeded", rpc: "resource_exhausted" },
@@ -83,6 +86,19 @@ export const errors = {
   missingScope: (scope: string) => new DomainError("forbidden", `API key lacks the ${scope} scope`),
   foreignSite: () => new DomainError("forbidden", "api key does not belong to this site"),
   unknownSite: () => new DomainError("not_found", "unknown site"),
+  /**
+   * An RPC path no method answers. Worded as gRPC servers word it, and without
+   * a slash: grpc-js does not decode an encoded one in grpc-message.
+   */
+  unknownMethod: (path: string) => {
+    const [, service, method] = /^\/([^/]+)\/([^/]+)$/.exec(path) ?? [];
+    return new DomainError(
+      "unknown_method",
+      service && method
+        ? `unknown method ${method} for service ${service}`
+        : "this path names no RPC method",
+    );
+  },
   invalidJson: (detail: string) => new DomainError("invalid_input", `invalid JSON: ${detail}`),
   bodyTooLarge: (limitKb: number) =>
     new DomainError("body_too_large", `request body larger than ${limitKb} KB`),

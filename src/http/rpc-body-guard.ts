@@ -148,11 +148,33 @@ function sendRpcError(
       .type("application/json")
       .send(errorToJson(err, undefined));
   }
-  // A trailers-only response: the status travels in the headers.
-  const headers = setTrailerStatus(new Headers(), err);
+  const grpcStatus = setTrailerStatus(new Headers(), err);
   reply.code(200).header("content-type", kind.contentType);
-  for (const [k, v] of headers) reply.header(k, v);
+  if (kind.protocol === "grpc") {
+    // gRPC over HTTP/2: the status goes in real trailers. Node's compat layer
+    // never sends a headers-only answer with END_STREAM, so a status in the
+    // headers reads as "no status" to gRPC clients such as grpc-js.
+    for (const [k, v] of grpcStatus) reply.trailer(k, (_reply, _payload, done) => done(null, v));
+    return reply.send();
+  }
+  // gRPC-Web over HTTP/1.1: a trailers-only answer, the status in the headers.
+  for (const [k, v] of grpcStatus) reply.header(k, v);
   return reply.send();
+}
+
+/** `/package.Service/Method`: the shape of every Connect, gRPC and gRPC-Web path. */
+const RPC_PATH = /^\/[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+\/[A-Za-z_]\w*$/;
+
+/**
+ * Whether a request that matched no route was meant as an RPC: its path has
+ * the RPC shape or its content type is gRPC's or gRPC-Web's. Such a request
+ * is answered in its protocol (`unimplemented`), as gRPC and Connect clients
+ * expect, rather than with the REST envelope.
+ */
+export function looksLikeRpc(request: FastifyRequest): boolean {
+  const kind = kindOf(request.headers["content-type"]);
+  if (kind !== undefined && kind.protocol !== "connect") return true;
+  return RPC_PATH.test(request.url.split("?")[0] ?? "");
 }
 
 /** The RPC method a request's matched route serves, if it is an RPC route. */

@@ -20,6 +20,7 @@ const CODES: Record<RpcCode, Code> = {
   failed_precondition: Code.FailedPrecondition,
   resource_exhausted: Code.ResourceExhausted,
   unavailable: Code.Unavailable,
+  unimplemented: Code.Unimplemented,
   internal: Code.Internal,
 };
 

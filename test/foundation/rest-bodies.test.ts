@@ -244,8 +244,9 @@ describe("invalid UTF-8", () => {
       },
       frame(bytes),
     );
-    expect(ans.headers["grpc-status"]).toBe("3");
-    expect(decodeURIComponent(String(ans.headers["grpc-message"]))).toBe(
+    // gRPC carries the status in trailers.
+    expect(ans.trailers["grpc-status"]).toBe("3");
+    expect(decodeURIComponent(String(ans.trailers["grpc-message"]))).toBe(
       `invalid JSON: the body is not valid UTF-8 (at byte ${at})`,
     );
   });

@@ -7,11 +7,12 @@
 import { create, toBinary } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
+import * as grpc from "@grpc/grpc-js";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EventsService, RecordEventsRequestSchema } from "../../gen/ingest/v1/events_pb.js";
 import { ReportsService } from "../../gen/ingest/v1/reports_pb.js";
 import { h2Request } from "../helpers/raw-h2.js";
-import { rpcClient, rpcError } from "../helpers/rpc-clients.js";
+import { grpcJsClient, rpcClient, rpcError } from "../helpers/rpc-clients.js";
 import {
   ADMIN_TOKEN,
   createTenant,
@@ -108,11 +109,11 @@ describe("encoded RPC paths keep their method's limits", () => {
       frame(new Uint8Array([0xff, 0xff, 0xff])),
     );
     expect(ans.status).toBe(200);
-    const status = ans.headers["grpc-status"] ?? ans.trailers["grpc-status"];
+    const status = ans.trailers["grpc-status"];
     expect(status).toBe("3");
-    expect(decodeURIComponent(String(ans.headers["grpc-message"]))).toBe(
-      "invalid protobuf: the body is not a ingest.v1.RecordEventsRequest",
-    );
+    expect(
+      decodeURIComponent(String(ans.headers["grpc-message"] ?? ans.trailers["grpc-message"])),
+    ).toBe("invalid protobuf: the body is not a ingest.v1.RecordEventsRequest");
   });
 
   it("gRPC on an encoded path: 30 KB is invalid_argument", async () => {
@@ -123,10 +124,10 @@ describe("encoded RPC paths keep their method's limits", () => {
       { "content-type": "application/grpc", te: "trailers", authorization: `Bearer ${tenant.key}` },
       frame(msg),
     );
-    expect(ans.headers["grpc-status"] ?? ans.trailers["grpc-status"]).toBe("3");
-    expect(decodeURIComponent(String(ans.headers["grpc-message"]))).toBe(
-      "request body larger than 8 KB",
-    );
+    expect(ans.trailers["grpc-status"]).toBe("3");
+    expect(
+      decodeURIComponent(String(ans.headers["grpc-message"] ?? ans.trailers["grpc-message"])),
+    ).toBe("request body larger than 8 KB");
   });
 });
 
@@ -224,6 +225,96 @@ describe("every answer on an RPC path is a Connect error", () => {
       code: "unauthenticated",
       message: "missing or malformed API key",
       reason: "unauthorized",
+    });
+  });
+});
+
+describe("an RPC path that names no method is unimplemented, in the caller's protocol", () => {
+  const path = "/ingest.v1.EventsService/Nope";
+  const message = "unknown method Nope for service ingest.v1.EventsService";
+
+  it("Connect JSON: 501 (Connect's status for unimplemented) with a Connect error body", async () => {
+    const res = await fetch(server.url + path, {
+      method: "POST",
+      headers: { "content-type": "application/json" },
+      body: "{}",
+    });
+    expect(res.status).toBe(501);
+    expect(res.headers.get("content-type")).toMatch(/^application\/json/);
+    const body = (await res.json()) as { code: string; message: string };
+    expect({ code: body.code, message: body.message }).toEqual({ code: "unimplemented", message });
+  });
+
+  it("gRPC-Web: 200 with grpc-status 12 (unimplemented)", async () => {
+    const res = await fetch(`${server.url}/ingest.v1.NoSuchService/Record`, {
+      method: "POST",
+      headers: { "content-type": "application/grpc-web+proto" },
+      body: frame(new Uint8Array()),
+    });
+    expect(res.status).toBe(200);
+    expect(res.headers.get("grpc-status")).toBe("12");
+    expect(decodeURIComponent(res.headers.get("grpc-message") ?? "")).toBe(
+      "unknown method Record for service ingest.v1.NoSuchService",
+    );
+  });
+
+  it("gRPC through an independent grpc-js client: status 12 UNIMPLEMENTED", async () => {
+    const client = new grpc.Client(`127.0.0.1:${server.port}`, grpc.credentials.createInsecure());
+    try {
+      const err = await new Promise<grpc.ServiceError>((resolve, reject) => {
+        client.makeUnaryRequest(
+          path,
+          (b: Buffer) => b,
+          (b: Buffer) => b,
+          Buffer.alloc(0),
+          (e) => (e ? resolve(e) : reject(new Error("the call succeeded"))),
+        );
+      });
+      expect({ code: err.code, details: err.details }).toEqual({ code: 12, details: message });
+      expect(err.details).toBe(message);
+    } finally {
+      client.close();
+    }
+  });
+
+  it("gRPC on a path without the RPC shape: status 12 too", async () => {
+    const ans = await h2Request(
+      server.url,
+      "/nope",
+      { "content-type": "application/grpc", te: "trailers" },
+      frame(new Uint8Array()),
+    );
+    expect(ans.status).toBe(200);
+    expect(ans.trailers["grpc-status"]).toBe("12");
+    expect(decodeURIComponent(String(ans.trailers["grpc-message"]))).toBe(
+      "this path names no RPC method",
+    );
+  });
+
+  it("grpc-js reads errors the body guard answers (a 30 KB event) as INVALID_ARGUMENT", async () => {
+    const events = grpcJsClient("events.proto", "EventsService", server.port);
+    try {
+      const err = (await events
+        .call("RecordEvents", bigEvent(), { authorization: `Bearer ${tenant.key}` })
+        .then(
+          () => undefined,
+          (e: grpc.ServiceError) => e,
+        )) as grpc.ServiceError | undefined;
+      expect({ code: err?.code, details: err?.details }).toEqual({
+        code: grpc.status.INVALID_ARGUMENT,
+        details: "request body larger than 8 KB",
+      });
+    } finally {
+      events.close();
+    }
+  });
+
+  it("REST paths keep the REST 404", async () => {
+    const res = await fetch(`${server.url}/api/v1/nope`, { method: "POST" });
+    expect(res.status).toBe(404);
+    expect(await res.json()).toEqual({
+      ok: false,
+      error: { code: "not_found", message: "no route for POST /api/v1/nope" },
     });
   });
 });
