@@ -196,7 +196,8 @@ export async function createApp(deps: AppDeps): Promise<App> {
     const path = request.url.split("?")[0] ?? "";
     // gRPC and Connect clients get their own "unimplemented", not the REST envelope.
     if (looksLikeRpc(request)) {
-      return sendRpcDomainError(request, reply, errors.unknownMethod(path));
+      const [service = "", method = ""] = path.slice(1).split("/");
+      return sendRpcDomainError(request, reply, errors.unknownMethod(service, method));
     }
     return sendError(reply, new DomainError("not_found", `no route for ${request.method} ${path}`));
   });

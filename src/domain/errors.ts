@@ -87,18 +87,11 @@ export const errors = {
   foreignSite: () => new DomainError("forbidden", "api key does not belong to this site"),
   unknownSite: () => new DomainError("not_found", "unknown site"),
   /**
-   * An RPC path no method answers. Worded as gRPC servers word it, and without
-   * a slash: grpc-js does not decode an encoded one in grpc-message.
+   * An RPC path no method answers, worded as gRPC servers word it. No slash:
+   * grpc-js does not decode an encoded one in grpc-message.
    */
-  unknownMethod: (path: string) => {
-    const [, service, method] = /^\/([^/]+)\/([^/]+)$/.exec(path) ?? [];
-    return new DomainError(
-      "unknown_method",
-      service && method
-        ? `unknown method ${method} for service ${service}`
-        : "this path names no RPC method",
-    );
-  },
+  unknownMethod: (service: string, method: string) =>
+    new DomainError("unknown_method", `unknown method ${method} for service ${service}`),
   invalidJson: (detail: string) => new DomainError("invalid_input", `invalid JSON: ${detail}`),
   bodyTooLarge: (limitKb: number) =>
     new DomainError("body_too_large", `request body larger than ${limitKb} KB`),

@@ -167,13 +167,13 @@ const RPC_PATH = /^\/[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+\/[A-Za-z_]\w*$/;
 
 /**
  * Whether a request that matched no route was meant as an RPC: its path has
- * the RPC shape or its content type is gRPC's or gRPC-Web's. Such a request
- * is answered in its protocol (`unimplemented`), as gRPC and Connect clients
- * expect, rather than with the REST envelope.
+ * the RPC shape (every gRPC, gRPC-Web and Connect client calls
+ * `/package.Service/Method`). Such a request is answered in its protocol
+ * (`unimplemented`) rather than with the REST envelope; any other path,
+ * whatever its content type, keeps the REST 404 (gRPC clients read an HTTP
+ * 404 as `unimplemented` too).
  */
 export function looksLikeRpc(request: FastifyRequest): boolean {
-  const kind = kindOf(request.headers["content-type"]);
-  if (kind !== undefined && kind.protocol !== "connect") return true;
   return RPC_PATH.test(request.url.split("?")[0] ?? "");
 }
 

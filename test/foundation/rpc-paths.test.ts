@@ -277,20 +277,6 @@ describe("an RPC path that names no method is unimplemented, in the caller's pro
     }
   });
 
-  it("gRPC on a path without the RPC shape: status 12 too", async () => {
-    const ans = await h2Request(
-      server.url,
-      "/nope",
-      { "content-type": "application/grpc", te: "trailers" },
-      frame(new Uint8Array()),
-    );
-    expect(ans.status).toBe(200);
-    expect(ans.trailers["grpc-status"]).toBe("12");
-    expect(decodeURIComponent(String(ans.trailers["grpc-message"]))).toBe(
-      "this path names no RPC method",
-    );
-  });
-
   it("grpc-js reads errors the body guard answers (a 30 KB event) as INVALID_ARGUMENT", async () => {
     const events = grpcJsClient("events.proto", "EventsService", server.port);
     try {
