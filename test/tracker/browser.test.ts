@@ -67,10 +67,22 @@ let open: Page[] = [];
 let pageErrors: string[] = [];
 const clock = createTestClock(Date.UTC(2026, 2, 14, 12, 0, 0));
 
+/**
+ * The browser's environment: ours without libfaketime. The suite is also run
+ * under faketime to check the server at odd hours (docs/events.md, Time), and
+ * Chromium spins under its LD_PRELOAD; the page's own clock is not under test.
+ */
+function browserEnv(): Record<string, string | undefined> {
+  return Object.fromEntries(
+    Object.entries(process.env).filter(([k]) => k !== "LD_PRELOAD" && !k.startsWith("FAKETIME")),
+  );
+}
+
 /** Debian's Chromium with the flags the tests need (see docs/tracker.md, Tests). */
 function launchChromium(): Promise<Browser> {
   return chromium.launch({
     executablePath: CHROMIUM,
+    env: browserEnv(),
     args: [
       "--disable-blink-features=AutomationControlled",
       "--disable-features=LocalNetworkAccessChecks",
