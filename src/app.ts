@@ -1,7 +1,9 @@
 /**
- * The one place that wires the service: stores, clock, application functions
- * and both doors (REST and Connect) on one Fastify instance. Tests build it
- * with their own store, clock and settings.
+ * The one place that wires the service: store, clock, application functions
+ * and every door on one Fastify instance and one port (REST, the public
+ * collect endpoint and tracking script, Connect/gRPC-Web/gRPC with health and
+ * reflection, the probes and the API reference). Tests build it with their
+ * own store, clock and settings.
  */
 import { randomUUID } from "node:crypto";
 import { STATUS_CODES } from "node:http";
