@@ -66,6 +66,7 @@ import { redactStoreUrl } from "./start-up.js";
 import { guardStore } from "./store/guarded-store.js";
 import type { Store } from "./store/port.js";
 
+/** What the service is built from: main.ts passes the real ones, tests their own. */
 export interface AppDeps {
   config: Config;
   store: Store;
@@ -83,6 +84,7 @@ export interface AppDeps {
   logStream?: { write(line: string): void };
 }
 
+/** The built service: its Fastify instance, one-port server and application functions. */
 export interface App {
   fastify: FastifyInstance;
   server: OnePortServer;
@@ -103,6 +105,11 @@ function requestId(header: string | string[] | undefined): string {
   return typeof header === "string" && /^[\w.:-]{1,64}$/.test(header) ? header : randomUUID();
 }
 
+/**
+ * Builds the service: guards the store, creates the application functions
+ * and registers every door. Nothing listens until `listen()`; `close()` stops
+ * it gracefully.
+ */
 export async function createApp(deps: AppDeps): Promise<App> {
   const { config, clock } = deps;
   let log: FastifyInstance["log"] | undefined;
