@@ -1,7 +1,9 @@
 /**
- * The one place that wires the service: stores, clock, application functions
- * and both doors (REST and Connect) on one Fastify instance. Tests build it
- * with their own store, clock and settings.
+ * The one place that wires the service: store, clock, application functions
+ * and every door on one Fastify instance and one port (REST, the public
+ * collect endpoint and tracking script, Connect/gRPC-Web/gRPC with health and
+ * reflection, the probes and the API reference). Tests build it with their
+ * own store, clock and settings.
  */
 import { randomUUID } from "node:crypto";
 import { STATUS_CODES } from "node:http";
@@ -64,6 +66,7 @@ import { redactStoreUrl } from "./start-up.js";
 import { guardStore } from "./store/guarded-store.js";
 import type { Store } from "./store/port.js";
 
+/** What the service is built from: main.ts passes the real ones, tests their own. */
 export interface AppDeps {
   config: Config;
   store: Store;
@@ -81,6 +84,7 @@ export interface AppDeps {
   logStream?: { write(line: string): void };
 }
 
+/** The built service: its Fastify instance, one-port server and application functions. */
 export interface App {
   fastify: FastifyInstance;
   server: OnePortServer;
@@ -101,6 +105,11 @@ function requestId(header: string | string[] | undefined): string {
   return typeof header === "string" && /^[\w.:-]{1,64}$/.test(header) ? header : randomUUID();
 }
 
+/**
+ * Builds the service: guards the store, creates the application functions
+ * and registers every door. Nothing listens until `listen()`; `close()` stops
+ * it gracefully.
+ */
 export async function createApp(deps: AppDeps): Promise<App> {
   const { config, clock } = deps;
   let log: FastifyInstance["log"] | undefined;

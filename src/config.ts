@@ -14,7 +14,7 @@ export interface Config {
   logLevel: "fatal" | "error" | "warn" | "info" | "debug" | "trace" | "silent";
   /**
    * Fastify's trustProxy: false (default: X-Forwarded-For is ignored), true,
-   * a hop count, or a comma-separated list of addresses/CIDRs.
+   * a hop count, or a comma-separated list of addresses/CIDRs (and `loopback`).
    */
   trustProxy: boolean | number | string;
   ingestQueueCapacity: number;

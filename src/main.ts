@@ -1,8 +1,9 @@
 /**
  * Entry point: `node dist/src/main.js` (what `npm start` runs after building).
- * With WORKERS=N (N > 1) the primary process prepares the store once and forks
- * N server processes that share the port (node:cluster); each opens its own
- * store connection.
+ * With WORKERS=N (N > 1) the primary process opens the store once (SQLite's
+ * migrations run; MongoDB's schema, which `admin store migrate` creates, is
+ * only verified) and forks N server processes that share the port
+ * (node:cluster); each opens its own store connection.
  *
  * Exit codes: 0 after a signal-driven shutdown; 2 when a setting is invalid or
  * names something that cannot be used (one line on stderr naming the
@@ -106,14 +107,14 @@ async function serve(config: Config): Promise<void> {
 }
 
 /**
- * The cluster primary: migrate once, fork, restart crashed workers, relay
- * signals. Workers that keep failing to start (the port is taken, the store
+ * The cluster primary: open the store once, fork, restart crashed workers,
+ * relay signals. Workers that keep failing to start (the port is taken, the store
  * refuses them) are not restarted forever: after MAX_START_FAILURES in a row
  * the primary stops the others and exits with the workers' error.
  */
 async function supervise(config: Config): Promise<void> {
   await checkGeoDb(config.geoipDb);
-  // Schema creation and migrations run once, before any worker opens the store.
+  // Once, before any worker opens the store: SQLite's migrations run, MongoDB's schema is checked.
   await (await openConfiguredStore(config)).close();
   if (config.collectRateLimit > 0) {
     serveRateLimits(cluster, { perMinute: config.collectRateLimit, now: systemClock.now });

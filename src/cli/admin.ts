@@ -94,7 +94,7 @@ const OPTIONS = {
 
 /**
  * `store migrate`: creates what the store needs and prints what it did,
- * e.g. `{"store":"mongodb","created":["collection events",…],"updated":[]}`;
+ * e.g. `{"store":"mongodb","created":["collection events",…],"updated":[],"dropped":[]}`;
  * a second run prints empty lists.
  */
 async function migrate(config: ReturnType<typeof loadConfig>): Promise<unknown> {
