@@ -82,6 +82,14 @@ export async function openStartupStore(
         `STORE_URL: cannot open the SQLite database ${url.slice("sqlite:".length)}: ${reasonOf(err)}`,
       );
     }
+    // Reached, but not migrated: say so, not "cannot reach" (the reason says what to run).
+    if ((err as Error | undefined)?.name === "SchemaMissingError") {
+      const missing = (err as { missing: readonly string[] }).missing;
+      throw new StartupError(
+        `STORE_URL: the MongoDB database at ${mongoHosts(url)} is not migrated ` +
+          `(${missing.length} missing, first ${missing[0]}); run \`npm run admin -- store migrate\``,
+      );
+    }
     throw new StartupError(
       `STORE_URL: cannot reach MongoDB at ${mongoHosts(url)}: ${reasonOf(err, url)}`,
     );

@@ -19,8 +19,11 @@ from datetime import datetime, timezone
 import requests
 
 BASE = os.environ.get("INGEST_URL", "http://127.0.0.1:8080")
-KEY = os.environ.get("INGEST_KEY") or sys.exit("set INGEST_KEY")
-SITE = os.environ.get("INGEST_SITE") or sys.exit("set INGEST_SITE")
+KEY = os.environ.get("INGEST_KEY")
+SITE = os.environ.get("INGEST_SITE")
+if not KEY or not SITE:
+    print("set INGEST_KEY and INGEST_SITE", file=sys.stderr)
+    sys.exit(2)  # a usage error, as in the Node and curl examples
 HOST = os.environ.get("INGEST_HOST", "example.com")
 MAX_ATTEMPTS = 5
 

@@ -71,7 +71,7 @@ export function createMetrics(): Metrics {
   });
   const dropped = new Counter({
     name: "ingest_events_dropped_total",
-    help: "Events not stored, by reason: bot (answered 204), quota (429), rate_limit (503 queue full), invalid (400/413), unavailable (store down), rejected (auth, unknown site).",
+    help: "Events not stored, by reason: bot (answered 204), quota (429), rate_limit (503 queue full), invalid (field rules, 400), unavailable (store down), rejected (unknown or foreign site). Bodies refused before parsing (401/403 key, 413, malformed JSON) are not counted here.",
     labelNames: ["reason"] as const,
     registers: [registry],
   });

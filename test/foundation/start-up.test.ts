@@ -7,11 +7,13 @@ import { mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import { createServer, type Server } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import type { Document } from "mongodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { redactStoreUrl } from "../../src/start-up.js";
 import { freePort, startChildServer } from "../helpers/child-server.js";
 import { ROOT } from "../helpers/rpc-clients.js";
 import { ADMIN_TOKEN } from "../helpers/test-server.js";
+import { startFakeMongo } from "../store/mongo/fake-server.js";
 
 let dir: string;
 let storeUrl: string;
@@ -108,6 +110,23 @@ describe("start-up errors", () => {
       ),
     );
     expect(out).not.toContain("s3cret-pw");
+  });
+
+  it("STORE_URL naming a reachable MongoDB whose schema was never migrated", async () => {
+    const fake = await startFakeMongo();
+    try {
+      const empty = (cmd: Document) => ({
+        cursor: { id: 0n, ns: `fresh.${String(cmd.listCollections ?? "$cmd")}`, firstBatch: [] },
+        ok: 1,
+      });
+      fake.answer.set("listCollections", empty);
+      const out = await failedStart({ STORE_URL: fake.url("fresh") });
+      expect(out).toMatch(
+        /^cannot start: STORE_URL: the MongoDB database at 127\.0\.0\.1:\d+ is not migrated \(\d+ missing, first collection accounts\); run `npm run admin -- store migrate`\n$/,
+      );
+    } finally {
+      await fake.close();
+    }
   });
 
   // Forking workers that each load TypeScript is slow on a busy machine.
