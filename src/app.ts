@@ -41,6 +41,7 @@ import { createErrorInterceptor } from "./rpc/connect-errors.js";
 import { createEventsService } from "./rpc/events-service.js";
 import { createPaymentsService } from "./rpc/payments-service.js";
 import { createReportsService } from "./rpc/reports-service.js";
+import { cacheDirectory } from "./store/directory-cache.js";
 import { guardStore } from "./store/guarded-store.js";
 import type { Store } from "./store/port.js";
 
@@ -79,9 +80,12 @@ function requestId(header: string | string[] | undefined): string {
 export async function createApp(deps: AppDeps): Promise<App> {
   const { config, clock } = deps;
   // Database failures answer 503; an asynchronous store also gets a time limit per call.
-  const store = guardStore(deps.store, {
-    timeoutMs: deps.store.kind === "sqlite" ? undefined : config.storeTimeoutMs,
-  });
+  // Keys, sites and accounts come from memory while the store's directory version is unchanged.
+  const store = cacheDirectory(
+    guardStore(deps.store, {
+      timeoutMs: deps.store.kind === "sqlite" ? undefined : config.storeTimeoutMs,
+    }),
+  );
   const queue = {
     capacity: config.ingestQueueCapacity,
     batchMax: config.ingestBatchMax,

@@ -24,6 +24,7 @@ import type {
   ApiKeyDoc,
   CustomerDoc,
   CustomerVisitorDoc,
+  DirectoryDoc,
   EventBucketDoc,
   IdentityDoc,
   MembershipDoc,
@@ -372,6 +373,12 @@ export const COLLECTIONS: readonly CollectionSpec[] = [
       { key: { site_id: 1, visitor_id: 1, customer_id: 1 }, name: "site_visitor_customer" },
     ],
   },
+  {
+    // One document, raised by every account, site or key change (directory-cache.ts).
+    name: "directory",
+    schema: object(["_id", "version"], { _id: str, version: integer }),
+    indexes: [],
+  },
 ];
 
 /** The server's code for "collection already exists". */
@@ -422,6 +429,7 @@ export interface Collections {
   events: Collection<EventBucketDoc>;
   identities: Collection<IdentityDoc>;
   salts: Collection<SaltDoc>;
+  directory: Collection<DirectoryDoc>;
   customers: Collection<CustomerDoc>;
   subscriptions: Collection<SubscriptionDoc>;
   payments: Collection<PaymentDoc>;
@@ -440,6 +448,7 @@ export function collections(db: Db): Collections {
     events: db.collection<EventBucketDoc>("events"),
     identities: db.collection<IdentityDoc>("identities"),
     salts: db.collection<SaltDoc>("salts"),
+    directory: db.collection<DirectoryDoc>("directory"),
     customers: db.collection<CustomerDoc>("customers"),
     subscriptions: db.collection<SubscriptionDoc>("subscriptions"),
     payments: db.collection<PaymentDoc>("payments"),
