@@ -211,6 +211,36 @@ describe("visitor id", () => {
     expect(asked).toBe(4);
   });
 
+  it("remembered ids are the computed ones, for every site, ip, ua and day", async () => {
+    const salts = new Map<string, string>();
+    const store = {
+      async ensureSalt(day: string, candidate: string) {
+        if (!salts.has(day)) salts.set(day, candidate);
+        return salts.get(day) as string;
+      },
+      async pruneSalts() {},
+    };
+    const ids = createVisitorIds(store);
+    const t0 = Date.UTC(2025, 4, 1, 12);
+    const seen = new Set<string>();
+    // Twice over: the second pass is answered from memory and must agree.
+    for (let pass = 0; pass < 2; pass += 1) {
+      for (const at of [t0, t0 + 86_400_000, t0 - 86_400_000, t0 + 3_600_000]) {
+        for (const site of ["s1", "s2"]) {
+          for (const ip of ["1.2.3.4", "1.2.3.5", "2001:db8::1"]) {
+            for (const ua of ["a", "b"]) {
+              const id = await ids.visitorId(site, ip, ua, at);
+              const salt = salts.get(utcDay(at)) as string;
+              expect(id).toBe(computeVisitorId(salt, site, ip, ua));
+              if (pass === 0 && at !== t0 + 3_600_000) seen.add(id);
+            }
+          }
+        }
+      }
+    }
+    expect(seen.size).toBe(3 * 2 * 3 * 2);
+  });
+
   it("deletes salts older than the previous day once a new day's salt exists", async () => {
     const salts = new Map<string, string>([
       ["2025-02-27", "old"],

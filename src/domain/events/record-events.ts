@@ -30,6 +30,7 @@ import type {
   Store,
 } from "../../store/port.js";
 import type { Attributor } from "../attribution/attribute.js";
+import { createKnownTouches } from "../attribution/known-touches.js";
 import { touchesOf } from "../attribution/touches.js";
 import type { Clock } from "../clock.js";
 import { DomainError, errors } from "../errors.js";
@@ -83,6 +84,7 @@ export async function createEventsApp(deps: EventsDeps): Promise<EventsApp> {
   const { store, clock, queue } = deps;
   const geo = await openGeo(deps.geoipDb);
   const visitors = createVisitorIds(store);
+  const knownTouches = createKnownTouches();
   const pipeline = createGroupCommit<EventGroup, EventGroupResult>({
     capacity: queue.capacity,
     batchMax: queue.batchMax,
@@ -155,7 +157,8 @@ export async function createEventsApp(deps: EventsDeps): Promise<EventsApp> {
       countable,
       events: records,
       links,
-      touches: touchesOf(records, site.hostnames),
+      // Only touches that may improve what is stored: most pageviews are of visitors who have one.
+      touches: knownTouches.filter(touchesOf(records, site.hostnames)),
     };
     let result: EventGroupResult;
     try {
@@ -168,6 +171,7 @@ export async function createEventsApp(deps: EventsDeps): Promise<EventsApp> {
       throw errors.storeUnavailable();
     }
     if (!result.ok) throw errors.quotaExceeded(secondsUntilNextMonth(now));
+    if (group.touches) knownTouches.remember(group.touches);
     const out: EventsResult = {
       accepted: records.length,
       dropped,
