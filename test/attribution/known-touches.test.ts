@@ -4,7 +4,8 @@
  * one that can improve it is still written: the stored touch stays the best.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import type { EventGroup, Store } from "../../src/store/port.js";
+import { createKnownTouches } from "../../src/domain/attribution/known-touches.js";
+import type { EventGroup, Store, VisitorTouch } from "../../src/store/port.js";
 import { BROWSER_UA } from "../helpers/fixtures.js";
 import {
   createTenant,
@@ -130,5 +131,24 @@ describe("first-touch writes only when they can change something", () => {
     expect(written.at(-1)).toBe(3);
     expect((await batch()).status).toBe(204);
     expect(written.at(-1)).toBe(0);
+  });
+});
+
+describe("known touches in memory", () => {
+  const touch = (visitorId: string, ts: number): VisitorTouch => ({
+    siteId: "s",
+    visitorId,
+    ts,
+    internal: false,
+    channel: "Direct",
+    landingPage: "https://example.com/",
+  });
+
+  it("holds at most maxVisitors, then starts again (candidates are written again)", () => {
+    const known = createKnownTouches({ maxVisitors: 2 });
+    known.remember([touch("a", 10), touch("b", 10)]);
+    expect(known.filter([touch("a", 11), touch("b", 11)])).toEqual([]);
+    known.remember([touch("c", 10)]);
+    expect(known.filter([touch("a", 11), touch("c", 11)]).map((t) => t.visitorId)).toEqual(["a"]);
   });
 });

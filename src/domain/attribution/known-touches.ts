@@ -10,8 +10,8 @@
  * candidate that does not beat the bound cannot beat the stored touch and
  * changes nothing. After a restart the memory is empty and every candidate
  * is written, as before. Visitor ids change with each UTC day's salt, so old
- * entries simply stop being asked for; the map is bounded and drops its
- * oldest entries.
+ * entries simply stop being asked for; the memory is bounded and starts
+ * again empty when full.
  */
 import type { VisitorTouch } from "../../store/port.js";
 import { isBetter } from "./touches.js";
@@ -28,25 +28,37 @@ export interface KnownTouches {
 
 export function createKnownTouches(options: { maxVisitors?: number } = {}): KnownTouches {
   const maxVisitors = options.maxVisitors ?? MAX_VISITORS;
-  const known = new Map<string, VisitorTouch>();
-  const keyOf = (t: VisitorTouch) => `${t.siteId}\u0000${t.visitorId}`;
+  // Site → visitor → touch: no key string to build per event.
+  const known = new Map<string, Map<string, VisitorTouch>>();
+  let size = 0;
   return {
     filter(touches) {
-      if (known.size === 0) return touches;
+      if (size === 0) return touches;
       return touches.filter((t) => {
-        const k = known.get(keyOf(t));
+        const k = known.get(t.siteId)?.get(t.visitorId);
         return k === undefined || isBetter(t, k);
       });
     },
     remember(touches) {
       for (const t of touches) {
-        const key = keyOf(t);
-        const k = known.get(key);
-        if (k !== undefined && !isBetter(t, k)) continue;
-        if (k === undefined && known.size >= maxVisitors) {
-          known.delete(known.keys().next().value as string);
+        let visitors = known.get(t.siteId);
+        if (!visitors) {
+          visitors = new Map();
+          known.set(t.siteId, visitors);
         }
-        known.set(key, t);
+        const k = visitors.get(t.visitorId);
+        if (k !== undefined && !isBetter(t, k)) continue;
+        if (k === undefined) {
+          // Full: start again (the store stays right; only some upserts come back for a while).
+          if (size >= maxVisitors) {
+            known.clear();
+            size = 0;
+            visitors = new Map();
+            known.set(t.siteId, visitors);
+          }
+          size += 1;
+        }
+        visitors.set(t.visitorId, t);
       }
     },
   };
