@@ -85,6 +85,15 @@ export async function createEventsApp(deps: EventsDeps): Promise<EventsApp> {
   const geo = await openGeo(deps.geoipDb);
   const visitors = createVisitorIds(store);
   const knownTouches = createKnownTouches();
+  // A lower bound of each (account, month) counter, from this process's own
+  // reads and commits: the counter only grows within a month, so refusing on
+  // it early is never wrong, and the store is not read on every request. The
+  // commit's conditional raise stays the authority on the ceiling.
+  const usedAtLeast = new Map<string, number>();
+  const noteUsed = (key: string, used: number) => {
+    if (usedAtLeast.size >= 10_000 && !usedAtLeast.has(key)) usedAtLeast.clear();
+    usedAtLeast.set(key, Math.max(used, usedAtLeast.get(key) ?? 0));
+  };
   const pipeline = createGroupCommit<EventGroup, EventGroupResult>({
     capacity: queue.capacity,
     batchMax: queue.batchMax,
@@ -131,8 +140,13 @@ export async function createEventsApp(deps: EventsDeps): Promise<EventsApp> {
 
     const countable = kept.filter((k) => k.ev.name !== IDENTIFY).length;
     // 5a. Cheap early refusal: the counter never goes down within a month.
+    const usageKey = `${account.id}\u0000${month}`;
     if (countable > 0) {
-      const used = await fromStore(store.getUsage(account.id, month));
+      let used = usedAtLeast.get(usageKey);
+      if (used === undefined) {
+        used = await fromStore(store.getUsage(account.id, month));
+        noteUsed(usageKey, used);
+      }
       if (used + countable > ceiling) throw errors.quotaExceeded(secondsUntilNextMonth(now));
     }
 
@@ -170,6 +184,8 @@ export async function createEventsApp(deps: EventsDeps): Promise<EventsApp> {
       if (err instanceof DomainError) throw err;
       throw errors.storeUnavailable();
     }
+    // remaining = max(0, ceiling − used): ceiling − remaining is at most the count.
+    noteUsed(usageKey, ceiling - result.remaining);
     if (!result.ok) throw errors.quotaExceeded(secondsUntilNextMonth(now));
     if (group.touches) knownTouches.remember(group.touches);
     const out: EventsResult = {

@@ -120,12 +120,17 @@ const EVENT_COLUMNS = [
 export function createSqliteEvents(db: Db): StoreEventsPart {
   const s = {
     usage: db.prepare("SELECT count FROM quota_usage WHERE account_id = ? AND month = ?"),
-    // The WHERE of the upsert makes the raise conditional: no change when it would pass the ceiling.
-    reserve: db.prepare(
-      `INSERT INTO quota_usage (account_id, month, count) SELECT @account, @month, @n WHERE @n <= @ceiling
+    // The WHERE of the upsert makes the raise conditional: no change when it
+    // would pass the ceiling. RETURNING gives the new count (no row: refused)
+    // without a second read.
+    reserve: db
+      .prepare(
+        `INSERT INTO quota_usage (account_id, month, count) SELECT @account, @month, @n WHERE @n <= @ceiling
        ON CONFLICT (account_id, month) DO UPDATE SET count = count + excluded.count
-       WHERE quota_usage.count + excluded.count <= @ceiling`,
-    ),
+       WHERE quota_usage.count + excluded.count <= @ceiling
+       RETURNING count`,
+      )
+      .pluck(),
     insertEvent: db.prepare(
       `INSERT INTO events (${EVENT_COLUMNS.join(", ")}) VALUES (${EVENT_COLUMNS.map(() => "?").join(", ")})`,
     ),
@@ -155,14 +160,15 @@ export function createSqliteEvents(db: Db): StoreEventsPart {
   const commit = db.transaction((groups: Parameters<StoreEventsPart["commitEvents"]>[0]) => {
     const results: EventGroupResult[] = [];
     for (const g of groups) {
+      let used: number | undefined;
       if (g.countable > 0) {
-        const changed = s.reserve.run({
+        used = s.reserve.get({
           account: g.accountId,
           month: g.month,
           n: g.countable,
           ceiling: g.ceiling,
-        }).changes;
-        if (changed === 0) {
+        }) as number | undefined;
+        if (used === undefined) {
           results.push({
             ok: false,
             reason: "quota_exceeded",
@@ -176,7 +182,7 @@ export function createSqliteEvents(db: Db): StoreEventsPart {
       const firstTouches = (g.touches ?? []).filter(writeTouch).map((t) => t.visitorId);
       results.push({
         ok: true,
-        remaining: Math.max(0, g.ceiling - usageOf(g.accountId, g.month)),
+        remaining: Math.max(0, g.ceiling - (used ?? usageOf(g.accountId, g.month))),
         ...(firstTouches.length > 0 ? { firstTouches } : {}),
       });
     }
