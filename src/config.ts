@@ -24,14 +24,30 @@ export interface Config {
   geoipDb: string | undefined;
   /** How long shutdown waits for in-flight requests. */
   shutdownTimeoutMs: number;
-  /** How long a request waits for an asynchronous store (MongoDB) before it gets 503. */
+  /** MongoDB: the time limit of one operation, given to the driver and the server (503 past it). */
   storeTimeoutMs: number;
   /** How long SQLite waits for another process's write lock before a write fails with 503. */
   sqliteBusyTimeoutMs: number;
   /** Server processes sharing the port (node:cluster); 1 runs no cluster. */
   workers: number;
+  /** Serves gRPC server reflection (v1 and v1alpha); GRPC_REFLECTION=false turns it off. */
+  grpcReflection: boolean;
+  /** Address of the Prometheus metrics listener. */
+  metricsHost: string;
+  /** Port of the metrics listener; undefined (METRICS_PORT unset) serves no metrics. */
+  metricsPort: number | undefined;
   /** Requests per minute one client address may send to the public collect endpoint; 0: no limit. */
   collectRateLimit: number;
+  /** Open TCP connections per process; more are closed at once. */
+  maxConnections: number;
+  /** Time for a connection's first bytes and for a request's headers. */
+  headersTimeoutMs: number;
+  /** Time for a whole request (headers and body) to arrive. */
+  requestTimeoutMs: number;
+  /** How long an idle keep-alive connection or HTTP/2 session stays open. */
+  idleTimeoutMs: number;
+  /** Streams one HTTP/2 connection may have open at once. */
+  http2MaxStreams: number;
 }
 
 type Env = Record<string, string | undefined>;
@@ -45,6 +61,14 @@ function int(env: Env, name: string, fallback: number, min: number, max: number)
     throw new ConfigError(`${name} must be an integer from ${min} to ${max}, got "${raw}"`);
   }
   return Number(raw);
+}
+
+function bool(env: Env, name: string, fallback: boolean): boolean {
+  const raw = env[name];
+  if (raw === undefined || raw === "") return fallback;
+  if (raw === "true") return true;
+  if (raw === "false") return false;
+  throw new ConfigError(`${name} must be true or false, got "${raw}"`);
 }
 
 function trustProxy(raw: string | undefined): Config["trustProxy"] {
@@ -79,6 +103,13 @@ export function loadConfig(env: Env = process.env): Config {
     throw new ConfigError("ADMIN_TOKEN must be at least 16 characters");
   }
   const ingestBatchMax = int(env, "INGEST_BATCH_MAX", 512, 1, 100_000);
+  const headersTimeoutMs = int(env, "HEADERS_TIMEOUT_MS", 10_000, 100, 600_000);
+  const requestTimeoutMs = int(env, "REQUEST_TIMEOUT_MS", 20_000, 100, 600_000);
+  if (headersTimeoutMs > requestTimeoutMs) {
+    throw new ConfigError(
+      `HEADERS_TIMEOUT_MS (${headersTimeoutMs}) must not exceed REQUEST_TIMEOUT_MS (${requestTimeoutMs})`,
+    );
+  }
   return {
     host,
     port: int(env, "PORT", 8080, 0, 65535),
@@ -94,6 +125,14 @@ export function loadConfig(env: Env = process.env): Config {
     storeTimeoutMs: int(env, "STORE_TIMEOUT_MS", 5_000, 10, 600_000),
     sqliteBusyTimeoutMs: int(env, "SQLITE_BUSY_TIMEOUT_MS", 2_000, 0, 600_000),
     workers: int(env, "WORKERS", 1, 1, 64),
+    grpcReflection: bool(env, "GRPC_REFLECTION", true),
+    metricsHost: env.METRICS_HOST || "127.0.0.1",
+    metricsPort: env.METRICS_PORT ? int(env, "METRICS_PORT", 0, 0, 65535) : undefined,
     collectRateLimit: int(env, "COLLECT_RATE_LIMIT", 600, 0, 1_000_000_000),
+    maxConnections: int(env, "MAX_CONNECTIONS", 10_000, 1, 1_000_000),
+    headersTimeoutMs,
+    requestTimeoutMs,
+    idleTimeoutMs: int(env, "IDLE_TIMEOUT_MS", 65_000, 100, 3_600_000),
+    http2MaxStreams: int(env, "HTTP2_MAX_STREAMS", 100, 1, 10_000),
   };
 }

@@ -1,43 +1,99 @@
 /**
- * Entry point: `npm start`. With WORKERS=N (N > 1) the primary process
- * prepares the store once and forks N server processes that share the port
- * (node:cluster); each opens its own store connection.
+ * Entry point: `node dist/src/main.js` (what `npm start` runs after building).
+ * With WORKERS=N (N > 1) the primary process prepares the store once and forks
+ * N server processes that share the port (node:cluster); each opens its own
+ * store connection.
+ *
+ * Exit codes: 0 after a signal-driven shutdown; 2 when a setting is invalid or
+ * names something that cannot be used (one line on stderr naming the
+ * variable); 1 for anything else.
  */
 import cluster from "node:cluster";
+import { pino } from "pino";
 import { createApp } from "./app.js";
 import { createWorkerRateLimiter, serveRateLimits } from "./cluster/rate-limiter.js";
 import { type Config, ConfigError, loadConfig } from "./config.js";
 import { systemClock } from "./domain/clock.js";
+import type { MetricsServer } from "./metrics/metrics-server.js";
+import { checkGeoDb, listenError, openStartupStore, StartupError } from "./start-up.js";
 import { openStore } from "./store/open-store.js";
 
-function readConfig(): Config {
-  try {
-    return loadConfig();
-  } catch (err) {
-    if (err instanceof ConfigError) {
-      process.stderr.write(`invalid configuration: ${err.message}\n`);
-      process.exit(2);
-    }
-    throw err;
+/** Consecutive workers that exit before listening, after which the primary gives up. */
+const MAX_START_FAILURES = 3;
+
+/** A worker tells the primary why it could not start (the line it would print). */
+interface StartFailureMessage {
+  startFailure: string;
+  exitCode: number;
+}
+
+/** The one line and exit code for a start-up failure. */
+function describeFailure(err: unknown): { line: string; exitCode: number } {
+  if (err instanceof ConfigError)
+    return { line: `invalid configuration: ${err.message}`, exitCode: 2 };
+  if (err instanceof StartupError) return { line: `cannot start: ${err.message}`, exitCode: 2 };
+  const message = err instanceof Error ? err.message : String(err);
+  return { line: `start-up failed: ${message.split("\n")[0]}`, exitCode: 1 };
+}
+
+/** Stops start-up: a worker reports to its primary, a lone process prints. */
+function fail(err: unknown): void {
+  const { line, exitCode } = describeFailure(err);
+  if (cluster.isWorker && process.send) {
+    const msg: StartFailureMessage = { startFailure: line, exitCode };
+    process.send(msg, () => process.exit(exitCode));
+    return;
   }
+  process.stderr.write(`${line}\n`);
+  process.exit(exitCode);
+}
+
+function openConfiguredStore(config: Config) {
+  return openStartupStore(config.storeUrl, (url) =>
+    openStore(url, {
+      sqliteBusyTimeoutMs: config.sqliteBusyTimeoutMs,
+      storeTimeoutMs: config.storeTimeoutMs,
+    }),
+  );
 }
 
 /** One server process: open the store, serve, stop gracefully on a signal. */
 async function serve(config: Config): Promise<void> {
-  const store = await openStore(config.storeUrl, {
-    sqliteBusyTimeoutMs: config.sqliteBusyTimeoutMs,
-  });
+  await checkGeoDb(config.geoipDb);
+  const store = await openConfiguredStore(config);
   // Under WORKERS the primary holds the collect endpoint's rate limits for every worker.
   const collectLimiter = cluster.isWorker ? createWorkerRateLimiter() : undefined;
-  const app = await createApp({ config, store, clock: systemClock, collectLimiter });
-  await app.listen();
+  // prom-client is loaded only when metrics are served (METRICS_PORT).
+  const metrics =
+    config.metricsPort === undefined
+      ? undefined
+      : (await import("./metrics/metrics.js")).createMetrics();
+  const app = await createApp({ config, store, clock: systemClock, collectLimiter, metrics });
+  // A worker's metrics are served by the primary, aggregated; a lone process serves its own.
+  // A worker joins the primary's scrapes before it listens, so none of its requests is missed.
+  let metricsServer: MetricsServer | undefined;
+  if (metrics && config.metricsPort !== undefined) {
+    const served = await import("./metrics/metrics-server.js");
+    if (cluster.isWorker) served.reportToPrimary(metrics.registry);
+    else {
+      const source = served.registrySource(metrics.registry);
+      metricsServer = await serveMetrics(config, config.metricsPort, source);
+    }
+  }
+  try {
+    await app.listen();
+  } catch (err) {
+    await store.close().catch(() => {});
+    await metricsServer?.close().catch(() => {});
+    throw listenError(err, config.host, config.port);
+  }
 
   let stopping = false;
   const stop = (signal: string) => {
     if (stopping) return;
     stopping = true;
     app.fastify.log.info({ signal }, "shutting down");
-    app.close().then(
+    Promise.all([app.close(), metricsServer?.close()]).then(
       () => process.exit(0),
       (err) => {
         app.fastify.log.error({ type: (err as Error)?.name }, "shutdown failed");
@@ -49,45 +105,96 @@ async function serve(config: Config): Promise<void> {
   process.on("SIGINT", () => stop("SIGINT"));
 }
 
-/** The cluster primary: migrate once, fork, restart crashed workers, relay signals. */
+/**
+ * The cluster primary: migrate once, fork, restart crashed workers, relay
+ * signals. Workers that keep failing to start (the port is taken, the store
+ * refuses them) are not restarted forever: after MAX_START_FAILURES in a row
+ * the primary stops the others and exits with the workers' error.
+ */
 async function supervise(config: Config): Promise<void> {
+  await checkGeoDb(config.geoipDb);
   // Schema creation and migrations run once, before any worker opens the store.
-  await (
-    await openStore(config.storeUrl, { sqliteBusyTimeoutMs: config.sqliteBusyTimeoutMs })
-  ).close();
+  await (await openConfiguredStore(config)).close();
   if (config.collectRateLimit > 0) {
     serveRateLimits(cluster, { perMinute: config.collectRateLimit, now: systemClock.now });
   }
+  if (config.metricsPort !== undefined) {
+    const { clusterSource } = await import("./metrics/metrics-server.js");
+    await serveMetrics(config, config.metricsPort, clusterSource());
+  }
   let stopping = false;
-  for (let i = 0; i < config.workers; i++) cluster.fork();
-  cluster.on("exit", (worker, code, signal) => {
-    if (stopping) {
-      if (Object.keys(cluster.workers ?? {}).length === 0) process.exit(0);
-      return;
-    }
-    process.stderr.write(
-      `worker ${worker.process.pid} exited (${signal ?? code}); starting another\n`,
-    );
-    cluster.fork();
-  });
-  const stop = (signal: NodeJS.Signals) => {
-    if (stopping) return;
+  let startFailures = 0;
+  let giveUpCode: number | undefined;
+  const listened = new Set<number>();
+  const reasons = new Map<number, StartFailureMessage>();
+
+  const stopAll = (signal: NodeJS.Signals) => {
     stopping = true;
     const workers = Object.values(cluster.workers ?? {});
-    if (workers.length === 0) process.exit(0);
+    if (workers.length === 0) return false;
     for (const w of workers) w?.process.kill(signal);
+    return true;
+  };
+
+  cluster.on("listening", (worker) => {
+    listened.add(worker.id);
+    startFailures = 0;
+  });
+  cluster.on("message", (worker, msg: Partial<StartFailureMessage>) => {
+    if (typeof msg?.startFailure === "string") {
+      reasons.set(worker.id, { startFailure: msg.startFailure, exitCode: msg.exitCode ?? 1 });
+    }
+  });
+  cluster.on("exit", (worker, code, signal) => {
+    const reason = reasons.get(worker.id);
+    reasons.delete(worker.id);
+    const started = listened.delete(worker.id);
+    if (stopping) {
+      if (Object.keys(cluster.workers ?? {}).length === 0) process.exit(giveUpCode ?? 0);
+      return;
+    }
+    if (!started) startFailures += 1;
+    const why = reason?.startFailure ?? `exited (${signal ?? code})`;
+    if (!started && startFailures >= MAX_START_FAILURES) {
+      giveUpCode = reason?.exitCode ?? (typeof code === "number" && code > 0 ? code : 1);
+      process.stderr.write(
+        `${why} (${startFailures} workers failed to start in a row; giving up)\n`,
+      );
+      if (!stopAll("SIGTERM")) process.exit(giveUpCode);
+      return;
+    }
+    process.stderr.write(`worker ${worker.process.pid}: ${why}; starting another\n`);
+    cluster.fork();
+  });
+
+  for (let i = 0; i < config.workers; i++) cluster.fork();
+  const stop = (signal: NodeJS.Signals) => {
+    if (stopping) return;
+    if (!stopAll(signal)) process.exit(0);
   };
   process.on("SIGTERM", () => stop("SIGTERM"));
   process.on("SIGINT", () => stop("SIGINT"));
 }
 
+/** Starts the metrics listener on METRICS_HOST:METRICS_PORT. */
+async function serveMetrics(
+  config: Config,
+  port: number,
+  source: Parameters<typeof import("./metrics/metrics-server.js").startMetricsServer>[0],
+): Promise<MetricsServer> {
+  const { startMetricsServer } = await import("./metrics/metrics-server.js");
+  const server = await startMetricsServer(source, config.metricsHost, port);
+  pino({ level: config.logLevel }).info(
+    { host: config.metricsHost, port: server.port },
+    "metrics listening",
+  );
+  return server;
+}
+
 async function main(): Promise<void> {
-  const config = readConfig();
+  const config = loadConfig();
   if (config.workers > 1 && cluster.isPrimary) await supervise(config);
   else await serve(config);
 }
 
-main().catch((err: unknown) => {
-  process.stderr.write(`start-up failed: ${err instanceof Error ? err.message : String(err)}\n`);
-  process.exit(1);
-});
+main().catch(fail);

@@ -1,26 +1,81 @@
 /**
  * Admin CLI: `npm run --silent admin -- <command>`. Prints exactly one JSON
- * value on stdout; errors go to stderr with a non-zero exit. Uses the same
+ * value on stdout (`demo` prints shell `export` lines instead, and `help`
+ * prints usage); errors go to stderr with a non-zero exit. Uses the same
  * STORE_URL and the same application code as AdminService.
  */
+import { randomBytes } from "node:crypto";
+import { existsSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { loadConfig } from "../config.js";
 import { createAdmin } from "../domain/admin.js";
 import { systemClock } from "../domain/clock.js";
 import { DomainError } from "../domain/errors.js";
-import { openStore } from "../store/open-store.js";
+import { KEY_PREFIX } from "../domain/keys.js";
+import { type MigrationReport, openStore } from "../store/open-store.js";
 
-const USAGE = `usage: npm run --silent admin -- <command>
-  account create --name N --plan free|starter|growth|scale --owner EMAIL
-  account set-plan --account ID --plan P
-  member add --account ID --email E --role owner|admin|member
-  site create --account ID --hostname H [--hostname H2 …]
-  key create --site ID --name N --scopes events,payments --as USER_ID
-  key list --site ID
-  key delete --key KEY_ID --as USER_ID
-  usage --account ID`;
+/** Each command: its arguments and what it does, for `help`. */
+const COMMANDS = {
+  "account create": [
+    "--name N --plan free|starter|growth|scale --owner EMAIL",
+    "Creates an account and its owner.",
+  ],
+  "account set-plan": ["--account ID --plan P", "Moves an account to another plan."],
+  "member add": [
+    "--account ID --email E --role owner|admin|member",
+    "Adds a user (created by email if new) to an account, or changes their role.",
+  ],
+  "site create": [
+    "--account ID --hostname H [--hostname H2 …]",
+    "Creates a site; events must come from one of its hostnames.",
+  ],
+  "key create": [
+    "--site ID --name N --scopes events,payments --as USER_ID",
+    "Creates an API key (Scale plan; owner or admin). The key is printed this once.",
+  ],
+  "key list": ["--site ID", "Lists a site's keys, without their secrets."],
+  "key delete": [
+    "--key KEY_ID --as USER_ID",
+    "Deletes a key by its id (key_…, from key list), never by its secret.",
+  ],
+  usage: ["--account ID", "This UTC month's counted events, allowance and ceiling."],
+  "store migrate": [
+    "",
+    "Creates the store's collections, validators and indexes (MongoDB; idempotent). Run once per deploy, before the servers.",
+  ],
+  demo: [
+    "",
+    "Creates a demo account, site (example.com, localhost) and key; prints `export KEY=… SITE=… ADMIN_TOKEN=…`.",
+  ],
+} as const;
 
-class UsageError extends Error {}
+type Command = keyof typeof COMMANDS;
+
+const USAGE = `usage: npm run --silent admin -- <command> [options]
+       npm run --silent admin -- help [<command>]
+
+commands:
+${Object.entries(COMMANDS)
+  .map(([name, [args, what]]) => `  ${`${name} ${args}`.trimEnd()}\n      ${what}`)
+  .join("\n")}
+
+STORE_URL names the store (default sqlite:./data/ingest.sqlite), as for the server.`;
+
+/** Usage of one command. */
+function commandUsage(command: Command): string {
+  const [args, what] = COMMANDS[command];
+  return `usage: npm run --silent admin -- ${`${command} ${args}`.trimEnd()}\n\n${what}`;
+}
+
+/** A command line that cannot run; `command` is set when the command itself was understood. */
+class UsageError extends Error {
+  command: Command | undefined;
+}
+
+/** Not an error: prints `text` on stdout and exits 0. */
+class HelpRequest {
+  constructor(readonly text: string) {}
+}
 
 const OPTIONS = {
   name: { type: "string" },
@@ -34,9 +89,68 @@ const OPTIONS = {
   scopes: { type: "string" },
   as: { type: "string" },
   key: { type: "string" },
+  help: { type: "boolean", short: "h" },
 } as const;
 
+/**
+ * `store migrate`: creates what the store needs and prints what it did,
+ * e.g. `{"store":"mongodb","created":["collection events",…],"updated":[]}`;
+ * a second run prints empty lists.
+ */
+async function migrate(config: ReturnType<typeof loadConfig>): Promise<unknown> {
+  let report: MigrationReport = { created: [], updated: [], dropped: [] };
+  const store = await openStore(config.storeUrl, {
+    storeTimeoutMs: config.storeTimeoutMs,
+    migrate: (r) => {
+      report = r;
+    },
+  });
+  await store.close();
+  return { store: store.kind, ...report };
+}
+
 const iso = (ms: number | undefined) => (ms === undefined ? null : new Date(ms).toISOString());
+
+/** Text for stderr: a secret key that was typed by mistake is never echoed. */
+function redactKeys(text: string): string {
+  return text.replace(new RegExp(`${KEY_PREFIX}[0-9A-Za-z]*`, "g"), `${KEY_PREFIX}…`);
+}
+
+/**
+ * The command named by the positionals. `help`, `help <command>`, `--help`
+ * and `<command> --help` throw a HelpRequest (usage on stdout, exit 0); with
+ * --help, a partial command such as `key` gets the general usage.
+ */
+function commandOf(positionals: string[], help: boolean | undefined): Command {
+  const words = positionals.join(" ");
+  const isCommand = (w: string): w is Command => Object.hasOwn(COMMANDS, w);
+  if (words === "help") throw new HelpRequest(USAGE);
+  if (words.startsWith("help ")) {
+    const topic = words.slice("help ".length);
+    if (!isCommand(topic)) throw new UsageError(`unknown command "${topic}"`);
+    throw new HelpRequest(commandUsage(topic));
+  }
+  if (isCommand(words)) {
+    if (help) throw new HelpRequest(commandUsage(words));
+    return words;
+  }
+  if (help) throw new HelpRequest(USAGE);
+  throw new UsageError(words === "" ? "a command is required" : `unknown command "${words}"`);
+}
+
+/** Warns before a SQLite store is created from nothing: usually a mistyped STORE_URL. */
+function warnIfNewDatabase(storeUrl: string, command: Command): void {
+  if (!storeUrl.startsWith("sqlite:")) return;
+  const path = storeUrl.slice("sqlite:".length);
+  if (path === ":memory:" || existsSync(path)) return;
+  if (command === "demo") {
+    process.stderr.write(`creating a new database at ${path}\n`);
+    return;
+  }
+  process.stderr.write(
+    `warning: ${path} does not exist; creating a new, empty database there (check STORE_URL)\n`,
+  );
+}
 
 async function run(argv: string[]): Promise<unknown> {
   const { values, positionals } = parseArgs({
@@ -44,26 +158,27 @@ async function run(argv: string[]): Promise<unknown> {
     options: OPTIONS,
     allowPositionals: true,
   });
+  const command = commandOf(positionals, values.help);
+  const usageError = (message: string) => {
+    const e = new UsageError(message);
+    e.command = command;
+    return e;
+  };
   const need = (name: keyof typeof OPTIONS): string => {
     const v = values[name];
-    if (typeof v !== "string" || v === "") throw new UsageError(`--${name} is required`);
+    if (typeof v !== "string" || v === "") throw usageError(`--${name} is required`);
     return v;
   };
-  const command = positionals.join(" ");
-  const known = [
-    "account create",
-    "account set-plan",
-    "member add",
-    "site create",
-    "key create",
-    "key list",
-    "key delete",
-    "usage",
-  ];
-  if (!known.includes(command)) throw new UsageError(`unknown command "${command}"`);
+  if (command === "key delete" && need("key").startsWith(KEY_PREFIX)) {
+    throw usageError(
+      `--key takes the key's id (key_…), not its secret; find the id with "key list --site SITE_ID"`,
+    );
+  }
 
   const config = loadConfig();
-  const store = await openStore(config.storeUrl);
+  warnIfNewDatabase(config.storeUrl, command);
+  if (command === "store migrate") return migrate(config);
+  const store = await openStore(config.storeUrl, { storeTimeoutMs: config.storeTimeoutMs });
   try {
     const admin = createAdmin({ store, clock: systemClock });
     switch (command) {
@@ -89,7 +204,7 @@ async function run(argv: string[]): Promise<unknown> {
       }
       case "site create": {
         const hostnames = values.hostname ?? [];
-        if (hostnames.length === 0) throw new UsageError("--hostname is required");
+        if (hostnames.length === 0) throw usageError("--hostname is required");
         const r = await admin.createSite({ accountId: need("account"), hostnames });
         return { site_id: r.siteId };
       }
@@ -119,6 +234,8 @@ async function run(argv: string[]): Promise<unknown> {
         const r = await admin.deleteKey({ keyId: need("key"), actorUserId: need("as") });
         return { key_id: r.keyId, deleted: true };
       }
+      case "demo":
+        return new ShellExports(await demo(admin, config.adminToken));
       default: {
         const u = await admin.getUsage({ accountId: need("account") });
         return {
@@ -136,22 +253,68 @@ async function run(argv: string[]): Promise<unknown> {
   }
 }
 
+/** Variables printed as one `export` line for `eval "$(npm run --silent demo)"`. */
+class ShellExports {
+  constructor(readonly vars: Record<string, string>) {}
+  toString(): string {
+    // Every value is an id, a key or hex: nothing needs quoting.
+    return `export ${Object.entries(this.vars)
+      .map(([k, v]) => `${k}=${v}`)
+      .join(" ")}`;
+  }
+}
+
+/**
+ * A Scale account, a site on example.com and localhost, and a key with both
+ * scopes; the ADMIN_TOKEN already set, or a new random one, for the server to
+ * be started with.
+ */
+async function demo(
+  admin: ReturnType<typeof createAdmin>,
+  adminToken: string | undefined,
+): Promise<Record<string, string>> {
+  const { accountId, ownerUserId } = await admin.createAccount({
+    name: "Demo",
+    plan: "scale",
+    ownerEmail: "demo@example.com",
+  });
+  const { siteId } = await admin.createSite({
+    accountId,
+    hostnames: ["example.com", "localhost"],
+  });
+  const { key } = await admin.createKey({
+    siteId,
+    name: "demo",
+    scopes: ["events", "payments"],
+    actorUserId: ownerUserId,
+  });
+  return { KEY: key, SITE: siteId, ADMIN_TOKEN: adminToken ?? randomBytes(24).toString("hex") };
+}
+
 run(process.argv.slice(2)).then(
   (result) => {
-    process.stdout.write(`${JSON.stringify(result)}\n`);
+    process.stdout.write(
+      result instanceof ShellExports ? `${result}\n` : `${JSON.stringify(result)}\n`,
+    );
   },
   (err: unknown) => {
-    if (
+    if (err instanceof HelpRequest) {
+      process.stdout.write(`${err.text}\n`);
+    } else if (
       err instanceof UsageError ||
       (err as { code?: string })?.code?.startsWith("ERR_PARSE_ARGS")
     ) {
-      process.stderr.write(`error: ${(err as Error).message}\n${USAGE}\n`);
+      // The command's own usage when it was understood, a pointer to help otherwise.
+      const command = err instanceof UsageError ? err.command : undefined;
+      const hint = command ? commandUsage(command) : "see: npm run --silent admin -- help";
+      process.stderr.write(`${redactKeys(`error: ${(err as Error).message}`)}\n${hint}\n`);
       process.exitCode = 2;
     } else if (err instanceof DomainError) {
-      process.stderr.write(`error: ${err.shape.code}: ${err.message}\n`);
+      process.stderr.write(`${redactKeys(`error: ${err.shape.code}: ${err.message}`)}\n`);
       process.exitCode = 1;
     } else {
-      process.stderr.write(`error: ${err instanceof Error ? err.message : String(err)}\n`);
+      const message = err instanceof Error ? err.message : String(err);
+      process.stderr.write(`${redactKeys(`error: ${message}`)}\n`);
       process.exitCode = 1;
     }
   },

@@ -2,12 +2,13 @@
  * Account administration: accounts, members, sites and API keys. Used by
  * AdminService and by the admin CLI, so both apply the same rules.
  */
-import type { ApiKeyRecord, Role, Scope, Store } from "../store/port.js";
+
 import type { Clock } from "./clock.js";
 import { DomainError } from "./errors.js";
 import { newId } from "./ids.js";
 import { generateApiKey, hashApiKey, keyDisplayPrefix } from "./keys.js";
 import { ALLOWANCES, isPlan, KEY_PLAN, PLANS, type Plan, utcMonth } from "./plans.js";
+import type { ApiKeyRecord, Role, Scope, Store } from "./store/store.js";
 
 const ROLES: readonly Role[] = ["owner", "admin", "member"];
 const SCOPES: readonly Scope[] = ["events", "payments"];

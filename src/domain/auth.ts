@@ -1,8 +1,9 @@
 /** Authentication of the two public endpoints by API key. */
-import type { KeyPrincipal, Scope, Store } from "../store/port.js";
+
 import type { Clock } from "./clock.js";
-import { errors } from "./errors.js";
+import { errors, storeError } from "./errors.js";
 import { hashApiKey, isWellFormedKey, parseBearerKey } from "./keys.js";
+import type { KeyPrincipal, Scope, Store } from "./store/store.js";
 
 /** How often a key's last-used time is written: once a minute per key is plenty. */
 const TOUCH_INTERVAL_MS = 60_000;
@@ -30,8 +31,8 @@ export function createAuthenticator(deps: { store: Store; clock: Clock }): Authe
       const key = parseBearerKey(header);
       // A key of the wrong shape cannot be in the store: skip the lookup.
       if (!isWellFormedKey(key)) throw errors.unknownKey();
-      const principal = await store.findKeyByHash(hashApiKey(key)).catch(() => {
-        throw errors.storeUnavailable();
+      const principal = await store.findKeyByHash(hashApiKey(key)).catch((err) => {
+        throw storeError(err);
       });
       if (!principal) throw errors.unknownKey();
       if (!principal.scopes.includes(scope)) throw errors.missingScope(scope);

@@ -6,7 +6,7 @@
  * same thing (as connect-es keeps its code-to-HTTP table in one file).
  */
 
-import { StoreUnavailableError } from "../store/guarded-store.js";
+import { StoreFailureError, StoreUnavailableError } from "./store-errors.js";
 
 /** Connect/gRPC codes used by the service, by their canonical names. */
 export type RpcCode =
@@ -108,6 +108,16 @@ function wellFormed(text: string): string {
     /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g,
     "\uFFFD",
   );
+}
+
+/**
+ * What a failed store call means for the caller: a DomainError as it is, a
+ * StoreFailureError as it is (an internal error, logged with its cause by the
+ * door), anything else as 503 `unavailable` (the write did not happen).
+ */
+export function storeError(err: unknown): Error {
+  if (err instanceof DomainError || err instanceof StoreFailureError) return err;
+  return errors.storeUnavailable();
 }
 
 /** Converts anything thrown into a DomainError, hiding internal causes. */

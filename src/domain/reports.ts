@@ -1,4 +1,8 @@
 /** Read operations for ReportsService (inspection, tests, the dashboard). */
+
+import type { Clock } from "./clock.js";
+import { DomainError } from "./errors.js";
+import { parseRfc3339 } from "./payments/rfc3339.js";
 import type {
   Attribution,
   CustomerRecord,
@@ -9,10 +13,7 @@ import type {
   Store,
   SubscriptionInterval,
   VisitorTouch,
-} from "../store/port.js";
-import type { Clock } from "./clock.js";
-import { DomainError } from "./errors.js";
-import { parseRfc3339 } from "./payments/rfc3339.js";
+} from "./store/store.js";
 
 /** Months-per-interval factors ×12, so MRR sums stay integers until one final division. */
 const PER_YEAR: Record<SubscriptionInterval, bigint> = {

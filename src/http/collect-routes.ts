@@ -21,12 +21,13 @@ import type { Clock } from "../domain/clock.js";
 import { DomainError, errors } from "../domain/errors.js";
 import type { EventsApp } from "../domain/events/events-app.js";
 import { createTokenBuckets } from "../lib/token-buckets.js";
+import { COLLECT_BODY_LIMIT } from "./body-limits.js";
 import { decodeStrict, parseJsonBody } from "./decode-json.js";
 import { type RestRouteConfig, sendError } from "./envelope.js";
 
 /** The path users put in their proxies: part of the public interface. */
 export const COLLECT_PATH = "/api/v1/collect";
-const BODY_LIMIT = 8 * 1024;
+const BODY_LIMIT = COLLECT_BODY_LIMIT;
 /** How long browsers may reuse a preflight answer (Chromium caps it at 2 hours). */
 const PREFLIGHT_MAX_AGE_S = 86_400;
 

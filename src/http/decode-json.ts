@@ -10,15 +10,64 @@
 import { type DescField, type DescMessage, ScalarType } from "@bufbuild/protobuf";
 import { errors } from "../domain/errors.js";
 
-/** Parses a body as JSON; throws `invalid JSON: …` for malformed text. */
+const UTF8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
+
+/**
+ * Parses a body as JSON; throws `invalid JSON: …` for malformed text and for
+ * bytes that are not UTF-8 (never silently turned into U+FFFD, so every door
+ * refuses what gRPC's protobuf decoding refuses).
+ */
 export function parseJsonBody(body: Buffer | string | undefined): unknown {
-  const text = typeof body === "string" ? body : (body?.toString("utf8") ?? "");
+  const text = typeof body === "string" ? body : decodeUtf8(body);
   if (text.trim() === "") throw errors.invalidJson("the body is empty");
   try {
     return JSON.parse(text);
   } catch (err) {
     throw errors.invalidJson(syntaxDetail(err, text));
   }
+}
+
+function decodeUtf8(body: Buffer | undefined): string {
+  if (body === undefined) return "";
+  try {
+    return UTF8.decode(body);
+  } catch {
+    throw errors.invalidJson(`the body is not valid UTF-8 (at byte ${firstInvalidByte(body)})`);
+  }
+}
+
+/** The offset of the first byte that breaks UTF-8 (RFC 3629: no overlongs, surrogates or > U+10FFFF). */
+function firstInvalidByte(b: Buffer): number {
+  let i = 0;
+  while (i < b.length) {
+    const c = b[i] as number;
+    const n =
+      c < 0x80
+        ? 0
+        : c >= 0xc2 && c <= 0xdf
+          ? 1
+          : c >= 0xe0 && c <= 0xef
+            ? 2
+            : c >= 0xf0 && c <= 0xf4
+              ? 3
+              : -1;
+    if (n < 0) return i;
+    for (let k = 1; k <= n; k++) {
+      const d = b[i + k];
+      if (d === undefined || (d & 0xc0) !== 0x80) return i;
+    }
+    const d1 = b[i + 1] as number;
+    // Overlong 3- and 4-byte forms, UTF-16 surrogates and code points past U+10FFFF.
+    if (
+      (c === 0xe0 && d1 < 0xa0) ||
+      (c === 0xed && d1 > 0x9f) ||
+      (c === 0xf0 && d1 < 0x90) ||
+      (c === 0xf4 && d1 > 0x8f)
+    )
+      return i;
+    i += n + 1;
+  }
+  return b.length;
 }
 
 /** V8's messages quote the body; say where the syntax breaks instead. */

@@ -1,6 +1,7 @@
 /** The REST error envelope and Fastify's own errors mapped onto it. */
 import type { FastifyError, FastifyReply, FastifyRequest } from "fastify";
 import { DomainError, errors, toDomainError } from "../domain/errors.js";
+import { noteOutcome } from "./request-outcome.js";
 
 /** Route config read by the error handler. */
 export interface RestRouteConfig {
@@ -10,6 +11,7 @@ export interface RestRouteConfig {
 
 /** Writes `{ok:false, error:{code, message}}` with the error's status. */
 export function sendError(reply: FastifyReply, err: DomainError): FastifyReply {
+  noteOutcome(reply.request, { code: err.shape.code });
   if (err.retryAfterSeconds !== undefined)
     reply.header("retry-after", String(err.retryAfterSeconds));
   return reply

@@ -4,6 +4,11 @@
  * (`PRI * HTTP/2.0`, sent first by gRPC and `--http2-prior-knowledge`
  * clients) goes to an HTTP/2 server, anything else to an HTTP/1.1 server.
  * Both call the same request handler (Fastify's).
+ *
+ * Every connection is bounded in number and time (see {@link ConnectionLimits}):
+ * a socket that never says which protocol it speaks, HTTP/1.1 headers or
+ * bodies that never finish, idle keep-alive connections and HTTP/2 sessions
+ * are cut, and an HTTP/2 client may open only so many streams at once.
  */
 import http, { type IncomingMessage, type ServerResponse } from "node:http";
 import http2, {
@@ -20,6 +25,20 @@ type Handler = (
   res: ServerResponse | Http2ServerResponse,
 ) => void;
 
+/** Caps on connections; the defaults are documented in docs/security.md. */
+export interface ConnectionLimits {
+  /** Open TCP connections at once; more are closed as soon as they are accepted. */
+  maxConnections: number;
+  /** Time for a new connection's first bytes and for an HTTP/1.1 request's headers. */
+  headersTimeoutMs: number;
+  /** Time for a whole request (headers and body) to arrive, on both HTTP versions. */
+  requestTimeoutMs: number;
+  /** How long an idle keep-alive connection or HTTP/2 session stays open. */
+  idleTimeoutMs: number;
+  /** Streams an HTTP/2 client may have open at once (SETTINGS_MAX_CONCURRENT_STREAMS). */
+  maxConcurrentStreams: number;
+}
+
 export interface OnePortServer {
   /** The HTTP/1.1 server; Fastify treats it as its server. */
   readonly http1: http.Server;
@@ -33,10 +52,20 @@ export interface OnePortServer {
   close(timeoutMs: number): Promise<void>;
 }
 
-export function createOnePortServer(handler: Handler): OnePortServer {
-  const h1 = http.createServer({ keepAliveTimeout: 65_000 }, handler as http.RequestListener);
+export function createOnePortServer(handler: Handler, limits: ConnectionLimits): OnePortServer {
+  const h1 = http.createServer(
+    {
+      keepAliveTimeout: limits.idleTimeoutMs,
+      headersTimeout: limits.headersTimeoutMs,
+      requestTimeout: limits.requestTimeoutMs,
+      // Node checks the two timeouts above on this interval (30 s by default): check often
+      // enough that a slow client is cut close to its deadline.
+      connectionsCheckingInterval: Math.min(1_000, limits.headersTimeoutMs),
+    },
+    handler as http.RequestListener,
+  );
   const h2 = http2.createServer(
-    {},
+    { settings: { maxConcurrentStreams: limits.maxConcurrentStreams } },
     handler as (req: Http2ServerRequest, res: Http2ServerResponse) => void,
   );
   const sessions = new Set<Http2Session>();
@@ -44,12 +73,30 @@ export function createOnePortServer(handler: Handler): OnePortServer {
   h2.on("session", (session) => {
     sessions.add(session);
     session.once("close", () => sessions.delete(session));
+    // An idle session (no frame either way) is closed politely (GOAWAY), then cut.
+    session.setTimeout(limits.idleTimeoutMs, () => {
+      session.close();
+      setTimeout(() => session.destroy(), 1_000).unref();
+    });
+  });
+  h2.on("stream", (stream) => {
+    // A request whose body is still arriving after requestTimeoutMs is cancelled, as on HTTP/1.1.
+    const timer = setTimeout(() => {
+      if (!stream.readableEnded) stream.close(http2.constants.NGHTTP2_CANCEL);
+    }, limits.requestTimeoutMs);
+    timer.unref();
+    stream.once("end", () => clearTimeout(timer));
+    stream.once("close", () => clearTimeout(timer));
   });
 
   const route = (socket: Socket) => {
     sockets.add(socket);
     socket.once("close", () => sockets.delete(socket));
     socket.on("error", () => socket.destroy());
+    // A connection that never sends enough bytes to tell its protocol is cut.
+    const detectTimer = setTimeout(() => socket.destroy(), limits.headersTimeoutMs);
+    detectTimer.unref();
+    socket.once("close", () => clearTimeout(detectTimer));
     let head = Buffer.alloc(0);
     const onData = (chunk: Buffer) => {
       head = Buffer.concat([head, chunk]);
@@ -58,6 +105,7 @@ export function createOnePortServer(handler: Handler): OnePortServer {
       // Wait for more bytes only while they could still be the preface.
       if (isH2 && head.length < PREFACE.length) return;
       socket.off("data", onData);
+      clearTimeout(detectTimer);
       socket.pause();
       socket.unshift(head);
       if (isH2) {
@@ -73,6 +121,7 @@ export function createOnePortServer(handler: Handler): OnePortServer {
   };
 
   const server = net.createServer({ pauseOnConnect: false }, route);
+  server.maxConnections = limits.maxConnections;
 
   return {
     http1: h1,

@@ -4,6 +4,8 @@
  * decodes the body strictly against the request message and calls the same
  * application function as the Connect door.
  */
+
+import { Readable } from "node:stream";
 import { type DescMethod, getOption } from "@bufbuild/protobuf";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { http } from "../../gen/google/api/annotations_pb.js";
@@ -14,7 +16,9 @@ import { DomainError } from "../domain/errors.js";
 import type { EventsApp } from "../domain/events/events-app.js";
 import type { PaymentsApp } from "../domain/payments/payments-app.js";
 import type { KeyPrincipal, Scope } from "../store/port.js";
+import { bodyLimitOf } from "./body-limits.js";
 import { decodeStrict, parseJsonBody } from "./decode-json.js";
+import { decompressBody, readLimited, restEncodingOf } from "./decompress.js";
 import { type RestRouteConfig, sendError } from "./envelope.js";
 
 interface RestMethod {
@@ -45,7 +49,7 @@ export function registerRestRoutes(
     {
       method: PaymentsService.method.recordPayment,
       scope: "payments",
-      bodyLimit: 64 * 1024,
+      bodyLimit: bodyLimitOf(PaymentsService.typeName, PaymentsService.method.recordPayment.name),
       async handle(principal, body, _request, reply) {
         const { paymentId } = await deps.payments.record(principal, body);
         return reply.code(200).send({ ok: true, data: { payment_id: paymentId } });
@@ -54,7 +58,7 @@ export function registerRestRoutes(
     {
       method: EventsService.method.recordEvents,
       scope: "events",
-      bodyLimit: 8 * 1024,
+      bodyLimit: bodyLimitOf(EventsService.typeName, EventsService.method.recordEvents.name),
       async handle(principal, body, request, reply) {
         const result = await deps.events.record(principal, body, {
           ip: request.ip,
@@ -62,6 +66,7 @@ export function registerRestRoutes(
         });
         if (result.dropped > 0) reply.header("x-ingest-dropped", `${result.dropped} bot`);
         reply.header("x-quota-remaining", String(result.quotaRemaining));
+        if (result.tsReplaced > 0) reply.header("x-ingest-ts-replaced", String(result.tsReplaced));
         return reply.code(204).send();
       },
     },
@@ -77,6 +82,17 @@ export function registerRestRoutes(
       { parseAs: "buffer" },
       (_req, body, done) => done(null, body),
     );
+    // Compressed bodies (server-side SDKs gzip batches): the route's body limit applies to the
+    // decompressed bytes, and the compressed bytes may not exceed it either.
+    scope.addHook("preParsing", async (request, _reply, payload) => {
+      const encoding = restEncodingOf(request.headers["content-encoding"]);
+      if (encoding === undefined) return payload;
+      const limit = request.routeOptions.bodyLimit;
+      const compressed = await readLimited(payload, limit);
+      const plain = Readable.from([decompressBody(compressed, encoding, limit)]);
+      // Fastify checks Content-Length against this, and the limit against what plain yields.
+      return Object.assign(plain, { receivedEncodedLength: compressed.length });
+    });
 
     for (const m of methods) {
       const { verb, path } = httpRuleOf(m.method);

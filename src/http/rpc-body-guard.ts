@@ -11,13 +11,23 @@
  *   the library's `internal`. gRPC and gRPC-Web with JSON frames get the
  *   strict JSON decoding too (connect-es can hang on some malformed ones).
  * - Every protocol: the method's body limit (8 KB for events, 64 KB otherwise).
+ * - Every answer on an RPC route is a Connect or gRPC error: a method other
+ *   than POST (and GET, for side-effect-free methods, which Connect serves
+ *   over GET) gets 405 with `Allow`, a content type no RPC protocol
+ *   speaks (or none) gets 415, both with a Connect JSON error body.
+ *
+ * The method and its limit are attached to the route itself when connect-es
+ * registers it (an `onRoute` hook), and every check reads them from the
+ * route the request matched. So any spelling of a path that reaches a route
+ * (`Record%45vents`, a query string) gets that route's rules, and a new RPC
+ * route gets its limit from its definition.
  *
  * Bytes are read once: after the checks, connect-es reads them from the
  * request again through its async iterator.
  */
 import { Readable } from "node:stream";
-import { brotliDecompressSync, gunzipSync } from "node:zlib";
 import { type DescMethod, type DescService, fromBinary } from "@bufbuild/protobuf";
+import { MethodOptions_IdempotencyLevel } from "@bufbuild/protobuf/wkt";
 import { Code, type ConnectError } from "@connectrpc/connect";
 import { codeToHttpStatus, errorToJson } from "@connectrpc/connect/protocol-connect";
 import { setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
@@ -25,6 +35,12 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { DomainError, errors } from "../domain/errors.js";
 import { toConnectError } from "../rpc/connect-errors.js";
 import { decodeStrict, parseJsonBody } from "./decode-json.js";
+import { decompressBody, readLimited } from "./decompress.js";
+
+/** What an RPC route carries in its Fastify route config. */
+export interface RpcRouteConfig {
+  rpc?: GuardedMethod;
+}
 
 interface GuardedMethod {
   method: DescMethod;
@@ -59,35 +75,13 @@ function kindOf(contentType: string | undefined): Kind | undefined {
   }
 }
 
-/** Reads a request body up to `limit` bytes; throws the 413-kind error past it. */
-async function readLimited(payload: AsyncIterable<Buffer>, limit: number): Promise<Buffer> {
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of payload) {
-    size += chunk.length;
-    if (size > limit) throw errors.bodyTooLarge(Math.round(limit / 1024));
-    chunks.push(chunk);
-  }
-  return Buffer.concat(chunks);
-}
-
 /**
- * Decompresses a body or frame sent with `encoding`, refusing what does not
- * decompress (the library would answer `internal`) or grows past `limit`.
- * Unknown encodings are left to connect-es, which refuses them itself.
+ * Decompresses a body or frame sent with `encoding` (within `limit`).
+ * Encodings connect-es does not take are left to it: it refuses them itself.
  */
 function decompress(bytes: Buffer, encoding: string, limit: number): Buffer | undefined {
-  const options = { maxOutputLength: limit };
-  try {
-    if (encoding === "gzip") return gunzipSync(bytes, options);
-    if (encoding === "br") return brotliDecompressSync(bytes, options);
-  } catch (err) {
-    if ((err as { code?: string }).code === "ERR_BUFFER_TOO_LARGE") {
-      throw errors.bodyTooLarge(Math.round(limit / 1024));
-    }
-    throw new DomainError("invalid_input", `the body does not decompress as ${encoding}`);
-  }
-  return undefined;
+  if (encoding !== "gzip" && encoding !== "br") return undefined;
+  return decompressBody(bytes, encoding, limit);
 }
 
 /** A header that may repeat, as one value (the first). */
@@ -135,11 +129,22 @@ function checkBinary(bytes: Uint8Array, method: DescMethod): void {
   }
 }
 
-/** Answers with the error in the request's protocol. */
-function sendRpcError(reply: FastifyReply, kind: Kind, err: ConnectError): FastifyReply {
-  if (kind.protocol === "connect") {
+/**
+ * Answers with `err` in the request's protocol: a Connect JSON error (with
+ * `status` instead of the code's usual HTTP status when given, as for 405
+ * and 415), or a gRPC/gRPC-Web trailers-only response.
+ */
+function sendRpcError(
+  reply: FastifyReply,
+  kind: Kind | undefined,
+  err: ConnectError,
+  status?: number,
+): FastifyReply {
+  if (kind === undefined || kind.protocol === "connect") {
+    const retryAfter = err.metadata.get("retry-after");
+    if (retryAfter !== null) reply.header("retry-after", retryAfter);
     return reply
-      .code(codeToHttpStatus(err.code === Code.Unknown ? Code.InvalidArgument : err.code))
+      .code(status ?? codeToHttpStatus(err.code === Code.Unknown ? Code.InvalidArgument : err.code))
       .type("application/json")
       .send(errorToJson(err, undefined));
   }
@@ -148,6 +153,29 @@ function sendRpcError(reply: FastifyReply, kind: Kind, err: ConnectError): Fasti
   reply.code(200).header("content-type", kind.contentType);
   for (const [k, v] of headers) reply.header(k, v);
   return reply.send();
+}
+
+/** The RPC method a request's matched route serves, if it is an RPC route. */
+export function rpcRouteOf(request: FastifyRequest): GuardedMethod | undefined {
+  return (request.routeOptions.config as RpcRouteConfig | undefined)?.rpc;
+}
+
+/**
+ * Answers `err` on an RPC route in the request's protocol (its content type
+ * decides; Connect JSON when it names none), so errors raised outside the
+ * Connect handlers (Fastify's own, hooks') never take the REST envelope there.
+ */
+export function sendRpcDomainError(
+  request: FastifyRequest,
+  reply: FastifyReply,
+  err: DomainError,
+): FastifyReply {
+  const ce = toConnectError(err);
+  // 405 and 415 answer the HTTP request itself (no RPC protocol applies): Connect JSON with that status.
+  if (err.shape.status === 405 || err.shape.status === 415) {
+    return sendRpcError(reply, undefined, ce, err.shape.status);
+  }
+  return sendRpcError(reply, kindOf(request.headers["content-type"]), ce);
 }
 
 /**
@@ -169,10 +197,48 @@ export function registerRpcBodyGuard(
   }
   const decoded = new WeakMap<FastifyRequest, Record<string, unknown>>();
 
+  // The route's own definition carries its method and limit: checks never look at the URL.
+  app.addHook("onRoute", (route) => {
+    const guarded = byPath.get(route.url ?? route.path);
+    if (!guarded) return;
+    route.config = { ...(route.config as object), rpc: guarded } as typeof route.config;
+    route.bodyLimit = guarded.limit;
+  });
+
+  app.addHook("onRequest", async (request, reply) => {
+    const guarded = rpcRouteOf(request);
+    if (!guarded) return;
+    const path = `/${guarded.method.parent.typeName}/${guarded.method.name}`;
+    // Connect serves side-effect-free methods over GET too (the message in the query string).
+    const readOnly = guarded.method.idempotency === MethodOptions_IdempotencyLevel.NO_SIDE_EFFECTS;
+    if (readOnly && request.method === "GET") return;
+    if (request.method !== "POST") {
+      reply.header("allow", readOnly ? "GET, POST" : "POST");
+      return sendRpcDomainError(
+        request,
+        reply,
+        new DomainError(
+          "method_not_allowed",
+          `${request.method} is not allowed on ${path}; use ${readOnly ? "GET or POST" : "POST"}`,
+        ),
+      );
+    }
+    if (!kindOf(request.headers["content-type"])) {
+      return sendRpcDomainError(
+        request,
+        reply,
+        new DomainError(
+          "unsupported_media_type",
+          "Content-Type must be application/json, application/proto, application/grpc or application/grpc-web",
+        ),
+      );
+    }
+  });
+
   app.addHook("preParsing", async (request, reply, payload) => {
-    const guarded = byPath.get(request.url.split("?")[0] ?? "");
+    const guarded = rpcRouteOf(request);
     const kind = kindOf(request.headers["content-type"]);
-    if (!guarded || !kind || request.method !== "POST") return payload;
+    if (!guarded || !kind) return payload;
     let body: Buffer;
     try {
       body = await readLimited(payload, guarded.limit);

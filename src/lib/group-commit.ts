@@ -22,6 +22,16 @@ export interface GroupCommitOptions<T, R> {
   flushMs: number;
   /** Writes a batch durably; returns one result per item, in order. */
   commit(items: T[]): Promise<R[]>;
+  /** Told of the load and of every batch written (metrics); optional. */
+  observer?: GroupCommitObserver;
+}
+
+/** What a group commit reports as it works, for metrics. */
+export interface GroupCommitObserver {
+  /** The weight waiting or being written changed to `load`. */
+  load(load: number): void;
+  /** A batch of `size` items was written (`ok`) or failed, in `seconds`. */
+  batch(size: number, seconds: number, ok: boolean): void;
 }
 
 export interface GroupCommit<T, R> {
@@ -41,7 +51,7 @@ interface Pending<T, R> {
 }
 
 export function createGroupCommit<T, R>(options: GroupCommitOptions<T, R>): GroupCommit<T, R> {
-  const { capacity, batchMax, flushMs, commit } = options;
+  const { capacity, batchMax, flushMs, commit, observer } = options;
   let waiting: Pending<T, R>[] = [];
   let load = 0;
   let writing: Promise<void> | undefined;
@@ -77,13 +87,18 @@ export function createGroupCommit<T, R>(options: GroupCommitOptions<T, R>): Grou
   };
 
   const writeBatch = async (batch: Pending<T, R>[]) => {
+    const started = performance.now();
+    let ok = false;
     try {
       const results = await commit(batch.map((p) => p.item));
+      ok = true;
       for (const [i, p] of batch.entries()) p.resolve(results[i] as R);
     } catch (err) {
       for (const p of batch) p.reject(err);
     } finally {
       for (const p of batch) load -= p.weight;
+      observer?.batch(batch.length, (performance.now() - started) / 1000, ok);
+      observer?.load(load);
     }
   };
 
@@ -91,6 +106,7 @@ export function createGroupCommit<T, R>(options: GroupCommitOptions<T, R>): Grou
     submit(item, weight = 1) {
       if (load + weight > capacity) return Promise.reject(new QueueFullError("queue is full"));
       load += weight;
+      observer?.load(load);
       return new Promise<R>((resolve, reject) => {
         waiting.push({ item, weight, resolve, reject });
         if (waiting.length >= batchMax && timer && !writing) {

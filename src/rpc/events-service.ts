@@ -32,6 +32,9 @@ export function createEventsService(deps: {
       const result = await deps.events.record(principal, body, ctx.values.get(clientInfoKey));
       if (result.dropped > 0) ctx.responseHeader.set("x-ingest-dropped", `${result.dropped} bot`);
       ctx.responseHeader.set("x-quota-remaining", String(result.quotaRemaining));
+      if (result.tsReplaced > 0) {
+        ctx.responseHeader.set("x-ingest-ts-replaced", String(result.tsReplaced));
+      }
       return {
         accepted: result.accepted,
         dropped: result.dropped,

@@ -1,45 +1,64 @@
 /**
  * Guards every store call: a failure of the database becomes a
  * StoreUnavailableError (503 `unavailable`, retry later) instead of an
- * internal error, and, for stores that answer asynchronously, a call that
- * takes longer than `timeoutMs` fails the same way so requests get an answer
- * in bounded time while the database stalls.
+ * internal error, unless the adapter already classified it (MongoDB does, in
+ * src/store/mongo/errors.ts: only transient errors are "unavailable", the
+ * rest are a StoreFailureError, 500). There is deliberately no timer here:
+ * answering 503 while the database goes on with the write would let it land
+ * after the client was told to retry. Stores bound their own calls (SQLite's
+ * busy timeout; MongoDB's time limits, src/store/mongo/time-limit.ts).
  */
+import { StoreFailureError, StoreUnavailableError, withCause } from "../domain/store-errors.js";
 import type { Store } from "./port.js";
 
-/** The store could not answer: unreachable, locked, stalled or failing. */
-export class StoreUnavailableError extends Error {
-  override readonly name = "StoreUnavailableError";
+export { StoreFailureError, StoreUnavailableError };
+
+export interface GuardOptions {
+  /**
+   * Called when the store stops answering (the first call that fails as
+   * unavailable, with its failure) and when it answers again: once per
+   * outage, however many calls fail during it. Recovery is the first success
+   * of a method that failed during the outage, so reads that still work while
+   * writes are locked out (SQLite under another process's lock) do not end it.
+   */
+  onStateChange?: (available: boolean, cause?: unknown) => void;
+  /** Told of every failed call, by method name (for metrics). */
+  onError?: (operation: string) => void;
 }
 
-export function guardStore(store: Store, options: { timeoutMs?: number } = {}): Store {
-  const { timeoutMs } = options;
+/** The store with every rejection turned into a StoreUnavailableError or StoreFailureError. */
+export function guardStore(store: Store, options: GuardOptions = {}): Store {
+  const { onStateChange, onError } = options;
+  // Methods that failed during the current outage; empty while the store is available.
+  const failing = new Set<string>();
+  const succeeded = <R>(method: string, v: R): R => {
+    if (failing.has(method)) {
+      failing.clear();
+      onStateChange?.(true);
+    }
+    return v;
+  };
+  const failed = (method: string, err: unknown): Promise<never> => {
+    onError?.(method);
+    const e = unavailable(err);
+    // A refusal (StoreFailureError, 500) is not an outage.
+    if (e instanceof StoreUnavailableError) {
+      if (failing.size === 0) onStateChange?.(false, e.cause ?? e);
+      failing.add(method);
+    }
+    return Promise.reject(e);
+  };
   const wrap =
-    <A extends unknown[], R>(fn: (...args: A) => Promise<R>) =>
+    <A extends unknown[], R>(method: string, fn: (...args: A) => Promise<R>) =>
     (...args: A): Promise<R> => {
-      let p: Promise<R>;
       try {
-        p = fn(...args);
+        return fn(...args).then(
+          (v) => succeeded(method, v),
+          (err) => failed(method, err),
+        );
       } catch (err) {
-        return Promise.reject(unavailable(err));
+        return failed(method, err);
       }
-      if (timeoutMs === undefined) return p.catch((err) => Promise.reject(unavailable(err)));
-      return new Promise<R>((resolve, reject) => {
-        const timer = setTimeout(
-          () => reject(new StoreUnavailableError(`store call took over ${timeoutMs} ms`)),
-          timeoutMs,
-        );
-        p.then(
-          (v) => {
-            clearTimeout(timer);
-            resolve(v);
-          },
-          (err) => {
-            clearTimeout(timer);
-            reject(unavailable(err));
-          },
-        );
-      });
     };
 
   const guarded: Record<string, unknown> = { kind: store.kind };
@@ -50,14 +69,12 @@ export function guardStore(store: Store, options: { timeoutMs?: number } = {}): 
     // Looked up at each call, so a store whose methods change (tests' fault injection) is honoured.
     const call = (...args: unknown[]) =>
       (store[key] as (...a: unknown[]) => Promise<unknown>).apply(store, args);
-    guarded[key] = key === "close" ? call : wrap(call);
+    guarded[key] = key === "close" ? call : wrap(key, call);
   }
   return guarded as unknown as Store;
 }
 
-function unavailable(err: unknown): StoreUnavailableError {
-  if (err instanceof StoreUnavailableError) return err;
-  const e = new StoreUnavailableError("store call failed");
-  (e as { cause?: unknown }).cause = err;
-  return e;
+function unavailable(err: unknown): StoreUnavailableError | StoreFailureError {
+  if (err instanceof StoreUnavailableError || err instanceof StoreFailureError) return err;
+  return withCause(new StoreUnavailableError("store call failed"), err);
 }

@@ -1,21 +1,27 @@
 /**
  * Revenue attribution end to end: events and payments through the REST door
- * of a listening server, read back through ReportsService.
+ * of a listening server, read back through ReportsService. The server's
+ * clock is injected: "40 minutes ago" is measured from a fixed instant, and
+ * visits that cross UTC midnight (when the visitor-id salt changes) are
+ * played on a clock the test moves.
  */
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
 import { ReportsService } from "../../gen/ingest/v1/reports_pb.js";
 import { BROWSER_UA } from "../helpers/fixtures.js";
 import {
   ADMIN_TOKEN,
   createTenant,
+  createTestClock,
   postJson,
   startTestServer,
+  TEST_NOW,
   type Tenant,
   type TestServer,
 } from "../helpers/test-server.js";
 
+const clock = createTestClock();
 let server: TestServer;
 let tenant: Tenant;
 const headers = { authorization: `Bearer ${ADMIN_TOKEN}` };
@@ -23,7 +29,7 @@ const reports = () =>
   createClient(ReportsService, createConnectTransport({ baseUrl: server.url, httpVersion: "1.1" }));
 
 beforeAll(async () => {
-  server = await startTestServer();
+  server = await startTestServer({ clock });
   tenant = await createTenant(server);
 });
 afterAll(() => server.close());
@@ -61,7 +67,7 @@ async function pay(body: Record<string, unknown>) {
   expect(res.status).toBe(200);
 }
 
-const minutesAgo = (m: number) => Date.now() - m * 60_000;
+const minutesAgo = (m: number) => clock.now() - m * 60_000;
 
 async function visitorIdOf(v: { ip: string; ua: string }) {
   await event({ e: "probe", u: "https://example.com/probe", ...v });
@@ -70,6 +76,8 @@ async function visitorIdOf(v: { ip: string; ua: string }) {
 }
 
 describe("first-touch attribution", () => {
+  beforeEach(() => clock.set(TEST_NOW));
+
   it("credits a visitor's first touch: Google search before a later newsletter link", async () => {
     const v = visitor();
     await event({
@@ -228,5 +236,115 @@ describe("first-touch attribution", () => {
     );
     expect(payment?.channel).toBe("Organic Search");
     expect(payment?.amount?.decimal).toBe("12.00");
+  });
+});
+
+describe("a visit that crosses UTC midnight", () => {
+  // The night after TEST_NOW; the visitor-id salt changes at this instant.
+  const MIDNIGHT = Date.UTC(2026, 2, 12);
+  const at = (minutesFromMidnight: number) => MIDNIGHT + minutesFromMidnight * 60_000;
+  const lastEvent = async () =>
+    (await reports().listEvents({ siteId: tenant.siteId, limit: 1 }, { headers })).events[0];
+  const paymentOf = async (paymentId: string) =>
+    (await reports().getPayment({ siteId: tenant.siteId, paymentId }, { headers })).payment;
+
+  it("an event of 23:50 received at 00:10 keeps the previous day's visitor id", async () => {
+    const v = visitor();
+    clock.set(at(-5));
+    const before = await visitorIdOf(v);
+
+    clock.set(at(10));
+    await event({ e: "pageview", u: "https://example.com/late", ts: at(-10), ...v });
+    const late = await lastEvent();
+    expect(late?.ts).toBe(BigInt(at(-10)));
+    expect(late?.visitorId).toBe(before);
+
+    // Without ts the event happened now, on the new day: a new id, unlinkable to the old one.
+    await event({ e: "pageview", u: "https://example.com/now", ...v });
+    const now = await lastEvent();
+    expect(now?.ts).toBe(BigInt(at(10)));
+    expect(now?.visitorId).not.toBe(before);
+  });
+
+  it("credits the 23:50 landing when the visitor identified before midnight and pays at 00:10", async () => {
+    const v = visitor();
+    clock.set(at(-10));
+    await event({ e: "pageview", u: "https://example.com/", r: "https://www.google.com/", ...v });
+    clock.set(at(-2));
+    await event({ e: "$identify", u: "https://example.com/signup", uid: "user-night", ...v });
+    clock.set(at(10));
+    await pay({ payment_id: "pay_night", customer: { id: "cus_night", user_id: "user-night" } });
+
+    expect(await paymentOf("pay_night")).toMatchObject({
+      channel: "Organic Search",
+      attribution: {
+        channel: "Organic Search",
+        source: "Google",
+        landingPage: "https://example.com/",
+        link: "user_id",
+        touchedAt: "2026-03-11T23:50:00.000Z",
+      },
+    });
+  });
+
+  it("credits the 23:50 landing when the visit's events reach the service after midnight with their ts", async () => {
+    const v = visitor();
+    clock.set(at(10));
+    // A server that batches its events sends them at 00:10 with the time they happened.
+    await event({
+      e: "pageview",
+      u: "https://example.com/?utm_source=newsletter&utm_medium=email",
+      ts: at(-10),
+      ...v,
+    });
+    await event({
+      e: "$identify",
+      u: "https://example.com/",
+      uid: "user-batched",
+      ts: at(-5),
+      ...v,
+    });
+    await pay({
+      payment_id: "pay_batched",
+      customer: { id: "cus_batched", user_id: "user-batched" },
+    });
+
+    expect((await paymentOf("pay_batched"))?.attribution).toMatchObject({
+      channel: "Email",
+      source: "newsletter",
+      link: "user_id",
+    });
+  });
+
+  it("credits Direct when the visitor identifies after midnight: ids are not linked across days", async () => {
+    const v = visitor();
+    clock.set(at(-10));
+    await event({ e: "pageview", u: "https://example.com/", r: "https://www.google.com/", ...v });
+    const yesterday = (await lastEvent())?.visitorId;
+    clock.set(at(5));
+    // The next page of the same visit: the new day's id, with the site itself as referrer.
+    await event({
+      e: "pageview",
+      u: "https://example.com/signup",
+      r: "https://example.com/",
+      ...v,
+    });
+    const today = (await lastEvent())?.visitorId;
+    clock.set(at(6));
+    await event({ e: "$identify", u: "https://example.com/signup", uid: "user-split", ...v });
+    clock.set(at(10));
+    await pay({ payment_id: "pay_split", customer: { id: "cus_split", user_id: "user-split" } });
+
+    expect(today).not.toBe(yesterday);
+    // The landing was not recorded under today's id, so the internal page is all there is.
+    expect(await paymentOf("pay_split")).toMatchObject({
+      channel: "Direct",
+      attribution: { landingPage: "https://example.com/signup", visitorId: today, link: "user_id" },
+    });
+    const customer = await reports().getCustomer(
+      { siteId: tenant.siteId, customerId: "cus_split" },
+      { headers },
+    );
+    expect(customer.visitors.map((l) => l.visitorId)).toEqual([today]);
   });
 });

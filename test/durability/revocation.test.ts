@@ -1,7 +1,11 @@
-/** A key deleted through the CLI while requests stream fails from the next request on. */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+/**
+ * A key deleted through the CLI while requests stream fails from the next
+ * request on. Runs on every store of this run (test/helpers/stores.ts).
+ */
+import { afterAll, beforeAll, expect, it } from "vitest";
 import { runAdminCli } from "../helpers/cli.js";
 import { validPayment } from "../helpers/fixtures.js";
+import { describeEachStore, freshStore, type StoreUnderTest } from "../helpers/stores.js";
 import {
   createTenant,
   postJson,
@@ -9,13 +13,15 @@ import {
   type TestServer,
 } from "../helpers/test-server.js";
 
-let server: TestServer;
-beforeAll(async () => {
-  server = await startTestServer();
-});
-afterAll(() => server.close());
+describeEachStore("key revocation under load", (kind) => {
+  let server: TestServer;
+  let sut: StoreUnderTest;
+  beforeAll(async () => {
+    sut = await freshStore(kind);
+    server = await startTestServer({ store: sut });
+  });
+  afterAll(() => server.close());
 
-describe("key revocation under load", () => {
   it("answers 401 to every request sent after `key delete` returned, and never 5xx", async () => {
     const tenant = await createTenant(server);
     const results: { sentAt: number; status: number; message?: string }[] = [];
@@ -41,7 +47,7 @@ describe("key revocation under load", () => {
     await new Promise((r) => setTimeout(r, 300));
     const cli = await runAdminCli(
       ["key", "delete", "--key", tenant.keyId, "--as", tenant.ownerUserId],
-      { STORE_URL: `sqlite:${server.dir}/ingest.sqlite` },
+      { STORE_URL: sut.url },
     );
     const deletedAt = performance.now();
     expect(cli.exitCode).toBe(0);

@@ -6,8 +6,11 @@
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { classifyErrors } from "../../src/store/mongo/errors.js";
+import { checkWritablePrimary } from "../../src/store/mongo/mongo-store.js";
 import type { Store } from "../../src/store/port.js";
 import { validEvent, validPayment } from "../helpers/fixtures.js";
+import { describeEachStore, freshStore } from "../helpers/stores.js";
 import {
   createTenant,
   postJson,
@@ -15,6 +18,7 @@ import {
   type Tenant,
   type TestServer,
 } from "../helpers/test-server.js";
+import { serverError } from "../store/mongo/driver-errors.js";
 
 async function timed<T>(p: Promise<T>): Promise<[T, number]> {
   const start = performance.now();
@@ -27,6 +31,7 @@ describe("SQLite locked by another process", () => {
   let tenant: Tenant;
 
   beforeAll(async () => {
+    // SQLite only: another process's write lock is SQLite's own trouble.
     server = await startTestServer({ env: { SQLITE_BUSY_TIMEOUT_MS: "300" } });
     tenant = await createTenant(server);
   });
@@ -82,28 +87,39 @@ describe("SQLite locked by another process", () => {
   });
 });
 
-describe("an asynchronous store that stalls (as MongoDB does when unreachable)", () => {
+describeEachStore("MongoDB stalling: the driver's limits answer, not a parallel timer", (kind) => {
   let server: TestServer;
   let tenant: Tenant;
-  const state = { stalled: false, release: () => {} };
+  /** How long a stalled call takes before the server gives up (maxTimeMS): longer than STORE_TIMEOUT_MS. */
+  const DRIVER_MS = 700;
+  const state = { stalled: false, writablePrimary: true };
 
-  /** Presents the SQLite store as an asynchronous one whose calls can hang. */
+  /**
+   * Presents the SQLite store as MongoDB: while stalled, every call answers
+   * only after DRIVER_MS, with the server's MaxTimeMSExpired (50), classified
+   * by the adapter's classifier; `ping` is the adapter's readiness check.
+   */
   function stalling(inner: Store): Store {
+    const classified = classifyErrors({
+      stall: async () => {
+        await new Promise((r) => setTimeout(r, DRIVER_MS));
+        throw serverError(50, "operation exceeded time limit");
+      },
+      ping: () =>
+        checkWritablePrimary(
+          { command: async () => ({ ok: 1, isWritablePrimary: state.writablePrimary }) } as never,
+          300,
+        ),
+    });
     return new Proxy(inner, {
       get(target, prop, receiver) {
         if (prop === "kind") return "mongodb";
         const value = Reflect.get(target, prop, receiver);
         if (typeof value !== "function" || prop === "close") return value;
         return (...args: unknown[]) => {
-          if (!state.stalled) return value.apply(target, args);
-          return new Promise((resolve, reject) => {
-            const prev = state.release;
-            state.release = () => {
-              prev();
-              reject(new Error("server selection timed out"));
-            };
-            void resolve;
-          });
+          if (state.stalled) return classified.stall();
+          if (prop === "ping") return classified.ping();
+          return value.apply(target, args);
         };
       },
     });
@@ -111,25 +127,27 @@ describe("an asynchronous store that stalls (as MongoDB does when unreachable)",
 
   beforeAll(async () => {
     server = await startTestServer({
+      store: await freshStore(kind),
       env: { STORE_TIMEOUT_MS: "300" },
       wrapStore: stalling,
     });
     tenant = await createTenant(server);
   });
-  afterAll(async () => {
-    state.release();
-    await server.close();
-  });
+  afterAll(() => server.close());
 
-  it("answers 503 after STORE_TIMEOUT_MS and recovers without a restart", async () => {
+  it("answers 503 when the driver gives up, never earlier, and recovers without a restart", async () => {
     state.stalled = true;
     const [payment, ms] = await timed(
       postJson(`${server.url}/api/v1/payments`, validPayment("pay_stalled"), { key: tenant.key }),
     );
     expect(payment.status).toBe(503);
-    expect((payment.body as { error: { code: string } }).error.code).toBe("unavailable");
-    expect(ms).toBeGreaterThanOrEqual(250);
-    expect(ms).toBeLessThan(1_500);
+    expect(payment.body).toEqual({
+      ok: false,
+      error: { code: "unavailable", message: "the store is unavailable, retry later" },
+    });
+    // No 503 at STORE_TIMEOUT_MS while the write might still go on: the
+    // answer waits for the driver's own verdict.
+    expect(ms).toBeGreaterThanOrEqual(DRIVER_MS - 50);
     const [event] = await timed(
       postJson(`${server.url}/api/v1/events`, validEvent(tenant.siteId), { key: tenant.key }),
     );
@@ -137,12 +155,70 @@ describe("an asynchronous store that stalls (as MongoDB does when unreachable)",
     expect((await fetch(`${server.url}/readyz`)).status).toBe(503);
 
     state.stalled = false;
-    state.release();
-    state.release = () => {};
     expect((await fetch(`${server.url}/readyz`)).status).toBe(200);
     const ok = await postJson(`${server.url}/api/v1/payments`, validPayment("pay_back"), {
       key: tenant.key,
     });
     expect(ok.status).toBe(200);
+  });
+
+  it("/readyz is 503 while no writable primary answers (hello), 200 again once one does", async () => {
+    state.writablePrimary = false;
+    const down = await fetch(`${server.url}/readyz`);
+    expect(down.status).toBe(503);
+    expect(await down.json()).toEqual({
+      ok: false,
+      error: { code: "unavailable", message: "the store is not reachable" },
+    });
+    state.writablePrimary = true;
+    expect((await fetch(`${server.url}/readyz`)).status).toBe(200);
+  });
+});
+
+describe("SQLite that answers reads but cannot write (disk full, read-only)", () => {
+  let server: TestServer;
+  let tenant: Tenant;
+
+  beforeAll(async () => {
+    server = await startTestServer();
+    tenant = await createTenant(server);
+  });
+  afterAll(() => server.close());
+
+  it("turns /readyz 503 while writes fail and back to 200 by itself when they work again", async () => {
+    expect((await fetch(`${server.url}/readyz`)).status).toBe(200);
+    // Another connection makes every write of the probe and of events fail with SQLite's
+    // disk-full message, while reads (key lookups, SELECT 1) keep working.
+    const other = new Database(join(server.dir, "ingest.sqlite"));
+    const full = "SELECT RAISE(FAIL, 'database or disk is full')";
+    other.exec(`
+      CREATE TRIGGER probe_full BEFORE UPDATE ON readiness_probe BEGIN ${full}; END;
+      CREATE TRIGGER probe_full_insert BEFORE INSERT ON readiness_probe BEGIN ${full}; END;
+      CREATE TRIGGER events_full BEFORE INSERT ON events BEGIN ${full}; END;`);
+    try {
+      const ready = await fetch(`${server.url}/readyz`);
+      expect(ready.status).toBe(503);
+      expect(ready.headers.get("retry-after")).toBe("2");
+      expect(await ready.json()).toEqual({
+        ok: false,
+        error: { code: "unavailable", message: "the store cannot take writes" },
+      });
+      const event = await postJson(`${server.url}/api/v1/events`, validEvent(tenant.siteId), {
+        key: tenant.key,
+      });
+      expect(event.status).toBe(503);
+      // Still 503 on the next probe: nothing is cached as ready.
+      expect((await fetch(`${server.url}/readyz`)).status).toBe(503);
+    } finally {
+      other.exec(
+        "DROP TRIGGER probe_full; DROP TRIGGER probe_full_insert; DROP TRIGGER events_full;",
+      );
+      other.close();
+    }
+    expect((await fetch(`${server.url}/readyz`)).status).toBe(200);
+    const event = await postJson(`${server.url}/api/v1/events`, validEvent(tenant.siteId), {
+      key: tenant.key,
+    });
+    expect(event.status).toBe(204);
   });
 });

@@ -135,8 +135,9 @@ describe.each(PROTOCOLS)("RecordEvents over %s", (protocol) => {
 
   it("applies the ts tolerance to int64 times", async () => {
     const t = await createTenant(server);
-    const now = Date.now();
+    const now = server.clock.now();
     const at = (minutes: number) => BigInt(now - minutes * 60_000);
+    const headers: Record<string, string> = {};
     await client().recordEvents(
       {
         s: t.siteId,
@@ -145,8 +146,14 @@ describe.each(PROTOCOLS)("RecordEvents over %s", (protocol) => {
           { e: "b", u: "https://example.com/", ua: BROWSER_UA, ts: at(61) },
         ],
       },
-      auth(t),
+      {
+        ...auth(t),
+        onHeader: (h) => {
+          for (const [k, v] of h) headers[k] = v;
+        },
+      },
     );
+    expect(headers["x-ingest-ts-replaced"]).toBe("1");
     const [b, a] = await listEvents(server.url, t.siteId);
     expect(a?.ts).toBe(at(59));
     expect(b?.ts).toBe(b?.receivedAt);

@@ -7,11 +7,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { createAdmin } from "../../src/domain/admin.js";
-import { systemClock } from "../../src/domain/clock.js";
 import { utcMonth } from "../../src/domain/plans.js";
 import { createSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
 import { type ChildServer, startChildServer } from "../helpers/child-server.js";
-import { ADMIN_TOKEN } from "../helpers/test-server.js";
+import { ADMIN_TOKEN, createTestClock, TEST_NOW } from "../helpers/test-server.js";
 import { listEvents, pageview, presetUsage, sendEvents } from "./support.js";
 
 let dir: string;
@@ -32,11 +31,11 @@ afterEach(async () => {
 });
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-/** An account, site and key in the database file, before any server opens it. */
+/** An account, site and key in the database file, before any server opens it (child servers start at TEST_NOW). */
 async function tenant(plan: "free" | "scale", usage?: number) {
   const store = createSqliteStore(dbPath);
   try {
-    const admin = createAdmin({ store, clock: systemClock });
+    const admin = createAdmin({ store, clock: createTestClock() });
     const acc = await admin.createAccount({
       name: "Kill",
       plan: "scale",
@@ -54,7 +53,7 @@ async function tenant(plan: "free" | "scale", usage?: number) {
     });
     if (plan !== "scale") await admin.setPlan({ accountId: acc.accountId, plan });
     if (usage !== undefined) {
-      await presetUsage(store, acc.accountId, utcMonth(Date.now()), usage);
+      await presetUsage(store, acc.accountId, utcMonth(TEST_NOW), usage);
     }
     return { accountId: acc.accountId, siteId, key };
   } finally {
@@ -75,7 +74,7 @@ async function child(): Promise<ChildServer> {
 }
 
 describe("kill -9", () => {
-  it("keeps every event acknowledged before the kill", async () => {
+  it("keeps every event acknowledged before the kill", { timeout: 90_000 }, async () => {
     const t = await tenant("scale");
     const first = await child();
 
@@ -112,7 +111,7 @@ describe("kill -9", () => {
     // Stored events and the quota counter were written in the same transactions.
     const store = createSqliteStore(dbPath);
     try {
-      expect(await store.getUsage(t.accountId, utcMonth(Date.now()))).toBe(stored.length);
+      expect(await store.getUsage(t.accountId, utcMonth(TEST_NOW))).toBe(stored.length);
     } finally {
       await store.close();
     }
@@ -133,7 +132,7 @@ describe("several processes", () => {
     expect(await listEvents(a.url, t.siteId)).toHaveLength(10);
     const store = createSqliteStore(dbPath);
     try {
-      expect(await store.getUsage(t.accountId, utcMonth(Date.now()))).toBe(11_000);
+      expect(await store.getUsage(t.accountId, utcMonth(TEST_NOW))).toBe(11_000);
     } finally {
       await store.close();
     }

@@ -38,7 +38,7 @@ describe("Free plan: 11,000 counted events a month", () => {
   afterAll(() => server.close());
 
   it("accepts exactly 11,000 and answers 429 from then on", async () => {
-    const month = utcMonth(Date.now());
+    const month = utcMonth(server.clock.now());
     // 219 batches of 50 and one of 49: 10,999 events.
     const tasks = Array.from(
       { length: 220 },
@@ -100,7 +100,7 @@ describe("plans", () => {
     const server = await startTestServer();
     try {
       const t = await createTenant(server, { plan });
-      await presetUsage(server.store, t.accountId, utcMonth(Date.now()), ceiling - 1);
+      await presetUsage(server.store, t.accountId, utcMonth(server.clock.now()), ceiling - 1);
       const ok = await sendEvents(server.url, t, pageview(t.siteId));
       expect(ok.status).toBe(204);
       expect(ok.headers.get("x-quota-remaining")).toBe("0");
@@ -153,7 +153,7 @@ describe("the ceiling under concurrent clients", () => {
 
   it("20 clients with one event each, 10 left: exactly 10 accepted", async () => {
     const t = await createTenant(server, { plan: "free" });
-    const month = utcMonth(Date.now());
+    const month = utcMonth(server.clock.now());
     await presetUsage(server.store, t.accountId, month, 10_990);
     const results = await Promise.all(
       Array.from({ length: 20 }, (_, i) =>
@@ -171,7 +171,7 @@ describe("the ceiling under concurrent clients", () => {
 
   it("20 clients with batches of 3, 10 left: exactly 3 batches accepted, 1 left", async () => {
     const t = await createTenant(server, { plan: "free" });
-    const month = utcMonth(Date.now());
+    const month = utcMonth(server.clock.now());
     await presetUsage(server.store, t.accountId, month, 10_990);
     const results = await Promise.all(
       Array.from({ length: 20 }, () => sendEvents(server.url, t, batchOf(t.siteId, 3))),
@@ -185,7 +185,7 @@ describe("the ceiling under concurrent clients", () => {
   it("two sites of one account share the account's quota", async () => {
     // Keys need the Scale plan: make both, then move the account to Free.
     const t = await createTenant(server);
-    const month = utcMonth(Date.now());
+    const month = utcMonth(server.clock.now());
     const { siteId: site2 } = await server.admin.createSite({
       accountId: t.accountId,
       hostnames: ["shop.example.org"],

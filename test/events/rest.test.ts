@@ -7,6 +7,7 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { computeVisitorId, utcDay } from "../../src/domain/events/visitor-id.js";
+import { utcMonth } from "../../src/domain/plans.js";
 import type { Store } from "../../src/store/port.js";
 import {
   createTenant,
@@ -51,7 +52,7 @@ const fresh = (options: Parameters<typeof createTenant>[1] = {}) => createTenant
 describe("recording", () => {
   it("records a pageview with the forwarded ip and ua, enriched", async () => {
     const t = await fresh();
-    const before = Date.now();
+    const before = server.clock.now();
     const res = await sendEvents(
       server.url,
       t,
@@ -70,7 +71,7 @@ describe("recording", () => {
       // The server's own client is a library: the forwarded ua is what counts.
       { "user-agent": "node-fetch/1.0" },
     );
-    const after = Date.now();
+    const after = server.clock.now();
     expect(res.status).toBe(204);
     expect(res.text).toBe("");
     expect(res.headers.get("x-quota-remaining")).toBe(String(SCALE_CEILING - 1));
@@ -113,7 +114,7 @@ describe("recording", () => {
     expect(res.headers.get("x-quota-remaining")).toBe(String(SCALE_CEILING - 50));
     const stored = await listEvents(server.url, t.siteId);
     expect(stored.map((e) => e.props?.i)).toEqual(Array.from({ length: 50 }, (_, i) => 49 - i));
-    expect(await server.store.getUsage(t.accountId, utcMonthNow())).toBe(50);
+    expect(await server.store.getUsage(t.accountId, utcMonth(server.clock.now()))).toBe(50);
   });
 
   it("accepts a batch of one and batch elements that repeat the site", async () => {
@@ -342,18 +343,42 @@ describe("limits at their boundaries", () => {
 
   it("ts 59 minutes old is kept, 61 minutes old is replaced by the receipt time", async () => {
     const t = await fresh();
-    const now = Date.now();
+    const now = server.clock.now();
     const ts59 = now - 59 * 60_000;
     const ts61 = now - 61 * 60_000;
     const inFuture = now + 5 * 60_000;
-    await sendEvents(server.url, t, pageview(t.siteId, { ts: ts59, p: { k: 59 } }));
-    await sendEvents(server.url, t, pageview(t.siteId, { ts: ts61, p: { k: 61 } }));
-    await sendEvents(server.url, t, pageview(t.siteId, { ts: inFuture, p: { k: 5 } }));
+    const sent = [
+      await sendEvents(server.url, t, pageview(t.siteId, { ts: ts59, p: { k: 59 } })),
+      await sendEvents(server.url, t, pageview(t.siteId, { ts: ts61, p: { k: 61 } })),
+      await sendEvents(server.url, t, pageview(t.siteId, { ts: inFuture, p: { k: 5 } })),
+    ];
+    // The answer says when ts was replaced.
+    expect(sent.map((r) => r.headers.get("x-ingest-ts-replaced"))).toEqual([null, "1", "1"]);
     const [future, old61, old59] = await listEvents(server.url, t.siteId);
     expect(Number(old59?.ts)).toBe(ts59);
     expect(Number(old61?.ts)).toBe(Number(old61?.receivedAt));
     expect(Number(old61?.ts)).toBeGreaterThanOrEqual(now);
     expect(Number(future?.ts)).toBe(Number(future?.receivedAt));
+  });
+
+  it("counts the events of a batch whose ts was replaced in X-Ingest-Ts-Replaced (ts in seconds)", async () => {
+    const t = await fresh();
+    const seconds = Math.floor(server.clock.now() / 1000);
+    const res = await sendEvents(server.url, t, {
+      s: t.siteId,
+      b: [
+        { e: "pageview", u: "https://example.com/a", ua: BROWSER_UA, ts: seconds },
+        { e: "pageview", u: "https://example.com/b", ua: BROWSER_UA },
+        { e: "pageview", u: "https://example.com/c", ua: BROWSER_UA, ts: seconds + 1 },
+        { e: "pageview", u: "https://example.com/d", ua: "curl/8.0", ts: seconds },
+      ],
+    });
+    expect(res.status).toBe(204);
+    // Two stored events had their ts replaced; the absent ts and the dropped bot do not count.
+    expect(res.headers.get("x-ingest-ts-replaced")).toBe("2");
+    expect(res.headers.get("x-ingest-dropped")).toBe("1 bot");
+    const stored = await listEvents(server.url, t.siteId);
+    expect(stored.map((e) => Number(e.ts))).toEqual(new Array(3).fill(server.clock.now()));
   });
 
   it("w 32767 is accepted, 32768 is refused", async () => {
@@ -410,7 +435,7 @@ describe("bot filter", () => {
     expect(res.headers.get("x-ingest-dropped")).toBe("1 bot");
     expect(commits).toBe(before);
     expect(await listEvents(server.url, t.siteId)).toEqual([]);
-    expect(await server.store.getUsage(t.accountId, utcMonthNow())).toBe(0);
+    expect(await server.store.getUsage(t.accountId, utcMonth(server.clock.now()))).toBe(0);
   });
 
   it("a request without a User-Agent header and without ua is dropped", async () => {
@@ -458,7 +483,7 @@ describe("visitor id and privacy", () => {
     expect(otherIp?.visitorId).not.toBe(first?.visitorId);
     expect(otherUa?.visitorId).not.toBe(first?.visitorId);
     // The day's salt is in the store, shared by every process.
-    const salt = await server.store.ensureSalt(utcDay(Date.now()), "not-used");
+    const salt = await server.store.ensureSalt(utcDay(server.clock.now()), "not-used");
     expect(first?.visitorId).toBe(computeVisitorId(salt, t.siteId, ip, IPHONE_UA));
   });
 
@@ -481,7 +506,7 @@ describe("visitor id and privacy", () => {
     const t = await fresh();
     await sendEvents(server.url, t, pageview(t.siteId), { "x-forwarded-for": "81.2.69.142" });
     const [ev] = await listEvents(server.url, t.siteId);
-    const salt = await server.store.ensureSalt(utcDay(Date.now()), "not-used");
+    const salt = await server.store.ensureSalt(utcDay(server.clock.now()), "not-used");
     expect(ev?.visitorId).toBe(computeVisitorId(salt, t.siteId, "127.0.0.1", BROWSER_UA));
     expect(ev?.country).toBeUndefined();
   });
@@ -518,7 +543,3 @@ describe("with TRUST_PROXY", () => {
     expect(proxy?.device).toBe("mobile");
   });
 });
-
-function utcMonthNow(): string {
-  return new Date().toISOString().slice(0, 7);
-}

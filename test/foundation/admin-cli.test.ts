@@ -2,7 +2,9 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { utcMonth } from "../../src/domain/plans.js";
 import { runAdminCli } from "../helpers/cli.js";
+import { TEST_NOW } from "../helpers/test-server.js";
 
 let dir: string;
 let env: Record<string, string>;
@@ -169,7 +171,7 @@ describe("admin CLI", () => {
     expect(r.json).toEqual({
       account_id: accountId,
       plan: "growth",
-      month: new Date().toISOString().slice(0, 7),
+      month: utcMonth(TEST_NOW),
       counted: 0,
       allowance: 1_000_000,
       ceiling: 2_000_000,
@@ -194,10 +196,81 @@ describe("admin CLI", () => {
     expect(r.stderr.trim()).toBe("error: invalid_input: key name must be 1 to 100 characters");
   });
 
-  it("prints usage on stderr and exits 2 for an unknown command", async () => {
+  it("points to help on stderr and exits 2 for an unknown command", async () => {
     const r = await cli("frobnicate");
     expect(r.exitCode).toBe(2);
     expect(r.stdout).toBe("");
-    expect(r.stderr).toContain('error: unknown command "frobnicate"');
+    expect(r.stderr).toBe(
+      'error: unknown command "frobnicate"\nsee: npm run --silent admin -- help\n',
+    );
+  });
+});
+
+describe("admin CLI help", () => {
+  it.each([["--help"], ["-h"], ["help"]])(
+    "%s prints the usage on stdout and exits 0",
+    async (arg) => {
+      const r = await cli(arg);
+      expect(r.exitCode).toBe(0);
+      expect(r.stderr).toBe("");
+      expect(r.stdout).toMatch(/^usage: npm run --silent admin -- <command> \[options\]\n/);
+      for (const command of [
+        "account create",
+        "key delete --key KEY_ID --as USER_ID",
+        "usage",
+        "demo",
+      ]) {
+        expect(r.stdout).toContain(`  ${command}`);
+      }
+    },
+  );
+
+  it.each([[["key", "delete", "--help"]], [["help", "key", "delete"]]])(
+    "%j prints that command's usage and exits 0",
+    async (args) => {
+      const r = await cli(...args);
+      expect(r.exitCode).toBe(0);
+      expect(r.stderr).toBe("");
+      expect(r.stdout).toBe(
+        "usage: npm run --silent admin -- key delete --key KEY_ID --as USER_ID\n\n" +
+          "Deletes a key by its id (key_…, from key list), never by its secret.\n",
+      );
+    },
+  );
+});
+
+describe("admin CLI safety", () => {
+  const secret = `mk_live_${"ab12".repeat(12)}`;
+
+  it("refuses key delete given a secret key, says what to pass, and never echoes it", async () => {
+    const r = await cli("key", "delete", "--key", secret, "--as", "user_x");
+    expect(r.exitCode).toBe(2);
+    expect(r.stdout).toBe("");
+    expect(r.stderr.split("\n")[0]).toBe(
+      `error: --key takes the key's id (key_…), not its secret; find the id with "key list --site SITE_ID"`,
+    );
+    expect(r.stderr).not.toContain(secret.slice(8));
+  });
+
+  it("never echoes a secret key typed where a command was expected", async () => {
+    const r = await cli("key", "delete", secret);
+    expect(r.exitCode).toBe(2);
+    expect(r.stderr.split("\n")[0]).toBe('error: unknown command "key delete mk_live_…"');
+    expect(r.stderr).not.toContain(secret.slice(8));
+  });
+
+  it("warns on stderr before creating a new, empty database, and only then", async () => {
+    const fresh = join(dir, "typo", "db.sqlite");
+    const first = await runAdminCli(["usage", "--account", "acct_x"], {
+      STORE_URL: `sqlite:${fresh}`,
+    });
+    expect(first.stderr.split("\n")[0]).toBe(
+      `warning: ${fresh} does not exist; creating a new, empty database there (check STORE_URL)`,
+    );
+    expect(first.stderr.split("\n")[1]).toBe("error: not_found: account acct_x not found");
+    const again = await runAdminCli(["usage", "--account", "acct_x"], {
+      STORE_URL: `sqlite:${fresh}`,
+    });
+    expect(again.stderr).toBe("error: not_found: account acct_x not found\n");
   });
 });

@@ -104,7 +104,7 @@ describe("Connect JSON decoding", () => {
         u: "https://example.com/",
         ua: BROWSER_UA,
         ip: "192.0.2.1",
-        ts: BigInt(Date.now() - 1000),
+        ts: BigInt(server.clock.now() - 1000),
       },
       { headers: { authorization: `Bearer ${tenant.key}` } },
     );

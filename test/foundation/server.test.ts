@@ -69,7 +69,7 @@ describe("health", () => {
       expect(down.status).toBe(503);
       expect(await down.json()).toEqual({
         ok: false,
-        error: { code: "unavailable", message: "the store is not reachable" },
+        error: { code: "unavailable", message: "the store cannot take writes" },
       });
     } finally {
       faults.down = false;

@@ -1,8 +1,14 @@
-/** Runs the real service as a child process (`node --import tsx src/main.ts`). */
+/**
+ * Runs the real service as a child process (`node --import tsx src/main.ts`),
+ * its clock starting at TEST_NOW (child-clock.mjs) unless `env` sets
+ * TEST_CLOCK_START_MS.
+ */
 import { type ChildProcess, spawn } from "node:child_process";
 import { createServer } from "node:net";
 import { join } from "node:path";
+import { pathToFileURL } from "node:url";
 import { ROOT } from "./rpc-clients.js";
+import { TEST_NOW } from "./test-server.js";
 
 export interface ChildServer {
   proc: ChildProcess;
@@ -29,9 +35,22 @@ export function freePort(): Promise<number> {
 /** Starts the service with `env` and waits until /healthz answers (or the process exits). */
 export async function startChildServer(env: Record<string, string>): Promise<ChildServer> {
   const port = env.PORT ?? String(await freePort());
-  const proc = spawn(process.execPath, ["--import", "tsx", join(ROOT, "src", "main.ts")], {
+  const args = [
+    "--import",
+    "tsx",
+    "--import",
+    pathToFileURL(join(ROOT, "test", "helpers", "child-clock.mjs")).href,
+  ];
+  const proc = spawn(process.execPath, [...args, join(ROOT, "src", "main.ts")], {
     cwd: ROOT,
-    env: { ...process.env, LOG_LEVEL: "silent", HOST: "127.0.0.1", ...env, PORT: port },
+    env: {
+      ...process.env,
+      LOG_LEVEL: "silent",
+      HOST: "127.0.0.1",
+      TEST_CLOCK_START_MS: String(TEST_NOW),
+      ...env,
+      PORT: port,
+    },
     stdio: ["ignore", "pipe", "pipe"],
   });
   let out = "";

@@ -142,3 +142,20 @@ export function grpcJsClient(file: string, serviceName: string, port: number) {
     close: () => client.close(),
   };
 }
+
+/** Runs `buf` with `args` as given (e.g. `curl --list-services` without `--schema`). */
+export async function runBuf(
+  args: string[],
+  options: { timeoutMs?: number } = {},
+): Promise<{ exitCode: number; stdout: string; stderr: string }> {
+  try {
+    const { stdout, stderr } = await execFileP(join(ROOT, "node_modules", ".bin", "buf"), args, {
+      cwd: ROOT,
+      timeout: options.timeoutMs ?? 30_000,
+    });
+    return { exitCode: 0, stdout, stderr };
+  } catch (err) {
+    const e = err as { code?: number; stdout?: string; stderr?: string };
+    return { exitCode: e.code ?? 1, stdout: e.stdout ?? "", stderr: e.stderr ?? "" };
+  }
+}

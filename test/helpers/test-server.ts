@@ -9,10 +9,19 @@ import { type App, createApp } from "../../src/app.js";
 import { type Config, loadConfig } from "../../src/config.js";
 import { createAdmin } from "../../src/domain/admin.js";
 import type { Clock } from "../../src/domain/clock.js";
+import type { Observer } from "../../src/metrics/observer.js";
 import type { Store } from "../../src/store/port.js";
 import { createSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
+import type { StoreUnderTest } from "./stores.js";
 
 export const ADMIN_TOKEN = "test-admin-token-0123456789";
+
+/**
+ * The instant every test server's clock starts at unless a test sets another:
+ * noon UTC, mid-week, mid-month, so that "an hour ago" and "a minute from now"
+ * stay on the same UTC day and month whatever the wall clock says.
+ */
+export const TEST_NOW = Date.UTC(2026, 2, 11, 12, 0, 0);
 
 /** A clock tests can set and move. */
 export interface TestClock extends Clock {
@@ -20,7 +29,8 @@ export interface TestClock extends Clock {
   advance(ms: number): void;
 }
 
-export function createTestClock(start = Date.now()): TestClock {
+/** A clock that stands still at `start` until the test moves it. */
+export function createTestClock(start = TEST_NOW): TestClock {
   let now = start;
   return {
     now: () => now,
@@ -35,6 +45,8 @@ export function createTestClock(start = Date.now()): TestClock {
 
 export interface TestServer {
   app: App;
+  /** The server's clock: the one passed in, or a TestClock standing at TEST_NOW. */
+  clock: Clock;
   store: Store;
   /** `http://127.0.0.1:<port>` */
   url: string;
@@ -47,9 +59,16 @@ export interface TestServer {
 export interface TestServerOptions {
   /** Environment overrides, as the service would read them (e.g. INGEST_QUEUE_CAPACITY). */
   env?: Record<string, string>;
+  /** Defaults to a TestClock at TEST_NOW: tests never depend on the wall clock. */
   clock?: Clock;
   /** Wraps the store, e.g. to slow it down or make it fail. */
   wrapStore?: (store: Store) => Store;
+  /** What the app reports to (e.g. createMetrics() from src/metrics/metrics.ts). */
+  metrics?: Observer;
+  /** Receives the JSON log lines (set env LOG_LEVEL too). */
+  logStream?: { write(line: string): void };
+  /** Another store than the fresh SQLite file (test/helpers/stores.ts); closed with the server. */
+  store?: StoreUnderTest;
 }
 
 export async function startTestServer(options: TestServerOptions = {}): Promise<TestServer> {
@@ -62,15 +81,24 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     LOG_LEVEL: "silent",
     ...options.env,
   });
-  const raw = createSqliteStore(join(dir, "ingest.sqlite"), {
-    busyTimeoutMs: config.sqliteBusyTimeoutMs,
-  });
+  const raw = options.store
+    ? await options.store.open({ timeoutMs: config.storeTimeoutMs })
+    : createSqliteStore(join(dir, "ingest.sqlite"), {
+        busyTimeoutMs: config.sqliteBusyTimeoutMs,
+      });
   const store = options.wrapStore ? options.wrapStore(raw) : raw;
-  const clock = options.clock ?? { now: () => Date.now() };
-  const app = await createApp({ config, store, clock });
+  const clock = options.clock ?? createTestClock();
+  const app = await createApp({
+    config,
+    store,
+    clock,
+    metrics: options.metrics,
+    logStream: options.logStream,
+  });
   const port = await app.listen();
   return {
     app,
+    clock,
     store,
     url: `http://127.0.0.1:${port}`,
     port,
@@ -78,6 +106,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     admin: createAdmin({ store, clock }),
     async close() {
       await app.close();
+      await options.store?.cleanup();
       rmSync(dir, { recursive: true, force: true });
     },
   };
@@ -153,9 +182,15 @@ export async function postJson(
 export async function seedTenantFile(
   path: string,
 ): Promise<{ accountId: string; ownerUserId: string; siteId: string; key: string }> {
-  const store = createSqliteStore(path);
+  return seedTenant(createSqliteStore(path));
+}
+
+/** The same in any store (closed afterwards). */
+export async function seedTenant(
+  store: Store,
+): Promise<{ accountId: string; ownerUserId: string; siteId: string; key: string }> {
   try {
-    const admin = createAdmin({ store, clock: { now: () => Date.now() } });
+    const admin = createAdmin({ store, clock: createTestClock() });
     const { accountId, ownerUserId } = await admin.createAccount({
       name: "Seeded",
       plan: "scale",

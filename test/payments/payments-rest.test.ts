@@ -582,3 +582,36 @@ describe("authentication comes first", () => {
     });
   });
 });
+
+describe("times at the edge of the four-digit-year range", () => {
+  it.each([
+    ["9999-12-31T23:59:60Z", "9999-12-31T23:59:59.999Z"],
+    ["2016-12-31T23:59:60Z", "2016-12-31T23:59:59.999Z"],
+    ["9999-12-31T19:59:59-04:00", "9999-12-31T23:59:59.000Z"],
+    ["0000-01-01T00:00:00Z", "0000-01-01T00:00:00.000Z"],
+  ])("paid_at %s is stored and read back as %s", async (paidAt, stored) => {
+    const id = `pay_edge_${paidAt.replace(/\W/g, "")}`;
+    const res = await postPayment(
+      server,
+      minimalPayment({ payment_id: id, paid_at: paidAt }),
+      tenant.key,
+    );
+    expect(res.status).toBe(200);
+    expect((await getPayment(server, tenant.siteId, id))?.paidAt).toBe(stored);
+  });
+
+  it.each(["9999-12-31T23:59:59-00:01", "0000-01-01T00:00:00+00:01", "10000-01-01T00:00:00Z"])(
+    "paid_at %s, outside years 0000-9999 in UTC, is refused",
+    async (paidAt) => {
+      const res = await postPayment(server, minimalPayment({ paid_at: paidAt }), tenant.key);
+      expect(res.status).toBe(400);
+      expect(res.body).toEqual({
+        ok: false,
+        error: {
+          code: "invalid_input",
+          message: "invalid payment input: paid_at: must be RFC 3339, e.g. 2024-01-15T10:30:00Z",
+        },
+      });
+    },
+  );
+});

@@ -18,9 +18,15 @@ describe("parseRfc3339", () => {
     ["1970-01-01T00:00:00Z", 0],
     ["1969-12-31T23:59:59Z", -1000],
     ["9999-12-31T23:59:59Z", Date.UTC(9999, 11, 31, 23, 59, 59)],
-    // A leap second is read as the start of the next second.
-    ["2016-12-31T23:59:60Z", Date.UTC(2017, 0, 1)],
-    ["2016-12-31T18:59:60-05:00", Date.UTC(2017, 0, 1)],
+    // A leap second is read as the last millisecond of its minute.
+    ["2016-12-31T23:59:60Z", Date.UTC(2016, 11, 31, 23, 59, 59, 999)],
+    ["2016-12-31T23:59:60.5Z", Date.UTC(2016, 11, 31, 23, 59, 59, 999)],
+    ["2016-12-31T18:59:60-05:00", Date.UTC(2016, 11, 31, 23, 59, 59, 999)],
+    ["9999-12-31T23:59:60Z", Date.UTC(9999, 11, 31, 23, 59, 59, 999)],
+    ["9999-12-31T19:59:60-04:00", Date.UTC(9999, 11, 31, 23, 59, 59, 999)],
+    ["9999-12-31T23:59:59.999Z", Date.UTC(9999, 11, 31, 23, 59, 59, 999)],
+    ["0000-01-01T00:00:00Z", -62_167_219_200_000],
+    ["0001-01-01T00:30:00+00:30", -62_135_596_800_000],
   ])("%s", (text, ms) => {
     expect(parseRfc3339(text)).toBe(ms);
   });
@@ -62,6 +68,8 @@ describe("parseRfc3339", () => {
     ["RFC 2822", "Mon, 15 Jan 2024 10:30:00 GMT"],
     ["non-ASCII digits", "２０２４-01-15T10:30:00Z"],
     ["empty", ""],
+    ["an offset that carries the instant into year 10000", "9999-12-31T23:59:59-00:01"],
+    ["an offset that carries the instant before year 0000", "0000-01-01T00:00:00+00:01"],
   ])("refuses %s", (_why, text) => {
     expect(parseRfc3339(text)).toBeUndefined();
     expect(isRfc3339(text)).toBe(false);
@@ -98,6 +106,54 @@ describe("parseRfc3339", () => {
         },
       ),
       { numRuns: 1000 },
+    );
+  });
+
+  it("every accepted time, whatever its offset or second, is written back as a four-digit-year RFC 3339 string that reads as the same instant (property)", () => {
+    const two = (n: number) => String(n).padStart(2, "0");
+    fc.assert(
+      fc.property(
+        fc.integer({ min: 0, max: 9999 }),
+        fc.integer({ min: 1, max: 12 }),
+        fc.integer({ min: 1, max: 31 }),
+        fc.integer({ min: 0, max: 23 }),
+        fc.integer({ min: 0, max: 59 }),
+        fc.integer({ min: 0, max: 60 }),
+        fc.option(fc.stringMatching(/^[0-9]{1,9}$/), { nil: undefined }),
+        fc.option(fc.integer({ min: -(23 * 60 + 59), max: 23 * 60 + 59 }), { nil: undefined }),
+        (y, mo, d, h, mi, sec, frac, off) => {
+          const abs = Math.abs(off ?? 0);
+          const zone =
+            off === undefined
+              ? "Z"
+              : `${off < 0 ? "-" : "+"}${two(Math.floor(abs / 60))}:${two(abs % 60)}`;
+          const text = `${String(y).padStart(4, "0")}-${two(mo)}-${two(d)}T${two(h)}:${two(mi)}:${two(sec)}${frac ? `.${frac}` : ""}${zone}`;
+          const ms = parseRfc3339(text);
+          if (ms === undefined) return;
+          const iso = new Date(ms).toISOString();
+          expect(iso).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
+          expect(parseRfc3339(iso)).toBe(ms);
+          if (sec === 60) expect(iso.slice(14)).toBe("59:59.999Z");
+        },
+      ),
+      { numRuns: 5000 },
+    );
+  });
+
+  it("accepts every valid UTC date-time of years 0000-9999 (property)", () => {
+    fc.assert(
+      fc.property(
+        fc.date({
+          min: new Date("0000-01-01T00:00:00Z"),
+          max: new Date("9999-12-31T23:59:59Z"),
+          noInvalidDate: true,
+        }),
+        (date) => {
+          const text = `${date.toISOString().slice(0, 19)}Z`;
+          expect(parseRfc3339(text)).toBe(Math.floor(date.getTime() / 1000) * 1000);
+        },
+      ),
+      { numRuns: 2000 },
     );
   });
 });

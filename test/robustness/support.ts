@@ -47,7 +47,7 @@ export interface Answer {
 export function describeRequest(req: {
   method?: string;
   url: string;
-  headers?: Record<string, string>;
+  headers?: Record<string, string | string[]>;
   body?: Uint8Array | string;
 }): string {
   const body =
@@ -113,7 +113,8 @@ export interface RawAnswer {
  */
 export function rawPost(
   url: string,
-  headers: Record<string, string>,
+  /** An array value sends the header once per element (duplicate headers). */
+  headers: Record<string, string | string[]>,
   body: Uint8Array,
   timeoutMs = REQUEST_TIMEOUT_MS,
 ): Promise<RawAnswer> {

@@ -7,6 +7,7 @@
  * not depend on each other or on their order.
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { MAX_VISITORS_PER_USER } from "../../src/store/identity-cap.js";
 import type {
   AccountRecord,
   ApiKeyRecord,
@@ -505,9 +506,9 @@ export function describeStoreContract(name: string, open: () => Promise<Store>):
         expect(ok).toHaveLength(10);
         expect(refused).toHaveLength(10);
         // Each accepted call saw its own count: remaining 9, 8, … 0, once each.
-        expect(ok.map((r) => r?.remaining).sort((a, b) => (a ?? 0) - (b ?? 0))).toEqual([
-          0, 1, 2, 3, 4, 5, 6, 7, 8, 9,
-        ]);
+        expect(
+          ok.map((r) => (r?.ok ? r.remaining : undefined)).sort((a, b) => (a ?? 0) - (b ?? 0)),
+        ).toEqual([0, 1, 2, 3, 4, 5, 6, 7, 8, 9]);
         for (const r of refused)
           expect(r).toEqual({ ok: false, reason: "quota_exceeded", remaining: 0 });
         expect(await store.getUsage(account.id, MONTH)).toBe(10);
@@ -670,6 +671,51 @@ export function describeStoreContract(name: string, open: () => Promise<Store>):
         ]);
         expect(await store.findVisitorsByUser(site.id, "u_2")).toEqual([link("vis_x", T0, "u_2")]);
         expect(await store.findVisitorsByUser(site.id, "nobody")).toEqual([]);
+      });
+
+      it(`links at most ${MAX_VISITORS_PER_USER} visitors per user id, keeping the best first touch`, async () => {
+        const { account, site } = await newSite();
+        const link = (visitorId: string, ts = T0) => ({
+          siteId: site.id,
+          userId: "u_cap",
+          visitorId,
+          ts,
+        });
+        const identify = (links: IdentityLink[], touches?: VisitorTouch[]) =>
+          store.commitEvents([
+            group(account.id, [], {
+              ceiling: 1_000,
+              countable: 0,
+              links,
+              ...(touches ? { touches } : {}),
+            }),
+          ]);
+        const ids = (n: number, from = 0) =>
+          Array.from({ length: n }, (_, i) => `vis_${String(from + i).padStart(4, "0")}`);
+        // 100 visitors with touches at T0 + 1000…, then 50 more in two calls: past the cap.
+        await identify(
+          ids(MAX_VISITORS_PER_USER).map((v) => link(v)),
+          ids(MAX_VISITORS_PER_USER).map((v, i) => touch(site.id, v, { ts: T0 + 1_000 + i })),
+        );
+        await identify(ids(25, 500).map((v) => link(v)));
+        await identify(
+          ids(25, 600).map((v) => link(v)),
+          [touch(site.id, "vis_0600", { ts: T0 + 5_000 })],
+        );
+        let linked = (await store.findVisitorsByUser(site.id, "u_cap")).map((l) => l.visitorId);
+        expect(linked).toHaveLength(MAX_VISITORS_PER_USER);
+        expect(linked.sort()).toEqual(ids(MAX_VISITORS_PER_USER));
+        // A visitor whose first touch beats the weakest linked one replaces it (the latest touch).
+        await identify([link("vis_early")], [touch(site.id, "vis_early", { ts: T0 })]);
+        linked = (await store.findVisitorsByUser(site.id, "u_cap")).map((l) => l.visitorId);
+        expect(linked).toHaveLength(MAX_VISITORS_PER_USER);
+        expect(linked).toContain("vis_early");
+        expect(linked).not.toContain(ids(1, MAX_VISITORS_PER_USER - 1)[0]);
+        // Known visitors are still re-linked (earliest time kept), whatever the count.
+        await identify([link("vis_0000", T0 - 5)]);
+        expect((await store.findVisitorsByUser(site.id, "u_cap"))[0]).toEqual(
+          link("vis_0000", T0 - 5),
+        );
       });
 
       it("ensureSalt: the first writer wins, for every caller", async () => {

@@ -110,12 +110,20 @@ function args(expr: Value, n: number, op: string): Value[] {
   return expr;
 }
 
+/** The variables `$reduce` binds (`$$value`, `$$this`) while it evaluates its `in`. */
+let scope: Record<string, Value> = {};
+
 /** Evaluates an aggregation expression against `doc`. */
 export function evaluate(expr: Value, doc: Doc): Value {
   if (typeof expr === "string") {
     if (expr === "$$REMOVE") return MISSING;
     if (expr === "$$ROOT") return doc;
-    if (expr.startsWith("$$")) throw new Error(`variable ${expr} not modelled`);
+    if (expr.startsWith("$$")) {
+      const [name, ...rest] = expr.slice(2).split(".");
+      if (name === undefined || !(name in scope)) throw new Error(`variable ${expr} not modelled`);
+      const v = scope[name] as Value;
+      return rest.length > 0 ? getPath(v, rest.join(".")) : v;
+    }
     if (expr.startsWith("$")) return getPath(doc, expr.slice(1));
     return expr;
   }
@@ -165,6 +173,37 @@ export function evaluate(expr: Value, doc: Doc): Value {
       );
       if (values.length === 0) return null;
       return values.reduce((m, v) => (compareValues(v, m) < 0 ? v : m));
+    }
+    case "$max": {
+      const values = (Array.isArray(arg) ? arg.map(ev) : [ev(arg)]).filter(
+        (v) => v !== null && v !== MISSING,
+      );
+      if (values.length === 0) return null;
+      return values.reduce((m, v) => (compareValues(v, m) > 0 ? v : m));
+    }
+    case "$add": {
+      const values = (arg as Value[]).map(ev);
+      // null or missing makes the sum null, as on the server.
+      if (values.some((v) => v === null || v === MISSING)) return null;
+      if (!values.every((v) => typeof v === "number")) throw new Error("$add of numbers only");
+      return (values as number[]).reduce((a, b) => a + b, 0);
+    }
+    case "$reduce": {
+      const { input, initialValue, in: body } = arg as Doc;
+      const array = ev(input as Value);
+      if (array === null || array === MISSING) return null;
+      if (!Array.isArray(array)) throw new Error("$reduce of a non-array");
+      let acc = ev(initialValue as Value);
+      const saved = scope;
+      try {
+        for (const element of array) {
+          scope = { ...saved, value: acc, this: element };
+          acc = evaluate(body as Value, doc);
+        }
+      } finally {
+        scope = saved;
+      }
+      return acc;
     }
     case "$indexOfArray": {
       const [array, value] = args(arg, 2, op).map(ev);

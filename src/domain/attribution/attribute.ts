@@ -4,6 +4,7 @@
  * arrives later.
  */
 
+import type { Clock } from "../clock.js";
 import type {
   Attribution,
   CustomerVisitorLink,
@@ -11,9 +12,8 @@ import type {
   EventGroupResult,
   LinkKind,
   Store,
-} from "../../store/port.js";
-import { linkRank } from "../../store/port.js";
-import type { Clock } from "../clock.js";
+} from "../store/store.js";
+import { attributionRank, linkRank, UNATTRIBUTED_RANK } from "./ranking.js";
 import { isBetter } from "./touches.js";
 
 export interface Attributor {
@@ -82,7 +82,11 @@ export function createAttributor(deps: { store: Store; clock: Clock }): Attribut
         ...(t.campaign !== undefined ? { campaign: t.campaign } : {}),
       };
     }
-    await store.setAttribution(siteId, customerId, best);
+    // Conditional: a writer that read older links and touches cannot replace
+    // a better attribution another process stored meanwhile.
+    const rank =
+      best && bestTouch ? attributionRank(bestTouch, best.via, best.visitorId) : UNATTRIBUTED_RANK;
+    await store.setAttribution(siteId, customerId, best, rank);
     return best;
   }
 

@@ -1,6 +1,7 @@
-/** Turns stored pageviews into candidate first touches. */
-import type { EventRecord, VisitorTouch } from "../../store/port.js";
+/** Turns stored pageviews into candidate first touches, and ranks attributions. */
+import type { EventRecord, VisitorTouch } from "../store/records.js";
 import { classifyTouch } from "./channels.js";
+import { isBetterTouch, type TouchRank } from "./ranking.js";
 
 /** The landing page without query or fragment: those carry click ids and sometimes personal data. */
 function landingPage(url: string): string {
@@ -54,8 +55,5 @@ export function touchesOf(events: EventRecord[], siteHostnames: string[]): Visit
   return [...best.values()];
 }
 
-/** Non-internal beats internal; then the earlier wins. */
-export function isBetter(a: VisitorTouch, b: VisitorTouch): boolean {
-  if (a.internal !== b.internal) return !a.internal;
-  return a.ts < b.ts;
-}
+/** Non-internal beats internal; then the earlier wins (the one rule: see ranking.ts). */
+export const isBetter: (a: TouchRank, b: TouchRank | undefined) => boolean = isBetterTouch;

@@ -1,5 +1,5 @@
 /** The events application: what every door (REST, Connect, the public collect endpoint) calls. */
-import type { KeyPrincipal } from "../../store/port.js";
+import type { KeyPrincipal } from "../store/store.js";
 
 /** What the door knows of the HTTP client that sent the request. */
 export interface ClientInfo {
@@ -27,6 +27,11 @@ export interface EventsResult {
    * browser request share it); absent when nothing was stored.
    */
   visitorId?: string;
+  /**
+   * Stored events whose `ts` lay outside [receipt − 1 h, receipt + 1 min] and
+   * was replaced by the receipt time (a `ts` in seconds, a wrong clock).
+   */
+  tsReplaced: number;
 }
 
 export interface EventsApp {

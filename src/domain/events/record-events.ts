@@ -20,7 +20,17 @@
  *     promise resolves after its batch is durably written. A full queue
  *     answers 503 at once.
  */
-import { createGroupCommit, QueueFullError } from "../../lib/group-commit.js";
+import {
+  createGroupCommit,
+  type GroupCommitObserver,
+  QueueFullError,
+} from "../../lib/group-commit.js";
+import type { Attributor } from "../attribution/attribute.js";
+import { createKnownTouches } from "../attribution/known-touches.js";
+import { touchesOf } from "../attribution/touches.js";
+import type { Clock } from "../clock.js";
+import { DomainError, errors, storeError } from "../errors.js";
+import { ALLOWANCES, secondsUntilNextMonth, utcMonth } from "../plans.js";
 import type {
   EventGroup,
   EventGroupResult,
@@ -28,13 +38,7 @@ import type {
   IdentityLink,
   SiteRecord,
   Store,
-} from "../../store/port.js";
-import type { Attributor } from "../attribution/attribute.js";
-import { createKnownTouches } from "../attribution/known-touches.js";
-import { touchesOf } from "../attribution/touches.js";
-import type { Clock } from "../clock.js";
-import { DomainError, errors } from "../errors.js";
-import { ALLOWANCES, secondsUntilNextMonth, utcMonth } from "../plans.js";
+} from "../store/store.js";
 import { isAutomatedUserAgent } from "./bot-filter.js";
 import type { ClientInfo, EventsApp, EventsResult } from "./events-app.js";
 import { type Geo, openGeo } from "./geo.js";
@@ -53,7 +57,7 @@ export interface EventsDeps {
    * (INGEST_BATCH_MAX), and `flushMs` a lone request waits for company
    * (INGEST_FLUSH_MS).
    */
-  queue: { capacity: number; batchMax: number; flushMs: number };
+  queue: { capacity: number; batchMax: number; flushMs: number; observer?: GroupCommitObserver };
   /** A GeoLite2/GeoIP2 MMDB file; the bundled DB-IP country file when unset. */
   geoipDb?: string;
   /** Re-attributes customers after new identity links and first touches are stored. */
@@ -64,15 +68,18 @@ export interface EventsDeps {
 const IDENTIFY = "$identify";
 
 /**
- * Store failures become 503 `unavailable` (retry later) rather than 500: the
- * write did not happen, so a retry is safe and right.
+ * Store failures become 503 `unavailable` (retry later) rather than 500: both
+ * adapters guarantee that a write reported unavailable did not happen (SQLite
+ * by its transaction, MongoDB by answering per request: a request whose
+ * events landed is acknowledged even when others of its batch failed), so a
+ * retry is safe and right. A store's refusal (StoreFailureError: a validator,
+ * a value out of range) is a 500 with its cause logged, never retried.
  */
 async function fromStore<T>(p: Promise<T>): Promise<T> {
   try {
     return await p;
   } catch (err) {
-    if (err instanceof DomainError) throw err;
-    throw errors.storeUnavailable();
+    throw storeError(err);
   }
 }
 
@@ -98,6 +105,7 @@ export async function createEventsApp(deps: EventsDeps): Promise<EventsApp> {
     capacity: queue.capacity,
     batchMax: queue.batchMax,
     flushMs: queue.flushMs,
+    observer: queue.observer,
     async commit(groups) {
       const results = await store.commitEvents(groups);
       // The events are durable now; attribution catches up on the next trigger if this fails.
@@ -135,7 +143,12 @@ export async function createEventsApp(deps: EventsDeps): Promise<EventsApp> {
     // Nothing left to store: no write at all, and the allowance is unchanged.
     if (kept.length === 0) {
       const used = await fromStore(store.getUsage(account.id, month));
-      return { accepted: 0, dropped, quotaRemaining: Math.max(0, ceiling - used) };
+      return {
+        accepted: 0,
+        dropped,
+        quotaRemaining: Math.max(0, ceiling - used),
+        tsReplaced: 0,
+      };
     }
 
     const countable = kept.filter((k) => k.ev.name !== IDENTIFY).length;
@@ -181,9 +194,10 @@ export async function createEventsApp(deps: EventsDeps): Promise<EventsApp> {
       result = await pipeline.submit(group, Math.min(records.length, queue.capacity));
     } catch (err) {
       if (err instanceof QueueFullError) throw errors.queueFull();
-      if (err instanceof DomainError) throw err;
-      throw errors.storeUnavailable();
+      throw storeError(err);
     }
+    // This request's own outcome: others of its batch may have landed or failed.
+    if (!result.ok && result.reason === "failed") throw storeError(result.error);
     // remaining = max(0, ceiling − used): ceiling − remaining is at most the count.
     noteUsed(usageKey, ceiling - result.remaining);
     if (!result.ok) throw errors.quotaExceeded(secondsUntilNextMonth(now));
@@ -192,6 +206,7 @@ export async function createEventsApp(deps: EventsDeps): Promise<EventsApp> {
       accepted: records.length,
       dropped,
       quotaRemaining: result.remaining,
+      tsReplaced: kept.filter((k) => k.ev.tsReplaced).length,
     };
     const first = records[0];
     if (first) out.visitorId = first.visitorId;

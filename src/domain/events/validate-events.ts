@@ -74,6 +74,8 @@ export interface ValidEvent {
   props?: Record<string, unknown>;
   /** The event time: the caller's `ts` when within tolerance, else the receipt time. */
   ts: number;
+  /** True when the caller sent a `ts` outside the tolerance and it was replaced. */
+  tsReplaced?: true;
   /** The `ip` field in canonical form; absent when the caller did not send one. */
   ip?: string;
   /** The `ua` field as sent (may be empty); absent when the caller did not send one. */
@@ -198,6 +200,7 @@ function checkEvent(
     url: url as string,
     ts: effectiveTs(ts as number | undefined, now),
   };
+  if (ts !== undefined && out.ts !== ts) out.tsReplaced = true;
   if (referrer !== undefined) out.referrer = referrer;
   if (title !== undefined) out.title = truncateUtf8(title, LIMITS.titleBytes);
   if (w !== undefined) out.width = w as number;

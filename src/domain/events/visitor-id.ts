@@ -13,7 +13,7 @@
  */
 import { createHmac, randomBytes } from "node:crypto";
 import { isIP } from "node:net";
-import type { Store } from "../../store/port.js";
+import type { Store } from "../store/store.js";
 
 /** The UTC day of a time, `YYYY-MM-DD`: the period of a salt. */
 export function utcDay(ms: number): string {

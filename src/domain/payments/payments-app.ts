@@ -1,5 +1,5 @@
 /** The payments application: what both doors (REST and Connect) call. */
-import type { KeyPrincipal } from "../../store/port.js";
+import type { KeyPrincipal } from "../store/store.js";
 
 export interface PaymentsApp {
   /**

@@ -3,18 +3,22 @@
  * a group commit so that many concurrent payments share one durable store
  * write. Both doors (REST and Connect/gRPC) call `record`.
  */
-import { createGroupCommit, QueueFullError } from "../../lib/group-commit.js";
-import type { KeyPrincipal, PaymentWrite, Store } from "../../store/port.js";
+import {
+  createGroupCommit,
+  type GroupCommitObserver,
+  QueueFullError,
+} from "../../lib/group-commit.js";
 import type { Attributor } from "../attribution/attribute.js";
 import type { Clock } from "../clock.js";
-import { errors } from "../errors.js";
+import { errors, storeError } from "../errors.js";
+import type { KeyPrincipal, PaymentWrite, Store } from "../store/store.js";
 import type { PaymentsApp } from "./payments-app.js";
 import { invalidPaymentInput, type ValidPayment, validatePayment } from "./validate-payment.js";
 
 export interface PaymentsDeps {
   store: Store;
   clock: Clock;
-  queue: { capacity: number; batchMax: number; flushMs: number };
+  queue: { capacity: number; batchMax: number; flushMs: number; observer?: GroupCommitObserver };
   /** Credits each payment's customer to its first touch after the write. */
   attribution?: Attributor;
 }
@@ -80,6 +84,7 @@ export function createPaymentsApp(deps: PaymentsDeps): PaymentsApp {
     capacity: queue.capacity,
     batchMax: queue.batchMax,
     flushMs: queue.flushMs,
+    observer: queue.observer,
     async commit(writes) {
       // One upsert batch; writes of one payment_id apply in arrival order, so the last one wins.
       await store.commitPayments(writes);
@@ -103,8 +108,9 @@ export function createPaymentsApp(deps: PaymentsDeps): PaymentsApp {
         await commit.submit(write);
       } catch (err) {
         if (err instanceof QueueFullError) throw errors.queueFull();
-        // The write may or may not have landed; either way a retry with the same payment_id is safe.
-        throw errors.storeUnavailable();
+        // Unavailable: the write may or may not have landed; either way a retry
+        // with the same payment_id is safe. A refusal (StoreFailureError) is a 500.
+        throw storeError(err);
       }
       return { paymentId: v.payment.paymentId };
     },

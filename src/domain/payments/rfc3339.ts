@@ -21,8 +21,13 @@ function daysInMonth(year: number, month: number): number {
  * Unix milliseconds of an RFC 3339 date-time, or `undefined` when `text` is
  * not one. Fractions beyond milliseconds are truncated. An offset of `-00:00`
  * ("local offset unknown") is read as UTC. A leap second (`:60`) is accepted
- * only where RFC 3339 allows it, at 23:59 UTC, and is read as the first
- * instant of the next second, since Unix time has no leap seconds.
+ * only where RFC 3339 allows it, at 23:59 UTC, and is read as the last
+ * millisecond of that minute (23:59:59.999), since Unix time has no leap
+ * seconds: it stays in its own minute, day and year, and after every other
+ * instant of that minute. The instant, in UTC, must fall within years
+ * 0000-9999, so every time written back (as `toISOString`) is a valid
+ * four-digit-year RFC 3339 string: an offset that would carry
+ * 9999-12-31 past the year's end, or 0000-01-01 before it, is refused.
  */
 export function parseRfc3339(text: string): number | undefined {
   const m = DATE_TIME.exec(text);
@@ -50,10 +55,15 @@ export function parseRfc3339(text: string): number | undefined {
   date.setUTCHours(hour, minute - offsetMinutes, Math.min(second, 59), ms);
   if (second === 60) {
     if (date.getUTCHours() !== 23 || date.getUTCMinutes() !== 59) return undefined;
-    return date.getTime() - ms + 1000;
+    date.setUTCMilliseconds(999);
   }
-  return date.getTime();
+  const t = date.getTime();
+  return t >= MIN_MS && t <= MAX_MS ? t : undefined;
 }
+
+/** 0000-01-01T00:00:00.000Z and 9999-12-31T23:59:59.999Z: the four-digit-year range of `toISOString`. */
+export const MIN_MS = -62_167_219_200_000;
+export const MAX_MS = 253_402_300_799_999;
 
 /** Whether `text` is an RFC 3339 date-time. */
 export function isRfc3339(text: string): boolean {

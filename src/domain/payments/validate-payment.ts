@@ -6,13 +6,14 @@
  *
  * Every invalid field is reported at once, sorted by field path.
  */
+
+import { DomainError } from "../errors.js";
 import type {
   PaymentKind,
   PaymentStatus,
   SubscriptionInterval,
   SubscriptionStatus,
-} from "../../store/port.js";
-import { DomainError } from "../errors.js";
+} from "../store/store.js";
 import { isCountry } from "./iso-countries.js";
 import {
   currencyExponent,

@@ -8,6 +8,12 @@
  * single-document, hence atomic, update, whatever runs at once.
  */
 import { type AnyBulkWriteOperation, type Document, Long, type UpdateFilter } from "mongodb";
+import {
+  isBetterTouch,
+  LINK_KINDS,
+  linkRank,
+  type TouchRank,
+} from "../../domain/attribution/ranking.js";
 import type {
   Attribution,
   CustomerVisitorLink,
@@ -16,7 +22,6 @@ import type {
   StoreAttributionPart,
   VisitorTouch,
 } from "../port.js";
-import { LINK_KINDS, linkRank } from "../port.js";
 import {
   attributionToDoc,
   type CustomerDoc,
@@ -41,15 +46,7 @@ function lit(value: unknown): Document {
   return { $literal: value };
 }
 
-/** What decides between two touches of a visitor. */
-export type TouchRank = Pick<VisitorTouch, "internal" | "ts">;
-
-/** Whether `a` replaces `b`: non-internal beats internal, then the earlier wins (ties keep `b`). */
-export function isBetterTouch(a: TouchRank, b: TouchRank | undefined): boolean {
-  if (b === undefined) return true;
-  if (a.internal !== b.internal) return !a.internal;
-  return a.ts < b.ts;
-}
+export { isBetterTouch, type TouchRank };
 
 /** The stored form of a touch. */
 export function touchToDoc(t: VisitorTouch): VisitorTouchDoc {
@@ -252,22 +249,42 @@ export function foldLinks(links: readonly CustomerVisitorLink[]): CustomerVisito
   return [...byVisitor.values()];
 }
 
-/** The updates of `setAttribution`: the customer's attribution, and its payments' with their channel. */
-export function attributionUpdates(attribution: Attribution | undefined): {
+/**
+ * The updates of `setAttribution`: the customer's attribution, and its
+ * payments' with their channel; with `rank`, stored next to it
+ * (`attribution_rank`) for the next writer's condition.
+ */
+export function attributionUpdates(
+  attribution: Attribution | undefined,
+  rank?: string,
+): {
   customer: UpdateFilter<CustomerDoc>;
   payments: UpdateFilter<PaymentDoc>;
 } {
+  const ranked = rank === undefined ? {} : { attribution_rank: rank };
   if (attribution === undefined) {
     return {
-      customer: { $unset: { attribution: "" } },
-      payments: { $set: { channel: UNATTRIBUTED }, $unset: { attribution: "" } },
+      customer: {
+        ...(rank === undefined ? {} : { $set: ranked }),
+        $unset: { attribution: "" },
+      } as UpdateFilter<CustomerDoc>,
+      payments: { $set: { channel: UNATTRIBUTED, ...ranked }, $unset: { attribution: "" } },
     };
   }
   const doc = attributionToDoc(attribution);
   return {
-    customer: { $set: { attribution: doc } },
-    payments: { $set: { attribution: doc, channel: attribution.channel } },
+    customer: { $set: { attribution: doc, ...ranked } },
+    payments: { $set: { attribution: doc, channel: attribution.channel, ...ranked } },
   };
+}
+
+/**
+ * The condition of a ranked write: the document has no rank yet (never
+ * attributed, or attributed before ranks existed), or one that is not
+ * better. Ranks are strings that sort like the rule (binary comparison).
+ */
+export function rankCondition(rank: string): Document {
+  return { $or: [{ attribution_rank: null }, { attribution_rank: { $gte: rank } }] };
 }
 
 /**
@@ -288,15 +305,32 @@ export function revenuePipeline(siteId: string, from: number, to: number): Docum
         paid_at: { $gte: toDate(from), $lt: toDate(to) },
       },
     },
+    // Two stages instead of an $addToSet of every paying customer (one
+    // array per group that grows with the customers, up to the 100 MB stage
+    // limit): first per customer, then per channel and currency, counting
+    // the customers with at least one charge.
     {
       $group: {
-        _id: { channel: { $ifNull: ["$channel", UNATTRIBUTED] }, currency: "$currency" },
+        _id: {
+          channel: { $ifNull: ["$channel", UNATTRIBUTED] },
+          currency: "$currency",
+          customer: "$customer_id",
+        },
         gross: amountIf("charge"),
         refunds: amountIf("refund"),
         chargebacks: amountIf("chargeback"),
         payments: { $sum: 1 },
-        // null for non-charges, taken out of the set below (customer_id is never null).
-        paying: { $addToSet: { $cond: [{ $eq: ["$kind", "charge"] }, "$customer_id", null] } },
+        charges: { $sum: { $cond: [{ $eq: ["$kind", "charge"] }, 1, 0] } },
+      },
+    },
+    {
+      $group: {
+        _id: { channel: "$_id.channel", currency: "$_id.currency" },
+        gross: { $sum: "$gross" },
+        refunds: { $sum: "$refunds" },
+        chargebacks: { $sum: "$chargebacks" },
+        payments: { $sum: "$payments" },
+        paying: { $sum: { $cond: [{ $gt: ["$charges", 0] }, 1, 0] } },
       },
     },
     {
@@ -308,7 +342,7 @@ export function revenuePipeline(siteId: string, from: number, to: number): Docum
         refunds: 1,
         chargebacks: 1,
         payments: 1,
-        paying: { $size: { $setDifference: ["$paying", [null]] } },
+        paying: 1,
       },
     },
     { $sort: { channel: 1, currency: 1 } },
@@ -452,12 +486,22 @@ export function createMongoAttribution(c: Collections): StoreAttributionPart {
       return [...new Set<string>([...byVisitor, ...byUser])].sort();
     },
 
-    async setAttribution(siteId, customerId, attribution) {
-      const u = attributionUpdates(attribution);
+    async setAttribution(siteId, customerId, attribution, rank) {
+      const u = attributionUpdates(attribution, rank);
+      // Conditional, per document and atomic: a writer that computed from
+      // older links and touches (a worse rank) leaves a better stored
+      // attribution alone, whatever the order in which processes write.
+      const when = rank === undefined ? {} : rankCondition(rank);
       // Payments first, the customer last: both are idempotent, and a failure
       // in between is completed by the caller's retry (or the next payment).
-      await c.payments.updateMany({ site_id: siteId, customer_id: customerId }, u.payments);
-      await c.customers.updateOne({ site_id: siteId, customer_id: customerId }, u.customer);
+      await c.payments.updateMany(
+        { site_id: siteId, customer_id: customerId, ...when },
+        u.payments,
+      );
+      await c.customers.updateOne(
+        { site_id: siteId, customer_id: customerId, ...when },
+        u.customer,
+      );
     },
 
     async revenueByChannel(siteId, from, to) {

@@ -121,6 +121,13 @@ export interface EventDoc {
 }
 
 /** A bucket of a site's events inserted in one UTC hour. */
+/** A server-side counter. */
+export interface SequenceDoc {
+  _id: string;
+  /** The last number handed out. */
+  n: number;
+}
+
 export interface EventBucketDoc {
   _id?: ObjectId;
   site_id: string;
@@ -132,6 +139,12 @@ export interface EventBucketDoc {
   min_q: number;
   max_q: number;
   events: EventDoc[];
+  /**
+   * Receipts: one id per request whose events this bucket holds. A unique
+   * (sparse, multikey) index makes an append idempotent: run again, it fails
+   * with E11000 instead of storing the events twice.
+   */
+  g?: ObjectId[];
 }
 
 export interface IdentityDoc {
@@ -192,6 +205,8 @@ export interface CustomerDoc {
   updated_at: Date;
   /** Absent when unattributed. */
   attribution?: AttributionDoc;
+  /** The attribution's rank (domain's attributionRank): a stale writer's condition. */
+  attribution_rank?: string;
 }
 
 export interface SubscriptionDoc {
@@ -229,6 +244,7 @@ export interface PaymentDoc {
   updated_at: Date;
   /** Absent when unattributed. Written by setAttribution only. */
   attribution?: AttributionDoc;
+  attribution_rank?: string;
   /**
    * The attribution's channel, or `unattributed`: what the revenue report
    * groups by. Set on insert and by setAttribution only; absent on payments

@@ -6,7 +6,7 @@
  * (site_id, max_q) without unpacking old buckets. docs/mongodb.md weighs this
  * against native time-series collections.
  */
-import type { AnyBulkWriteOperation } from "mongodb";
+import type { AnyBulkWriteOperation, ObjectId } from "mongodb";
 import type { EventRecord } from "../port.js";
 import {
   compact,
@@ -26,20 +26,6 @@ import {
 export const BUCKET_CAP = 200;
 
 const HOUR_MS = 3_600_000;
-
-let lastQ = 0;
-
-/**
- * The next insertion sequence number of this process: microseconds of the
- * wall clock, bumped by one when the clock has not moved (or moved back), so
- * it strictly increases within a process and follows the clock across
- * processes. Date.now() * 1000 stays below 2^53 until the year 2255.
- */
-export function nextQ(): number {
-  const now = Date.now() * 1000;
-  lastQ = now > lastQ ? now : lastQ + 1;
-  return lastQ;
-}
 
 /** The stored form of an event, tagged with its insertion sequence. */
 export function eventToDoc(e: EventRecord, q: number): EventDoc {
@@ -107,6 +93,8 @@ export function eventFromDoc(siteId: string, d: EventDoc): EventRecord {
 export interface EventUnit {
   /** Index of the group in the commitEvents call. */
   group: number;
+  /** The group's receipt: the same for all units of one group. */
+  receipt: ObjectId;
   siteId: string;
   events: EventRecord[];
 }
@@ -117,13 +105,22 @@ export interface BucketAppend {
   groups: number[];
 }
 
+/** The server's duplicate-key error code (an append whose receipt is already stored). */
+export const RECEIPT_TAKEN = 11000;
+
 /**
  * Turns units (in commit order) into bucket appends: per site, consecutive
  * units share one append of at most BUCKET_CAP events, and a unit is never
  * split, so each group's events for a site land in one single-document
- * (hence atomic) update. Sequence numbers are taken in commit order.
+ * (hence atomic) update. Events are numbered from `firstQ` (a block the
+ * server's counter handed out) in commit order.
  */
-export function planAppends(units: readonly EventUnit[], now = Date.now()): BucketAppend[] {
+export function planAppends(
+  units: readonly EventUnit[],
+  now: number,
+  firstQ: number,
+): BucketAppend[] {
+  let q = firstQ;
   const hour = new Date(Math.floor(now / HOUR_MS) * HOUR_MS);
   const bySite = new Map<string, EventUnit[][]>();
   for (const unit of units) {
@@ -141,8 +138,9 @@ export function planAppends(units: readonly EventUnit[], now = Date.now()): Buck
   const appends: BucketAppend[] = [];
   for (const [siteId, chunks] of bySite) {
     for (const chunk of chunks) {
-      const docs = chunk.flatMap((u) => u.events.map((e) => eventToDoc(e, nextQ())));
+      const docs = chunk.flatMap((u) => u.events.map((e) => eventToDoc(e, q++)));
       const k = docs.length;
+      const receipts = [...new Set(chunk.map((u) => u.receipt))];
       appends.push({
         groups: [...new Set(chunk.map((u) => u.group))],
         operation: {
@@ -150,11 +148,14 @@ export function planAppends(units: readonly EventUnit[], now = Date.now()): Buck
             // A bucket of this site and hour with room for all k events; when
             // there is none, the upsert opens a new bucket (site_id and hour
             // come from the filter's equalities, _id is a new ObjectId). No
-            // unique index is involved, so this upsert cannot fail with E11000;
-            // two racing writers may at worst open two buckets for the hour.
-            filter: { site_id: siteId, hour, n: { $lte: BUCKET_CAP - k } },
+            // unique index on the bucket key, so racing writers may at worst
+            // open two buckets for the hour. The receipts' unique index makes
+            // the append idempotent: run again after an unknown outcome, it
+            // either lands now or fails with E11000 because it already had
+            // (into this bucket, which the filter then skips, or another).
+            filter: { site_id: siteId, hour, n: { $lte: BUCKET_CAP - k }, g: { $nin: receipts } },
             update: {
-              $push: { events: { $each: docs } },
+              $push: { events: { $each: docs }, g: { $each: receipts } },
               $inc: { n: k },
               $min: { min_q: docs[0]?.q ?? 0 },
               $max: { max_q: docs[k - 1]?.q ?? 0 },

@@ -1,14 +1,17 @@
 /** Events, identity links, visitor salts and quota counters in MongoDB. */
-import { type AnyBulkWriteOperation, MongoBulkWriteError } from "mongodb";
+import { type AnyBulkWriteOperation, MongoBulkWriteError, ObjectId } from "mongodb";
+import { MAX_VISITORS_PER_USER, visitorToReplace } from "../identity-cap.js";
 import type { EventGroup, EventGroupResult, IdentityLink, StoreEventsPart } from "../port.js";
 import { type TouchCandidates, writeTouches } from "./attribution.js";
 import type { IdentityDoc } from "./documents.js";
+import { classify, classifyWriteError } from "./errors.js";
 import {
   type BucketAppend,
   type EventUnit,
   eventFromDoc,
   NewestEvents,
   planAppends,
+  RECEIPT_TAKEN,
 } from "./event-buckets.js";
 import { createQuotaCounters, quotaId } from "./quota.js";
 import { bulkUpsert, retryDuplicates } from "./retry.js";
@@ -17,64 +20,184 @@ import type { Collections } from "./schema.js";
 /** How many buckets the cursor of listEvents fetches per round trip. */
 const LIST_BATCH = 8;
 
-export function createMongoEvents(c: Collections): StoreEventsPart {
+/** The counter that numbers events (sequences collection). */
+export const EVENT_Q = "event_q";
+
+/** How many times an append whose outcome is unknown is sent in all. */
+const APPEND_ATTEMPTS = 2;
+
+/** Most batches of links and touches kept for a later try after their write failed. */
+const PENDING_MAX = 1000;
+
+export interface MongoEventsOptions {
+  /**
+   * STORE_TIMEOUT_MS: a commit sends an append again after an unknown
+   * outcome only within this budget.
+   */
+  timeoutMs?: number;
+}
+
+/** What a commit learned about one append: landed, or failed with this error. */
+type AppendOutcome = true | Error;
+
+/** Identity links and candidate touches of landed groups: derived from their events. */
+interface Projection {
+  links: IdentityLink[];
+  touches: TouchCandidates[];
+}
+
+export function createMongoEvents(
+  c: Collections,
+  options: MongoEventsOptions = {},
+): StoreEventsPart {
   const quota = createQuotaCounters(c);
+  /** Links and touches whose write failed after their events landed; tried again first thing. */
+  let pending: Projection[] = [];
 
   /**
-   * Reserves quota for every group. Groups of the same (account, month) go
-   * one after the other, in order; different counters go at once, since
-   * their order cannot be observed. On failure, what was reserved is given
-   * back before rethrowing.
+   * Reserves quota for every group: one atomic round trip per (account,
+   * month) counter, all counters at once, each replaying its groups in
+   * commit order (a group that does not fit is refused, the next ones are
+   * still tried). A failed round trip fails the groups of its counter only.
    */
   async function reserveAll(
     groups: readonly EventGroup[],
   ): Promise<{ results: EventGroupResult[]; reserved: boolean[] }> {
     const results: EventGroupResult[] = new Array(groups.length);
     const reserved: boolean[] = groups.map(() => false);
-    const chains = new Map<string, Promise<void>>();
+    const counters = new Map<string, number[]>();
     groups.forEach((g, i) => {
       const key = quotaId(g.accountId, g.month);
-      const step = async () => {
-        if (g.countable <= 0) {
-          const used = await quota.usage(g.accountId, g.month);
-          results[i] = { ok: true, remaining: Math.max(0, g.ceiling - used) };
-          return;
-        }
-        const r = await quota.reserve(g.accountId, g.month, g.countable, g.ceiling);
-        reserved[i] = r.ok;
-        const remaining = Math.max(0, g.ceiling - r.count);
-        results[i] = r.ok
-          ? { ok: true, remaining }
-          : { ok: false, reason: "quota_exceeded", remaining };
-      };
-      // A failed step stops the rest of its chain (then() skips on rejection).
-      chains.set(key, (chains.get(key) ?? Promise.resolve()).then(step));
+      counters.set(key, [...(counters.get(key) ?? []), i]);
     });
-    const settled = await Promise.allSettled(chains.values());
-    const failed = settled.find((s): s is PromiseRejectedResult => s.status === "rejected");
-    if (failed) {
-      await releaseGroups(groups, reserved, new Set());
-      throw failed.reason;
-    }
+    await Promise.all(
+      [...counters.values()].map(async (members) => {
+        const first = groups[members[0] as number] as EventGroup;
+        try {
+          const outcomes = await quota.reserveMany(
+            first.accountId,
+            first.month,
+            members.map((i) => {
+              const g = groups[i] as EventGroup;
+              return { n: Math.max(0, g.countable), ceiling: g.ceiling };
+            }),
+          );
+          members.forEach((i, k) => {
+            const g = groups[i] as EventGroup;
+            const o = outcomes[k] as { ok: boolean; count: number };
+            const remaining = Math.max(0, g.ceiling - o.count);
+            reserved[i] = o.ok && g.countable > 0;
+            results[i] = o.ok
+              ? { ok: true, remaining }
+              : { ok: false, reason: "quota_exceeded", remaining };
+          });
+        } catch (err) {
+          const error = classify(err);
+          for (const i of members) results[i] = { ok: false, reason: "failed", error };
+        }
+      }),
+    );
     return { results, reserved };
   }
 
-  /** Gives back the reservations of the groups not in `keep`. Best effort: the original error matters more. */
-  async function releaseGroups(
-    groups: readonly EventGroup[],
-    reserved: readonly boolean[],
-    keep: ReadonlySet<number>,
-  ): Promise<void> {
-    await Promise.allSettled(
-      groups.map((g, i) =>
-        reserved[i] && !keep.has(i)
-          ? quota.release(g.accountId, g.month, g.countable)
-          : Promise.resolve(),
-      ),
-    );
+  /**
+   * Sends the appends as one unordered bulk write and learns each one's
+   * outcome. The server's answer settles the appends it names (a write error:
+   * failed; none: landed). What the answer leaves unknown (network error,
+   * timeout, write-concern error) is sent again within the time budget: each
+   * append carries its groups' receipts, so a second send either lands or
+   * fails with E11000 because the first had landed. Only what stays unknown
+   * fails, as unavailable.
+   */
+  async function writeAppends(appends: readonly BucketAppend[]): Promise<AppendOutcome[]> {
+    const outcomes: (AppendOutcome | undefined)[] = appends.map(() => undefined);
+    const deadline = options.timeoutMs === undefined ? undefined : Date.now() + options.timeoutMs;
+    let todo = appends.map((_a, i) => i);
+    let lastError: unknown;
+    for (let attempt = 1; todo.length > 0 && attempt <= APPEND_ATTEMPTS; attempt++) {
+      const left = deadline === undefined ? undefined : deadline - Date.now();
+      if (attempt > 1 && left !== undefined && left <= 0) break;
+      const ops = todo.map((i) => (appends[i] as BucketAppend).operation);
+      try {
+        // Unordered: a failed append does not hold back the others; order
+        // comes from each event's sequence number, not from the write order.
+        await c.events.bulkWrite(ops, {
+          ordered: false,
+          // The re-send gets what is left of the budget as the server's limit.
+          ...(attempt > 1 && left !== undefined ? { maxTimeMS: left } : {}),
+        });
+        for (const i of todo) outcomes[i] = true;
+        todo = [];
+      } catch (err) {
+        lastError = err;
+        const known = appendOutcomes(err, todo.length, attempt > 1);
+        const unknown: number[] = [];
+        todo.forEach((appendIndex, opIndex) => {
+          const o = known[opIndex];
+          if (o === undefined) unknown.push(appendIndex);
+          else outcomes[appendIndex] = o;
+        });
+        todo = unknown;
+      }
+    }
+    const unknownError = classify(lastError);
+    return outcomes.map((o) => o ?? unknownError);
   }
 
-  /** Upserts identity links, keeping the earliest time of each (site, user, visitor). */
+  /**
+   * Reserves `k` consecutive event numbers from the server's counter in one
+   * atomic update and returns the first. The order of events is the
+   * counter's, the same for every process, not each host's clock. The
+   * counter never falls below this host's clock in microseconds: numbers
+   * stay above those of earlier versions (which used the clock), and a host
+   * whose clock runs ahead only moves the counter forward.
+   */
+  async function allocateQ(k: number): Promise<number> {
+    if (k === 0) return 0;
+    const floor = Date.now() * 1000;
+    const d = await retryDuplicates(() =>
+      c.sequences.findOneAndUpdate(
+        { _id: EVENT_Q },
+        [{ $set: { n: { $add: [{ $max: [{ $ifNull: ["$n", 0] }, { $literal: floor }] }, k] } } }],
+        { upsert: true, returnDocument: "after", projection: { n: 1 } },
+      ),
+    );
+    if (!d) throw new Error("the event counter returned nothing");
+    return d.n - k + 1;
+  }
+
+  /**
+   * Writes touches, then links (the cap on visitors per user id weighs a new
+   * visitor's touch); returns each group's improved first touches.
+   */
+  async function project(p: Projection): Promise<Map<number, string[]>> {
+    const touched = await writeTouches(c, p.touches);
+    await writeLinks(p.links);
+    return touched;
+  }
+
+  /** Tries again the links and touches of earlier commits whose write failed. */
+  async function flushPending(): Promise<void> {
+    const todo = pending;
+    pending = [];
+    const failed: Projection[] = [];
+    await Promise.all(todo.map((p) => project(p).catch(() => failed.push(p))));
+    keepPending(failed);
+  }
+
+  function keepPending(more: Projection[]): void {
+    pending = [...pending, ...more];
+    // Bounded memory while the database is down: the oldest are dropped
+    // (their customers are re-attributed at their next payment instead).
+    if (pending.length > PENDING_MAX) pending = pending.slice(pending.length - PENDING_MAX);
+  }
+
+  /**
+   * Upserts identity links, keeping the earliest time of each (site, user,
+   * visitor), within the cap on visitors per user id (identity-cap.ts). Runs
+   * after the touches are written, so a new visitor's touch counts. The cap
+   * is checked per call: concurrent writers may pass it by a few links.
+   */
   async function writeLinks(links: readonly IdentityLink[]): Promise<void> {
     const earliest = new Map<string, IdentityLink>();
     for (const l of links) {
@@ -83,7 +206,8 @@ export function createMongoEvents(c: Collections): StoreEventsPart {
       if (!seen || l.ts < seen.ts) earliest.set(key, l);
     }
     if (earliest.size === 0) return;
-    const operations: AnyBulkWriteOperation<IdentityDoc>[] = [...earliest.values()].map((l) => ({
+    const kept = await withinCap([...earliest.values()]);
+    const operations: AnyBulkWriteOperation<IdentityDoc>[] = kept.map((l) => ({
       updateOne: {
         filter: { site_id: l.siteId, user_id: l.userId, visitor_id: l.visitorId },
         // $min sets the field on insert and only lowers it afterwards, so the
@@ -92,7 +216,51 @@ export function createMongoEvents(c: Collections): StoreEventsPart {
         upsert: true,
       },
     }));
-    await bulkUpsert(c.identities, operations);
+    if (operations.length > 0) await bulkUpsert(c.identities, operations);
+  }
+
+  /** The links that fit the cap; unlinks the visitors they replace. Reads at most the cap per user. */
+  async function withinCap(links: IdentityLink[]): Promise<IdentityLink[]> {
+    const byUser = new Map<string, IdentityLink[]>();
+    for (const l of links) {
+      const key = JSON.stringify([l.siteId, l.userId]);
+      byUser.set(key, [...(byUser.get(key) ?? []), l]);
+    }
+    const kept: IdentityLink[] = [];
+    for (const group of byUser.values()) {
+      const { siteId, userId } = group[0] as IdentityLink;
+      const linked = new Set(
+        (
+          await c.identities
+            .find({ site_id: siteId, user_id: userId }, { projection: { visitor_id: 1 } })
+            .limit(MAX_VISITORS_PER_USER + group.length)
+            .toArray()
+        ).map((d) => d.visitor_id),
+      );
+      for (const l of group) {
+        if (linked.has(l.visitorId) || linked.size < MAX_VISITORS_PER_USER) {
+          linked.add(l.visitorId);
+          kept.push(l);
+          continue;
+        }
+        const ids = [...linked, l.visitorId];
+        const touches = new Map(
+          (await c.touches.find({ site_id: siteId, visitor_id: { $in: ids } }).toArray()).map(
+            (t) => [t.visitor_id, { internal: t.internal, ts: t.ts.getTime() }],
+          ),
+        );
+        const replaced = visitorToReplace(
+          [...linked].map((visitorId) => ({ visitorId, touch: touches.get(visitorId) })),
+          touches.get(l.visitorId),
+        );
+        if (replaced === undefined) continue;
+        await c.identities.deleteOne({ site_id: siteId, user_id: userId, visitor_id: replaced });
+        linked.delete(replaced);
+        linked.add(l.visitorId);
+        kept.push(l);
+      }
+    }
+    return kept;
   }
 
   return {
@@ -102,42 +270,66 @@ export function createMongoEvents(c: Collections): StoreEventsPart {
 
     async commitEvents(groups) {
       if (groups.length === 0) return [];
-      const { results, reserved } = await reserveAll(groups);
+      if (pending.length > 0) await flushPending();
+      // Numbers for every event of the call, in parallel with the quota: no
+      // extra wait (numbers of refused requests are simply not used).
+      const total = groups.reduce((n, g) => n + g.events.length, 0);
+      const [{ results, reserved }, firstQ] = await Promise.all([
+        reserveAll(groups),
+        allocateQ(total).catch((err: unknown) => ({ failed: err })),
+      ]);
 
+      // 1. The events, each group in one single-document append (atomic).
       const accepted = groups.flatMap((_g, i) => (results[i]?.ok ? [i] : []));
-      let appends: BucketAppend[] = [];
-      let firstTouches = new Map<number, string[]>();
-      let writingEvents = false;
+      const receipts = groups.map(() => new ObjectId());
+      let failure = new Map<number, Error>();
       try {
-        appends = planAppends(unitsOf(groups, accepted));
-        const touches: TouchCandidates[] = accepted.flatMap((i) => {
+        if (typeof firstQ !== "number") throw firstQ.failed;
+        const appends = planAppends(unitsOf(groups, accepted, receipts), Date.now(), firstQ);
+        const outcomes = await writeAppends(appends);
+        appends.forEach((a, k) => {
+          const o = outcomes[k];
+          if (o === true || o === undefined) return;
+          for (const g of a.groups) if (!failure.has(g)) failure.set(g, o);
+        });
+      } catch (err) {
+        // No sequence numbers, or building the documents failed (a
+        // RangeError, say): nothing was sent.
+        const error = classify(err);
+        failure = new Map(accepted.map((i) => [i, error]));
+      }
+      // Quota goes back for the groups that did not land (one update per
+      // counter), and they alone fail. A failed release leaves the counter
+      // high, the safe direction.
+      const giveBack = new Map<string, { g: EventGroup; n: number }>();
+      for (const i of failure.keys()) {
+        const g = groups[i] as EventGroup;
+        if (!reserved[i]) continue;
+        const key = quotaId(g.accountId, g.month);
+        giveBack.set(key, { g, n: (giveBack.get(key)?.n ?? 0) + g.countable });
+      }
+      await Promise.allSettled(
+        [...giveBack.values()].map(({ g, n }) => quota.release(g.accountId, g.month, n)),
+      );
+      for (const [i, error] of failure) results[i] = { ok: false, reason: "failed", error };
+
+      // 2. Links and touches of the groups that landed, only after their
+      // events: they are derived from the events, so a request that fails
+      // leaves none behind. Idempotent; when their write fails, the events
+      // stay acknowledged and the write is tried again at the next commit.
+      const landed = accepted.filter((i) => !failure.has(i));
+      const projection: Projection = {
+        links: landed.flatMap((i) => groups[i]?.links ?? []),
+        touches: landed.flatMap((i) => {
           const t = groups[i]?.touches ?? [];
           return t.length > 0 ? [{ group: i, touches: t }] : [];
-        });
-        // Links and touches first: they are idempotent, so when the events
-        // write then fails and the caller retries, having them already does
-        // no harm (a touch the failed call set is then not reported again:
-        // the customer is re-attributed at its next payment instead).
-        const [, touched] = await Promise.all([
-          writeLinks(accepted.flatMap((i) => groups[i]?.links ?? [])),
-          writeTouches(c, touches),
-        ]);
-        firstTouches = touched;
-        writingEvents = true;
-        if (appends.length > 0) {
-          // One ordered bulk write for the whole call: on a write error the
-          // appends before it are known to be applied and the rest are not.
-          await c.events.bulkWrite(
-            appends.map((a) => a.operation),
-            { ordered: true },
-          );
-        }
-      } catch (err) {
-        // Whatever failed (even building the documents), the quota reserved
-        // for groups not known to be written is given back.
-        const written = writingEvents ? writtenGroups(err, appends) : new Set<number>();
-        await releaseGroups(groups, reserved, written);
-        throw err;
+        }),
+      };
+      let firstTouches = new Map<number, string[]>();
+      try {
+        firstTouches = await project(projection);
+      } catch {
+        keepPending([projection]);
       }
       return results.map((r, i) => {
         const visitors = firstTouches.get(i);
@@ -196,24 +388,30 @@ export function createMongoEvents(c: Collections): StoreEventsPart {
 }
 
 /**
- * The groups whose events are known to be written when the events write
- * failed with `err`: with an ordered bulk write that reports write errors
- * (and no write-concern error), the appends before the first failed one.
- * A group counts only when all its appends are among those. Anything else
- * (network error, write-concern error) leaves nothing known to be written.
+ * What the error of a bulk write of `n` appends says about each: landed
+ * (`true`), failed (an Error), or unknown (`undefined`). Only a server answer
+ * with write errors settles anything: an append without a write error landed
+ * unless the write concern failed (then it may not be on a majority: unknown);
+ * E11000 on a re-send means its receipt is stored, so it had landed; another
+ * write error means it did not land. Anything else (network, timeout) leaves
+ * every append unknown.
  */
-function writtenGroups(err: unknown, appends: readonly { groups: number[] }[]): Set<number> {
-  const written = new Set<number>();
-  if (!(err instanceof MongoBulkWriteError)) return written;
-  const writeErrors = err.result.getWriteErrors();
-  if (writeErrors.length === 0 || err.result.getWriteConcernError() !== undefined) return written;
-  const firstFailed = Math.min(...writeErrors.map((e) => e.index));
-  const failed = new Set<number>();
-  appends.forEach((a, index) => {
-    for (const g of a.groups) (index < firstFailed ? written : failed).add(g);
-  });
-  for (const g of failed) written.delete(g);
-  return written;
+export function appendOutcomes(
+  err: unknown,
+  n: number,
+  resend: boolean,
+): (AppendOutcome | undefined)[] {
+  const out: (AppendOutcome | undefined)[] = new Array(n).fill(undefined);
+  if (!(err instanceof MongoBulkWriteError) || err.errorResponse instanceof Error) return out;
+  const concernFailed = err.result.getWriteConcernError() !== undefined;
+  const errorsByIndex = new Map(err.result.getWriteErrors().map((e) => [e.index, e]));
+  for (let i = 0; i < n; i++) {
+    const we = errorsByIndex.get(i);
+    if (!we) out[i] = concernFailed ? undefined : true;
+    else if (we.code === RECEIPT_TAKEN && resend) out[i] = concernFailed ? undefined : true;
+    else out[i] = classifyWriteError(we);
+  }
+  return out;
 }
 
 /**
@@ -221,14 +419,18 @@ function writtenGroups(err: unknown, appends: readonly { groups: number[] }[]): 
  * commit order. A request is for one site, but nothing in the port says so:
  * a group naming several sites gets one unit per site.
  */
-function unitsOf(groups: readonly EventGroup[], accepted: readonly number[]): EventUnit[] {
+function unitsOf(
+  groups: readonly EventGroup[],
+  accepted: readonly number[],
+  receipts: readonly ObjectId[],
+): EventUnit[] {
   const units: EventUnit[] = [];
   for (const i of accepted) {
     const bySite = new Map<string, EventUnit>();
     for (const e of groups[i]?.events ?? []) {
       let unit = bySite.get(e.siteId);
       if (!unit) {
-        unit = { group: i, siteId: e.siteId, events: [] };
+        unit = { group: i, receipt: receipts[i] as ObjectId, siteId: e.siteId, events: [] };
         bySite.set(e.siteId, unit);
         units.push(unit);
       }

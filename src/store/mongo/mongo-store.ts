@@ -1,21 +1,68 @@
 /** The MongoDB adapter of the store port: the production store. */
-import { MongoClient, ReadPreference } from "mongodb";
+import { type Db, MongoClient, ReadPreference } from "mongodb";
+import { StoreUnavailableError } from "../../domain/store-errors.js";
 import type { Store } from "../port.js";
 import { createMongoAccounts } from "./accounts.js";
 import { createMongoAttribution } from "./attribution.js";
+import { classifyErrors } from "./errors.js";
 import { createMongoEvents } from "./events.js";
 import { createMongoPayments } from "./payments.js";
-import { collections, ensureSchema } from "./schema.js";
+import {
+  collections,
+  type MigrationReport,
+  migrateSchema,
+  SchemaMissingError,
+  verifySchema,
+} from "./schema.js";
+import { clientOptions } from "./time-limit.js";
 
 /** The database used when neither the URL path nor the options name one. */
 export const DEFAULT_DB_NAME = "ingest";
 
-/** How long an operation waits for a usable server before failing. */
-const SERVER_SELECTION_TIMEOUT_MS = 5000;
+/** STORE_TIMEOUT_MS's default: the budget of one operation. */
+export const DEFAULT_TIMEOUT_MS = 5000;
 
 export interface MongoStoreOptions {
   /** Overrides the database named in the URL (tests use a fresh one per run). */
   dbName?: string;
+  /**
+   * STORE_TIMEOUT_MS: the budget of one operation, given to the driver and
+   * the server (src/store/mongo/time-limit.ts). 5000 when unset.
+   */
+  timeoutMs?: number;
+  /**
+   * Runs `migrateSchema` first and reports what it did (`admin store
+   * migrate`, tests on a fresh database). Without it the store only verifies
+   * the schema and refuses to open when something is missing.
+   */
+  migrate?: (report: MigrationReport) => void;
+}
+
+/**
+ * The database's write concern: acknowledged once a majority of the replica
+ * set has the write in its journal (`j: true` says so explicitly rather than
+ * relying on the server's writeConcernMajorityJournalDefault), within
+ * `wtimeoutMS`; past it the write may not be on a majority, which the adapter
+ * treats as an unknown outcome (unavailable, or settled by a re-send).
+ */
+export function writeConcern(timeoutMs: number): { w: "majority"; j: true; wtimeoutMS: number } {
+  return { w: "majority", j: true, wtimeoutMS: timeoutMs };
+}
+
+/**
+ * Resolves when `db` answers `hello` as a writable primary (or a mongos);
+ * rejects with StoreUnavailableError otherwise: a secondary, an arbiter or a
+ * node in recovery answers pings but cannot take a write, so the service is
+ * not ready.
+ */
+export async function checkWritablePrimary(
+  db: Pick<Db, "command">,
+  timeoutMs: number,
+): Promise<void> {
+  const hello = await db.command({ hello: 1, maxTimeMS: timeoutMs });
+  if (hello.isWritablePrimary !== true) {
+    throw new StoreUnavailableError("no writable primary");
+  }
 }
 
 /**
@@ -37,8 +84,8 @@ export function dbNameFromUrl(url: string): string {
 }
 
 /**
- * Connects to MongoDB, creates collections, validators and indexes when
- * needed, and returns the store. Fails within a few seconds when no server
+ * Connects to MongoDB, checks that the schema is in place (or migrates it
+ * when asked), and returns the store. Fails within a few seconds when no server
  * answers. MongoDB 7.0 or later, as a replica set (or sharded cluster) in
  * production: majority writes need one.
  */
@@ -46,41 +93,40 @@ export async function createMongoStore(
   url: string,
   options: MongoStoreOptions = {},
 ): Promise<Store> {
-  const client = new MongoClient(url, {
-    serverSelectionTimeoutMS: SERVER_SELECTION_TIMEOUT_MS,
-    // Never serialize undefined (it would become null); documents are also built without it.
-    ignoreUndefined: true,
-  });
+  const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  const client = new MongoClient(url, clientOptions(timeoutMs));
   let closed = false;
   try {
     await client.connect();
     const db = client.db(options.dbName ?? dbNameFromUrl(url), {
-      // Acknowledged only once a majority of the replica set has the write
-      // (journaled, by the server's default for majority): an acknowledged
-      // event or payment survives the loss of the primary.
-      writeConcern: { w: "majority" },
+      // An acknowledged event or payment survives the loss of the primary.
+      writeConcern: writeConcern(timeoutMs),
       // Reads see the writes just made (quota, salts, a key deleted a moment
       // ago), whatever read preference the URL asks for.
       readPreference: ReadPreference.PRIMARY,
       ignoreUndefined: true,
     });
-    await ensureSchema(db);
-    const c = collections(db);
-    return {
+    if (options.migrate) options.migrate(await migrateSchema(db));
+    const missing = await verifySchema(db);
+    if (missing.length > 0) throw new SchemaMissingError(missing);
+    const c = collections(db, { maxTimeMS: timeoutMs });
+    // Every rejection is classified once, here: transient → unavailable (503),
+    // anything else → a failure (500, cause logged).
+    return classifyErrors<Store>({
       kind: "mongodb",
       ...createMongoAccounts(c),
-      ...createMongoEvents(c),
+      ...createMongoEvents(c, { timeoutMs }),
       ...createMongoPayments(c),
       ...createMongoAttribution(c),
       async ping() {
-        await db.command({ ping: 1 });
+        await checkWritablePrimary(db, timeoutMs);
       },
       async close() {
         if (closed) return;
         closed = true;
         await client.close();
       },
-    };
+    });
   } catch (err) {
     closed = true;
     await client.close().catch(() => {});

@@ -1,9 +1,11 @@
 /**
- * Monthly event quota counters: one document per (account, month), raised by a
- * conditional atomic `$inc` that never lets the count pass the ceiling.
+ * Monthly event quota counters: one document per (account, month), raised by
+ * one atomic conditional update per batch that never lets the count pass
+ * the ceiling.
  */
+import type { Document } from "mongodb";
 import { toNumber } from "./documents.js";
-import { isDuplicateKey } from "./retry.js";
+import { retryDuplicates } from "./retry.js";
 import type { Collections } from "./schema.js";
 
 /** The counter document's id. The month (`YYYY-MM`) has no colon, so the id is unambiguous. */
@@ -15,15 +17,17 @@ export interface QuotaCounters {
   /** The count of (account, month); 0 when there is no counter yet. */
   usage(accountId: string, month: string): Promise<number>;
   /**
-   * Raises the counter by `n` when the result stays at or under `ceiling`.
-   * Returns whether it did, and the count after the attempt.
+   * Reserves for several requests of one (account, month) in one atomic round
+   * trip, in order: each request's `n` is added only when the count stays at
+   * or under its `ceiling`; a request that does not fit is refused and the
+   * next ones are still tried (as one-by-one reservations would). Returns,
+   * per request, whether it fits and the count after it.
    */
-  reserve(
+  reserveMany(
     accountId: string,
     month: string,
-    n: number,
-    ceiling: number,
-  ): Promise<{ ok: boolean; count: number }>;
+    requests: readonly { n: number; ceiling: number }[],
+  ): Promise<{ ok: boolean; count: number }[]>;
   /** Gives `n` back after the events it was reserved for could not be written. */
   release(accountId: string, month: string, n: number): Promise<void>;
 }
@@ -40,35 +44,75 @@ export function createQuotaCounters(c: Collections): QuotaCounters {
   return {
     usage,
 
-    async reserve(accountId, month, n, ceiling) {
-      // More than the whole ceiling can never fit; without this check the
-      // upsert below would create a counter already past the ceiling.
-      if (n > ceiling) return { ok: false, count: await usage(accountId, month) };
-      const _id = quotaId(accountId, month);
-      // The filter matches only a counter with room for n. When it does not
-      // match, the upsert tries to insert a new counter with the same _id and
-      // the unique _id index refuses it with E11000: the counter exists and is
-      // too high. The same error also comes from a genuine race, two first
-      // reservations of the month inserting at once; the second attempt then
-      // finds the winner's counter and either matches it or fails again, and a
-      // second failure can only mean "no room", since counters are never deleted.
-      for (let attempt = 1; ; attempt++) {
-        try {
-          const d = await c.quota.findOneAndUpdate(
-            { _id, count: { $lte: ceiling - n } },
-            { $inc: { count: n }, $setOnInsert: { account_id: accountId, month } },
-            { upsert: true, returnDocument: "after", projection: { count: 1 } },
-          );
-          return { ok: true, count: d ? toNumber(d.count) : n };
-        } catch (err) {
-          if (!isDuplicateKey(err)) throw err;
-          if (attempt >= 2) return { ok: false, count: await usage(accountId, month) };
-        }
+    async reserveMany(accountId, month, requests) {
+      if (requests.every((r) => r.n <= 0)) {
+        const count = await usage(accountId, month);
+        return requests.map(() => ({ ok: true, count }));
       }
+      const _id = quotaId(accountId, month);
+      // The server replays the requests in order against the stored count
+      // ($reduce) and stores the result, atomically; the document as it was
+      // before tells this process which requests fitted, by the same replay.
+      const before = await retryDuplicates(() =>
+        c.quota.findOneAndUpdate({ _id }, reserveManyPipeline(accountId, month, requests), {
+          upsert: true,
+          returnDocument: "before",
+          projection: { count: 1 },
+        }),
+      );
+      return replayReservations(before ? toNumber(before.count) : 0, requests);
     },
 
     async release(accountId, month, n) {
       await c.quota.updateOne({ _id: quotaId(accountId, month) }, { $inc: { count: -n } });
     },
   };
+}
+
+/**
+ * The update of `reserveMany`: `count` becomes the count after the requests,
+ * in order, each added only when it fits under its ceiling. Every value is a
+ * `$literal`, so nothing a caller sends is read as an expression.
+ */
+export function reserveManyPipeline(
+  accountId: string,
+  month: string,
+  requests: readonly { n: number; ceiling: number }[],
+): Document[] {
+  const input = requests.map((r) => ({ n: r.n, c: r.ceiling }));
+  return [
+    {
+      $set: {
+        account_id: { $literal: accountId },
+        month: { $literal: month },
+        count: {
+          $reduce: {
+            input: { $literal: input },
+            initialValue: { $ifNull: ["$count", 0] },
+            in: {
+              $cond: [
+                { $lte: [{ $add: ["$$value", "$$this.n"] }, "$$this.c"] },
+                { $add: ["$$value", "$$this.n"] },
+                "$$value",
+              ],
+            },
+          },
+        },
+      },
+    },
+  ];
+}
+
+/** The same rule as the pipeline, from the count before: which requests fit, and the count after each. */
+export function replayReservations(
+  before: number,
+  requests: readonly { n: number; ceiling: number }[],
+): { ok: boolean; count: number }[] {
+  let count = before;
+  return requests.map((r) => {
+    // Nothing to count always fits (even over a ceiling lowered by a plan change).
+    const ok = r.n <= 0 || count + r.n <= r.ceiling;
+    if (ok) count += r.n;
+    return { ok, count };
+  });
 }

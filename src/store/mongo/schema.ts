@@ -1,6 +1,7 @@
 /**
- * Collections, JSON-schema validators and indexes of the MongoDB adapter,
- * created idempotently at start-up (docs/mongodb.md explains each choice).
+ * Collections, JSON-schema validators and indexes of the MongoDB adapter:
+ * created by `admin store migrate`, verified by the server at start
+ * (docs/mongodb.md explains each choice).
  */
 import {
   type Collection,
@@ -31,11 +32,13 @@ import type {
   PaymentDoc,
   QuotaDoc,
   SaltDoc,
+  SequenceDoc,
   SiteDoc,
   SubscriptionDoc,
   UserDoc,
   VisitorTouchDoc,
 } from "./documents.js";
+import { withTimeLimit } from "./time-limit.js";
 
 /** The values of a string union; `Record<T, true>` makes the compiler check that none is missing. */
 function valuesOf<T extends string>(values: Record<T, true>): T[] {
@@ -139,7 +142,7 @@ export const COLLECTIONS: readonly CollectionSpec[] = [
       hostnames: { bsonType: "array", items: str },
       created_at: date,
     }),
-    indexes: [{ key: { account_id: 1 }, name: "account" }],
+    indexes: [],
   },
   {
     name: "api_keys",
@@ -184,6 +187,12 @@ export const COLLECTIONS: readonly CollectionSpec[] = [
     indexes: [],
   },
   {
+    // Server-side counters: `event_q` numbers events in insertion order.
+    name: "sequences",
+    schema: object(["_id", "n"], { _id: str, n: { bsonType: "number" } }),
+    indexes: [],
+  },
+  {
     name: "events",
     // The bucket's own fields are checked in full; each event only for its
     // required fields, since every append re-validates the whole bucket.
@@ -207,6 +216,9 @@ export const COLLECTIONS: readonly CollectionSpec[] = [
       { key: { site_id: 1, hour: 1, n: 1 }, name: "site_hour_n" },
       // Reads a site's newest buckets first.
       { key: { site_id: 1, max_q: -1 }, name: "site_recent" },
+      // One receipt per request, in one bucket only: makes appends
+      // idempotent. Sparse: buckets of earlier versions have none.
+      { key: { g: 1 }, name: "receipts_unique", unique: true, sparse: true },
     ],
   },
   {
@@ -223,7 +235,6 @@ export const COLLECTIONS: readonly CollectionSpec[] = [
         name: "site_user_visitor_unique",
         unique: true,
       },
-      { key: { site_id: 1, visitor_id: 1 }, name: "site_visitor" },
     ],
   },
   {
@@ -286,7 +297,6 @@ export const COLLECTIONS: readonly CollectionSpec[] = [
     ),
     indexes: [
       { key: { site_id: 1, subscription_id: 1 }, name: "site_subscription_unique", unique: true },
-      { key: { site_id: 1, customer_id: 1 }, name: "site_customer" },
       // mrrTotals: equality on the site, the two statuses, started_at up to a time.
       { key: { site_id: 1, status: 1, started_at: 1 }, name: "site_status_started" },
     ],
@@ -330,7 +340,6 @@ export const COLLECTIONS: readonly CollectionSpec[] = [
       { key: { site_id: 1, payment_id: 1 }, name: "site_payment_unique", unique: true },
       // A customer's payments; setAttribution's updateMany.
       { key: { site_id: 1, customer_id: 1 }, name: "site_customer" },
-      { key: { site_id: 1, paid_at: 1 }, name: "site_paid_at" },
       // revenueByChannel: equality, equality, range (status is always `succeeded` there).
       { key: { site_id: 1, status: 1, paid_at: 1 }, name: "site_status_paid_at" },
     ],
@@ -381,41 +390,126 @@ export const COLLECTIONS: readonly CollectionSpec[] = [
   },
 ];
 
+/**
+ * Indexes earlier versions created and nothing queries any more; `store
+ * migrate` drops them (each costs a write on every insert and update).
+ */
+export const OBSOLETE_INDEXES: readonly { collection: string; name: string }[] = [
+  { collection: "sites", name: "account" },
+  { collection: "identities", name: "site_visitor" },
+  { collection: "subscriptions", name: "site_customer" },
+  { collection: "payments", name: "site_paid_at" },
+];
+
 /** The server's code for "collection already exists". */
 const NAMESPACE_EXISTS = 48;
 
+/** What a migration did: each entry names a collection, a validator or an index. */
+export interface MigrationReport {
+  created: string[];
+  updated: string[];
+  dropped: string[];
+}
+
+/** The validator options a collection is created or updated with. */
+function validation(spec: CollectionSpec): Document {
+  return {
+    validator: { $jsonSchema: spec.schema },
+    validationLevel: "strict",
+    validationAction: "error",
+  };
+}
+
+/** Whether a stored validator is the spec's (BSON keeps key order, so JSON compares exactly). */
+function sameValidator(stored: unknown, spec: CollectionSpec): boolean {
+  return JSON.stringify(stored) === JSON.stringify({ $jsonSchema: spec.schema });
+}
+
+/** The collections as the server describes them: name → stored validator. */
+async function describeCollections(db: Db): Promise<Map<string, unknown>> {
+  const infos = await db.listCollections({}).toArray();
+  return new Map(infos.map((c) => [c.name, (c as { options?: Document }).options?.validator]));
+}
+
+async function indexNames(db: Db, name: string): Promise<Set<string>> {
+  const indexes = await db.collection(name).listIndexes().toArray();
+  return new Set(indexes.map((i) => String(i.name)));
+}
+
 /**
- * Creates what is missing and brings validators up to date: a new collection
- * gets its validator at creation, an existing one through `collMod`. Index
- * creation is idempotent for an identical definition. Safe to run from many
- * processes at once.
+ * `admin store migrate`: creates what is missing (collections with their
+ * validators, named indexes) and brings validators up to date with `collMod`,
+ * only where they differ. Idempotent: a second run changes nothing and
+ * reports nothing. Needs a role that may create collections and indexes and
+ * run `collMod` (dbAdmin), which the service itself never needs. Safe to run
+ * from several processes at once.
  */
-export async function ensureSchema(db: Db): Promise<void> {
-  const existing = new Set(
-    (await db.listCollections({}, { nameOnly: true }).toArray()).map((c) => c.name),
-  );
-  await Promise.all(
-    COLLECTIONS.map(async (spec) => {
-      const validation = {
-        validator: { $jsonSchema: spec.schema },
-        validationLevel: "strict",
-        validationAction: "error",
-      };
-      const collMod = () => db.command({ collMod: spec.name, ...validation });
-      if (existing.has(spec.name)) {
-        await collMod();
-      } else {
-        try {
-          await db.createCollection(spec.name, validation);
-        } catch (err) {
-          // Another process created it since listCollections.
-          if (!(err instanceof MongoServerError && err.code === NAMESPACE_EXISTS)) throw err;
-          await collMod();
-        }
+export async function migrateSchema(db: Db): Promise<MigrationReport> {
+  const report: MigrationReport = { created: [], updated: [], dropped: [] };
+  const existing = await describeCollections(db);
+  for (const spec of COLLECTIONS) {
+    if (!existing.has(spec.name)) {
+      try {
+        await db.createCollection(spec.name, validation(spec));
+        report.created.push(`collection ${spec.name}`);
+      } catch (err) {
+        // Another migration created it since listCollections: bring its validator up to date.
+        if (!(err instanceof MongoServerError && err.code === NAMESPACE_EXISTS)) throw err;
+        await db.command({ collMod: spec.name, ...validation(spec) });
       }
-      if (spec.indexes.length > 0) await db.collection(spec.name).createIndexes(spec.indexes);
-    }),
-  );
+    } else if (!sameValidator(existing.get(spec.name), spec)) {
+      await db.command({ collMod: spec.name, ...validation(spec) });
+      report.updated.push(`validator ${spec.name}`);
+    }
+    const have = await indexNames(db, spec.name);
+    const missing = spec.indexes.filter((i) => !have.has(i.name as string));
+    if (missing.length > 0) {
+      // Identical definitions are a no-op on the server, so a race is harmless.
+      await db.collection(spec.name).createIndexes(missing);
+      for (const i of missing) report.created.push(`index ${spec.name}.${i.name}`);
+    }
+    for (const old of OBSOLETE_INDEXES.filter((o) => o.collection === spec.name)) {
+      if (!have.has(old.name)) continue;
+      await db.collection(spec.name).dropIndex(old.name);
+      report.dropped.push(`index ${spec.name}.${old.name}`);
+    }
+  }
+  return report;
+}
+
+/**
+ * What the server checks at start instead of migrating: every collection,
+ * up-to-date validator and named index the adapter needs. Returns what is
+ * missing (empty: all there). Only reads (`listCollections`, `listIndexes`),
+ * which a least-privilege `readWrite` user may do.
+ */
+export async function verifySchema(db: Db): Promise<string[]> {
+  const existing = await describeCollections(db);
+  const missing: string[] = [];
+  for (const spec of COLLECTIONS) {
+    if (!existing.has(spec.name)) {
+      missing.push(`collection ${spec.name}`);
+      continue;
+    }
+    if (!sameValidator(existing.get(spec.name), spec)) missing.push(`validator ${spec.name}`);
+    const have = await indexNames(db, spec.name);
+    for (const i of spec.indexes) {
+      if (!have.has(i.name as string)) missing.push(`index ${spec.name}.${i.name}`);
+    }
+  }
+  return missing;
+}
+
+/** The start-up error when the schema is not there: names what is missing and how to fix it. */
+export class SchemaMissingError extends Error {
+  override readonly name = "SchemaMissingError";
+
+  constructor(readonly missing: readonly string[]) {
+    super(
+      `the MongoDB schema is not up to date (missing: ${missing.join(", ")}); ` +
+        "run `npm run admin -- store migrate` with a user allowed to create collections and indexes",
+    );
+  }
 }
 
 /** Typed handles on the adapter's collections. */
@@ -426,6 +520,7 @@ export interface Collections {
   sites: Collection<SiteDoc>;
   apiKeys: Collection<ApiKeyDoc>;
   quota: Collection<QuotaDoc>;
+  sequences: Collection<SequenceDoc>;
   events: Collection<EventBucketDoc>;
   identities: Collection<IdentityDoc>;
   salts: Collection<SaltDoc>;
@@ -437,22 +532,32 @@ export interface Collections {
   customerVisitors: Collection<CustomerVisitorDoc>;
 }
 
-export function collections(db: Db): Collections {
+/**
+ * The adapter's collections. With `maxTimeMS`, every read and write carries
+ * it, so the server abandons what runs longer (src/store/mongo/time-limit.ts).
+ */
+export function collections(db: Db, options: { maxTimeMS?: number } = {}): Collections {
+  const { maxTimeMS } = options;
+  const get = <T extends Document>(name: string): Collection<T> => {
+    const c = db.collection<T>(name);
+    return maxTimeMS === undefined ? c : withTimeLimit(c, maxTimeMS);
+  };
   return {
-    accounts: db.collection<AccountDoc>("accounts"),
-    users: db.collection<UserDoc>("users"),
-    memberships: db.collection<MembershipDoc>("memberships"),
-    sites: db.collection<SiteDoc>("sites"),
-    apiKeys: db.collection<ApiKeyDoc>("api_keys"),
-    quota: db.collection<QuotaDoc>("quota_usage"),
-    events: db.collection<EventBucketDoc>("events"),
-    identities: db.collection<IdentityDoc>("identities"),
-    salts: db.collection<SaltDoc>("salts"),
-    directory: db.collection<DirectoryDoc>("directory"),
-    customers: db.collection<CustomerDoc>("customers"),
-    subscriptions: db.collection<SubscriptionDoc>("subscriptions"),
-    payments: db.collection<PaymentDoc>("payments"),
-    touches: db.collection<VisitorTouchDoc>("visitor_touches"),
-    customerVisitors: db.collection<CustomerVisitorDoc>("customer_visitors"),
+    accounts: get<AccountDoc>("accounts"),
+    users: get<UserDoc>("users"),
+    memberships: get<MembershipDoc>("memberships"),
+    sites: get<SiteDoc>("sites"),
+    apiKeys: get<ApiKeyDoc>("api_keys"),
+    quota: get<QuotaDoc>("quota_usage"),
+    sequences: get<SequenceDoc>("sequences"),
+    events: get<EventBucketDoc>("events"),
+    identities: get<IdentityDoc>("identities"),
+    salts: get<SaltDoc>("salts"),
+    directory: get<DirectoryDoc>("directory"),
+    customers: get<CustomerDoc>("customers"),
+    subscriptions: get<SubscriptionDoc>("subscriptions"),
+    payments: get<PaymentDoc>("payments"),
+    touches: get<VisitorTouchDoc>("visitor_touches"),
+    customerVisitors: get<CustomerVisitorDoc>("customer_visitors"),
   };
 }

@@ -1,5 +1,6 @@
 /** First touches, customer-visitor links, attribution and revenue reports in SQLite. */
 
+import { linkRank } from "../../domain/attribution/ranking.js";
 import type {
   Attribution,
   CustomerVisitorLink,
@@ -9,7 +10,6 @@ import type {
   StoreAttributionPart,
   VisitorTouch,
 } from "../port.js";
-import { linkRank } from "../port.js";
 import { type Db, nul, opt } from "./open-sqlite.js";
 
 interface TouchRow {
@@ -72,7 +72,11 @@ export function createSqliteAttribution(db: Db): StoreAttributionPart {
        ON CONFLICT (site_id, customer_id, visitor_id) DO UPDATE SET
          linked_at = min(linked_at, excluded.linked_at),
          via = CASE WHEN @rank < (CASE via WHEN 'user_id' THEN 0 WHEN 'visitor_id' THEN 1 ELSE 2 END)
-                    THEN excluded.via ELSE via END`,
+                    THEN excluded.via ELSE via END
+       -- A link that would not change is not rewritten: every payment re-links the
+       -- customer's visitors, and unchanged rows must cost no page writes.
+       WHERE excluded.linked_at < linked_at
+          OR @rank < (CASE via WHEN 'user_id' THEN 0 WHEN 'visitor_id' THEN 1 ELSE 2 END)`,
     ),
     customersByUser: db.prepare(
       "SELECT customer_id FROM customers WHERE site_id = ? AND user_id = ?",

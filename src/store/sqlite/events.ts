@@ -1,4 +1,6 @@
 /** Events, identity links, visitor salts and quota counters in SQLite. */
+
+import { MAX_VISITORS_PER_USER, visitorToReplace } from "../identity-cap.js";
 import type { EventGroupResult, EventRecord, IdentityLink, StoreEventsPart } from "../port.js";
 import { createTouchWriter } from "./attribution.js";
 import { type Db, nul, opt } from "./open-sqlite.js";
@@ -138,6 +140,24 @@ export function createSqliteEvents(db: Db): StoreEventsPart {
       `INSERT INTO identities (site_id, user_id, visitor_id, ts) VALUES (@siteId, @userId, @visitorId, @ts)
        ON CONFLICT (site_id, user_id, visitor_id) DO UPDATE SET ts = min(ts, excluded.ts)`,
     ),
+    linkExists: db.prepare(
+      "SELECT 1 FROM identities WHERE site_id = ? AND user_id = ? AND visitor_id = ?",
+    ),
+    // Counting stops at the cap: the cost is bounded however many links a caller tried.
+    linkCount: db.prepare(
+      "SELECT count(*) AS n FROM (SELECT 1 FROM identities WHERE site_id = ? AND user_id = ? LIMIT ?)",
+    ),
+    linkedTouches: db.prepare(
+      `SELECT i.visitor_id, t.internal, t.ts FROM identities i
+       LEFT JOIN visitor_touches t ON t.site_id = i.site_id AND t.visitor_id = i.visitor_id
+       WHERE i.site_id = ? AND i.user_id = ?`,
+    ),
+    touchOf: db.prepare(
+      "SELECT internal, ts FROM visitor_touches WHERE site_id = ? AND visitor_id = ?",
+    ),
+    unlink: db.prepare(
+      "DELETE FROM identities WHERE site_id = ? AND user_id = ? AND visitor_id = ?",
+    ),
     list: db.prepare("SELECT * FROM events WHERE site_id = ? ORDER BY id DESC LIMIT ?"),
     visitorsByUser: db.prepare(
       "SELECT site_id, user_id, visitor_id, ts FROM identities WHERE site_id = ? AND user_id = ? ORDER BY ts",
@@ -151,6 +171,30 @@ export function createSqliteEvents(db: Db): StoreEventsPart {
   };
 
   const writeTouch = createTouchWriter(db);
+
+  type TouchCols = { internal: number | null; ts: number | null };
+  const touchFrom = (r: TouchCols | undefined) =>
+    r?.ts == null ? undefined : { internal: r.internal === 1, ts: r.ts };
+
+  /** Writes an identity link within the cap on visitors per user id (see identity-cap.ts). */
+  function writeLink(l: IdentityLink): void {
+    const known = s.linkExists.get(l.siteId, l.userId, l.visitorId) !== undefined;
+    const count = known
+      ? 0
+      : (s.linkCount.get(l.siteId, l.userId, MAX_VISITORS_PER_USER) as { n: number }).n;
+    if (!known && count >= MAX_VISITORS_PER_USER) {
+      const candidate = touchFrom(s.touchOf.get(l.siteId, l.visitorId) as TouchCols | undefined);
+      // No touch yet: it cannot beat anything linked, so skip the read of the linked visitors.
+      if (candidate === undefined) return;
+      const linked = (
+        s.linkedTouches.all(l.siteId, l.userId) as ({ visitor_id: string } & TouchCols)[]
+      ).map((r) => ({ visitorId: r.visitor_id, touch: touchFrom(r) }));
+      const replaced = visitorToReplace(linked, candidate);
+      if (replaced === undefined) return;
+      s.unlink.run(l.siteId, l.userId, replaced);
+    }
+    s.insertLink.run(l);
+  }
   const usageOf = (account: string, month: string): number =>
     (s.usage.get(account, month) as { count: number } | undefined)?.count ?? 0;
 
@@ -178,8 +222,10 @@ export function createSqliteEvents(db: Db): StoreEventsPart {
         }
       }
       for (const e of g.events) s.insertEvent.run(...eventParams(e));
-      for (const l of g.links) s.insertLink.run(l);
+      // Touches before links: a visitor's pageview in the same request counts when the cap
+      // on visitors per user id decides whether its link is kept.
       const firstTouches = (g.touches ?? []).filter(writeTouch).map((t) => t.visitorId);
+      for (const l of g.links) writeLink(l);
       results.push({
         ok: true,
         remaining: Math.max(0, g.ceiling - (used ?? usageOf(g.accountId, g.month))),

@@ -192,6 +192,18 @@ DROP INDEX IF EXISTS events_site_visitor_ts;
   },
   {
     version: 4,
+    description: "one-row table the readiness probe writes to",
+    // /readyz writes this row: a real (tiny) write fails on a read-only file or a full disk,
+    // where a read or an empty transaction would still succeed.
+    sql: `
+CREATE TABLE readiness_probe (
+  id INTEGER PRIMARY KEY CHECK (id = 1),
+  checked_at INTEGER NOT NULL
+);
+`,
+  },
+  {
+    version: 5,
     description: "a directory version bumped by every key, site and account change",
     // Keys, sites and accounts are cached in each process (src/store/directory-cache.ts)
     // and checked against this one row on every lookup. Triggers bump it in

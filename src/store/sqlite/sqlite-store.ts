@@ -10,11 +10,14 @@ import { createSqlitePayments } from "./payments.js";
 /** Opens `path` (created when missing), migrates it and returns the store. */
 export function createSqliteStore(path: string, options: { busyTimeoutMs?: number } = {}): Store {
   const db = openSqlite(path, options);
-  // Readiness probes the write lock on a connection of its own with a short
-  // wait: reads keep working in WAL mode while another process holds the
-  // lock, but writes would not.
+  // Readiness writes one row on a connection of its own with a short wait for
+  // the lock: reads keep working in WAL mode while another process holds the
+  // lock, the file is read-only or the disk is full, but writes would not.
   const probe = path === ":memory:" ? undefined : new Database(path);
   probe?.pragma("busy_timeout = 100");
+  const probeWrite = probe?.prepare(
+    "INSERT INTO readiness_probe (id, checked_at) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET checked_at = excluded.checked_at",
+  );
   let closed = false;
   return {
     kind: "sqlite",
@@ -24,10 +27,9 @@ export function createSqliteStore(path: string, options: { busyTimeoutMs?: numbe
     ...createSqliteAttribution(db),
     async ping() {
       db.prepare("SELECT 1").get();
-      if (probe) {
-        probe.exec("BEGIN IMMEDIATE");
-        probe.exec("ROLLBACK");
-      }
+      // A real commit, so a failure to write (lock, read-only, full, I/O) shows; it
+      // recovers by itself, as every probe tries again.
+      probeWrite?.run(Date.now());
     },
     async close() {
       if (closed) return;

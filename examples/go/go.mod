@@ -1,0 +1,3 @@
+module example.com/ingest-example
+
+go 1.21

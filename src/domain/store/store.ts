@@ -1,0 +1,33 @@
+/**
+ * The store port: what the service needs from a database, in the domain's
+ * words, one small interface per part. It belongs to the domain; the SQLite
+ * and MongoDB adapters (src/store/) implement it and depend on it, never the
+ * reverse. Both pass the contract suite in test/store/.
+ */
+import type { StoreAccountsPart } from "./accounts-port.js";
+import type { StoreAttributionPart } from "./attribution-port.js";
+import type { StoreEventsPart } from "./events-port.js";
+import type { StorePaymentsPart } from "./payments-port.js";
+
+export * from "../vocabulary.js";
+export * from "./records.js";
+export type { StoreAccountsPart, StoreAttributionPart, StoreEventsPart, StorePaymentsPart };
+
+/** The store port. Every method may reject when the database is unreachable. */
+export interface Store
+  extends StoreAccountsPart,
+    StoreEventsPart,
+    StorePaymentsPart,
+    StoreAttributionPart {
+  /** Which adapter this is, for logs and /readyz. */
+  readonly kind: "sqlite" | "mongodb";
+
+  /**
+   * Readiness: resolves when the database can take a write now (not only
+   * answer a read), cheaply; rejects while it cannot (locked, read-only, disk
+   * full, no writable primary). Called by /readyz on every probe.
+   */
+  ping(): Promise<void>;
+  /** Closes the database after pending writes. Idempotent. */
+  close(): Promise<void>;
+}

@@ -1,0 +1,241 @@
+/**
+ * Every spelling of an RPC path gets that method's limits and checks (they
+ * hang on the matched route, not the raw URL), and every answer on an RPC
+ * path is a Connect or gRPC error: 405 with Allow, 415 with a body, never
+ * the REST envelope. Probes refuse other methods with 405.
+ */
+import { create, toBinary } from "@bufbuild/protobuf";
+import { createClient } from "@connectrpc/connect";
+import { createConnectTransport } from "@connectrpc/connect-node";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { EventsService, RecordEventsRequestSchema } from "../../gen/ingest/v1/events_pb.js";
+import { ReportsService } from "../../gen/ingest/v1/reports_pb.js";
+import { h2Request } from "../helpers/raw-h2.js";
+import { rpcClient, rpcError } from "../helpers/rpc-clients.js";
+import {
+  ADMIN_TOKEN,
+  createTenant,
+  startTestServer,
+  type Tenant,
+  type TestServer,
+} from "../helpers/test-server.js";
+import { frame, grpcWebTrailer, rawPost } from "../robustness/support.js";
+
+let server: TestServer;
+let tenant: Tenant;
+
+beforeAll(async () => {
+  server = await startTestServer();
+  tenant = await createTenant(server);
+});
+afterAll(() => server.close());
+
+/** Spellings of /ingest.v1.EventsService/RecordEvents that reach the same route. */
+const SPELLINGS = [
+  "/ingest.v1.EventsService/Record%45vents",
+  "/ingest.v1.%45ventsService/RecordEvents",
+  "/%69ngest.v1.EventsService/RecordEvents",
+  "/ingest.v1.EventsService/RecordEvents?x=1",
+];
+
+/** An event whose URL makes the body about 30 KB, past the 8 KB limit. */
+function bigEvent() {
+  return {
+    s: tenant.siteId,
+    e: "pageview",
+    u: `https://example.com/${"a".repeat(30_000)}`,
+    ua: "Mozilla/5.0",
+  };
+}
+
+async function eventCount(): Promise<number> {
+  return (await server.store.listEvents(tenant.siteId, 1000)).length;
+}
+
+describe("encoded RPC paths keep their method's limits", () => {
+  it.each(SPELLINGS)(
+    "Connect JSON on %s: 30 KB is 400 invalid_argument, nothing stored",
+    async (path) => {
+      const before = await eventCount();
+      const res = await fetch(server.url + path, {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: `Bearer ${tenant.key}` },
+        body: JSON.stringify(bigEvent()),
+      });
+      expect(res.status).toBe(400);
+      const body = (await res.json()) as { code: string; message: string };
+      expect(body.code).toBe("invalid_argument");
+      expect(body.message).toBe("request body larger than 8 KB");
+      expect(await eventCount()).toBe(before);
+    },
+  );
+
+  it.each(SPELLINGS)(
+    "Connect binary on %s: garbage is 400 invalid_argument, not 500",
+    async (path) => {
+      const res = await fetch(server.url + path, {
+        method: "POST",
+        headers: { "content-type": "application/proto", authorization: `Bearer ${tenant.key}` },
+        body: new Uint8Array([0xff, 0xff, 0xff, 0xff]),
+      });
+      expect(res.status).toBe(400);
+      expect(await res.json()).toMatchObject({
+        code: "invalid_argument",
+        message: "invalid protobuf: the body is not a ingest.v1.RecordEventsRequest",
+      });
+    },
+  );
+
+  it("gRPC-Web on an encoded path: 30 KB is invalid_argument in the trailers", async () => {
+    const msg = toBinary(RecordEventsRequestSchema, create(RecordEventsRequestSchema, bigEvent()));
+    const ans = await rawPost(
+      `${server.url}${SPELLINGS[0]}`,
+      { "content-type": "application/grpc-web+proto", authorization: `Bearer ${tenant.key}` },
+      frame(msg),
+    );
+    expect(ans.status).toBe(200);
+    const status = ans.headers["grpc-status"] ?? grpcWebTrailer(ans.bytes)?.["grpc-status"];
+    const message = ans.headers["grpc-message"] ?? grpcWebTrailer(ans.bytes)?.["grpc-message"];
+    expect(status).toBe("3");
+    expect(decodeURIComponent(String(message))).toBe("request body larger than 8 KB");
+  });
+
+  it("gRPC on an encoded path: a malformed frame is invalid_argument, not internal", async () => {
+    const ans = await h2Request(
+      server.url,
+      SPELLINGS[0] as string,
+      { "content-type": "application/grpc", te: "trailers", authorization: `Bearer ${tenant.key}` },
+      frame(new Uint8Array([0xff, 0xff, 0xff])),
+    );
+    expect(ans.status).toBe(200);
+    const status = ans.headers["grpc-status"] ?? ans.trailers["grpc-status"];
+    expect(status).toBe("3");
+    expect(decodeURIComponent(String(ans.headers["grpc-message"]))).toBe(
+      "invalid protobuf: the body is not a ingest.v1.RecordEventsRequest",
+    );
+  });
+
+  it("gRPC on an encoded path: 30 KB is invalid_argument", async () => {
+    const msg = toBinary(RecordEventsRequestSchema, create(RecordEventsRequestSchema, bigEvent()));
+    const ans = await h2Request(
+      server.url,
+      SPELLINGS[1] as string,
+      { "content-type": "application/grpc", te: "trailers", authorization: `Bearer ${tenant.key}` },
+      frame(msg),
+    );
+    expect(ans.headers["grpc-status"] ?? ans.trailers["grpc-status"]).toBe("3");
+    expect(decodeURIComponent(String(ans.headers["grpc-message"]))).toBe(
+      "request body larger than 8 KB",
+    );
+  });
+});
+
+describe("encoded REST paths keep their route's limit", () => {
+  it.each(["/api/v1/%65vents", "/api/v1/event%73", "/%61pi/v1/events"])(
+    "%s: 30 KB is 413 with the envelope",
+    async (path) => {
+      const res = await fetch(server.url + path, {
+        method: "POST",
+        headers: { "content-type": "application/json", authorization: `Bearer ${tenant.key}` },
+        body: JSON.stringify(bigEvent()),
+      });
+      expect(res.status).toBe(413);
+      expect(await res.json()).toEqual({
+        ok: false,
+        error: { code: "invalid_input", message: "request body larger than 8 KB" },
+      });
+    },
+  );
+});
+
+describe("every answer on an RPC path is a Connect error", () => {
+  const path = "/ingest.v1.EventsService/RecordEvents";
+
+  it.each(["GET", "PUT", "DELETE", "PATCH"])(
+    "%s gets 405, Allow: POST and a Connect error body",
+    async (method) => {
+      const res = await fetch(server.url + path, { method });
+      expect(res.status).toBe(405);
+      expect(res.headers.get("allow")).toBe("POST");
+      expect(res.headers.get("content-type")).toMatch(/^application\/json/);
+      expect(await res.json()).toMatchObject({
+        code: "not_found",
+        message: `${method} is not allowed on ${path}; use POST`,
+        details: [{ type: "google.rpc.ErrorInfo", debug: { reason: "method_not_allowed" } }],
+      });
+    },
+  );
+
+  it("GET on an encoded spelling gets the same 405", async () => {
+    const res = await fetch(`${server.url}/ingest.v1.EventsService/Record%45vents`);
+    expect(res.status).toBe(405);
+    expect(res.headers.get("allow")).toBe("POST");
+  });
+
+  it.each([
+    ["text/plain", "text/plain"],
+    ["a form", "application/x-www-form-urlencoded"],
+    ["Connect streaming on a unary method", "application/connect+json"],
+  ])("%s gets 415 with a Connect error body", async (_name, type) => {
+    const res = await fetch(server.url + path, {
+      method: "POST",
+      headers: { "content-type": type },
+      body: "{}",
+    });
+    expect(res.status).toBe(415);
+    expect(await res.json()).toMatchObject({
+      code: "invalid_argument",
+      message:
+        "Content-Type must be application/json, application/proto, application/grpc or application/grpc-web",
+      details: [{ debug: { reason: "invalid_input", metadata: { http_status: "415" } } }],
+    });
+  });
+
+  it("a missing Content-Type gets the Connect 415, not the REST envelope", async () => {
+    const res = await fetch(server.url + path, { method: "POST", body: new Uint8Array([1, 2]) });
+    expect(res.status).toBe(415);
+    const body = (await res.json()) as Record<string, unknown>;
+    expect(body).not.toHaveProperty("ok");
+    expect(body.code).toBe("invalid_argument");
+  });
+
+  it("side-effect-free methods take Connect GET, and say so in Allow", async () => {
+    const client = createClient(
+      ReportsService,
+      createConnectTransport({ baseUrl: server.url, httpVersion: "1.1", useHttpGet: true }),
+    );
+    const res = await client.listEvents(
+      { siteId: tenant.siteId, limit: 1 },
+      { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } },
+    );
+    expect(res.events).toEqual([]);
+    const put = await fetch(`${server.url}/ingest.v1.ReportsService/ListEvents`, { method: "PUT" });
+    expect(put.status).toBe(405);
+    expect(put.headers.get("allow")).toBe("GET, POST");
+    expect(((await put.json()) as { message: string }).message).toBe(
+      "PUT is not allowed on /ingest.v1.ReportsService/ListEvents; use GET or POST",
+    );
+  });
+
+  it("connect-es clients still work on the canonical path", async () => {
+    const client = rpcClient(EventsService, server.url, "connect");
+    const err = await rpcError(client.recordEvents({ s: tenant.siteId, e: "pageview" }));
+    expect(err).toEqual({
+      code: "unauthenticated",
+      message: "missing or malformed API key",
+      reason: "unauthorized",
+    });
+  });
+});
+
+describe("probes", () => {
+  it.each(["/healthz", "/readyz"])("POST %s gets 405 with Allow: GET, HEAD", async (path) => {
+    const res = await fetch(server.url + path, { method: "POST" });
+    expect(res.status).toBe(405);
+    expect(res.headers.get("allow")).toBe("GET, HEAD");
+    expect(await res.json()).toEqual({
+      ok: false,
+      error: { code: "method_not_allowed", message: `POST is not allowed on ${path}; use GET` },
+    });
+  });
+});

@@ -1,0 +1,746 @@
+/**
+ * protoc-gen-openapi: a local protoc plugin, run by `buf generate`, that
+ * writes `openapi/openapi.json` (OpenAPI 3.1) for the REST door.
+ *
+ * Paths and verbs come from the methods' `google.api.http` annotations and
+ * schemas from their messages (proto field names, as the REST door takes
+ * them; unknown fields are refused, so `additionalProperties: false`). What
+ * the proto cannot say about REST (the success envelope, statuses, headers,
+ * error messages, body limits) comes from the service's own code: the error
+ * table and messages of src/domain/errors.ts and the limits of
+ * src/http/body-limits.ts, so the document states what the server enforces.
+ */
+import { readFileSync } from "node:fs";
+import {
+  create,
+  createFileRegistry,
+  type DescExtension,
+  type DescField,
+  type DescMessage,
+  type DescMethod,
+  getOption,
+  hasOption,
+  ScalarType,
+} from "@bufbuild/protobuf";
+import {
+  type CodeGeneratorRequest,
+  CodeGeneratorResponse_Feature,
+  CodeGeneratorResponseSchema,
+  FileDescriptorSetSchema,
+} from "@bufbuild/protobuf/wkt";
+import { getComments, type Plugin, runNodeJs } from "@bufbuild/protoplugin";
+import { ERROR_TABLE, errors, INTERNAL_MESSAGE } from "../src/domain/errors.js";
+import { bodyLimitOf, COLLECT_BODY_LIMIT } from "../src/http/body-limits.js";
+
+type Json = Record<string, unknown>;
+
+const OUTPUT = "openapi.json";
+const pkg = JSON.parse(readFileSync(new URL("../package.json", import.meta.url), "utf8")) as {
+  version: string;
+  description: string;
+};
+
+/** An error response's example: the exact envelope the server sends. */
+function envelope(err: { shape: { code: string }; message: string }): Json {
+  return { ok: false, error: { code: err.shape.code, message: err.message } };
+}
+
+const errorExamples = (list: { summary: string; err: Parameters<typeof envelope>[0] }[]) =>
+  Object.fromEntries(
+    list.map((e, i) => [`e${i + 1}`, { summary: e.summary, value: envelope(e.err) }]),
+  );
+
+const mediaTypeError = {
+  shape: ERROR_TABLE.unsupported_media_type,
+  message: "Content-Type must be application/json",
+};
+
+interface ErrorResponse {
+  description: string;
+  examples: Json;
+  /** An example Retry-After value, when the response carries the header. */
+  retryAfter?: string;
+}
+
+/** What REST adds to each annotated method: outcome, errors and examples. */
+interface RestProfile {
+  scope: "payments" | "events";
+  success: (method: DescMethod) => Json;
+  /** Error responses by status: examples of the exact messages. */
+  errors: Record<number, ErrorResponse>;
+  examples: Json;
+}
+
+const authErrors = (scope: string) => ({
+  401: {
+    description: "Missing, malformed, unknown or revoked key.",
+    examples: errorExamples([
+      { summary: "No bearer key, or not an mk_live_ key", err: errors.missingKey() },
+      { summary: "Deleted or never existed", err: errors.unknownKey() },
+    ]),
+  },
+  403: {
+    description: `The key lacks the \`${scope}\` scope${scope === "events" ? ", or `s` names another site" : ""}.`,
+    examples: errorExamples([
+      { summary: "Scope missing", err: errors.missingScope(scope) },
+      ...(scope === "events"
+        ? [{ summary: "Another site's id in `s`", err: errors.foreignSite() }]
+        : []),
+    ]),
+  },
+});
+
+const commonErrors = (limitKb: number) => ({
+  413: {
+    description: `Body larger than ${limitKb} KB (checked before it is read).`,
+    examples: errorExamples([{ summary: "Too large", err: errors.bodyTooLarge(limitKb) }]),
+  },
+  415: {
+    description: "Content-Type other than application/json (or text/plain).",
+    examples: errorExamples([{ summary: "Wrong media type", err: mediaTypeError }]),
+  },
+  500: {
+    description: "A fault of the service; the cause is logged, never shown. Retry with backoff.",
+    examples: errorExamples([
+      {
+        summary: "Internal",
+        err: { shape: ERROR_TABLE.internal, message: INTERNAL_MESSAGE },
+      },
+    ]),
+  },
+});
+
+const PROFILES: Record<string, RestProfile> = {
+  "ingest.v1.PaymentsService.RecordPayment": {
+    scope: "payments",
+    success: (method) => ({
+      200: {
+        description:
+          "Stored (or updated: re-sending a payment_id updates the payment, so retries are safe).",
+        content: {
+          "application/json": {
+            schema: {
+              type: "object",
+              required: ["ok", "data"],
+              additionalProperties: false,
+              properties: { ok: { const: true }, data: ref(method.output) },
+            },
+            example: { ok: true, data: { payment_id: "pay_1001" } },
+          },
+        },
+      },
+    }),
+    errors: {
+      400: {
+        description:
+          "Malformed JSON, an unknown field, or invalid fields (all reported at once, sorted by field).",
+        examples: errorExamples([
+          {
+            summary: "Invalid fields",
+            err: {
+              shape: ERROR_TABLE.invalid_input,
+              message:
+                "invalid payment input: amount: must be greater than 0; currency: must be a 3-letter ISO 4217 code",
+            },
+          },
+          { summary: "Unknown field", err: errors.invalidJson('unknown field "amout"') },
+        ]),
+      },
+      ...authErrors("payments"),
+      503: {
+        description: "The store is unavailable. Retry after `Retry-After` seconds, with backoff.",
+        retryAfter: "2",
+        examples: errorExamples([{ summary: "Store down", err: errors.storeUnavailable() }]),
+      },
+    },
+    examples: {
+      charge: {
+        summary: "A charge with its customer",
+        value: {
+          payment_id: "pay_1001",
+          customer: { id: "cus_42", email: "ada@example.com", user_id: "u_42" },
+          amount: 29.99,
+          currency: "USD",
+          kind: "charge",
+          paid_at: "2024-01-15T10:30:00Z",
+        },
+      },
+      subscription: {
+        summary: "A subscription renewal",
+        value: {
+          payment_id: "in_2002",
+          customer: { id: "cus_42" },
+          amount: 49,
+          fee: 1.72,
+          currency: "EUR",
+          kind: "charge",
+          paid_at: "2024-02-15T10:30:00Z",
+          subscription: { id: "sub_7", plan: "pro", interval: "month", amount: 49 },
+        },
+      },
+    },
+  },
+  "ingest.v1.EventsService.RecordEvents": {
+    scope: "events",
+    success: () => ({
+      204: {
+        description:
+          "Recorded. Events that look automated are dropped and still answer 204, with `X-Ingest-Dropped`.",
+        headers: {
+          "X-Quota-Remaining": { $ref: "#/components/headers/X-Quota-Remaining" },
+          "X-Ingest-Dropped": { $ref: "#/components/headers/X-Ingest-Dropped" },
+          "X-Request-Id": { $ref: "#/components/headers/X-Request-Id" },
+        },
+      },
+    }),
+    errors: {
+      400: {
+        description:
+          "Malformed JSON, an unknown or invalid field, more than 50 events, a host not on the site, or several sites in one batch.",
+        examples: errorExamples([
+          { summary: "Unknown field", err: errors.invalidJson('unknown field "x"') },
+        ]),
+      },
+      ...authErrors("events"),
+      404: {
+        description: "Unknown site.",
+        examples: errorExamples([{ summary: "Unknown site", err: errors.unknownSite() }]),
+      },
+      429: {
+        description:
+          "The account is over its monthly event ceiling. Stop until `Retry-After` (seconds to the next UTC month); earlier retries are refused.",
+        retryAfter: "1296000",
+        examples: errorExamples([{ summary: "Quota", err: errors.quotaExceeded(1_296_000) }]),
+      },
+      503: {
+        description:
+          "The ingest queue is full (`rate_limited`) or the store is unavailable (`unavailable`). Retry after `Retry-After` seconds, with exponential backoff.",
+        retryAfter: "2",
+        examples: errorExamples([
+          { summary: "Queue full", err: errors.queueFull() },
+          { summary: "Store down", err: errors.storeUnavailable() },
+        ]),
+      },
+    },
+    examples: {
+      pageview: {
+        summary: "A pageview forwarded with the visitor's IP and user agent",
+        value: {
+          s: "site_123",
+          e: "pageview",
+          u: "https://acme.test/pricing?utm_source=newsletter",
+          ip: "203.0.113.9",
+          ua: "Mozilla/5.0 (Macintosh; Intel Mac OS X 14_0) AppleWebKit/605.1.15 Safari/605.1.15",
+        },
+      },
+      batch: {
+        summary: "A batch (up to 50 events for one site)",
+        value: {
+          s: "site_123",
+          b: [
+            { e: "pageview", u: "https://acme.test/", ts: 1705314600000 },
+            { e: "signup", u: "https://acme.test/welcome", p: { plan: "pro" } },
+            { e: "$identify", u: "https://acme.test/welcome", uid: "u_42" },
+          ],
+        },
+      },
+    },
+  },
+};
+
+/** `#/components/schemas/<Name>` for a message; the schema is added on first use. */
+const schemas: Record<string, Json> = {};
+function ref(message: DescMessage): Json {
+  if (message.typeName === "google.protobuf.Struct") {
+    return { type: "object", description: "Any JSON object." };
+  }
+  const name = message.name;
+  if (!(name in schemas)) {
+    schemas[name] = {}; // placeholder first: messages may refer to themselves
+    schemas[name] = messageSchema(message);
+  }
+  return { $ref: `#/components/schemas/${name}` };
+}
+
+function describe(text: string | undefined): Json {
+  const t = text?.trim().replace(/\s*\n\s*/g, " ");
+  return t ? { description: t } : {};
+}
+
+function scalarSchema(type: ScalarType): Json {
+  switch (type) {
+    case ScalarType.STRING:
+      return { type: "string" };
+    case ScalarType.BOOL:
+      return { type: "boolean" };
+    case ScalarType.DOUBLE:
+    case ScalarType.FLOAT:
+      return { type: "number" };
+    case ScalarType.BYTES:
+      return { type: "string", contentEncoding: "base64" };
+    case ScalarType.INT64:
+    case ScalarType.UINT64:
+    case ScalarType.SINT64:
+    case ScalarType.FIXED64:
+    case ScalarType.SFIXED64:
+      return { type: "integer", format: "int64" };
+    default:
+      return { type: "integer", format: "int32" };
+  }
+}
+
+function fieldSchema(field: DescField): Json {
+  const doc = describe(getComments(field).leading);
+  switch (field.fieldKind) {
+    case "scalar":
+      return { ...scalarSchema(field.scalar), ...doc };
+    case "enum":
+      return { type: "string", enum: field.enum.values.map((v) => v.name), ...doc };
+    case "message":
+      return { ...ref(field.message), ...doc };
+    case "list": {
+      const items =
+        field.listKind === "scalar"
+          ? scalarSchema(field.scalar)
+          : field.listKind === "enum"
+            ? { type: "string", enum: field.enum.values.map((v) => v.name) }
+            : ref(field.message);
+      return { type: "array", items, ...doc };
+    }
+    case "map": {
+      const values =
+        field.mapKind === "scalar"
+          ? scalarSchema(field.scalar)
+          : field.mapKind === "enum"
+            ? { type: "string", enum: field.enum.values.map((v) => v.name) }
+            : ref(field.message);
+      return { type: "object", additionalProperties: values, ...doc };
+    }
+  }
+}
+
+/**
+ * A message as a JSON Schema. A field is required when the proto declares
+ * it without `optional` and it is neither a list nor a map: that is how the
+ * API's protos mark the fields the validators require.
+ */
+function messageSchema(message: DescMessage): Json {
+  const properties: Record<string, Json> = {};
+  const required: string[] = [];
+  for (const field of message.fields) {
+    properties[field.name] = fieldSchema(field);
+    const optional = field.proto.proto3Optional || field.oneof !== undefined;
+    if (!optional && field.fieldKind !== "list" && field.fieldKind !== "map") {
+      required.push(field.name);
+    }
+  }
+  return {
+    type: "object",
+    ...describe(getComments(message).leading),
+    ...(required.length ? { required } : {}),
+    additionalProperties: false,
+    properties,
+  };
+}
+
+const jsonError = (examples: Json) => ({
+  "application/json": { schema: { $ref: "#/components/schemas/ErrorEnvelope" }, examples },
+});
+
+function operation(method: DescMethod, verb: string, path: string): Json {
+  const id = `${method.parent.typeName}.${method.name}`;
+  const profile = PROFILES[id];
+  if (!profile) throw new Error(`${id} has a google.api.http rule but no REST profile`);
+  const limit = bodyLimitOf(method.parent.typeName, method.name);
+  const limitKb = Math.round(limit / 1024);
+  const responses: Json = { ...profile.success(method) };
+  const errs: Record<string, ErrorResponse> = { ...profile.errors, ...commonErrors(limitKb) };
+  for (const [status, e] of Object.entries(errs)) {
+    responses[status] = {
+      description: e.description,
+      headers: {
+        "X-Request-Id": { $ref: "#/components/headers/X-Request-Id" },
+        ...(e.retryAfter ? { "Retry-After": { $ref: "#/components/headers/Retry-After" } } : {}),
+      },
+      content: jsonError(e.examples),
+    };
+  }
+  return {
+    [verb]: {
+      operationId: `${method.parent.name}_${method.name}`,
+      tags: [method.parent.name],
+      summary: `${method.name} (${verb.toUpperCase()} ${path})`,
+      description: [
+        getComments(method).leading?.trim(),
+        `Requires a key with the \`${profile.scope}\` scope.`,
+        `The body is at most ${limitKb} KB (${limit} bytes); larger bodies get 413 before they are read.`,
+        `Also served over Connect, gRPC-Web and gRPC as \`${method.parent.typeName}/${method.name}\`.`,
+      ]
+        .filter(Boolean)
+        .join("\n\n"),
+      security: [{ apiKey: [] }],
+      "x-body-limit-bytes": limit,
+      requestBody: {
+        required: true,
+        description: `JSON, at most ${limitKb} KB.`,
+        content: {
+          "application/json": { schema: ref(method.input), examples: profile.examples },
+        },
+      },
+      responses,
+    },
+  };
+}
+
+/**
+ * The browser side, which has no proto method of its own: the public collect
+ * endpoint (the events body of RecordEvents, without a key) and the script.
+ */
+function browserPaths(eventsInput: DescMessage): Json {
+  const limitKb = Math.round(COLLECT_BODY_LIMIT / 1024);
+  const cors = {
+    "Access-Control-Allow-Origin": { $ref: "#/components/headers/Access-Control-Allow-Origin" },
+  };
+  const errorsOf = (list: Record<number, ErrorResponse>): Json =>
+    Object.fromEntries(
+      Object.entries(list).map(([status, e]) => [
+        status,
+        {
+          description: e.description,
+          headers: {
+            ...cors,
+            ...(e.retryAfter
+              ? { "Retry-After": { $ref: "#/components/headers/Retry-After" } }
+              : {}),
+          },
+          content: jsonError(e.examples),
+        },
+      ]),
+    );
+  return {
+    "/api/v1/collect": {
+      post: {
+        operationId: "collect",
+        tags: ["Browser"],
+        summary: "Collect (POST /api/v1/collect): events from the tracking script",
+        description: [
+          "The public endpoint the browser script posts to. No key: the site id `s` is the credential, the `Origin` (when sent) must be a page on one of the site's hostnames, and the visitor's address and user agent come from the connection (`ip` and `ua` in the body are refused).",
+          "Same body and rules as POST /api/v1/events. `Content-Type: text/plain` is accepted so browsers send it without a CORS preflight.",
+          `The body is at most ${limitKb} KB. Each client address may send COLLECT_RATE_LIMIT requests a minute (default 600).`,
+        ].join("\n\n"),
+        security: [],
+        "x-body-limit-bytes": COLLECT_BODY_LIMIT,
+        requestBody: {
+          required: true,
+          content: {
+            "text/plain": { schema: ref(eventsInput) },
+            "application/json": {
+              schema: ref(eventsInput),
+              example: {
+                s: "site_123",
+                e: "pageview",
+                u: "https://acme.test/pricing",
+                r: "https://www.google.com/",
+              },
+            },
+          },
+        },
+        responses: {
+          200: {
+            description: "Stored; the visitor id to pass with payments as `customer.visitor_id`.",
+            headers: cors,
+            content: {
+              "application/json": {
+                schema: {
+                  type: "object",
+                  required: ["ok", "data"],
+                  additionalProperties: false,
+                  properties: {
+                    ok: { const: true },
+                    data: {
+                      type: "object",
+                      required: ["visitor_id"],
+                      additionalProperties: false,
+                      properties: { visitor_id: { type: "string" } },
+                    },
+                  },
+                },
+                example: { ok: true, data: { visitor_id: "v_3f2a…" } },
+              },
+            },
+          },
+          204: {
+            description: "Nothing stored: every event looked automated (`X-Ingest-Dropped`).",
+            headers: {
+              ...cors,
+              "X-Ingest-Dropped": { $ref: "#/components/headers/X-Ingest-Dropped" },
+            },
+          },
+          ...errorsOf({
+            400: {
+              description:
+                "Malformed JSON, an unknown or invalid field, `ip`/`ua` in the body, or an `Origin` not on the site.",
+              examples: errorExamples([
+                { summary: "Unknown field", err: errors.invalidJson('unknown field "x"') },
+              ]),
+            },
+            404: {
+              description: "Unknown site.",
+              examples: errorExamples([{ summary: "Unknown site", err: errors.unknownSite() }]),
+            },
+            429: {
+              description:
+                "Too many requests from this address (`rate_limited`), or the account is over its monthly quota (`quota_exceeded`). Wait `Retry-After` seconds.",
+              retryAfter: "1",
+              examples: errorExamples([
+                { summary: "Per-address limit", err: errors.tooManyRequests(1) },
+                { summary: "Quota", err: errors.quotaExceeded(1_296_000) },
+              ]),
+            },
+            503: {
+              description: "The ingest queue is full or the store is unavailable.",
+              retryAfter: "2",
+              examples: errorExamples([
+                { summary: "Queue full", err: errors.queueFull() },
+                { summary: "Store down", err: errors.storeUnavailable() },
+              ]),
+            },
+            ...commonErrors(limitKb),
+          }),
+        },
+      },
+      options: {
+        operationId: "collectPreflight",
+        tags: ["Browser"],
+        summary: "CORS preflight of POST /api/v1/collect",
+        security: [],
+        responses: {
+          204: {
+            description: "Any origin may post JSON here.",
+            headers: {
+              ...cors,
+              "Access-Control-Allow-Methods": { schema: { type: "string", const: "POST" } },
+              "Access-Control-Allow-Headers": { schema: { type: "string", const: "Content-Type" } },
+              "Access-Control-Max-Age": { schema: { type: "integer" } },
+            },
+          },
+        },
+      },
+    },
+    "/js/script.js": {
+      get: {
+        operationId: "trackerScript",
+        tags: ["Browser"],
+        summary: "The tracking script (see docs/tracker.md for the snippet)",
+        security: [],
+        responses: {
+          200: {
+            description: "JavaScript; gzip or brotli when accepted; cached an hour, with an ETag.",
+            headers: { ETag: { schema: { type: "string" } } },
+            content: { "text/javascript": { schema: { type: "string" } } },
+          },
+          304: { description: "Not modified (If-None-Match matched the ETag)." },
+          404: {
+            description: "The script was not built (`npm run build`).",
+            content: jsonError(
+              errorExamples([
+                {
+                  summary: "Not built",
+                  err: {
+                    shape: ERROR_TABLE.not_found,
+                    message: "the tracking script is not built: run npm run build",
+                  },
+                },
+              ]),
+            ),
+          },
+        },
+      },
+    },
+  };
+}
+
+/** Routes of the service that are not API methods: probes and this document. */
+function operationalPaths(): Json {
+  const ok = (description: string, example: Json): Json => ({
+    description,
+    content: { "application/json": { schema: { type: "object" }, example } },
+  });
+  return {
+    "/healthz": {
+      get: {
+        operationId: "healthz",
+        tags: ["Operations"],
+        summary: "Liveness",
+        security: [],
+        responses: { 200: ok("The process is alive.", { ok: true, data: { status: "alive" } }) },
+      },
+    },
+    "/readyz": {
+      get: {
+        operationId: "readyz",
+        tags: ["Operations"],
+        summary: "Readiness: the store answers and the process is not shutting down",
+        security: [],
+        responses: {
+          200: ok("Ready.", { ok: true, data: { status: "ready", store: "sqlite" } }),
+          503: {
+            description: "Not ready.",
+            content: jsonError(
+              errorExamples([
+                {
+                  summary: "Store unreachable",
+                  err: { shape: ERROR_TABLE.unavailable, message: "the store is not reachable" },
+                },
+              ]),
+            ),
+          },
+        },
+      },
+    },
+    "/openapi.json": {
+      get: {
+        operationId: "openapi",
+        tags: ["Operations"],
+        summary: "This document",
+        security: [],
+        responses: {
+          200: { description: "OpenAPI 3.1", content: { "application/json": { schema: {} } } },
+        },
+      },
+    },
+    "/docs": {
+      get: {
+        operationId: "docs",
+        tags: ["Operations"],
+        summary: "This document rendered (Swagger UI)",
+        security: [],
+        responses: { 200: { description: "HTML", content: { "text/html": { schema: {} } } } },
+      },
+    },
+  };
+}
+
+/** The document, or undefined for inputs without REST methods (buf runs the plugin per input). */
+function generate(request: CodeGeneratorRequest): string | undefined {
+  const registry = createFileRegistry(create(FileDescriptorSetSchema, { file: request.protoFile }));
+  const http = registry.getExtension("google.api.http") as DescExtension | undefined;
+  if (!http) return undefined;
+  const paths: Record<string, Json> = {};
+  const tags: Json[] = [];
+  for (const name of request.fileToGenerate) {
+    const file = registry.getFile(name);
+    for (const service of file?.services ?? []) {
+      for (const method of service.methods) {
+        if (!hasOption(method, http)) continue;
+        const rule = getOption(method, http) as unknown as {
+          pattern: { case: string | undefined; value: unknown };
+        };
+        const verb = rule.pattern.case;
+        if (verb !== "post" && verb !== "get") {
+          throw new Error(`${method.name}: unsupported google.api.http rule ${String(verb)}`);
+        }
+        const path = String(rule.pattern.value);
+        paths[path] = { ...paths[path], ...operation(method, verb, path) };
+        if (!tags.some((t) => t.name === service.name)) {
+          tags.push({ name: service.name, ...describe(getComments(service).leading) });
+        }
+      }
+    }
+  }
+  if (Object.keys(paths).length === 0) return undefined;
+  const eventsInput = registry.getMessage("ingest.v1.RecordEventsRequest");
+  if (!eventsInput) throw new Error("ingest.v1.RecordEventsRequest is not among the inputs");
+  tags.push({
+    name: "Browser",
+    description: "The tracking script and its public endpoint; no key.",
+  });
+  tags.push({ name: "Operations", description: "Probes and this reference; no key needed." });
+  const codes = [...new Set(Object.values(ERROR_TABLE).map((e) => e.code))].sort();
+  const doc = {
+    openapi: "3.1.0",
+    info: {
+      title: "Ingestion API",
+      version: pkg.version,
+      description: `${pkg.description}\n\nGenerated from proto/ by tools/protoc-gen-openapi.ts; see docs/api.md for the full reference (limits, quotas, retry guidance, versioning).`,
+    },
+    servers: [{ url: "http://127.0.0.1:8080", description: "A local `npm start`" }],
+    tags,
+    paths: { ...sortKeys(paths), ...browserPaths(eventsInput), ...operationalPaths() },
+    components: {
+      securitySchemes: {
+        apiKey: {
+          type: "http",
+          scheme: "bearer",
+          bearerFormat: "mk_live_ followed by 48 hexadecimal characters",
+          description:
+            "A site's secret API key, for servers only: `Authorization: Bearer mk_live_…`.",
+        },
+      },
+      headers: {
+        "Access-Control-Allow-Origin": {
+          description: "`*`: pages on any origin may read the answer.",
+          schema: { type: "string", const: "*" },
+        },
+        "Retry-After": {
+          description: "Seconds to wait before retrying.",
+          schema: { type: "integer", minimum: 0 },
+        },
+        "X-Quota-Remaining": {
+          description: "Events the account may still send this UTC month.",
+          schema: { type: "integer", minimum: 0 },
+        },
+        "X-Ingest-Dropped": {
+          description: "Present when events were dropped as automated: `<count> bot`.",
+          schema: { type: "string", pattern: "^[0-9]+ bot$" },
+        },
+        "X-Request-Id": {
+          description:
+            "The request's id (yours when you sent a valid X-Request-Id, 1-64 of [A-Za-z0-9_.:-]); quote it in support requests.",
+          schema: { type: "string" },
+        },
+      },
+      schemas: {
+        ...sortKeys(schemas),
+        ErrorEnvelope: {
+          type: "object",
+          description: "Every error, on every route.",
+          required: ["ok", "error"],
+          additionalProperties: false,
+          properties: {
+            ok: { const: false },
+            error: {
+              type: "object",
+              required: ["code", "message"],
+              additionalProperties: false,
+              properties: {
+                code: { type: "string", enum: codes },
+                message: { type: "string" },
+              },
+            },
+          },
+        },
+      },
+    },
+    security: [{ apiKey: [] }],
+  };
+  return `${JSON.stringify(doc, null, 2)}\n`;
+}
+
+function sortKeys<T>(obj: Record<string, T>): Record<string, T> {
+  return Object.fromEntries(Object.entries(obj).sort(([a], [b]) => a.localeCompare(b)));
+}
+
+const plugin: Plugin = {
+  name: "protoc-gen-openapi",
+  version: pkg.version,
+  run(request) {
+    const content = generate(request);
+    return create(CodeGeneratorResponseSchema, {
+      supportedFeatures: BigInt(CodeGeneratorResponse_Feature.PROTO3_OPTIONAL),
+      file: content === undefined ? [] : [{ name: OUTPUT, content }],
+    });
+  },
+};
+
+runNodeJs(plugin);
