@@ -580,7 +580,7 @@ function operationalPaths(): Json {
       get: {
         operationId: "readyz",
         tags: ["Operations"],
-        summary: "Readiness: the store answers and the process is not shutting down",
+        summary: "Readiness: the store can take a write and the process is not shutting down",
         security: [],
         responses: {
           200: ok("Ready.", { ok: true, data: { status: "ready", store: "sqlite" } }),
@@ -589,8 +589,8 @@ function operationalPaths(): Json {
             content: jsonError(
               errorExamples([
                 {
-                  summary: "Store unreachable",
-                  err: { shape: ERROR_TABLE.unavailable, message: "the store is not reachable" },
+                  summary: "Store cannot take writes (unreachable, locked, read-only, full)",
+                  err: { shape: ERROR_TABLE.unavailable, message: "the store cannot take writes" },
                 },
               ]),
             ),

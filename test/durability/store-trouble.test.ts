@@ -168,7 +168,7 @@ describeEachStore("MongoDB stalling: the driver's limits answer, not a parallel 
     expect(down.status).toBe(503);
     expect(await down.json()).toEqual({
       ok: false,
-      error: { code: "unavailable", message: "the store is not reachable" },
+      error: { code: "unavailable", message: "the store cannot take writes" },
     });
     state.writablePrimary = true;
     expect((await fetch(`${server.url}/readyz`)).status).toBe(200);

@@ -172,7 +172,10 @@ export function createMongoEvents(
    */
   async function project(p: Projection): Promise<Map<number, string[]>> {
     const touched = await writeTouches(c, p.touches);
-    await writeLinks(p.links);
+    // The touches are written: when only the links fail, they alone are tried again.
+    if (p.links.length > 0) {
+      await writeLinks(p.links).catch(() => keepPending([{ links: p.links, touches: [] }]));
+    }
     return touched;
   }
 

@@ -61,6 +61,17 @@ export function fakeCollections(): FakeCollections {
       methods.map((m) => [m, (...args: unknown[]) => call(`${collection}.${m}`, args, () => null)]),
     );
 
+  // Reads (the cap on visitors per user id): a cursor whose documents the script gives, none by default.
+  const finder =
+    (collection: string) =>
+    (...args: unknown[]) => {
+      const cursor = {
+        limit: () => cursor,
+        toArray: () => call(`${collection}.find`, args, () => []),
+      };
+      return cursor;
+    };
+
   const sequencesCollection = {
     findOneAndUpdate: (filter: { _id: string }, pipeline: Doc[]) =>
       call("sequences.findOneAndUpdate", [filter, pipeline], () => {
@@ -74,8 +85,11 @@ export function fakeCollections(): FakeCollections {
     quota,
     sequences: sequencesCollection,
     events: recorder("events", ["bulkWrite"]),
-    identities: recorder("identities", ["bulkWrite"]),
-    touches: recorder("touches", ["findOneAndUpdate"]),
+    identities: {
+      ...recorder("identities", ["bulkWrite", "deleteOne"]),
+      find: finder("identities"),
+    },
+    touches: { ...recorder("touches", ["findOneAndUpdate"]), find: finder("touches") },
   } as unknown as Collections;
 
   return {
