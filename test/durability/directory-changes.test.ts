@@ -19,7 +19,7 @@ describe("directory changes from another process", () => {
   it("a plan lowered through the CLI applies its ceiling on the next request", async () => {
     const t = await createTenant(server);
     // 11,000 used: within Scale, exactly the Free ceiling.
-    await presetUsage(server.store, t.accountId, utcMonth(Date.now()), 11_000);
+    await presetUsage(server.store, t.accountId, utcMonth(server.clock.now()), 11_000);
     for (let i = 0; i < 3; i += 1) {
       expect((await sendEvents(server.url, t, pageview(t.siteId))).status).toBe(204);
     }

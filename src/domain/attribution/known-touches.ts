@@ -13,7 +13,7 @@
  * entries simply stop being asked for; the memory is bounded and starts
  * again empty when full.
  */
-import type { VisitorTouch } from "../../store/port.js";
+import type { VisitorTouch } from "../store/records.js";
 import { isBetter } from "./touches.js";
 
 /** Most visitors remembered per process (~100 bytes each). */

@@ -11,11 +11,12 @@
  *  2. fields → 400 naming every problem;
  *  3. bot filter: automated user agents are dropped (not stored, not counted);
  *  4. enrichment: visitor id, country, browser/OS/device, referrer host, UTM, click ids;
- *  5. quota: refused at once when the account is already too close to its
- *     ceiling (the counter only grows within a month, so this never refuses
- *     wrongly); otherwise the group commit's store transaction raises the
- *     counter only when the request fits whole, which is what guarantees the
- *     ceiling across requests and processes;
+ *  5. quota: refused at once when the store's counter is already too close
+ *     to the ceiling (read only when this process's lower bound of it, learnt
+ *     from its own commits, does not show that the request fits); otherwise
+ *     the group commit's store transaction raises the counter only when the
+ *     request fits whole, which is what guarantees the ceiling across
+ *     requests and processes;
  *  6. group commit: the request is one EventGroup in a bounded queue; the
  *     promise resolves after its batch is durably written. A full queue
  *     answers 503 at once.
@@ -92,10 +93,11 @@ export async function createEventsApp(deps: EventsDeps): Promise<EventsApp> {
   const geo = await openGeo(deps.geoipDb);
   const visitors = createVisitorIds(store);
   const knownTouches = createKnownTouches();
-  // A lower bound of each (account, month) counter, from this process's own
-  // reads and commits: the counter only grows within a month, so refusing on
-  // it early is never wrong, and the store is not read on every request. The
-  // commit's conditional raise stays the authority on the ceiling.
+  // A lower bound of each (account, month) counter, learnt from this
+  // process's own commits (the count each raise left). While it says a
+  // request fits, the counter is not read; the commit's conditional raise
+  // stays the authority on the ceiling, so another process's events are
+  // still counted (docs/performance.md, "Quota").
   const usedAtLeast = new Map<string, number>();
   const noteUsed = (key: string, used: number) => {
     if (usedAtLeast.size >= 10_000 && !usedAtLeast.has(key)) usedAtLeast.clear();
@@ -152,15 +154,17 @@ export async function createEventsApp(deps: EventsDeps): Promise<EventsApp> {
     }
 
     const countable = kept.filter((k) => k.ev.name !== IDENTIFY).length;
-    // 5a. Cheap early refusal: the counter never goes down within a month.
+    // 5a. Cheap early refusal. The bound only ever answers "it fits": a
+    // refusal is decided on the store's own count, read here, so it is as
+    // right as reading on every request (a MongoDB reservation given back
+    // after a failed write can leave a bound high for a while).
     const usageKey = `${account.id}\u0000${month}`;
     if (countable > 0) {
-      let used = usedAtLeast.get(usageKey);
-      if (used === undefined) {
-        used = await fromStore(store.getUsage(account.id, month));
-        noteUsed(usageKey, used);
+      const known = usedAtLeast.get(usageKey);
+      if (known === undefined || known + countable > ceiling) {
+        const used = await fromStore(store.getUsage(account.id, month));
+        if (used + countable > ceiling) throw errors.quotaExceeded(secondsUntilNextMonth(now));
       }
-      if (used + countable > ceiling) throw errors.quotaExceeded(secondsUntilNextMonth(now));
     }
 
     // 4. Enrichment.

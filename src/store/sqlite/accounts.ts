@@ -71,7 +71,7 @@ export function createSqliteAccounts(db: Db): StoreAccountsPart {
     touchKey: db.prepare(
       "UPDATE api_keys SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at < ?)",
     ),
-    // Raised by triggers (migration 4); pluck: the bare number, no row object.
+    // Raised by triggers (migration 5); pluck: the bare number, no row object.
     directoryVersion: db.prepare("SELECT version FROM directory_version WHERE id = 1").pluck(),
   };
 
