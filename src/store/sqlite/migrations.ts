@@ -223,4 +223,20 @@ CREATE TRIGGER accounts_delete_bump AFTER DELETE ON accounts BEGIN UPDATE direct
 CREATE TRIGGER accounts_update_bump AFTER UPDATE ON accounts BEGIN UPDATE directory_version SET version = version + 1; END;
 `,
   },
+  {
+    version: 6,
+    description: "drop the indexes no query uses on the tables events and payments write",
+    // Each costs a B-tree write per row written (per $identify link, payment,
+    // subscription change or attribution update) and no statement reads it:
+    // identities are looked up by (site, user[, visitor]), the primary key;
+    // revenue by (site, paid_at) uses payments_paid_at; subscriptions by
+    // (site, subscription), the primary key, and MRR by the primary key's
+    // site prefix. Which query uses each kept index: docs/performance.md.
+    sql: `
+DROP INDEX IF EXISTS identities_visitor;
+DROP INDEX IF EXISTS payments_channel;
+DROP INDEX IF EXISTS subscriptions_customer;
+DROP INDEX IF EXISTS subscriptions_status;
+`,
+  },
 ];
