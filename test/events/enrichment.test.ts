@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { isAutomatedUserAgent } from "../../src/domain/events/bot-filter.js";
 import { bundledGeoDbPath, countryFromRecord, openGeo } from "../../src/domain/events/geo.js";
-import { urlParts } from "../../src/domain/events/url-parts.js";
+import { parseUrl, urlParts } from "../../src/domain/events/url-parts.js";
 import { describeUserAgent } from "../../src/domain/events/user-agent.js";
 import {
   canonicalIp,
@@ -127,6 +127,26 @@ describe("url parts", () => {
     expect(urlParts("https://example.com/?gclid=a&gclid=b", "")).toEqual({
       clickIds: { gclid: "a" },
     });
+  });
+
+  it("a URL is parsed once and shared: what one event is given cannot change another's", () => {
+    const url = "https://Example.com./landing?gclid=G&utm_source=x#top";
+    const parsed = parseUrl(url);
+    expect(parsed).toEqual({
+      protocol: "https:",
+      hostname: "example.com.",
+      host: "example.com",
+      landingPage: "https://example.com./landing",
+      query: { utmSource: "x", clickIds: { gclid: "G" } },
+    });
+    expect(parseUrl(url)).toBe(parsed);
+    expect(Object.isFrozen(parsed)).toBe(true);
+    expect(Object.isFrozen(parsed?.query.clickIds)).toBe(true);
+    const first = urlParts(url, undefined);
+    (first.clickIds as Record<string, string>).gclid = "changed";
+    first.utmSource = "changed";
+    expect(urlParts(url, undefined)).toEqual({ utmSource: "x", clickIds: { gclid: "G" } });
+    expect(parseUrl("not a url")).toBeUndefined();
   });
 });
 
