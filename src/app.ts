@@ -63,6 +63,7 @@ import { createPaymentsService } from "./rpc/payments-service.js";
 import { createReflectionServices } from "./rpc/reflection-service.js";
 import { createReportsService } from "./rpc/reports-service.js";
 import { redactStoreUrl } from "./start-up.js";
+import { cacheDirectory } from "./store/directory-cache.js";
 import { guardStore } from "./store/guarded-store.js";
 import type { Store } from "./store/port.js";
 
@@ -119,13 +120,16 @@ export async function createApp(deps: AppDeps): Promise<App> {
   // themselves, so the operation is really abandoned when the caller is told
   // to retry (a parallel timer would answer 503 while the write goes on).
   // An outage is logged once when it starts and once when the store answers again.
-  const store = guardStore(deps.store, {
-    onStateChange(available, cause) {
-      if (available) log?.warn({ store: deps.store.kind }, "store available again");
-      else log?.warn({ store: deps.store.kind, err: scrub(cause) }, "store unavailable");
-    },
-    onError: (operation) => metrics.storeError(operation),
-  });
+  // Keys, sites and accounts come from memory while the store's directory version is unchanged.
+  const store = cacheDirectory(
+    guardStore(deps.store, {
+      onStateChange(available, cause) {
+        if (available) log?.warn({ store: deps.store.kind }, "store available again");
+        else log?.warn({ store: deps.store.kind, err: scrub(cause) }, "store unavailable");
+      },
+      onError: (operation) => metrics.storeError(operation),
+    }),
+  );
   const queue = {
     capacity: config.ingestQueueCapacity,
     batchMax: config.ingestBatchMax,

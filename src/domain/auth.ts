@@ -11,14 +11,21 @@ const TOUCH_INTERVAL_MS = 60_000;
 export interface Authenticator {
   /**
    * Resolves the key in an `Authorization` header value and checks it has
-   * `scope`. Throws the spec's 401 or 403. Looks the key up on every call: a
-   * deleted key fails on the very next request, in every process.
+   * `scope`. Throws the spec's 401 or 403. A deleted key fails on the very
+   * next request, in every process: the store's key lookup is checked against
+   * its directory version on every call.
    */
   authenticate(header: string | undefined | null, scope: Scope): Promise<KeyPrincipal>;
 }
 
+/** Keys whose last touch this process remembers; beyond, it forgets them all (a few extra touches). */
+const MAX_TOUCHED = 10_000;
+
 export function createAuthenticator(deps: { store: Store; clock: Clock }): Authenticator {
   const { store, clock } = deps;
+  // The principal may come from a cache (directory-cache.ts) with an old
+  // lastUsedAt: remember this process's own touches so they stay throttled.
+  const touched = new Map<string, number>();
   return {
     async authenticate(header, scope) {
       const key = parseBearerKey(header);
@@ -30,7 +37,13 @@ export function createAuthenticator(deps: { store: Store; clock: Clock }): Authe
       if (!principal) throw errors.unknownKey();
       if (!principal.scopes.includes(scope)) throw errors.missingScope(scope);
       const now = clock.now();
-      if (principal.lastUsedAt === undefined || now - principal.lastUsedAt >= TOUCH_INTERVAL_MS) {
+      const last = Math.max(
+        principal.lastUsedAt ?? -Infinity,
+        touched.get(principal.id) ?? -Infinity,
+      );
+      if (now - last >= TOUCH_INTERVAL_MS) {
+        if (touched.size >= MAX_TOUCHED) touched.clear();
+        touched.set(principal.id, now);
         // Best effort and off the request path: a failed touch must not fail the request.
         store.touchKey(principal.id, now).catch(() => {});
       }

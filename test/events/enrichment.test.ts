@@ -1,7 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { isAutomatedUserAgent } from "../../src/domain/events/bot-filter.js";
 import { bundledGeoDbPath, countryFromRecord, openGeo } from "../../src/domain/events/geo.js";
-import { urlParts } from "../../src/domain/events/url-parts.js";
+import { parseUrl, urlParts } from "../../src/domain/events/url-parts.js";
 import { describeUserAgent } from "../../src/domain/events/user-agent.js";
 import {
   canonicalIp,
@@ -128,6 +128,26 @@ describe("url parts", () => {
       clickIds: { gclid: "a" },
     });
   });
+
+  it("a URL is parsed once and shared: what one event is given cannot change another's", () => {
+    const url = "https://Example.com./landing?gclid=G&utm_source=x#top";
+    const parsed = parseUrl(url);
+    expect(parsed).toEqual({
+      protocol: "https:",
+      hostname: "example.com.",
+      host: "example.com",
+      landingPage: "https://example.com./landing",
+      query: { utmSource: "x", clickIds: { gclid: "G" } },
+    });
+    expect(parseUrl(url)).toBe(parsed);
+    expect(Object.isFrozen(parsed)).toBe(true);
+    expect(Object.isFrozen(parsed?.query.clickIds)).toBe(true);
+    const first = urlParts(url, undefined);
+    (first.clickIds as Record<string, string>).gclid = "changed";
+    first.utmSource = "changed";
+    expect(urlParts(url, undefined)).toEqual({ utmSource: "x", clickIds: { gclid: "G" } });
+    expect(parseUrl("not a url")).toBeUndefined();
+  });
 });
 
 describe("geo", () => {
@@ -209,6 +229,36 @@ describe("visitor id", () => {
     expect(a1).toBe(computeVisitorId(salts.get("2025-03-01") as string, "s", "1.2.3.4", "ua"));
     // Cached per process and day: two processes × two days.
     expect(asked).toBe(4);
+  });
+
+  it("remembered ids are the computed ones, for every site, ip, ua and day", async () => {
+    const salts = new Map<string, string>();
+    const store = {
+      async ensureSalt(day: string, candidate: string) {
+        if (!salts.has(day)) salts.set(day, candidate);
+        return salts.get(day) as string;
+      },
+      async pruneSalts() {},
+    };
+    const ids = createVisitorIds(store);
+    const t0 = Date.UTC(2025, 4, 1, 12);
+    const seen = new Set<string>();
+    // Twice over: the second pass is answered from memory and must agree.
+    for (let pass = 0; pass < 2; pass += 1) {
+      for (const at of [t0, t0 + 86_400_000, t0 - 86_400_000, t0 + 3_600_000]) {
+        for (const site of ["s1", "s2"]) {
+          for (const ip of ["1.2.3.4", "1.2.3.5", "2001:db8::1"]) {
+            for (const ua of ["a", "b"]) {
+              const id = await ids.visitorId(site, ip, ua, at);
+              const salt = salts.get(utcDay(at)) as string;
+              expect(id).toBe(computeVisitorId(salt, site, ip, ua));
+              if (pass === 0 && at !== t0 + 3_600_000) seen.add(id);
+            }
+          }
+        }
+      }
+    }
+    expect(seen.size).toBe(3 * 2 * 3 * 2);
   });
 
   it("deletes salts older than the previous day once a new day's salt exists", async () => {

@@ -69,10 +69,14 @@ export function envelope(code: string, message: string) {
   return { ok: false, error: { code, message } };
 }
 
-/** Raises an account's counter directly in the store, as if `n` events had been counted. */
+/**
+ * Raises an account's counter by `n` directly in the store, as if `n` more
+ * events had been counted (by another process: the server under test does
+ * not see it happen).
+ */
 export async function presetUsage(store: Store, accountId: string, month: string, n: number) {
   const [r] = await store.commitEvents([
-    { accountId, month, ceiling: n, countable: n, events: [], links: [] },
+    { accountId, month, ceiling: Number.MAX_SAFE_INTEGER, countable: n, events: [], links: [] },
   ]);
   expect(r?.ok).toBe(true);
 }

@@ -2,6 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AdminService } from "../../gen/ingest/v1/admin_pb.js";
 import { ReportsService } from "../../gen/ingest/v1/reports_pb.js";
 import type { Store } from "../../src/store/port.js";
+import { validEvent } from "../helpers/fixtures.js";
 import { PROTOCOLS, rpcClient, rpcError } from "../helpers/rpc-clients.js";
 import {
   ADMIN_TOKEN,
@@ -19,6 +20,8 @@ function faultyStore(inner: Store) {
     get(target, prop, receiver) {
       if (prop === "ping" && state.down) return () => Promise.reject(new Error("down"));
       if (prop === "getSite" && state.down) return () => Promise.reject(new Error("secret detail"));
+      // Down means every read fails, the directory version too (else cached sites would answer).
+      if (prop === "directoryVersion" && state.down) return () => Promise.reject(new Error("down"));
       if (prop === "getPayment" && state.garbage) {
         // A programming error: a record that cannot be shown.
         return async () => ({ paymentId: "p", currency: "USD", amountMinor: "not a number" });
@@ -124,9 +127,11 @@ describe("error envelope", () => {
   });
 
   it("hides the cause of a 500 and shows no stack", async () => {
+    // A new tenant: its key is not in the process's directory cache yet, so it is read.
+    const fresh = await createTenant(server);
     faults.brokenKeys = true;
     try {
-      const res = await postJson(`${server.url}/api/v1/payments`, {}, { key: tenant.key });
+      const res = await postJson(`${server.url}/api/v1/payments`, {}, { key: fresh.key });
       expect(res.status).toBe(500);
       expect(res.body).toEqual({
         ok: false,
@@ -139,18 +144,44 @@ describe("error envelope", () => {
 
   it("answers 503 unavailable when the store fails during authentication", async () => {
     const inner = server.store;
+    // A new tenant: its key is not in the process's directory cache yet, so it is read.
+    const fresh = await createTenant(server);
     const res = await (async () => {
       const original = inner.findKeyByHash;
       (inner as { findKeyByHash: Store["findKeyByHash"] }).findKeyByHash = () =>
         Promise.reject(new Error("connection refused"));
       try {
-        return await postJson(`${server.url}/api/v1/payments`, {}, { key: tenant.key });
+        return await postJson(`${server.url}/api/v1/payments`, {}, { key: fresh.key });
       } finally {
         (inner as { findKeyByHash: Store["findKeyByHash"] }).findKeyByHash = original;
       }
     })();
     expect(res.status).toBe(503);
     expect(res.headers.get("retry-after")).toBe("2");
+    expect(res.body).toEqual({
+      ok: false,
+      error: { code: "unavailable", message: "the store is unavailable, retry later" },
+    });
+  });
+
+  it("answers 503 unavailable when the directory version cannot be read, even for a cached key", async () => {
+    const inner = server.store;
+    const warm = await postJson(`${server.url}/api/v1/events`, validEvent(tenant.siteId), {
+      key: tenant.key,
+    });
+    expect(warm.status).toBe(204);
+    const original = inner.directoryVersion;
+    (inner as { directoryVersion: Store["directoryVersion"] }).directoryVersion = () =>
+      Promise.reject(new Error("connection refused"));
+    let res: Awaited<ReturnType<typeof postJson>>;
+    try {
+      res = await postJson(`${server.url}/api/v1/events`, validEvent(tenant.siteId), {
+        key: tenant.key,
+      });
+    } finally {
+      (inner as { directoryVersion: Store["directoryVersion"] }).directoryVersion = original;
+    }
+    expect(res.status).toBe(503);
     expect(res.body).toEqual({
       ok: false,
       error: { code: "unavailable", message: "the store is unavailable, retry later" },

@@ -150,8 +150,18 @@ describe("metrics of one process", () => {
     ).toBe(204);
     expect((await send({ ...ev, w: -1 })).status).toBe(400);
 
+    // Over quota: the store's counter says the month is full. Another account:
+    // this process reads the counter only while its own commits do not show
+    // that a request fits (src/domain/events/record-events.ts).
+    const full = await createTenant(server);
+    const fullEv = validEvent(full.siteId);
     faults.usage = true;
-    expect((await send({ s: tenant.siteId, b: [ev, ev] })).status).toBe(429);
+    const refused = await postJson(
+      `${server.url}/api/v1/events`,
+      { s: full.siteId, b: [fullEv, fullEv] },
+      { key: full.key, headers: { "user-agent": BROWSER_UA } },
+    );
+    expect(refused.status).toBe(429);
     faults.usage = false;
 
     // Capacity 1: while one write waits, the next request finds the queue full.

@@ -329,6 +329,26 @@ export function describeStoreContract(name: string, open: () => Promise<Store>):
         expect(await store.deleteKey(k.id)).toBe(false);
       });
 
+      it("directoryVersion rises with every account, site and key change, not with a key's use", async () => {
+        const versions = [await store.directoryVersion()];
+        const changed = async () => {
+          const v = await store.directoryVersion();
+          expect(v).toBeGreaterThan(versions.at(-1) as number);
+          versions.push(v);
+        };
+        const { account, site } = await newSite();
+        await changed();
+        await store.setPlan(account.id, "starter");
+        await changed();
+        const k = key(site.id);
+        await store.insertKey(k);
+        await changed();
+        await store.touchKey(k.id, T0 + 700);
+        expect(await store.directoryVersion()).toBe(versions.at(-1));
+        await store.deleteKey(k.id);
+        await changed();
+      });
+
       it("touchKey records the latest use and never moves it back", async () => {
         const { site } = await newSite();
         const k = key(site.id);

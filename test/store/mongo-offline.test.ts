@@ -227,6 +227,7 @@ describe("mongodb adapter without a server", () => {
       "payments",
       "visitor_touches",
       "customer_visitors",
+      "directory",
     ]);
     for (const c of COLLECTIONS) {
       expect(c.schema.bsonType).toBe("object");

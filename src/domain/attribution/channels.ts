@@ -4,6 +4,8 @@
  * the host lists in `./channel-data/*.json`, loaded and checked once at
  * import. The rule order and every choice are in docs/channels.md.
  */
+
+import { parseUrl } from "../events/url-parts.js";
 import aiAssistantsData from "./channel-data/ai-assistants.json" with { type: "json" };
 import clickIdData from "./channel-data/click-ids.json" with { type: "json" };
 import emailData from "./channel-data/email.json" with { type: "json" };
@@ -271,11 +273,7 @@ function normaliseHost(host: string | undefined): string | undefined {
 }
 
 function landingHost(url: string): string | undefined {
-  try {
-    return normaliseHost(new URL(url).hostname);
-  } catch {
-    return undefined;
-  }
+  return normaliseHost(parseUrl(url)?.hostname);
 }
 
 /** The first click id of the list (its order is the precedence) present with a value. */

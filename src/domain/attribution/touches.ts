@@ -1,16 +1,12 @@
 /** Turns stored pageviews into candidate first touches, and ranks attributions. */
+import { parseUrl } from "../events/url-parts.js";
 import type { EventRecord, VisitorTouch } from "../store/records.js";
 import { classifyTouch } from "./channels.js";
 import { isBetterTouch, type TouchRank } from "./ranking.js";
 
 /** The landing page without query or fragment: those carry click ids and sometimes personal data. */
 function landingPage(url: string): string {
-  try {
-    const u = new URL(url);
-    return u.origin + u.pathname;
-  } catch {
-    return url;
-  }
+  return parseUrl(url)?.landingPage ?? url;
 }
 
 /**

@@ -8,6 +8,7 @@
  */
 import { createRequire } from "node:module";
 import maxmind, { type Reader, type Response } from "maxmind";
+import { memoize } from "../../lib/memo.js";
 
 /** Finds a country for an IP address. */
 export interface Geo {
@@ -42,6 +43,9 @@ export function countryFromRecord(record: unknown): string | undefined {
   return undefined;
 }
 
+/** Addresses whose country is remembered (the recently used). */
+const GEO_CACHE = { maxEntries: 16_384, maxKeyLength: 64 };
+
 // One reader per file per process: the file is read into memory once (8 MB
 // for the bundled one) however many apps a process builds (tests build many).
 const readers = new Map<string, Promise<Reader<Response>>>();
@@ -60,14 +64,16 @@ export async function openGeo(path?: string): Promise<Geo> {
     reader.catch(() => readers.delete(file));
   }
   const r = await reader;
-  return {
-    country(ip) {
-      if (!maxmind.validate(ip)) return undefined;
-      try {
-        return countryFromRecord(r.get(ip));
-      } catch {
-        return undefined;
-      }
-    },
+  const lookup = (ip: string): string | undefined => {
+    if (!maxmind.validate(ip)) return undefined;
+    try {
+      return countryFromRecord(r.get(ip));
+    } catch {
+      return undefined;
+    }
   };
+  // A visitor's events repeat its address: the answer is kept (the database
+  // does not change while the process runs). Addresses are at most 45
+  // characters, so the memory stays around a megabyte.
+  return { country: memoize(lookup, GEO_CACHE) };
 }

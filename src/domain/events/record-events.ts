@@ -11,11 +11,12 @@
  *  2. fields → 400 naming every problem;
  *  3. bot filter: automated user agents are dropped (not stored, not counted);
  *  4. enrichment: visitor id, country, browser/OS/device, referrer host, UTM, click ids;
- *  5. quota: refused at once when the account is already too close to its
- *     ceiling (the counter only grows within a month, so this never refuses
- *     wrongly); otherwise the group commit's store transaction raises the
- *     counter only when the request fits whole, which is what guarantees the
- *     ceiling across requests and processes;
+ *  5. quota: refused at once when the store's counter is already too close
+ *     to the ceiling (read only when this process's lower bound of it, learnt
+ *     from its own commits, does not show that the request fits); otherwise
+ *     the group commit's store transaction raises the counter only when the
+ *     request fits whole, which is what guarantees the ceiling across
+ *     requests and processes;
  *  6. group commit: the request is one EventGroup in a bounded queue; the
  *     promise resolves after its batch is durably written. A full queue
  *     answers 503 at once.
@@ -26,6 +27,7 @@ import {
   QueueFullError,
 } from "../../lib/group-commit.js";
 import type { Attributor } from "../attribution/attribute.js";
+import { createKnownTouches } from "../attribution/known-touches.js";
 import { touchesOf } from "../attribution/touches.js";
 import type { Clock } from "../clock.js";
 import { DomainError, errors, storeError } from "../errors.js";
@@ -90,6 +92,17 @@ export async function createEventsApp(deps: EventsDeps): Promise<EventsApp> {
   const { store, clock, queue } = deps;
   const geo = await openGeo(deps.geoipDb);
   const visitors = createVisitorIds(store);
+  const knownTouches = createKnownTouches();
+  // A lower bound of each (account, month) counter, learnt from this
+  // process's own commits (the count each raise left). While it says a
+  // request fits, the counter is not read; the commit's conditional raise
+  // stays the authority on the ceiling, so another process's events are
+  // still counted (docs/performance.md, "Quota").
+  const usedAtLeast = new Map<string, number>();
+  const noteUsed = (key: string, used: number) => {
+    if (usedAtLeast.size >= 10_000 && !usedAtLeast.has(key)) usedAtLeast.clear();
+    usedAtLeast.set(key, Math.max(used, usedAtLeast.get(key) ?? 0));
+  };
   const pipeline = createGroupCommit<EventGroup, EventGroupResult>({
     capacity: queue.capacity,
     batchMax: queue.batchMax,
@@ -141,10 +154,17 @@ export async function createEventsApp(deps: EventsDeps): Promise<EventsApp> {
     }
 
     const countable = kept.filter((k) => k.ev.name !== IDENTIFY).length;
-    // 5a. Cheap early refusal: the counter never goes down within a month.
+    // 5a. Cheap early refusal. The bound only ever answers "it fits": a
+    // refusal is decided on the store's own count, read here, so it is as
+    // right as reading on every request (a MongoDB reservation given back
+    // after a failed write can leave a bound high for a while).
+    const usageKey = `${account.id}\u0000${month}`;
     if (countable > 0) {
-      const used = await fromStore(store.getUsage(account.id, month));
-      if (used + countable > ceiling) throw errors.quotaExceeded(secondsUntilNextMonth(now));
+      const known = usedAtLeast.get(usageKey);
+      if (known === undefined || known + countable > ceiling) {
+        const used = await fromStore(store.getUsage(account.id, month));
+        if (used + countable > ceiling) throw errors.quotaExceeded(secondsUntilNextMonth(now));
+      }
     }
 
     // 4. Enrichment.
@@ -168,7 +188,8 @@ export async function createEventsApp(deps: EventsDeps): Promise<EventsApp> {
       countable,
       events: records,
       links,
-      touches: touchesOf(records, site.hostnames),
+      // Only touches that may improve what is stored: most pageviews are of visitors who have one.
+      touches: knownTouches.filter(touchesOf(records, site.hostnames)),
     };
     let result: EventGroupResult;
     try {
@@ -181,7 +202,10 @@ export async function createEventsApp(deps: EventsDeps): Promise<EventsApp> {
     }
     // This request's own outcome: others of its batch may have landed or failed.
     if (!result.ok && result.reason === "failed") throw storeError(result.error);
+    // remaining = max(0, ceiling − used): ceiling − remaining is at most the count.
+    noteUsed(usageKey, ceiling - result.remaining);
     if (!result.ok) throw errors.quotaExceeded(secondsUntilNextMonth(now));
+    if (group.touches) knownTouches.remember(group.touches);
     const out: EventsResult = {
       accepted: records.length,
       dropped,

@@ -9,7 +9,7 @@
  * rules; the type checks here only guard direct callers.
  */
 import { DomainError } from "../errors.js";
-import { hostOf } from "./url-parts.js";
+import { parseUrl } from "./url-parts.js";
 import { truncateUtf8, utf8Length } from "./utf8.js";
 import { canonicalIp } from "./visitor-id.js";
 
@@ -221,16 +221,12 @@ function checkEvent(
  */
 function checkPageUrl(url: string, hosts: ReadonlySet<string> | undefined): string | undefined {
   if (utf8Length(url) > LIMITS.urlBytes) return FIELD_MESSAGES.url;
-  let parsed: URL;
-  try {
-    parsed = new URL(url);
-  } catch {
-    return FIELD_MESSAGES.url;
-  }
+  const parsed = parseUrl(url);
+  if (!parsed) return FIELD_MESSAGES.url;
   if ((parsed.protocol !== "http:" && parsed.protocol !== "https:") || parsed.hostname === "") {
     return FIELD_MESSAGES.url;
   }
-  const host = hostOf(parsed);
+  const host = parsed.host;
   if (hosts && !hosts.has(host)) return FIELD_MESSAGES.foreignHost(host);
   return undefined;
 }

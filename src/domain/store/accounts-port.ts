@@ -22,7 +22,7 @@ export interface StoreAccountsPart {
   createSite(site: SiteRecord): Promise<void>;
   getSite(siteId: string): Promise<SiteRecord | undefined>;
   insertKey(key: ApiKeyRecord): Promise<void>;
-  /** Looks a key up by its hash. Never cached: a deleted key fails on the next call. */
+  /** Looks a key up by its hash, in the database (callers cache against `directoryVersion`). */
   findKeyByHash(hash: string): Promise<KeyPrincipal | undefined>;
   getKey(keyId: string): Promise<ApiKeyRecord | undefined>;
   listKeys(siteId: string): Promise<ApiKeyRecord[]>;
@@ -30,4 +30,11 @@ export interface StoreAccountsPart {
   deleteKey(keyId: string): Promise<boolean>;
   /** Records a use of the key (callers throttle this). */
   touchKey(keyId: string, at: number): Promise<void>;
+  /**
+   * A number that changes, in every process's view, once any account, site
+   * or key is created, changed or deleted (a key's last use does not count),
+   * before the call that changed it returns. One small read: lookups of
+   * those records are cached against it (src/store/directory-cache.ts).
+   */
+  directoryVersion(): Promise<number>;
 }

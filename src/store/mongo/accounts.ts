@@ -27,6 +27,11 @@ function keyFromDoc(d: ApiKeyDoc): ApiKeyRecord {
 
 /** The account-side methods of the store over the given collections. */
 export function createMongoAccounts(c: Collections): StoreAccountsPart {
+  // Raised after each change, before the changing call returns: a process
+  // that reads the version after that sees the change (directory-cache.ts).
+  const bump = async () => {
+    await c.directory.updateOne({ _id: "version" }, { $inc: { version: 1 } }, { upsert: true });
+  };
   return {
     async createAccount(a: AccountRecord) {
       // insertOne, not an upsert: a second account with the same id is an
@@ -37,6 +42,7 @@ export function createMongoAccounts(c: Collections): StoreAccountsPart {
         plan: a.plan,
         created_at: toDate(a.createdAt),
       });
+      await bump();
     },
 
     async getAccount(id) {
@@ -49,6 +55,7 @@ export function createMongoAccounts(c: Collections): StoreAccountsPart {
     async setPlan(id, plan) {
       // matchedCount, not modifiedCount: setting the same plan again is still "the account exists".
       const r = await c.accounts.updateOne({ _id: id }, { $set: { plan } });
+      await bump();
       return r.matchedCount === 1;
     },
 
@@ -92,6 +99,7 @@ export function createMongoAccounts(c: Collections): StoreAccountsPart {
         hostnames: [...site.hostnames],
         created_at: toDate(site.createdAt),
       });
+      await bump();
     },
 
     async getSite(id) {
@@ -124,6 +132,7 @@ export function createMongoAccounts(c: Collections): StoreAccountsPart {
       };
       if (k.lastUsedAt !== undefined) doc.last_used_at = toDate(k.lastUsedAt);
       await c.apiKeys.insertOne(doc);
+      await bump();
     },
 
     async findKeyByHash(hash) {
@@ -150,12 +159,18 @@ export function createMongoAccounts(c: Collections): StoreAccountsPart {
 
     async deleteKey(id) {
       const r = await c.apiKeys.deleteOne({ _id: id });
+      await bump();
       return r.deletedCount === 1;
     },
 
     async touchKey(id, at) {
       // $max only ever moves last use forward, so racing touches cannot move it back.
       await c.apiKeys.updateOne({ _id: id }, { $max: { last_used_at: toDate(at) } });
+    },
+
+    async directoryVersion() {
+      const d = await c.directory.findOne({ _id: "version" });
+      return d?.version ?? 0;
     },
   };
 }

@@ -79,6 +79,12 @@ export interface QuotaDoc {
   count: number;
 }
 
+/** The one directory-version document (`_id: "version"`), raised by every account, site or key change. */
+export interface DirectoryDoc {
+  _id: string;
+  version: number;
+}
+
 export interface SaltDoc {
   /** The UTC day, `YYYY-MM-DD`. */
   _id: string;

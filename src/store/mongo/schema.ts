@@ -25,6 +25,7 @@ import type {
   ApiKeyDoc,
   CustomerDoc,
   CustomerVisitorDoc,
+  DirectoryDoc,
   EventBucketDoc,
   IdentityDoc,
   MembershipDoc,
@@ -381,6 +382,12 @@ export const COLLECTIONS: readonly CollectionSpec[] = [
       { key: { site_id: 1, visitor_id: 1, customer_id: 1 }, name: "site_visitor_customer" },
     ],
   },
+  {
+    // One document, raised by every account, site or key change (directory-cache.ts).
+    name: "directory",
+    schema: object(["_id", "version"], { _id: str, version: integer }),
+    indexes: [],
+  },
 ];
 
 /**
@@ -517,6 +524,7 @@ export interface Collections {
   events: Collection<EventBucketDoc>;
   identities: Collection<IdentityDoc>;
   salts: Collection<SaltDoc>;
+  directory: Collection<DirectoryDoc>;
   customers: Collection<CustomerDoc>;
   subscriptions: Collection<SubscriptionDoc>;
   payments: Collection<PaymentDoc>;
@@ -545,6 +553,7 @@ export function collections(db: Db, options: { maxTimeMS?: number } = {}): Colle
     events: get<EventBucketDoc>("events"),
     identities: get<IdentityDoc>("identities"),
     salts: get<SaltDoc>("salts"),
+    directory: get<DirectoryDoc>("directory"),
     customers: get<CustomerDoc>("customers"),
     subscriptions: get<SubscriptionDoc>("subscriptions"),
     payments: get<PaymentDoc>("payments"),

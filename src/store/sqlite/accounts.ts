@@ -71,6 +71,8 @@ export function createSqliteAccounts(db: Db): StoreAccountsPart {
     touchKey: db.prepare(
       "UPDATE api_keys SET last_used_at = ? WHERE id = ? AND (last_used_at IS NULL OR last_used_at < ?)",
     ),
+    // Raised by triggers (migration 5); pluck: the bare number, no row object.
+    directoryVersion: db.prepare("SELECT version FROM directory_version WHERE id = 1").pluck(),
   };
 
   return {
@@ -139,6 +141,9 @@ export function createSqliteAccounts(db: Db): StoreAccountsPart {
     },
     async touchKey(id, at) {
       s.touchKey.run(at, id, at);
+    },
+    async directoryVersion() {
+      return s.directoryVersion.get() as number;
     },
   };
 }

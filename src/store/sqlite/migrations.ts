@@ -202,4 +202,41 @@ CREATE TABLE readiness_probe (
 );
 `,
   },
+  {
+    version: 5,
+    description: "a directory version bumped by every key, site and account change",
+    // Keys, sites and accounts are cached in each process (src/store/directory-cache.ts)
+    // and checked against this one row on every lookup. Triggers bump it in
+    // the changing statement's own transaction, whoever writes (server, any
+    // worker, the admin CLI); a key's last-use time is not a change.
+    sql: `
+CREATE TABLE directory_version (id INTEGER PRIMARY KEY CHECK (id = 1), version INTEGER NOT NULL);
+INSERT INTO directory_version (id, version) VALUES (1, 0);
+CREATE TRIGGER api_keys_insert_bump AFTER INSERT ON api_keys BEGIN UPDATE directory_version SET version = version + 1; END;
+CREATE TRIGGER api_keys_delete_bump AFTER DELETE ON api_keys BEGIN UPDATE directory_version SET version = version + 1; END;
+CREATE TRIGGER api_keys_update_bump AFTER UPDATE OF id, site_id, name, scopes, hash, prefix ON api_keys BEGIN UPDATE directory_version SET version = version + 1; END;
+CREATE TRIGGER sites_insert_bump AFTER INSERT ON sites BEGIN UPDATE directory_version SET version = version + 1; END;
+CREATE TRIGGER sites_delete_bump AFTER DELETE ON sites BEGIN UPDATE directory_version SET version = version + 1; END;
+CREATE TRIGGER sites_update_bump AFTER UPDATE ON sites BEGIN UPDATE directory_version SET version = version + 1; END;
+CREATE TRIGGER accounts_insert_bump AFTER INSERT ON accounts BEGIN UPDATE directory_version SET version = version + 1; END;
+CREATE TRIGGER accounts_delete_bump AFTER DELETE ON accounts BEGIN UPDATE directory_version SET version = version + 1; END;
+CREATE TRIGGER accounts_update_bump AFTER UPDATE ON accounts BEGIN UPDATE directory_version SET version = version + 1; END;
+`,
+  },
+  {
+    version: 6,
+    description: "drop the indexes no query uses on the tables events and payments write",
+    // Each costs a B-tree write per row written (per $identify link, payment,
+    // subscription change or attribution update) and no statement reads it:
+    // identities are looked up by (site, user[, visitor]), the primary key;
+    // revenue by (site, paid_at) uses payments_paid_at; subscriptions by
+    // (site, subscription), the primary key, and MRR by the primary key's
+    // site prefix. Which query uses each kept index: docs/performance.md.
+    sql: `
+DROP INDEX IF EXISTS identities_visitor;
+DROP INDEX IF EXISTS payments_channel;
+DROP INDEX IF EXISTS subscriptions_customer;
+DROP INDEX IF EXISTS subscriptions_status;
+`,
+  },
 ];

@@ -1,0 +1,69 @@
+/**
+ * Keys, sites and accounts cached in the process, so a request does not read
+ * them from the database each time (they were a fifth of a single event's
+ * CPU, docs/performance.md), while a change made anywhere (another worker,
+ * the admin CLI) still takes effect on the very next request.
+ *
+ * Every lookup first reads the store's `directoryVersion`, one tiny row that
+ * every account, site or key change raises before that change's call
+ * returns. The cache holds the records read at one version; a higher version
+ * empties it. A revoked key is therefore refused by any lookup that starts
+ * after `key delete` returned, in every process, as when nothing was cached.
+ * Only records that exist are cached (unknown keys are never remembered, so
+ * guessing keys cannot fill memory), and each kind is bounded.
+ */
+import type { AccountRecord, KeyPrincipal, SiteRecord, Store } from "./port.js";
+
+/** Most cached records of each kind; beyond, the oldest goes. */
+const MAX_ENTRIES = 10_000;
+
+/** A store whose key, site and account lookups are served from memory while unchanged. */
+export function cacheDirectory(store: Store, options: { maxEntries?: number } = {}): Store {
+  const maxEntries = options.maxEntries ?? MAX_ENTRIES;
+  let version = Number.NEGATIVE_INFINITY;
+  const keys = new Map<string, KeyPrincipal>();
+  const sites = new Map<string, SiteRecord>();
+  const accounts = new Map<string, AccountRecord>();
+
+  function cached<T extends object>(
+    map: Map<string, T>,
+    read: (id: string) => Promise<T | undefined>,
+  ): (id: string) => Promise<T | undefined> {
+    return async (id) => {
+      const v = await store.directoryVersion();
+      if (v > version) {
+        version = v;
+        keys.clear();
+        sites.clear();
+        accounts.clear();
+      }
+      // A lookup that read an older version than another one already did
+      // (reads racing on an asynchronous store) neither uses nor fills the cache.
+      const current = v === version;
+      const hit = current ? map.get(id) : undefined;
+      if (hit) return hit;
+      const value = await read(id);
+      // Filled only when no newer version was seen meanwhile: the read may predate that change.
+      if (value && current && v === version) {
+        if (map.size >= maxEntries) map.delete(map.keys().next().value as string);
+        map.set(id, deepFreeze(value));
+      }
+      return value;
+    };
+  }
+
+  return {
+    ...store,
+    findKeyByHash: cached(keys, (hash) => store.findKeyByHash(hash)),
+    getSite: cached(sites, (id) => store.getSite(id)),
+    getAccount: cached(accounts, (id) => store.getAccount(id)),
+  };
+}
+
+/** Shared records must not be changed by one request under another's feet. */
+function deepFreeze<T extends object>(value: T): T {
+  for (const v of Object.values(value)) {
+    if (typeof v === "object" && v !== null) deepFreeze(v);
+  }
+  return Object.freeze(value);
+}
