@@ -194,6 +194,8 @@ export async function createApp(deps: AppDeps): Promise<App> {
   log = fastify.log;
 
   fastify.addHook("onRequest", async (request, reply) => {
+    // First of all: the directory version is read again for every new request.
+    store.beginRequest();
     reply.header("x-request-id", request.id);
   });
   registerDuplicateCredentialsGuard(fastify);

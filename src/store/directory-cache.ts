@@ -17,10 +17,53 @@ import type { AccountRecord, KeyPrincipal, SiteRecord, Store } from "./port.js";
 /** Most cached records of each kind; beyond, the oldest goes. */
 const MAX_ENTRIES = 10_000;
 
+/** The store methods that change keys, sites or accounts in this process. */
+const DIRECTORY_WRITES = [
+  "createAccount",
+  "setPlan",
+  "createSite",
+  "insertKey",
+  "deleteKey",
+] as const satisfies readonly (keyof Store)[];
+
+/** A store with a cached directory, told when a request arrives. */
+export interface DirectoryCachedStore extends Store {
+  /**
+   * Called as each request arrives (before anything of it is read). Until
+   * the next arrival, within the same turn of the event loop, the lookups
+   * share one read of the directory version: it was read after every
+   * request then in progress arrived, so it is as fresh for them as a read
+   * of their own, and the next request (a new arrival) reads again.
+   */
+  beginRequest(): void;
+}
+
 /** A store whose key, site and account lookups are served from memory while unchanged. */
-export function cacheDirectory(store: Store, options: { maxEntries?: number } = {}): Store {
+export function cacheDirectory(
+  store: Store,
+  options: { maxEntries?: number } = {},
+): DirectoryCachedStore {
   const maxEntries = options.maxEntries ?? MAX_ENTRIES;
   let version = Number.NEGATIVE_INFINITY;
+  // The version read shared by the lookups since the last arrival; only
+  // while a request turn is open (outside requests every lookup reads).
+  let shared: Promise<number> | undefined;
+  let turnOpen = false;
+  const endTurn = () => {
+    turnOpen = false;
+    shared = undefined;
+  };
+  const currentVersion = (): Promise<number> => {
+    if (!turnOpen) return store.directoryVersion();
+    if (shared) return shared;
+    const read = store.directoryVersion();
+    shared = read;
+    // A failed read is not shared: the next lookup tries again.
+    read.catch(() => {
+      if (shared === read) shared = undefined;
+    });
+    return read;
+  };
   const keys = new Map<string, KeyPrincipal>();
   const sites = new Map<string, SiteRecord>();
   const accounts = new Map<string, AccountRecord>();
@@ -30,7 +73,7 @@ export function cacheDirectory(store: Store, options: { maxEntries?: number } = 
     read: (id: string) => Promise<T | undefined>,
   ): (id: string) => Promise<T | undefined> {
     return async (id) => {
-      const v = await store.directoryVersion();
+      const v = await currentVersion();
       if (v > version) {
         version = v;
         keys.clear();
@@ -52,8 +95,28 @@ export function cacheDirectory(store: Store, options: { maxEntries?: number } = 
     };
   }
 
+  const writes: Partial<Store> = {};
+  for (const name of DIRECTORY_WRITES) {
+    const write = store[name] as (...args: unknown[]) => Promise<unknown>;
+    // This process's own change: the lookups after it read the raised version.
+    (writes as Record<string, unknown>)[name] = (...args: unknown[]) =>
+      write.apply(store, args).finally(() => {
+        shared = undefined;
+      });
+  }
+
   return {
     ...store,
+    ...writes,
+    beginRequest() {
+      shared = undefined;
+      if (!turnOpen) {
+        turnOpen = true;
+        // Bounded to this turn of the event loop: a lookup of a later turn
+        // with no new arrival (a timer, a background job) reads again.
+        setImmediate(endTurn);
+      }
+    },
     findKeyByHash: cached(keys, (hash) => store.findKeyByHash(hash)),
     getSite: cached(sites, (id) => store.getSite(id)),
     getAccount: cached(accounts, (id) => store.getAccount(id)),

@@ -11,8 +11,10 @@ import { utcMonth } from "../../src/domain/plans.js";
 import type { Store } from "../../src/store/port.js";
 import {
   createTenant,
+  createTestClock,
   postJson,
   startTestServer,
+  TEST_NOW,
   type Tenant,
   type TestServer,
 } from "../helpers/test-server.js";
@@ -30,10 +32,12 @@ const SCALE_CEILING = 20_000_000;
 
 let server: TestServer;
 let commits = 0;
+const clock = createTestClock();
 let tenant: Tenant;
 
 beforeAll(async () => {
   server = await startTestServer({
+    clock,
     wrapStore: (store: Store): Store => ({
       ...store,
       commitEvents(groups) {
@@ -485,6 +489,76 @@ describe("visitor id and privacy", () => {
     // The day's salt is in the store, shared by every process.
     const salt = await server.store.ensureSalt(utcDay(server.clock.now()), "not-used");
     expect(first?.visitorId).toBe(computeVisitorId(salt, t.siteId, ip, IPHONE_UA));
+  });
+
+  it("in one batch, each event gets the id, country and browser of its own client and day", async () => {
+    const t = await fresh();
+    // Ten minutes after midnight: an event of 23:50 belongs to the previous day's salt.
+    const midnight = Date.UTC(2026, 2, 12);
+    const late = midnight - 10 * 60_000;
+    clock.set(midnight + 10 * 60_000);
+    try {
+      const gb = { ip: "81.2.69.142", ua: IPHONE_UA };
+      const nowhere = { ip: "203.0.113.7", ua: BROWSER_UA };
+      const page = (i: number, extra: Record<string, unknown>) => ({
+        e: "pageview",
+        u: `https://example.com/${i}`,
+        ...extra,
+      });
+      const res = await sendEvents(server.url, t, {
+        s: t.siteId,
+        b: [
+          page(0, gb),
+          page(1, { ...gb, ts: late }),
+          page(2, nowhere),
+          page(3, gb),
+          page(4, { ip: gb.ip, ua: BROWSER_UA }),
+          page(5, { ...gb, ts: late }),
+          page(6, { ip: nowhere.ip, ua: IPHONE_UA, ts: late }),
+        ],
+      });
+      expect(res.status).toBe(204);
+      const stored = (await listEvents(server.url, t.siteId)).reverse();
+      const today = await server.store.ensureSalt(utcDay(midnight), "not-used");
+      const yesterday = await server.store.ensureSalt(utcDay(late), "not-used");
+      const id = (salt: string, c: { ip: string; ua: string }) =>
+        computeVisitorId(salt, t.siteId, c.ip, c.ua);
+      const iphone = { country: "GB", browser: "Mobile Safari", os: "iOS", device: "mobile" };
+      const chrome = { browser: "Chrome", os: "Windows", device: "desktop" };
+      expect(stored.map((e) => ({ ...e, ts: undefined, receivedAt: undefined }))).toMatchObject([
+        { url: "https://example.com/0", visitorId: id(today, gb), ...iphone },
+        { url: "https://example.com/1", visitorId: id(yesterday, gb), ...iphone },
+        { url: "https://example.com/2", visitorId: id(today, nowhere), ...chrome },
+        { url: "https://example.com/3", visitorId: id(today, gb), ...iphone },
+        {
+          url: "https://example.com/4",
+          visitorId: id(today, { ip: gb.ip, ua: BROWSER_UA }),
+          country: "GB",
+          ...chrome,
+        },
+        { url: "https://example.com/5", visitorId: id(yesterday, gb), ...iphone },
+        {
+          url: "https://example.com/6",
+          visitorId: id(yesterday, { ip: nowhere.ip, ua: IPHONE_UA }),
+          browser: iphone.browser,
+          os: iphone.os,
+        },
+      ]);
+      // Unknown is absent, not carried over from the event before.
+      expect(stored[2]?.country).toBeUndefined();
+      expect(stored[6]?.country).toBeUndefined();
+      expect(stored.map((e) => Number(e.ts))).toEqual([
+        midnight + 600_000,
+        late,
+        midnight + 600_000,
+        midnight + 600_000,
+        midnight + 600_000,
+        late,
+        late,
+      ]);
+    } finally {
+      clock.set(TEST_NOW);
+    }
   });
 
   it("never stores the raw IP", async () => {

@@ -45,7 +45,7 @@ import type { ClientInfo, EventsApp, EventsResult } from "./events-app.js";
 import { type Geo, openGeo } from "./geo.js";
 import { checkOrigin } from "./origin.js";
 import { urlParts } from "./url-parts.js";
-import { describeUserAgent } from "./user-agent.js";
+import { describeUserAgent, type UserAgentParts } from "./user-agent.js";
 import { siteIdOf, type ValidEvent, validateEvents } from "./validate-events.js";
 import { canonicalIp, createVisitorIds, type VisitorIds } from "./visitor-id.js";
 
@@ -168,9 +168,7 @@ export async function createEventsApp(deps: EventsDeps): Promise<EventsApp> {
     }
 
     // 4. Enrichment.
-    const records = await Promise.all(
-      kept.map((k) => enrich(k.ev, site.id, k.ip, k.ua, now, geo, visitors)),
-    );
+    const records = await enrichAll(kept, site.id, now, geo, visitors);
     const links: IdentityLink[] = records
       .filter((r) => r.name === IDENTIFY && r.userId !== undefined)
       .map((r) => ({
@@ -253,38 +251,97 @@ export async function createEventsApp(deps: EventsDeps): Promise<EventsApp> {
   };
 }
 
-/** An event as stored: the checked fields plus everything derived from ip, ua and URLs. */
-async function enrich(
-  ev: ValidEvent,
+/** What an event's client (ip, user agent) and UTC day give it. */
+interface ClientParts {
+  visitorId: string;
+  country: string | undefined;
+  ua: UserAgentParts;
+}
+
+const DAY_MS = 86_400_000;
+
+/**
+ * Enriches a request's events. The events of a request share their client
+ * and almost always their day, so what depends only on those (visitor id,
+ * country, user-agent parts) is derived once per run of equal (ip, ua, day)
+ * rather than once per event: per event that was a hash of the joined
+ * inputs in each cache and an await (docs/performance.md, third pass).
+ */
+async function enrichAll(
+  kept: readonly { ev: ValidEvent; ip: string; ua: string }[],
   siteId: string,
-  ip: string,
-  ua: string,
   receivedAt: number,
   geo: Geo,
   visitors: VisitorIds,
-): Promise<EventRecord> {
-  const record: EventRecord = {
+): Promise<EventRecord[]> {
+  const records: EventRecord[] = [];
+  let client: ClientParts | undefined;
+  let ip = "";
+  let ua = "";
+  let dayStart = 0;
+  for (const k of kept) {
+    const ts = k.ev.ts;
+    if (
+      client === undefined ||
+      k.ip !== ip ||
+      k.ua !== ua ||
+      ts < dayStart ||
+      ts >= dayStart + DAY_MS
+    ) {
+      ip = k.ip;
+      ua = k.ua;
+      dayStart = ts - (((ts % DAY_MS) + DAY_MS) % DAY_MS);
+      client = {
+        // The salt of the day the event happened: late events of yesterday keep yesterday's id.
+        visitorId: await visitors.visitorId(siteId, ip, ua, ts),
+        country: ip === "" ? undefined : geo.country(ip),
+        ua: describeUserAgent(ua),
+      };
+    }
+    records.push(enrich(k.ev, siteId, receivedAt, client));
+  }
+  return records;
+}
+
+/**
+ * An event as stored: the checked fields plus everything derived from its
+ * client and URLs. The port says optional fields are absent when unknown,
+ * never present-but-undefined (MongoDB would keep explicit nulls): they are
+ * only set when known, rather than deleted afterwards, which would turn
+ * every record into a slow dictionary-mode object.
+ */
+function enrich(
+  ev: ValidEvent,
+  siteId: string,
+  receivedAt: number,
+  client: ClientParts,
+): EventRecord {
+  const r: EventRecord = {
     siteId,
     name: ev.name,
     url: ev.url,
-    referrer: ev.referrer,
-    title: ev.title,
-    width: ev.width,
-    language: ev.language,
-    props: ev.props,
     ts: ev.ts,
     receivedAt,
-    // The salt of the day the event happened: late events of yesterday keep yesterday's id.
-    visitorId: await visitors.visitorId(siteId, ip, ua, ev.ts),
-    userId: ev.userId,
-    country: ip === "" ? undefined : geo.country(ip),
-    ...describeUserAgent(ua),
-    ...urlParts(ev.url, ev.referrer),
+    visitorId: client.visitorId,
   };
-  // The port says optional fields are undefined when unknown, never present-but-undefined
-  // for adapters that would store them (MongoDB would keep explicit nulls).
-  for (const k of Object.keys(record) as (keyof EventRecord)[]) {
-    if (record[k] === undefined) delete record[k];
-  }
-  return record;
+  if (ev.referrer !== undefined) r.referrer = ev.referrer;
+  if (ev.title !== undefined) r.title = ev.title;
+  if (ev.width !== undefined) r.width = ev.width;
+  if (ev.language !== undefined) r.language = ev.language;
+  if (ev.props !== undefined) r.props = ev.props;
+  if (ev.userId !== undefined) r.userId = ev.userId;
+  if (client.country !== undefined) r.country = client.country;
+  const { browser, os, device } = client.ua;
+  if (browser !== undefined) r.browser = browser;
+  if (os !== undefined) r.os = os;
+  if (device !== undefined) r.device = device;
+  const u = urlParts(ev.url, ev.referrer);
+  if (u.referrerHost !== undefined) r.referrerHost = u.referrerHost;
+  if (u.utmSource !== undefined) r.utmSource = u.utmSource;
+  if (u.utmMedium !== undefined) r.utmMedium = u.utmMedium;
+  if (u.utmCampaign !== undefined) r.utmCampaign = u.utmCampaign;
+  if (u.utmTerm !== undefined) r.utmTerm = u.utmTerm;
+  if (u.utmContent !== undefined) r.utmContent = u.utmContent;
+  if (u.clickIds !== undefined) r.clickIds = u.clickIds;
+  return r;
 }

@@ -218,7 +218,7 @@ export function createSqliteEvents(db: Db): StoreEventsPart {
           continue;
         }
       }
-      for (const e of g.events) s.insertEvent.run(...eventParams(e));
+      for (const e of g.events) s.insertEvent.run(eventParams(e));
       // Touches before links: a visitor's pageview in the same request counts when the cap
       // on visitors per user id decides whether its link is kept.
       const firstTouches = (g.touches ?? []).filter(writeTouch).map((t) => t.visitorId);
