@@ -1,7 +1,7 @@
 /**
  * What README.md and docs/ state about the code stays true of it: the
  * configuration table lists every variable the server reads, with its real
- * default, and nothing else; relative links resolve inside the repository;
+ * default, and nothing else; relative links never climb with `../` and resolve inside the repository;
  * every repository path a doc names exists. Operators configure the service
  * from that table, and a stale path sends a reader to nothing.
  */
@@ -96,6 +96,8 @@ describe.each(DOCS)("%s", (doc) => {
 
   it("links only to files of this repository that exist", () => {
     for (const target of relativeLinks(text)) {
+      // No `../` at all: a document read outside its folder (a package page, a copy) cannot follow it.
+      expect({ target, climbs: target.startsWith("../") }).toEqual({ target, climbs: false });
       const path = resolve(ROOT, dirname(doc), target);
       expect({ target, inside: !relative(ROOT, path).startsWith("..") }).toEqual({
         target,
