@@ -230,13 +230,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
       url,
       onRequest: async (request, reply) => {
         reply.header("allow", "GET, HEAD");
-        return sendError(
-          reply,
-          new DomainError(
-            "method_not_allowed",
-            `${request.method} is not allowed on ${url}; use GET`,
-          ),
-        );
+        return sendError(reply, errors.methodNotAllowed(request.method, url, "GET"));
       },
       handler: async () => undefined,
     });

@@ -92,6 +92,9 @@ export const errors = {
    */
   unknownMethod: (service: string, method: string) =>
     new DomainError("unknown_method", `unknown method ${method} for service ${service}`),
+  /** 405: `use` names the verbs the path takes, as its `Allow` header lists them. */
+  methodNotAllowed: (method: string, path: string, use: string) =>
+    new DomainError("method_not_allowed", `${method} is not allowed on ${path}; use ${use}`),
   invalidJson: (detail: string) => new DomainError("invalid_input", `invalid JSON: ${detail}`),
   bodyTooLarge: (limitKb: number) =>
     new DomainError("body_too_large", `request body larger than ${limitKb} KB`),

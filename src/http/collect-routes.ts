@@ -18,11 +18,11 @@ import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
 import { EventsService } from "../../gen/ingest/v1/events_pb.js";
 import { clientKeyOf, createLocalRateLimiter, type RateLimiter } from "../cluster/rate-limiter.js";
 import type { Clock } from "../domain/clock.js";
-import { DomainError, errors } from "../domain/errors.js";
+import { errors } from "../domain/errors.js";
 import type { EventsApp } from "../domain/events/events-app.js";
 import { createTokenBuckets } from "../lib/token-buckets.js";
 import { COLLECT_BODY_LIMIT } from "./body-limits.js";
-import { decodeStrict, parseJsonBody } from "./decode-json.js";
+import { acceptRawJsonBodies, decodeStrict, parseJsonBody } from "./decode-json.js";
 import { type RestRouteConfig, sendError } from "./envelope.js";
 
 /** The path users put in their proxies: part of the public interface. */
@@ -58,12 +58,7 @@ export function registerCollectRoutes(app: FastifyInstance, deps: CollectDeps): 
       : (shared ?? createLocalRateLimiter(createTokenBuckets({ perMinute, now: clock.now })));
 
   app.register(async (scope) => {
-    scope.removeAllContentTypeParsers();
-    scope.addContentTypeParser(
-      ["application/json", "text/plain"],
-      { parseAs: "buffer" },
-      (_req, body, done) => done(null, body),
-    );
+    acceptRawJsonBodies(scope);
 
     const config: RestRouteConfig = { bodyLimit: BODY_LIMIT };
     scope.route({
@@ -110,13 +105,7 @@ export function registerCollectRoutes(app: FastifyInstance, deps: CollectDeps): 
     const notAllowed = async (request: FastifyRequest, reply: FastifyReply) => {
       allowAnyOrigin(reply);
       reply.header("allow", "POST, OPTIONS");
-      return sendError(
-        reply,
-        new DomainError(
-          "method_not_allowed",
-          `${request.method} is not allowed on ${COLLECT_PATH}; use POST`,
-        ),
-      );
+      return sendError(reply, errors.methodNotAllowed(request.method, COLLECT_PATH, "POST"));
     };
     scope.route({
       method: ["GET", "PUT", "PATCH", "DELETE"],

@@ -8,7 +8,22 @@
  * `null` is taken as an absent field and removed.
  */
 import { type DescField, type DescMessage, ScalarType } from "@bufbuild/protobuf";
+import type { FastifyInstance } from "fastify";
 import { errors } from "../domain/errors.js";
+
+/**
+ * Makes `scope` take only JSON bodies (`application/json`, and `text/plain`
+ * for browsers' preflight-free posts), kept as raw bytes: the size, encoding
+ * and syntax checks then run in the spec's order, by {@link parseJsonBody}.
+ */
+export function acceptRawJsonBodies(scope: FastifyInstance): void {
+  scope.removeAllContentTypeParsers();
+  scope.addContentTypeParser(
+    ["application/json", "text/plain"],
+    { parseAs: "buffer" },
+    (_req, body, done) => done(null, body),
+  );
+}
 
 const UTF8 = new TextDecoder("utf-8", { fatal: true, ignoreBOM: true });
 

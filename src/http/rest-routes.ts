@@ -12,12 +12,12 @@ import { http } from "../../gen/google/api/annotations_pb.js";
 import { EventsService } from "../../gen/ingest/v1/events_pb.js";
 import { PaymentsService } from "../../gen/ingest/v1/payments_pb.js";
 import type { Authenticator } from "../domain/auth.js";
-import { DomainError } from "../domain/errors.js";
+import { DomainError, errors } from "../domain/errors.js";
 import type { EventsApp } from "../domain/events/events-app.js";
 import type { PaymentsApp } from "../domain/payments/payments-app.js";
 import type { KeyPrincipal, Scope } from "../store/port.js";
 import { bodyLimitOf } from "./body-limits.js";
-import { decodeStrict, parseJsonBody } from "./decode-json.js";
+import { acceptRawJsonBodies, decodeStrict, parseJsonBody } from "./decode-json.js";
 import { decompressBody, readLimited, restEncodingOf } from "./decompress.js";
 import { type RestRouteConfig, sendError } from "./envelope.js";
 
@@ -75,13 +75,7 @@ export function registerRestRoutes(
   const principals = new WeakMap<FastifyRequest, KeyPrincipal>();
 
   app.register(async (scope) => {
-    // Only JSON bodies, kept raw so the size and syntax checks come in the spec's order.
-    scope.removeAllContentTypeParsers();
-    scope.addContentTypeParser(
-      ["application/json", "text/plain"],
-      { parseAs: "buffer" },
-      (_req, body, done) => done(null, body),
-    );
+    acceptRawJsonBodies(scope);
     // Compressed bodies (server-side SDKs gzip batches): the route's body limit applies to the
     // decompressed bytes, and the compressed bytes may not exceed it either.
     scope.addHook("preParsing", async (request, _reply, payload) => {
@@ -118,13 +112,7 @@ export function registerRestRoutes(
       });
       const notAllowed = async (request: FastifyRequest, reply: FastifyReply) => {
         reply.header("allow", verb);
-        return sendError(
-          reply,
-          new DomainError(
-            "method_not_allowed",
-            `${request.method} is not allowed on ${path}; use ${verb}`,
-          ),
-        );
+        return sendError(reply, errors.methodNotAllowed(request.method, path, verb));
       };
       scope.route({
         method: ["GET", "PUT", "PATCH", "DELETE", "OPTIONS"],

@@ -239,10 +239,7 @@ export function registerRpcBodyGuard(
       return sendRpcDomainError(
         request,
         reply,
-        new DomainError(
-          "method_not_allowed",
-          `${request.method} is not allowed on ${path}; use ${readOnly ? "GET or POST" : "POST"}`,
-        ),
+        errors.methodNotAllowed(request.method, path, readOnly ? "GET or POST" : "POST"),
       );
     }
     if (!kindOf(request.headers["content-type"])) {
