@@ -4,7 +4,7 @@
  *
  * Every scenario starts `node dist/src/main.js` as a separate process on a
  * fresh data directory with its own tenant, warms it up, measures it from
- * this process (autocannon for HTTP, connect-node for gRPC), counts what was
+ * this process (autocannon for HTTP, pre-encoded gRPC frames over HTTP/2), counts what was
  * durably stored by reading the SQLite file, and stops it. Prints a markdown
  * table and writes bench/results/<timestamp>.json. See docs/performance.md.
  *
@@ -13,6 +13,7 @@
  *   BENCH_WARMUP        seconds of unmeasured load before each scenario (default 2)
  *   BENCH_CONNECTIONS   autocannon connections (default 64)
  *   BENCH_GRPC_CONCURRENCY  gRPC calls in flight (default 64)
+ *   BENCH_GRPC_CLIENT   raw (default: pre-encoded frames over node:http2) or connect (connect-node)
  *   BENCH_ONLY          comma-separated scenario ids to run: baseline,a,b,c,d,e,f and the
  *                       WORKERS rows a2,b2,f2 (default: all of these), c2 and f2x (only when named)
  *   BENCH_WORKERS       N for the extra WORKERS=N rows (default 2; 0 = none;
@@ -28,6 +29,7 @@ import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "nod
 import os from "node:os";
 import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
+import { create, toBinary } from "@bufbuild/protobuf";
 import Database from "better-sqlite3";
 import {
   batchBodies,
@@ -37,7 +39,7 @@ import {
   paymentBody,
   singleEventBodies,
 } from "./lib/bodies.mjs";
-import { cannon, grpcLoad, paced } from "./lib/load.mjs";
+import { cannon, grpcConnectLoad, grpcFrame, grpcRawLoad, paced } from "./lib/load.mjs";
 import {
   cpuMeter,
   freePort,
@@ -57,6 +59,7 @@ const WARMUP = Number(env.BENCH_WARMUP ?? 2);
 const CONNECTIONS = Number(env.BENCH_CONNECTIONS ?? 64);
 const GRPC_CONCURRENCY = Number(env.BENCH_GRPC_CONCURRENCY ?? 64);
 const GRPC_CONNECTIONS = Number(env.BENCH_GRPC_CONNECTIONS ?? 1);
+const GRPC_CLIENT = env.BENCH_GRPC_CLIENT ?? "raw";
 const ONLY = env.BENCH_ONLY ? new Set(env.BENCH_ONLY.split(",").map((s) => s.trim())) : undefined;
 const WORKERS = Number(env.BENCH_WORKERS ?? 2);
 const PROF_DIR = env.BENCH_CPU_PROF_DIR;
@@ -335,6 +338,16 @@ async function grpcScenario({ id, label, workers }) {
       concurrency: GRPC_CONCURRENCY,
       connections: GRPC_CONNECTIONS,
     };
+    // The raw client sends pre-encoded frames, as autocannon sends pre-built bodies: the
+    // connect-node client spends ~0.5 core encoding and was the bottleneck (docs/performance.md).
+    const grpcLoad = GRPC_CLIENT === "connect" ? grpcConnectLoad : grpcRawLoad;
+    if (GRPC_CLIENT !== "connect") {
+      common.path = `/${EventsService.typeName}/${EventsService.method.recordEvents.name}`;
+      common.frames = common.messages.map((m) =>
+        grpcFrame(toBinary(RecordEventsRequestSchema, create(RecordEventsRequestSchema, m))),
+      );
+      common.eventsPerCall = 50;
+    }
     if (WARMUP > 0) await grpcLoad({ ...common, durationSec: WARMUP });
     const before = countRows(tenant.dbPath, "events");
     rss.reset();

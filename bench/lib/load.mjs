@@ -1,7 +1,7 @@
 /**
  * Load generators: autocannon (closed loop, HTTP/1.1), an open-loop paced
- * HTTP client for latency at a fixed rate, and a closed-loop gRPC client
- * (connect-node, HTTP/2).
+ * HTTP client for latency at a fixed rate, and two closed-loop gRPC clients
+ * over HTTP/2 (pre-encoded frames on node:http2, or connect-node).
  */
 import http from "node:http";
 import { performance } from "node:perf_hooks";
@@ -196,7 +196,7 @@ export async function paced({
  * Closed-loop gRPC (HTTP/2, one connection, connect-node): `concurrency`
  * calls in flight, each starting the next when answered.
  */
-export async function grpcLoad({
+export async function grpcConnectLoad({
   url,
   service,
   method,
@@ -255,4 +255,93 @@ export async function grpcLoad({
       max: percentile(latencies, 100),
     },
   };
+}
+
+/**
+ * Closed-loop gRPC load over raw HTTP/2 with pre-encoded, pre-framed request
+ * bodies (what autocannon does for HTTP/1.1): the client spends almost nothing
+ * per call, so the server's cost is what is measured. Answers are read only
+ * for their `grpc-status` trailer and the `accepted` field is not decoded:
+ * `acceptedEvents` is the calls' `eventsPerCall` on status 0.
+ */
+export async function grpcRawLoad({
+  url,
+  path,
+  frames,
+  eventsPerCall,
+  apiKey,
+  concurrency,
+  connections = 1,
+  durationSec,
+}) {
+  const { connect, constants } = await import("node:http2");
+  const sessions = Array.from({ length: connections }, () => connect(url));
+  const headers = {
+    [constants.HTTP2_HEADER_METHOD]: "POST",
+    [constants.HTTP2_HEADER_PATH]: path,
+    "content-type": "application/grpc+proto",
+    te: "trailers",
+    authorization: `Bearer ${apiKey}`,
+  };
+  const latencies = [];
+  const errorCodes = {};
+  let ok = 0;
+  let n = 0;
+  const t0 = performance.now();
+  const end = t0 + durationSec * 1000;
+  const call = (session, body) =>
+    new Promise((resolve) => {
+      const stream = session.request(headers);
+      let status;
+      stream.on("response", (h) => {
+        if (h["grpc-status"] !== undefined) status = h["grpc-status"];
+      });
+      stream.on("trailers", (t) => {
+        status = t["grpc-status"];
+      });
+      stream.on("data", () => {});
+      stream.on("close", () => resolve(status ?? "closed"));
+      stream.on("error", () => {});
+      stream.end(body);
+    });
+  const loop = async (_, i) => {
+    const session = sessions[i % sessions.length];
+    while (performance.now() < end) {
+      const body = frames[n++ % frames.length];
+      const start = performance.now();
+      const status = await call(session, body);
+      if (status === "0") {
+        latencies.push(performance.now() - start);
+        ok++;
+      } else errorCodes[status] = (errorCodes[status] ?? 0) + 1;
+    }
+  };
+  await Promise.all(Array.from({ length: concurrency }, loop));
+  const elapsed = (performance.now() - t0) / 1000;
+  for (const s of sessions) s.close();
+  return {
+    tool: "raw HTTP/2 grpc",
+    durationSec: elapsed,
+    concurrency,
+    connections,
+    ok,
+    acceptedEvents: ok * eventsPerCall,
+    non2xx: Object.values(errorCodes).reduce((a, b) => a + b, 0),
+    errorCodes,
+    okPerSec: ok / elapsed,
+    latencyMs: {
+      p50: percentile(latencies, 50),
+      p90: percentile(latencies, 90),
+      p99: percentile(latencies, 99),
+      max: percentile(latencies, 100),
+    },
+  };
+}
+
+/** A gRPC length-prefixed message frame (flag 0, big-endian length, bytes). */
+export function grpcFrame(bytes) {
+  const out = Buffer.alloc(5 + bytes.length);
+  out.writeUInt32BE(bytes.length, 1);
+  out.set(bytes, 5);
+  return out;
 }

@@ -168,6 +168,20 @@ describe("HTTP/2", () => {
     expect(refused.length, outcomes.join(", ")).toBeGreaterThanOrEqual(8);
   });
 
+  it("the receive windows take a 64 KB body per stream and many bodies per connection", async () => {
+    const session = http2.connect(server.url);
+    session.on("error", () => {});
+    const settings = await new Promise<http2.Settings>((resolve) =>
+      session.once("remoteSettings", resolve),
+    );
+    // Per stream: the largest RPC body (64 KB) and its frame header without a WINDOW_UPDATE.
+    expect(settings.initialWindowSize).toBe(128 * 1024);
+    // Per connection: the server widens the 64 KiB default with a WINDOW_UPDATE after its SETTINGS.
+    await new Promise<void>((resolve) => session.ping(() => resolve()));
+    expect(session.state.remoteWindowSize).toBe(1024 * 1024);
+    session.destroy();
+  });
+
   it("a stream whose body never ends is cancelled after the request timeout", async () => {
     const session = http2.connect(server.url);
     session.on("error", () => {});
