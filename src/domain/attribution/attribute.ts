@@ -56,6 +56,10 @@ export function createAttributor(deps: { store: Store; clock: Clock }): Attribut
     for (const known of await store.getCustomerVisitors(siteId, customerId)) {
       add(known.visitorId, "customer");
     }
+    // Nothing to write: links are only ever added, so a customer with none was never
+    // attributed, and its payments were stored unattributed. Most server-side payments
+    // (a webhook naming no visitor) end here, without a write transaction of their own.
+    if (links.size === 0 && customer.attribution === undefined) return undefined;
     // Remembered so a later payment that names another visitor keeps this one.
     await store.linkCustomerVisitors(siteId, customerId, fresh);
 

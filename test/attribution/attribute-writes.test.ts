@@ -1,0 +1,87 @@
+/**
+ * What re-attributing a customer writes: nothing for a customer no visitor
+ * is linked to (most server-side payments), the attribution otherwise.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { createAttributor } from "../../src/domain/attribution/attribute.js";
+import { createSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
+import type { Store } from "../../src/store/port.js";
+import { TEST_NOW } from "../helpers/test-server.js";
+
+const SITE = "site_1";
+const dirs: string[] = [];
+afterEach(() => {
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+/** A SQLite store whose setAttribution calls are counted. */
+function countingStore() {
+  const dir = mkdtempSync(join(tmpdir(), "attr-writes-"));
+  dirs.push(dir);
+  const inner = createSqliteStore(join(dir, "ingest.sqlite"));
+  const calls: string[] = [];
+  const store = new Proxy(inner, {
+    get(target, prop, receiver) {
+      if (prop === "setAttribution") {
+        return (siteId: string, customerId: string, ...rest: unknown[]) => {
+          calls.push(customerId);
+          return (target.setAttribution as (...a: unknown[]) => Promise<void>)(
+            siteId,
+            customerId,
+            ...rest,
+          );
+        };
+      }
+      return Reflect.get(target, prop, receiver);
+    },
+  }) as Store;
+  return { store, calls };
+}
+
+function payment(customerId: string, paymentId: string, visitorId?: string) {
+  return {
+    payment: {
+      siteId: SITE,
+      paymentId,
+      customerId,
+      currency: "USD",
+      amountMinor: 2999,
+      kind: "charge" as const,
+      status: "succeeded" as const,
+      paidAt: TEST_NOW,
+      metadata: {},
+      createdAt: TEST_NOW,
+      updatedAt: TEST_NOW,
+    },
+    customer: { siteId: SITE, customerId, visitorId, metadata: undefined, at: TEST_NOW },
+  };
+}
+
+describe("re-attribution writes", () => {
+  it("writes nothing for a customer no visitor is linked to, and leaves its payment unattributed", async () => {
+    const { store, calls } = countingStore();
+    const attributor = createAttributor({ store, clock: { now: () => TEST_NOW } });
+    await store.commitPayments([payment("cus_plain", "pay_1")]);
+    await attributor.afterPayments([{ siteId: SITE, customerId: "cus_plain" }]);
+    expect(calls).toEqual([]);
+    expect((await store.getPayment(SITE, "pay_1"))?.attribution).toBeUndefined();
+    expect((await store.getCustomer(SITE, "cus_plain"))?.attribution).toBeUndefined();
+    await store.close();
+  });
+
+  it("writes the attribution of a customer whose payment names a visitor", async () => {
+    const { store, calls } = countingStore();
+    const attributor = createAttributor({ store, clock: { now: () => TEST_NOW } });
+    await store.commitPayments([payment("cus_linked", "pay_2", "v_1")]);
+    await attributor.afterPayments([{ siteId: SITE, customerId: "cus_linked" }]);
+    // The visitor has no stored touch: unattributed, but written (and the link kept).
+    expect(calls).toEqual(["cus_linked"]);
+    expect(await store.getCustomerVisitors(SITE, "cus_linked")).toEqual([
+      { visitorId: "v_1", via: "visitor_id", linkedAt: TEST_NOW },
+    ]);
+    await store.close();
+  });
+});
