@@ -7,8 +7,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { createAttributor } from "../../src/domain/attribution/attribute.js";
-import { createSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
 import type { Store } from "../../src/store/port.js";
+import { createSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
 import { TEST_NOW } from "../helpers/test-server.js";
 
 const SITE = "site_1";

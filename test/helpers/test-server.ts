@@ -12,6 +12,7 @@ import type { Clock } from "../../src/domain/clock.js";
 import type { Observer } from "../../src/metrics/observer.js";
 import type { Store } from "../../src/store/port.js";
 import { createSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
+import type { SyncFile } from "../../src/store/sqlite/wal-sync.js";
 import type { StoreUnderTest } from "./stores.js";
 
 export const ADMIN_TOKEN = "test-admin-token-0123456789";
@@ -69,6 +70,8 @@ export interface TestServerOptions {
   logStream?: { write(line: string): void };
   /** Another store than the fresh SQLite file (test/helpers/stores.ts); closed with the server. */
   store?: StoreUnderTest;
+  /** How the fresh SQLite store syncs its WAL after a write (to hold or fail it). */
+  syncFile?: SyncFile;
 }
 
 export async function startTestServer(options: TestServerOptions = {}): Promise<TestServer> {
@@ -85,6 +88,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     ? await options.store.open({ timeoutMs: config.storeTimeoutMs })
     : createSqliteStore(join(dir, "ingest.sqlite"), {
         busyTimeoutMs: config.sqliteBusyTimeoutMs,
+        syncFile: options.syncFile,
       });
   const store = options.wrapStore ? options.wrapStore(raw) : raw;
   const clock = options.clock ?? createTestClock();

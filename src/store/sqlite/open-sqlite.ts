@@ -8,9 +8,11 @@ export type Db = Database.Database;
 
 /**
  * Opens (creating when needed) the database at `path`. WAL mode lets readers
- * run beside the writer; `synchronous=FULL` syncs the WAL at every commit, so
- * an acknowledged write survives a power cut; `busy_timeout` lets several
- * server processes share the file.
+ * run beside the writer; `busy_timeout` lets several server processes share
+ * the file. Migrations commit with `synchronous=FULL`; after them the
+ * connection commits with `synchronous=NORMAL` and the store syncs the WAL
+ * off the JS thread before it answers (src/store/sqlite/wal-sync.ts), so an
+ * acknowledged write survives a power cut either way.
  */
 export function openSqlite(path: string, options: { busyTimeoutMs?: number } = {}): Db {
   if (path !== ":memory:") mkdirSync(dirname(path), { recursive: true });
@@ -20,6 +22,7 @@ export function openSqlite(path: string, options: { busyTimeoutMs?: number } = {
   db.pragma("synchronous = FULL");
   db.pragma("foreign_keys = ON");
   migrate(db);
+  db.pragma("synchronous = NORMAL");
   return db;
 }
 

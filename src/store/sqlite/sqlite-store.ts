@@ -6,10 +6,19 @@ import { createSqliteAttribution } from "./attribution.js";
 import { createSqliteEvents } from "./events.js";
 import { openSqlite } from "./open-sqlite.js";
 import { createSqlitePayments } from "./payments.js";
+import { countChanges, createWalSync, type SyncFile } from "./wal-sync.js";
+
+export interface SqliteStoreOptions {
+  busyTimeoutMs?: number;
+  /** How the WAL file is synced after a write (tests hold or fail it); fdatasync by default. */
+  syncFile?: SyncFile;
+}
 
 /** Opens `path` (created when missing), migrates it and returns the store. */
-export function createSqliteStore(path: string, options: { busyTimeoutMs?: number } = {}): Store {
+export function createSqliteStore(path: string, options: SqliteStoreOptions = {}): Store {
   const db = openSqlite(path, options);
+  const changes = countChanges(db);
+  const wal = path === ":memory:" ? undefined : createWalSync(`${path}-wal`, options.syncFile);
   // Readiness writes one row on a connection of its own with a short wait for
   // the lock: reads keep working in WAL mode while another process holds the
   // lock, the file is read-only or the disk is full, but writes would not.
@@ -19,13 +28,29 @@ export function createSqliteStore(path: string, options: { busyTimeoutMs?: numbe
     "INSERT INTO readiness_probe (id, checked_at) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET checked_at = excluded.checked_at",
   );
   let closed = false;
-  return {
-    kind: "sqlite",
+  const parts: Record<string, unknown> = {
     ...createSqliteAccounts(db),
     ...createSqliteEvents(db),
     ...createSqlitePayments(db),
     ...createSqliteAttribution(db),
+  };
+  // Every method that changed rows resolves only after the WAL is synced: the
+  // adapter's methods do their SQLite work synchronously, so the count read
+  // right after the call is that call's own.
+  for (const [name, fn] of Object.entries(parts)) {
+    if (typeof fn !== "function" || wal === undefined) continue;
+    parts[name] = (...args: unknown[]) => {
+      const before = changes.count;
+      const result = (fn as (...a: unknown[]) => Promise<unknown>)(...args);
+      return changes.count === before ? result : result.then((r) => wal.sync().then(() => r));
+    };
+  }
+  return {
+    kind: "sqlite",
+    ...(parts as unknown as Omit<Store, "kind" | "ping" | "close">),
     async ping() {
+      // A failed sync is sticky: nothing written since can be vouched for.
+      if (wal?.failure) throw wal.failure;
       db.prepare("SELECT 1").get();
       // A real commit, so a failure to write (lock, read-only, full, I/O) shows; it
       // recovers by itself, as every probe tries again.

@@ -1,0 +1,194 @@
+/**
+ * SQLite commits with synchronous=NORMAL and the store syncs the WAL off the
+ * JS thread: an acknowledged write is one whose WAL sync finished, and a sync
+ * that fails stops the store from acknowledging anything more.
+ */
+import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { afterEach, describe, expect, it } from "vitest";
+import { StoreUnavailableError } from "../../src/domain/store-errors.js";
+import { createSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
+import { createWalSync, fdatasyncFile } from "../../src/store/sqlite/wal-sync.js";
+import { validEvent, validPayment } from "../helpers/fixtures.js";
+import { createTenant, postJson, startTestServer, TEST_NOW } from "../helpers/test-server.js";
+
+/** A syncFile whose calls wait until the test settles them. */
+function heldSyncs() {
+  const calls: { path: string; resolve(): void; reject(err: Error): void }[] = [];
+  const syncFile = (path: string) =>
+    new Promise<void>((resolve, reject) => {
+      calls.push({ path, resolve, reject });
+    });
+  return { calls, syncFile };
+}
+
+/** Whether `p` settled within a few turns of the event loop. */
+async function settled(p: Promise<unknown>): Promise<boolean> {
+  let done = false;
+  p.then(
+    () => {
+      done = true;
+    },
+    () => {
+      done = true;
+    },
+  );
+  for (let i = 0; i < 5; i++) await new Promise((r) => setImmediate(r));
+  return done;
+}
+
+const dirs: string[] = [];
+afterEach(() => {
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+function tempDir() {
+  const d = mkdtempSync(join(tmpdir(), "wal-sync-"));
+  dirs.push(d);
+  return d;
+}
+
+describe("createWalSync", () => {
+  it("a caller waits for a sync that started after its call, shared with the others who came meanwhile", async () => {
+    const { calls, syncFile } = heldSyncs();
+    const wal = createWalSync("/db-wal", syncFile);
+    const first = wal.sync();
+    const second = wal.sync();
+    const third = wal.sync();
+    expect(second).toBe(third);
+    expect(calls).toHaveLength(1);
+    calls[0]?.resolve();
+    await first;
+    // The first sync may have started before the second caller's write: a new one runs for it.
+    expect(await settled(second)).toBe(false);
+    expect(calls).toHaveLength(2);
+    calls[1]?.resolve();
+    await second;
+    expect(calls.map((c) => c.path)).toEqual(["/db-wal", "/db-wal"]);
+  });
+
+  it("a failed sync fails its callers and every later one, without trying again", async () => {
+    const { calls, syncFile } = heldSyncs();
+    const wal = createWalSync("/db-wal", syncFile);
+    const first = wal.sync();
+    const queued = wal.sync();
+    calls[0]?.reject(Object.assign(new Error("EIO: i/o error"), { code: "EIO" }));
+    await expect(first).rejects.toThrow(StoreUnavailableError);
+    await expect(first).rejects.toThrow("the database file could not be synced");
+    await expect(queued).rejects.toThrow(StoreUnavailableError);
+    await expect(wal.sync()).rejects.toThrow(StoreUnavailableError);
+    expect(calls).toHaveLength(1);
+    expect(wal.failure?.message).toBe("the database file could not be synced");
+  });
+
+  it("fdatasync: a real file syncs, a missing file has nothing to sync, a directory fails", async () => {
+    const dir = tempDir();
+    writeFileSync(join(dir, "x-wal"), "frames");
+    await expect(fdatasyncFile(join(dir, "x-wal"))).resolves.toBeUndefined();
+    await expect(fdatasyncFile(join(dir, "missing-wal"))).resolves.toBeUndefined();
+    await expect(fdatasyncFile(dir)).rejects.toThrow(/EISDIR/);
+  });
+});
+
+describe("the SQLite store", () => {
+  const payment = (paymentId: string) => ({
+    payment: {
+      siteId: "site_1",
+      paymentId,
+      customerId: "cus_1",
+      currency: "USD",
+      amountMinor: 100,
+      kind: "charge" as const,
+      status: "succeeded" as const,
+      paidAt: TEST_NOW,
+      metadata: {},
+      createdAt: TEST_NOW,
+      updatedAt: TEST_NOW,
+    },
+    customer: { siteId: "site_1", customerId: "cus_1", at: TEST_NOW },
+  });
+
+  it("resolves a write only after its WAL sync; reads and writes that change nothing do not wait", async () => {
+    const { calls, syncFile } = heldSyncs();
+    const path = join(tempDir(), "ingest.sqlite");
+    const store = createSqliteStore(path, { syncFile });
+    try {
+      const write = store.commitPayments([payment("pay_1")]);
+      expect(await settled(write)).toBe(false);
+      expect(calls.map((c) => c.path)).toEqual([`${path}-wal`]);
+      // Committed to SQLite (readable) but not acknowledged until the sync is done.
+      expect((await store.getPayment("site_1", "pay_1"))?.amountMinor).toBe(100);
+      calls[0]?.resolve();
+      await write;
+      // An upsert whose WHERE keeps the row as it is changes nothing: no sync.
+      await store.setAttribution("site_1", "cus_1", undefined);
+      await store.getCustomer("site_1", "cus_1");
+      expect(calls).toHaveLength(1);
+    } finally {
+      await store.close();
+    }
+  });
+});
+
+describe("through the REST door", () => {
+  it("answers an event only after the WAL sync of its commit", async () => {
+    // Syncs pass until the test holds them.
+    let hold = false;
+    const held: (() => void)[] = [];
+    const server = await startTestServer({
+      syncFile: () =>
+        hold ? new Promise<void>((resolve) => held.push(resolve)) : Promise.resolve(),
+    });
+    try {
+      const tenant = await createTenant(server);
+      hold = true;
+      const event = postJson(`${server.url}/api/v1/events`, validEvent(tenant.siteId), {
+        key: tenant.key,
+      });
+      await new Promise((r) => setTimeout(r, 200));
+      expect(held.length).toBeGreaterThan(0);
+      expect(await settled(event)).toBe(false);
+      hold = false;
+      for (const release of held.splice(0)) release();
+      expect((await event).status).toBe(204);
+    } finally {
+      hold = false;
+      for (const release of held.splice(0)) release();
+      await server.close();
+    }
+  });
+
+  it("a failed sync answers 503 unavailable, turns /readyz 503 and acknowledges nothing more", async () => {
+    let fail = false;
+    const server = await startTestServer({
+      syncFile: () =>
+        fail
+          ? Promise.reject(Object.assign(new Error("EIO: i/o error"), { code: "EIO" }))
+          : Promise.resolve(),
+    });
+    try {
+      const tenant = await createTenant(server);
+      expect((await fetch(`${server.url}/readyz`)).status).toBe(200);
+      fail = true;
+      const res = await postJson(`${server.url}/api/v1/payments`, validPayment("pay_x"), {
+        key: tenant.key,
+      });
+      expect(res.status).toBe(503);
+      expect(res.headers.get("retry-after")).toBe("2");
+      expect(res.body).toEqual({
+        ok: false,
+        error: { code: "unavailable", message: "the store is unavailable, retry later" },
+      });
+      expect((await fetch(`${server.url}/readyz`)).status).toBe(503);
+      // Sticky: the disk is fine again, but what was written since the failure cannot be vouched for.
+      fail = false;
+      const after = await postJson(`${server.url}/api/v1/events`, validEvent(tenant.siteId), {
+        key: tenant.key,
+      });
+      expect(after.status).toBe(503);
+      expect((await fetch(`${server.url}/readyz`)).status).toBe(503);
+    } finally {
+      await server.close();
+    }
+  });
+});
