@@ -25,9 +25,18 @@ export function isPlan(value: string): value is Plan {
   return (PLANS as readonly string[]).includes(value);
 }
 
+// The last month asked for and its bounds: every request asks, and it changes once a month.
+let lastMonth = { from: 0, to: 0, month: "" };
+
 /** The UTC month of a time, as `YYYY-MM`: the quota period. */
 export function utcMonth(ms: number): string {
-  return new Date(ms).toISOString().slice(0, 7);
+  if (ms >= lastMonth.from && ms < lastMonth.to) return lastMonth.month;
+  const d = new Date(ms);
+  const month = d.toISOString().slice(0, 7);
+  const from = Date.UTC(d.getUTCFullYear(), d.getUTCMonth(), 1);
+  const to = Date.UTC(d.getUTCFullYear(), d.getUTCMonth() + 1, 1);
+  lastMonth = { from, to, month };
+  return month;
 }
 
 /** Whole seconds from `ms` until the next UTC month starts (at least 1). */

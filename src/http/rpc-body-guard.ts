@@ -256,8 +256,9 @@ export function registerRpcBodyGuard(
 
   app.addHook("preParsing", async (request, reply, payload) => {
     const guarded = rpcRouteOf(request);
+    if (!guarded) return payload;
     const kind = kindOf(request.headers["content-type"]);
-    if (!guarded || !kind) return payload;
+    if (!kind) return payload;
     let body: Buffer;
     try {
       body = await readLimited(payload, guarded.limit);
