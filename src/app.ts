@@ -134,6 +134,11 @@ export async function createApp(deps: AppDeps): Promise<App> {
     capacity: config.ingestQueueCapacity,
     batchMax: config.ingestBatchMax,
     flushMs: config.ingestFlushMs,
+    // SQLite applies a batch's transaction when the batch starts and then waits for the WAL
+    // sync off the JS thread, so the next batches may start meanwhile: commits stay in order.
+    // MongoDB's writes are network calls that could land out of order (a payment re-sent in
+    // the next batch must win), so its batches go one at a time.
+    inFlight: deps.store.kind === "sqlite" ? config.ingestBatchesInFlight : 1,
   };
   const auth = createAuthenticator({ store, clock });
   const admin = createAdmin({ store, clock });

@@ -20,6 +20,8 @@ export interface Config {
   ingestQueueCapacity: number;
   ingestBatchMax: number;
   ingestFlushMs: number;
+  /** SQLite: group-commit batches written at once (MongoDB always writes one at a time). */
+  ingestBatchesInFlight: number;
   /** A GeoLite2/GeoIP2 country or city MMDB file; the bundled DB-IP file otherwise. */
   geoipDb: string | undefined;
   /** How long shutdown waits for in-flight requests. */
@@ -120,6 +122,7 @@ export function loadConfig(env: Env = process.env): Config {
     ingestQueueCapacity: int(env, "INGEST_QUEUE_CAPACITY", 10_000, 1, 10_000_000),
     ingestBatchMax,
     ingestFlushMs: int(env, "INGEST_FLUSH_MS", 2, 0, 10_000),
+    ingestBatchesInFlight: int(env, "INGEST_BATCHES_IN_FLIGHT", 4, 1, 64),
     geoipDb: env.GEOIP_DB || undefined,
     shutdownTimeoutMs: int(env, "SHUTDOWN_TIMEOUT_MS", 10_000, 0, 600_000),
     storeTimeoutMs: int(env, "STORE_TIMEOUT_MS", 5_000, 10, 600_000),

@@ -1,12 +1,16 @@
 /**
  * Group commit: many callers' writes share one durable store write.
  *
- * Callers `submit` an item and wait; a single writer takes up to `batchMax`
+ * Callers `submit` an item and wait; a writer takes up to `batchMax`
  * waiting items at a time, commits them together and settles each caller
- * with its own result. While one batch is being written the next one
+ * with its own result. While a batch is being written the next one
  * gathers, so under load batches grow by themselves; when idle, a lone item
- * waits at most `flushMs`. Capacity bounds the items waiting or being
- * written, so memory stays bounded and callers learn at once when it is full.
+ * waits at most `flushMs`. With `inFlight` above 1, the next batch starts
+ * while earlier ones still wait for their commit to be durable (a store
+ * whose commits apply in call order and then wait for a disk sync): batches
+ * start in order, and their commits may finish in any order. Capacity
+ * bounds the items waiting or being written, so memory stays bounded and
+ * callers learn at once when it is full.
  */
 
 export class QueueFullError extends Error {
@@ -20,6 +24,8 @@ export interface GroupCommitOptions<T, R> {
   batchMax: number;
   /** How long a batch may wait to gather more items. 0 writes on the next turn. */
   flushMs: number;
+  /** Batches being written at once (default 1: each starts after the previous one finished). */
+  inFlight?: number;
   /** Writes a batch durably; returns one result per item, in order. */
   commit(items: T[]): Promise<R[]>;
   /** Told of the load and of every batch written (metrics); optional. */
@@ -52,14 +58,16 @@ interface Pending<T, R> {
 
 export function createGroupCommit<T, R>(options: GroupCommitOptions<T, R>): GroupCommit<T, R> {
   const { capacity, batchMax, flushMs, commit, observer } = options;
+  const inFlight = Math.max(1, options.inFlight ?? 1);
   let waiting: Pending<T, R>[] = [];
   let load = 0;
-  let writing: Promise<void> | undefined;
+  // Batches being written.
+  let writing = 0;
   let timer: NodeJS.Timeout | undefined;
   let idle: (() => void)[] = [];
 
   const schedule = () => {
-    if (writing || timer || waiting.length === 0) return;
+    if (writing >= inFlight || timer || waiting.length === 0) return;
     if (waiting.length >= batchMax || flushMs === 0) {
       timer = setTimeout(run, 0);
     } else {
@@ -69,21 +77,34 @@ export function createGroupCommit<T, R>(options: GroupCommitOptions<T, R>): Grou
 
   const run = () => {
     timer = undefined;
-    if (writing || waiting.length === 0) return;
+    if (writing >= inFlight || waiting.length === 0) return;
     const batch = waiting.slice(0, batchMax);
     waiting = waiting.slice(batch.length);
-    writing = writeBatch(batch).finally(() => {
-      writing = undefined;
+    writing += 1;
+    const written = writeBatch(batch);
+    // Room for another batch: the items left behind gather for it.
+    schedule();
+    void written.finally(() => {
+      writing -= 1;
       if (waiting.length > 0) {
-        // These items already waited for the previous write: no flush delay,
-        // only a turn of the event loop so requests read meanwhile join them.
-        setImmediate(run);
-      } else {
+        // These items already waited for a write: no flush delay, only a turn
+        // of the event loop so requests read meanwhile join them.
+        setImmediate(runNow);
+      } else if (writing === 0) {
         const done = idle;
         idle = [];
         for (const d of done) d();
       }
     });
+  };
+
+  // Starts a batch at once, instead of at the gathering timer.
+  const runNow = () => {
+    if (timer) {
+      clearTimeout(timer);
+      timer = undefined;
+    }
+    run();
   };
 
   const writeBatch = async (batch: Pending<T, R>[]) => {
@@ -109,7 +130,7 @@ export function createGroupCommit<T, R>(options: GroupCommitOptions<T, R>): Grou
       observer?.load(load);
       return new Promise<R>((resolve, reject) => {
         waiting.push({ item, weight, resolve, reject });
-        if (waiting.length >= batchMax && timer && !writing) {
+        if (waiting.length >= batchMax && timer && writing < inFlight) {
           clearTimeout(timer);
           timer = undefined;
         }
@@ -117,7 +138,7 @@ export function createGroupCommit<T, R>(options: GroupCommitOptions<T, R>): Grou
       });
     },
     drain() {
-      if (!writing && waiting.length === 0) return Promise.resolve();
+      if (writing === 0 && waiting.length === 0) return Promise.resolve();
       return new Promise<void>((resolve) => idle.push(resolve));
     },
     get load() {

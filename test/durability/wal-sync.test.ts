@@ -6,6 +6,7 @@
 import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
 import { StoreUnavailableError } from "../../src/domain/store-errors.js";
 import { createSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
@@ -191,4 +192,62 @@ describe("through the REST door", () => {
       await server.close();
     }
   });
+
+  it.each([
+    ["4", 2],
+    ["1", 1],
+  ])(
+    "with INGEST_BATCHES_IN_FLIGHT=%s, a second request is committed while the first one's sync is held: %i rows",
+    async (inFlight, rows) => {
+      let hold = false;
+      const held: (() => void)[] = [];
+      const server = await startTestServer({
+        env: { INGEST_BATCHES_IN_FLIGHT: inFlight },
+        syncFile: () =>
+          hold ? new Promise<void>((resolve) => held.push(resolve)) : Promise.resolve(),
+      });
+      const reader = new Database(join(server.dir, "ingest.sqlite"), { readonly: true });
+      const count = () =>
+        (reader.prepare("SELECT count(*) AS n FROM events").get() as { n: number }).n;
+      try {
+        const tenant = await createTenant(server);
+        // The day's visitor salt is stored by the first event: store it before holding syncs.
+        expect(
+          (
+            await postJson(`${server.url}/api/v1/events`, validEvent(tenant.siteId), {
+              key: tenant.key,
+            })
+          ).status,
+        ).toBe(204);
+        const before = count();
+        hold = true;
+        const first = postJson(`${server.url}/api/v1/events`, validEvent(tenant.siteId), {
+          key: tenant.key,
+        });
+        while (count() < before + 1) await new Promise((r) => setTimeout(r, 5));
+        const second = postJson(`${server.url}/api/v1/events`, validEvent(tenant.siteId), {
+          key: tenant.key,
+        });
+        await new Promise((r) => setTimeout(r, 300));
+        // Committed (readable by another connection) but not acknowledged: the syncs are held.
+        expect(count() - before).toBe(rows);
+        expect(await settled(first)).toBe(false);
+        expect(await settled(second)).toBe(false);
+        hold = false;
+        for (const release of held.splice(0)) release();
+        while (held.length > 0 || !(await settled(second))) {
+          for (const release of held.splice(0)) release();
+          await new Promise((r) => setTimeout(r, 5));
+        }
+        expect((await first).status).toBe(204);
+        expect((await second).status).toBe(204);
+        expect(count() - before).toBe(2);
+      } finally {
+        hold = false;
+        for (const release of held.splice(0)) release();
+        reader.close();
+        await server.close();
+      }
+    },
+  );
 });

@@ -130,7 +130,11 @@ describe("back pressure", () => {
 describe("group commit", () => {
   it("writes many requests in one store write", async () => {
     const gate = gatedStore();
-    const { server, tenant } = await start({ INGEST_FLUSH_MS: "5" }, gate.wrap);
+    // One batch at a time: the others gather behind the held one.
+    const { server, tenant } = await start(
+      { INGEST_FLUSH_MS: "5", INGEST_BATCHES_IN_FLIGHT: "1" },
+      gate.wrap,
+    );
     gate.close();
     // The first request's write is held; the others gather behind it.
     const first = sendEvents(server.url, tenant, pageview(tenant.siteId));
@@ -152,7 +156,10 @@ describe("group commit", () => {
 
   it("puts at most INGEST_BATCH_MAX requests in one write", async () => {
     const gate = gatedStore();
-    const { server, tenant } = await start({ INGEST_BATCH_MAX: "4" }, gate.wrap);
+    const { server, tenant } = await start(
+      { INGEST_BATCH_MAX: "4", INGEST_BATCHES_IN_FLIGHT: "1" },
+      gate.wrap,
+    );
     gate.close();
     const first = sendEvents(server.url, tenant, pageview(tenant.siteId));
     await gate.writing();

@@ -58,7 +58,14 @@ export interface EventsDeps {
    * (INGEST_BATCH_MAX), and `flushMs` a lone request waits for company
    * (INGEST_FLUSH_MS).
    */
-  queue: { capacity: number; batchMax: number; flushMs: number; observer?: GroupCommitObserver };
+  queue: {
+    capacity: number;
+    batchMax: number;
+    flushMs: number;
+    /** Batches written at once (src/lib/group-commit.ts); 1 when unset. */
+    inFlight?: number;
+    observer?: GroupCommitObserver;
+  };
   /** A GeoLite2/GeoIP2 MMDB file; the bundled DB-IP country file when unset. */
   geoipDb?: string;
   /** Re-attributes customers after new identity links and first touches are stored. */
@@ -107,6 +114,7 @@ export async function createEventsApp(deps: EventsDeps): Promise<EventsApp> {
     capacity: queue.capacity,
     batchMax: queue.batchMax,
     flushMs: queue.flushMs,
+    inFlight: queue.inFlight,
     observer: queue.observer,
     async commit(groups) {
       const results = await store.commitEvents(groups);

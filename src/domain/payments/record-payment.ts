@@ -18,7 +18,14 @@ import { invalidPaymentInput, type ValidPayment, validatePayment } from "./valid
 export interface PaymentsDeps {
   store: Store;
   clock: Clock;
-  queue: { capacity: number; batchMax: number; flushMs: number; observer?: GroupCommitObserver };
+  queue: {
+    capacity: number;
+    batchMax: number;
+    flushMs: number;
+    /** Batches written at once (src/lib/group-commit.ts); 1 when unset. */
+    inFlight?: number;
+    observer?: GroupCommitObserver;
+  };
   /** Credits each payment's customer to its first touch after the write. */
   attribution?: Attributor;
 }
@@ -84,6 +91,7 @@ export function createPaymentsApp(deps: PaymentsDeps): PaymentsApp {
     capacity: queue.capacity,
     batchMax: queue.batchMax,
     flushMs: queue.flushMs,
+    inFlight: queue.inFlight,
     observer: queue.observer,
     async commit(writes) {
       // One upsert batch; writes of one payment_id apply in arrival order, so the last one wins.
