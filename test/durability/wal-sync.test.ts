@@ -197,7 +197,7 @@ describe("through the REST door", () => {
     ["4", 2],
     ["1", 1],
   ])(
-    "with INGEST_BATCHES_IN_FLIGHT=%s, a second request is committed while the first one's sync is held: %i rows",
+    "with INGEST_BATCHES_IN_FLIGHT=%s, %i of two requests are committed while the first one's sync is held",
     async (inFlight, rows) => {
       let hold = false;
       const held: (() => void)[] = [];
