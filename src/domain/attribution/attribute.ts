@@ -60,8 +60,6 @@ export function createAttributor(deps: { store: Store; clock: Clock }): Attribut
     // attributed, and its payments were stored unattributed. Most server-side payments
     // (a webhook naming no visitor) end here, without a write transaction of their own.
     if (links.size === 0 && customer.attribution === undefined) return undefined;
-    // Remembered so a later payment that names another visitor keeps this one.
-    await store.linkCustomerVisitors(siteId, customerId, fresh);
 
     let best: Attribution | undefined;
     let bestTouch: Parameters<typeof isBetter>[0] | undefined;
@@ -91,6 +89,11 @@ export function createAttributor(deps: { store: Store; clock: Clock }): Attribut
     const rank =
       best && bestTouch ? attributionRank(bestTouch, best.via, best.visitorId) : UNATTRIBUTED_RANK;
     await store.setAttribution(siteId, customerId, best, rank);
+    // Remembered so a later payment that names another visitor keeps this one. Written after
+    // the attribution: a write may wait for its disk sync (SQLite), and a wait between the
+    // reads above and the attribution they give would widen the window in which another
+    // process stores a better attribution that this one then replaces.
+    await store.linkCustomerVisitors(siteId, customerId, fresh);
     return best;
   }
 
