@@ -79,6 +79,7 @@ const SERVER_ENV = {
   INGEST_QUEUE_CAPACITY: "10000",
   INGEST_BATCH_MAX: "512",
   INGEST_FLUSH_MS: "2",
+  INGEST_BATCHES_IN_FLIGHT: "4",
   ...EXTRA_ENV,
 };
 const EVENTS_PATH = "/api/v1/events";
@@ -624,7 +625,7 @@ function report(workersRan) {
   lines.push(
     `${machine.cpuModel}, ${machine.cores} cores, ${machine.totalMemoryGb} GB, Node ${machine.node}; ` +
       `${DURATION} s per phase after ${WARMUP} s warm-up, ${CONNECTIONS} connections (gRPC: ${GRPC_CONCURRENCY} calls in flight); ` +
-      `INGEST_QUEUE_CAPACITY=${SERVER_ENV.INGEST_QUEUE_CAPACITY}, INGEST_BATCH_MAX=${SERVER_ENV.INGEST_BATCH_MAX}, INGEST_FLUSH_MS=${SERVER_ENV.INGEST_FLUSH_MS}` +
+      `INGEST_QUEUE_CAPACITY=${SERVER_ENV.INGEST_QUEUE_CAPACITY}, INGEST_BATCH_MAX=${SERVER_ENV.INGEST_BATCH_MAX}, INGEST_FLUSH_MS=${SERVER_ENV.INGEST_FLUSH_MS}, INGEST_BATCHES_IN_FLIGHT=${SERVER_ENV.INGEST_BATCHES_IN_FLIGHT}` +
       (workersRan ? "" : "; no WORKERS rows (the built server has no WORKERS setting)"),
   );
   const table = lines.join("\n");
