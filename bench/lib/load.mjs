@@ -238,8 +238,24 @@ export async function grpcConnectLoad({
   };
   await Promise.all(Array.from({ length: concurrency }, loop));
   const elapsed = (performance.now() - t0) / 1000;
+  return grpcResult("connect-node grpc", {
+    elapsed,
+    concurrency,
+    connections,
+    ok,
+    accepted,
+    errorCodes,
+    latencies,
+  });
+}
+
+/** What a closed-loop gRPC run reports, whichever client ran it. */
+function grpcResult(
+  tool,
+  { elapsed, concurrency, connections, ok, accepted, errorCodes, latencies },
+) {
   return {
-    tool: "connect-node grpc",
+    tool,
     durationSec: elapsed,
     concurrency,
     connections,
@@ -319,23 +335,16 @@ export async function grpcRawLoad({
   await Promise.all(Array.from({ length: concurrency }, loop));
   const elapsed = (performance.now() - t0) / 1000;
   for (const s of sessions) s.close();
-  return {
-    tool: "raw HTTP/2 grpc",
-    durationSec: elapsed,
+  const accepted = ok * eventsPerCall;
+  return grpcResult("raw HTTP/2 grpc", {
+    elapsed,
     concurrency,
     connections,
     ok,
-    acceptedEvents: ok * eventsPerCall,
-    non2xx: Object.values(errorCodes).reduce((a, b) => a + b, 0),
+    accepted,
     errorCodes,
-    okPerSec: ok / elapsed,
-    latencyMs: {
-      p50: percentile(latencies, 50),
-      p90: percentile(latencies, 90),
-      p99: percentile(latencies, 99),
-      max: percentile(latencies, 100),
-    },
-  };
+    latencies,
+  });
 }
 
 /** A gRPC length-prefixed message frame (flag 0, big-endian length, bytes). */

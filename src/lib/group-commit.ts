@@ -17,7 +17,8 @@ export class QueueFullError extends Error {
   override readonly name = "QueueFullError";
 }
 
-export interface GroupCommitOptions<T, R> {
+/** How a group-commit queue is sized and paced: the settings an application passes on. */
+export interface QueueSettings {
   /** Most weight (e.g. events) waiting or being written at once. */
   capacity: number;
   /** Most items in one batch. */
@@ -26,10 +27,13 @@ export interface GroupCommitOptions<T, R> {
   flushMs: number;
   /** Batches being written at once (default 1: each starts after the previous one finished). */
   inFlight?: number;
-  /** Writes a batch durably; returns one result per item, in order. */
-  commit(items: T[]): Promise<R[]>;
   /** Told of the load and of every batch written (metrics); optional. */
   observer?: GroupCommitObserver;
+}
+
+export interface GroupCommitOptions<T, R> extends QueueSettings {
+  /** Writes a batch durably; returns one result per item, in order. */
+  commit(items: T[]): Promise<R[]>;
 }
 
 /** What a group commit reports as it works, for metrics. */

@@ -2,26 +2,20 @@
  * What re-attributing a customer writes: nothing for a customer no visitor
  * is linked to (most server-side payments), the attribution otherwise.
  */
-import { mkdtempSync, rmSync } from "node:fs";
-import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createAttributor } from "../../src/domain/attribution/attribute.js";
 import type { Store } from "../../src/store/port.js";
 import { createSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
+import { useTempDirs } from "../helpers/temp-dirs.js";
 import { TEST_NOW } from "../helpers/test-server.js";
 
 const SITE = "site_1";
-const dirs: string[] = [];
-afterEach(() => {
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
-});
+const tempDir = useTempDirs("attr-writes-");
 
 /** A SQLite store whose setAttribution calls are counted. */
 function countingStore() {
-  const dir = mkdtempSync(join(tmpdir(), "attr-writes-"));
-  dirs.push(dir);
-  const inner = createSqliteStore(join(dir, "ingest.sqlite"));
+  const inner = createSqliteStore(join(tempDir(), "ingest.sqlite"));
   const calls: string[] = [];
   const store = new Proxy(inner, {
     get(target, prop, receiver) {

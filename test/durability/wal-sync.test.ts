@@ -3,15 +3,15 @@
  * JS thread: an acknowledged write is one whose WAL sync finished, and a sync
  * that fails stops the store from acknowledging anything more.
  */
-import { mkdtempSync, rmSync, writeFileSync } from "node:fs";
-import { tmpdir } from "node:os";
+import { writeFileSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
-import { afterEach, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { StoreUnavailableError } from "../../src/domain/store-errors.js";
 import { createSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
 import { createWalSync, fdatasyncFile } from "../../src/store/sqlite/wal-sync.js";
 import { validEvent, validPayment } from "../helpers/fixtures.js";
+import { useTempDirs } from "../helpers/temp-dirs.js";
 import { createTenant, postJson, startTestServer, TEST_NOW } from "../helpers/test-server.js";
 
 /** A syncFile whose calls wait until the test settles them. */
@@ -39,15 +39,7 @@ async function settled(p: Promise<unknown>): Promise<boolean> {
   return done;
 }
 
-const dirs: string[] = [];
-afterEach(() => {
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
-});
-function tempDir() {
-  const d = mkdtempSync(join(tmpdir(), "wal-sync-"));
-  dirs.push(d);
-  return d;
-}
+const tempDir = useTempDirs("wal-sync-");
 
 describe("createWalSync", () => {
   it("a caller waits for a sync that started after its call, shared with the others who came meanwhile", async () => {
@@ -146,8 +138,8 @@ describe("through the REST door", () => {
       const event = postJson(`${server.url}/api/v1/events`, validEvent(tenant.siteId), {
         key: tenant.key,
       });
-      await new Promise((r) => setTimeout(r, 200));
-      expect(held.length).toBeGreaterThan(0);
+      // Its commit reaches the held sync, however slow the machine.
+      while (held.length === 0) await new Promise((r) => setTimeout(r, 5));
       expect(await settled(event)).toBe(false);
       hold = false;
       for (const release of held.splice(0)) release();
@@ -228,6 +220,12 @@ describe("through the REST door", () => {
         const second = postJson(`${server.url}/api/v1/events`, validEvent(tenant.siteId), {
           key: tenant.key,
         });
+        // Both batches in flight: the second commit shows up (however slow the machine);
+        // one at a time: it does not, however long it is given.
+        const deadline = Date.now() + 10_000;
+        while (count() - before < rows && Date.now() < deadline) {
+          await new Promise((r) => setTimeout(r, 5));
+        }
         await new Promise((r) => setTimeout(r, 300));
         // Committed (readable by another connection) but not acknowledged: the syncs are held.
         expect(count() - before).toBe(rows);

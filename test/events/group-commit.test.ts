@@ -17,6 +17,11 @@ function heldCommits() {
 
 const turn = () => new Promise((r) => setTimeout(r, 5));
 
+/** Waits (a turn at a time) until `cond` holds, however slow the machine. */
+async function until(cond: () => boolean) {
+  while (!cond()) await turn();
+}
+
 describe("group commit", () => {
   it("with one batch in flight, the next starts only after the previous finished", async () => {
     const { started, finish, commit } = heldCommits();
@@ -27,11 +32,12 @@ describe("group commit", () => {
       commit,
     });
     const answers = [1, 2, 3].map((i) => gc.submit(i));
+    await until(() => started.length === 1);
     await turn();
     expect(started).toEqual([[1, 2]]);
     finish[0]?.();
     expect(await Promise.all(answers.slice(0, 2))).toEqual(["ok 1", "ok 2"]);
-    await turn();
+    await until(() => started.length === 2);
     expect(started).toEqual([[1, 2], [3]]);
     finish[1]?.();
     expect(await answers[2]).toBe("ok 3");
@@ -47,6 +53,7 @@ describe("group commit", () => {
       commit,
     });
     const answers = [1, 2, 3, 4, 5].map((i) => gc.submit(i));
+    await until(() => started.length === 2);
     await turn();
     expect(started).toEqual([
       [1, 2],
@@ -55,7 +62,7 @@ describe("group commit", () => {
     // The second batch may finish first; each caller still gets its own result.
     finish[1]?.();
     expect(await Promise.all(answers.slice(2, 4))).toEqual(["ok 3", "ok 4"]);
-    await turn();
+    await until(() => started.length === 3);
     expect(started).toEqual([[1, 2], [3, 4], [5]]);
     finish[0]?.(new Error("disk"));
     await expect(answers[0]).rejects.toThrow("disk");
@@ -68,7 +75,7 @@ describe("group commit", () => {
   });
 
   it("drain waits for every batch in flight", async () => {
-    const { finish, commit } = heldCommits();
+    const { started, finish, commit } = heldCommits();
     const gc = createGroupCommit<number, string>({
       capacity: 100,
       batchMax: 1,
@@ -77,7 +84,7 @@ describe("group commit", () => {
       commit,
     });
     const answers = [1, 2].map((i) => gc.submit(i));
-    await turn();
+    await until(() => started.length === 2);
     let drained = false;
     const d = gc.drain().then(() => {
       drained = true;

@@ -21,11 +21,7 @@
  *     promise resolves after its batch is durably written. A full queue
  *     answers 503 at once.
  */
-import {
-  createGroupCommit,
-  type GroupCommitObserver,
-  QueueFullError,
-} from "../../lib/group-commit.js";
+import { createGroupCommit, QueueFullError, type QueueSettings } from "../../lib/group-commit.js";
 import type { Attributor } from "../attribution/attribute.js";
 import { createKnownTouches } from "../attribution/known-touches.js";
 import { touchesOf } from "../attribution/touches.js";
@@ -58,14 +54,7 @@ export interface EventsDeps {
    * (INGEST_BATCH_MAX), and `flushMs` a lone request waits for company
    * (INGEST_FLUSH_MS).
    */
-  queue: {
-    capacity: number;
-    batchMax: number;
-    flushMs: number;
-    /** Batches written at once (src/lib/group-commit.ts); 1 when unset. */
-    inFlight?: number;
-    observer?: GroupCommitObserver;
-  };
+  queue: QueueSettings;
   /** A GeoLite2/GeoIP2 MMDB file; the bundled DB-IP country file when unset. */
   geoipDb?: string;
   /** Re-attributes customers after new identity links and first touches are stored. */
@@ -111,11 +100,7 @@ export async function createEventsApp(deps: EventsDeps): Promise<EventsApp> {
     usedAtLeast.set(key, Math.max(used, usedAtLeast.get(key) ?? 0));
   };
   const pipeline = createGroupCommit<EventGroup, EventGroupResult>({
-    capacity: queue.capacity,
-    batchMax: queue.batchMax,
-    flushMs: queue.flushMs,
-    inFlight: queue.inFlight,
-    observer: queue.observer,
+    ...queue,
     async commit(groups) {
       const results = await store.commitEvents(groups);
       // The events are durable now; attribution catches up on the next trigger if this fails.

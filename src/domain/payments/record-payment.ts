@@ -3,11 +3,7 @@
  * a group commit so that many concurrent payments share one durable store
  * write. Both doors (REST and Connect/gRPC) call `record`.
  */
-import {
-  createGroupCommit,
-  type GroupCommitObserver,
-  QueueFullError,
-} from "../../lib/group-commit.js";
+import { createGroupCommit, QueueFullError, type QueueSettings } from "../../lib/group-commit.js";
 import type { Attributor } from "../attribution/attribute.js";
 import type { Clock } from "../clock.js";
 import { errors, storeError } from "../errors.js";
@@ -18,14 +14,7 @@ import { invalidPaymentInput, type ValidPayment, validatePayment } from "./valid
 export interface PaymentsDeps {
   store: Store;
   clock: Clock;
-  queue: {
-    capacity: number;
-    batchMax: number;
-    flushMs: number;
-    /** Batches written at once (src/lib/group-commit.ts); 1 when unset. */
-    inFlight?: number;
-    observer?: GroupCommitObserver;
-  };
+  queue: QueueSettings;
   /** Credits each payment's customer to its first touch after the write. */
   attribution?: Attributor;
 }
@@ -88,11 +77,7 @@ export function toPaymentWrite(siteId: string, p: ValidPayment, now: number): Pa
 export function createPaymentsApp(deps: PaymentsDeps): PaymentsApp {
   const { store, clock, queue } = deps;
   const commit = createGroupCommit<PaymentWrite, void>({
-    capacity: queue.capacity,
-    batchMax: queue.batchMax,
-    flushMs: queue.flushMs,
-    inFlight: queue.inFlight,
-    observer: queue.observer,
+    ...queue,
     async commit(writes) {
       // One upsert batch; writes of one payment_id apply in arrival order, so the last one wins.
       await store.commitPayments(writes);
