@@ -193,3 +193,34 @@ describe("store failures", () => {
     expect(await listEvents(server.url, tenant.siteId)).toHaveLength(1);
   });
 });
+
+describe("batches in flight", () => {
+  it.each([
+    ["sqlite", 2],
+    ["mongodb", 1],
+  ] as const)(
+    "on a %s store with INGEST_BATCHES_IN_FLIGHT=4, %i of two batches start while the first is held",
+    async (kind, expected) => {
+      const gate = gatedStore();
+      const { server, tenant } = await start({ INGEST_BATCHES_IN_FLIGHT: "4" }, (s) => ({
+        ...gate.wrap(s),
+        kind,
+      }));
+      gate.close();
+      const first = sendEvents(server.url, tenant, pageview(tenant.siteId));
+      await gate.writing();
+      const second = sendEvents(server.url, tenant, pageview(tenant.siteId));
+      // SQLite: the second batch starts (however slow the machine); MongoDB: it waits, however long.
+      const deadline = Date.now() + 10_000;
+      while (gate.batches.length < expected && Date.now() < deadline) {
+        await new Promise((r) => setTimeout(r, 5));
+      }
+      await new Promise((r) => setTimeout(r, 200));
+      expect(gate.batches).toHaveLength(expected);
+      gate.open();
+      expect((await first).status).toBe(204);
+      expect((await second).status).toBe(204);
+      expect(gate.batches.flat()).toHaveLength(2);
+    },
+  );
+});

@@ -3,8 +3,9 @@
  *
  * With `synchronous=FULL` SQLite syncs the WAL inside every COMMIT, and
  * better-sqlite3 runs COMMIT on the JS thread: the process serves nobody for
- * the 0.3-0.5 ms the disk takes (13-20% of the thread under load,
- * docs/performance.md). The store therefore commits with
+ * the 0.3-0.5 ms this machine's disk takes (longer on network disks), and
+ * the next batch cannot be applied meanwhile (docs/performance.md, fourth
+ * pass). The store therefore commits with
  * `synchronous=NORMAL`, which writes the WAL frames to the OS without
  * syncing them, and syncs the WAL file itself afterwards with `fdatasync` on
  * libuv's thread pool; a write resolves only after a sync that started after
