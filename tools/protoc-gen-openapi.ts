@@ -14,6 +14,7 @@ import { readFileSync } from "node:fs";
 import {
   create,
   createFileRegistry,
+  type DescEnum,
   type DescExtension,
   type DescField,
   type DescMessage,
@@ -289,33 +290,31 @@ function scalarSchema(type: ScalarType): Json {
   }
 }
 
+/** An enum as proto JSON writes it: by value name. */
+function enumSchema(e: DescEnum): Json {
+  return { type: "string", enum: e.values.map((v) => v.name) };
+}
+
+/** A list's items or a map's values: a message, an enum or a scalar. */
+function elementSchema(e: { scalar?: ScalarType; enum?: DescEnum; message?: DescMessage }): Json {
+  if (e.message) return ref(e.message);
+  if (e.enum) return enumSchema(e.enum);
+  return scalarSchema(e.scalar as ScalarType);
+}
+
 function fieldSchema(field: DescField): Json {
   const doc = describe(getComments(field).leading);
   switch (field.fieldKind) {
     case "scalar":
       return { ...scalarSchema(field.scalar), ...doc };
     case "enum":
-      return { type: "string", enum: field.enum.values.map((v) => v.name), ...doc };
+      return { ...enumSchema(field.enum), ...doc };
     case "message":
       return { ...ref(field.message), ...doc };
-    case "list": {
-      const items =
-        field.listKind === "scalar"
-          ? scalarSchema(field.scalar)
-          : field.listKind === "enum"
-            ? { type: "string", enum: field.enum.values.map((v) => v.name) }
-            : ref(field.message);
-      return { type: "array", items, ...doc };
-    }
-    case "map": {
-      const values =
-        field.mapKind === "scalar"
-          ? scalarSchema(field.scalar)
-          : field.mapKind === "enum"
-            ? { type: "string", enum: field.enum.values.map((v) => v.name) }
-            : ref(field.message);
-      return { type: "object", additionalProperties: values, ...doc };
-    }
+    case "list":
+      return { type: "array", items: elementSchema(field), ...doc };
+    case "map":
+      return { type: "object", additionalProperties: elementSchema(field), ...doc };
   }
 }
 

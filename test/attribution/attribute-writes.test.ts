@@ -7,6 +7,7 @@ import { describe, expect, it } from "vitest";
 import { createAttributor } from "../../src/domain/attribution/attribute.js";
 import type { Store } from "../../src/store/port.js";
 import { createSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
+import { paymentWrite, validPayment } from "../helpers/fixtures.js";
 import { useTempDirs } from "../helpers/temp-dirs.js";
 import { TEST_NOW } from "../helpers/test-server.js";
 
@@ -35,23 +36,10 @@ function countingStore() {
   return { store, calls };
 }
 
+/** validPayment's body for `customerId`, naming `visitorId` when given. */
 function payment(customerId: string, paymentId: string, visitorId?: string) {
-  return {
-    payment: {
-      siteId: SITE,
-      paymentId,
-      customerId,
-      currency: "USD",
-      amountMinor: 2999,
-      kind: "charge" as const,
-      status: "succeeded" as const,
-      paidAt: TEST_NOW,
-      metadata: {},
-      createdAt: TEST_NOW,
-      updatedAt: TEST_NOW,
-    },
-    customer: { siteId: SITE, customerId, visitorId, metadata: undefined, at: TEST_NOW },
-  };
+  const customer = { id: customerId, ...(visitorId ? { visitor_id: visitorId } : {}) };
+  return paymentWrite(SITE, { ...validPayment(paymentId), customer }, TEST_NOW);
 }
 
 describe("re-attribution writes", () => {

@@ -11,7 +11,7 @@ import { afterAll, beforeAll, expect, it } from "vitest";
 import { StoreUnavailableError } from "../../src/domain/store-errors.js";
 import { classifyErrors } from "../../src/store/mongo/errors.js";
 import type { EventGroup, EventGroupResult, Store } from "../../src/store/port.js";
-import { validEvent, validPayment } from "../helpers/fixtures.js";
+import { STORE_UNAVAILABLE, validEvent, validPayment } from "../helpers/fixtures.js";
 import { describeEachStore, freshStore } from "../helpers/stores.js";
 import {
   createTenant,
@@ -104,10 +104,7 @@ describeEachStore("MongoDB errors through both doors", (kind) => {
     });
     expect(res.status).toBe(503);
     expect(res.headers.get("retry-after")).toBe("2");
-    expect(res.body).toEqual({
-      ok: false,
-      error: { code: "unavailable", message: "the store is unavailable, retry later" },
-    });
+    expect(res.body).toEqual(STORE_UNAVAILABLE);
     const ev = await postJson(`${server.url}/api/v1/events`, validEvent(tenant.siteId), {
       key: tenant.key,
     });
@@ -173,10 +170,7 @@ describeEachStore("one request of a group commit failing alone", (kind) => {
     expect(landed.status).toBe(204);
     expect(failed.status).toBe(503);
     expect(failed.headers.get("retry-after")).toBe("2");
-    expect(failed.body).toEqual({
-      ok: false,
-      error: { code: "unavailable", message: "the store is unavailable, retry later" },
-    });
+    expect(failed.body).toEqual(STORE_UNAVAILABLE);
     const stored = await server.store.listEvents(tenant.siteId, 10);
     expect(stored.map((e) => e.name)).toEqual(["pageview"]);
   });

@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { classifyErrors } from "../../src/store/mongo/errors.js";
 import { checkWritablePrimary } from "../../src/store/mongo/mongo-store.js";
 import type { Store } from "../../src/store/port.js";
-import { validEvent, validPayment } from "../helpers/fixtures.js";
+import { STORE_UNAVAILABLE, validEvent, validPayment } from "../helpers/fixtures.js";
 import { describeEachStore, freshStore } from "../helpers/stores.js";
 import {
   createTenant,
@@ -52,10 +52,7 @@ describe("SQLite locked by another process", () => {
       );
       expect(payment.status).toBe(503);
       expect(payment.headers.get("retry-after")).toBe("2");
-      expect(payment.body).toEqual({
-        ok: false,
-        error: { code: "unavailable", message: "the store is unavailable, retry later" },
-      });
+      expect(payment.body).toEqual(STORE_UNAVAILABLE);
       expect(paymentMs).toBeLessThan(2_000);
 
       const [event, eventMs] = await timed(
@@ -141,10 +138,7 @@ describeEachStore("MongoDB stalling: the driver's limits answer, not a parallel 
       postJson(`${server.url}/api/v1/payments`, validPayment("pay_stalled"), { key: tenant.key }),
     );
     expect(payment.status).toBe(503);
-    expect(payment.body).toEqual({
-      ok: false,
-      error: { code: "unavailable", message: "the store is unavailable, retry later" },
-    });
+    expect(payment.body).toEqual(STORE_UNAVAILABLE);
     // No 503 at STORE_TIMEOUT_MS while the write might still go on: the
     // answer waits for the driver's own verdict.
     expect(ms).toBeGreaterThanOrEqual(DRIVER_MS - 50);

@@ -10,7 +10,7 @@ import { describe, expect, it } from "vitest";
 import { StoreUnavailableError } from "../../src/domain/store-errors.js";
 import { createSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
 import { createWalSync, fdatasyncFile } from "../../src/store/sqlite/wal-sync.js";
-import { validEvent, validPayment } from "../helpers/fixtures.js";
+import { paymentWrite, STORE_UNAVAILABLE, validEvent, validPayment } from "../helpers/fixtures.js";
 import { useTempDirs } from "../helpers/temp-dirs.js";
 import { createTenant, postJson, startTestServer, TEST_NOW } from "../helpers/test-server.js";
 
@@ -84,22 +84,7 @@ describe("createWalSync", () => {
 });
 
 describe("the SQLite store", () => {
-  const payment = (paymentId: string) => ({
-    payment: {
-      siteId: "site_1",
-      paymentId,
-      customerId: "cus_1",
-      currency: "USD",
-      amountMinor: 100,
-      kind: "charge" as const,
-      status: "succeeded" as const,
-      paidAt: TEST_NOW,
-      metadata: {},
-      createdAt: TEST_NOW,
-      updatedAt: TEST_NOW,
-    },
-    customer: { siteId: "site_1", customerId: "cus_1", at: TEST_NOW },
-  });
+  const payment = (paymentId: string) => paymentWrite("site_1", validPayment(paymentId), TEST_NOW);
 
   it("resolves a write only after its WAL sync; reads and writes that change nothing do not wait", async () => {
     const { calls, syncFile } = heldSyncs();
@@ -110,7 +95,7 @@ describe("the SQLite store", () => {
       expect(await settled(write)).toBe(false);
       expect(calls.map((c) => c.path)).toEqual([`${path}-wal`]);
       // Committed to SQLite (readable) but not acknowledged until the sync is done.
-      expect((await store.getPayment("site_1", "pay_1"))?.amountMinor).toBe(100);
+      expect((await store.getPayment("site_1", "pay_1"))?.amountMinor).toBe(2999);
       calls[0]?.resolve();
       await write;
       // An upsert whose WHERE keeps the row as it is changes nothing: no sync.
@@ -168,10 +153,7 @@ describe("through the REST door", () => {
       });
       expect(res.status).toBe(503);
       expect(res.headers.get("retry-after")).toBe("2");
-      expect(res.body).toEqual({
-        ok: false,
-        error: { code: "unavailable", message: "the store is unavailable, retry later" },
-      });
+      expect(res.body).toEqual(STORE_UNAVAILABLE);
       expect((await fetch(`${server.url}/readyz`)).status).toBe(503);
       // Sticky: the disk is fine again, but what was written since the failure cannot be vouched for.
       fail = false;

@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AdminService } from "../../gen/ingest/v1/admin_pb.js";
 import { ReportsService } from "../../gen/ingest/v1/reports_pb.js";
 import type { Store } from "../../src/store/port.js";
-import { validEvent } from "../helpers/fixtures.js";
+import { STORE_UNAVAILABLE, validEvent } from "../helpers/fixtures.js";
 import { PROTOCOLS, rpcClient, rpcError } from "../helpers/rpc-clients.js";
 import {
   ADMIN_TOKEN,
@@ -158,10 +158,7 @@ describe("error envelope", () => {
     })();
     expect(res.status).toBe(503);
     expect(res.headers.get("retry-after")).toBe("2");
-    expect(res.body).toEqual({
-      ok: false,
-      error: { code: "unavailable", message: "the store is unavailable, retry later" },
-    });
+    expect(res.body).toEqual(STORE_UNAVAILABLE);
   });
 
   it("answers 503 unavailable when the directory version cannot be read, even for a cached key", async () => {
@@ -182,10 +179,7 @@ describe("error envelope", () => {
       (inner as { directoryVersion: Store["directoryVersion"] }).directoryVersion = original;
     }
     expect(res.status).toBe(503);
-    expect(res.body).toEqual({
-      ok: false,
-      error: { code: "unavailable", message: "the store is unavailable, retry later" },
-    });
+    expect(res.body).toEqual(STORE_UNAVAILABLE);
   });
 
   it("hides internal RPC causes too", async () => {

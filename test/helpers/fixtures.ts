@@ -1,4 +1,6 @@
 /** Valid request bodies for tests that need "a request that passes". */
+import { toPaymentWrite } from "../../src/domain/payments/record-payment.js";
+import { validatePayment } from "../../src/domain/payments/validate-payment.js";
 
 export const BROWSER_UA =
   "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36";
@@ -22,4 +24,20 @@ export function validEvent(siteId: string) {
     ip: "203.0.113.9",
     ua: BROWSER_UA,
   };
+}
+
+/** The store's answer while it is down (503), exactly as the spec words it. */
+export const STORE_UNAVAILABLE = {
+  ok: false,
+  error: { code: "unavailable", message: "the store is unavailable, retry later" },
+};
+
+/**
+ * The store write the payments application builds from a valid payment body
+ * (toPaymentWrite), for tests that write to a store directly.
+ */
+export function paymentWrite(siteId: string, body: Record<string, unknown>, now: number) {
+  const v = validatePayment(body);
+  if (!v.ok) throw new Error(`payment fixture is invalid: ${JSON.stringify(v.issues)}`);
+  return toPaymentWrite(siteId, v.payment, now);
 }

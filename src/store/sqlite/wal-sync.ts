@@ -26,7 +26,12 @@ import { StoreUnavailableError, withCause } from "../../domain/store-errors.js";
 /** Syncs one file's data to disk. */
 export type SyncFile = (path: string) => Promise<void>;
 
-/** open + fdatasync + close on the thread pool; a missing file has nothing to sync. */
+/**
+ * open + fdatasync + close on the thread pool; a missing file has nothing to
+ * sync. Opened by path each time rather than held open: two cheap calls off
+ * the JS thread buy the certainty that the file synced is the one SQLite
+ * writes now.
+ */
 export const fdatasyncFile: SyncFile = (path) =>
   new Promise((resolve, reject) => {
     open(path, "r+", (openErr, fd) => {

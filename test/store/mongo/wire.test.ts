@@ -10,7 +10,7 @@ import { generateApiKey, hashApiKey } from "../../../src/domain/keys.js";
 import { StoreUnavailableError } from "../../../src/domain/store-errors.js";
 import { createMongoStore } from "../../../src/store/mongo/mongo-store.js";
 import type { EventGroup, Store } from "../../../src/store/port.js";
-import { validPayment } from "../../helpers/fixtures.js";
+import { STORE_UNAVAILABLE, validPayment } from "../../helpers/fixtures.js";
 import { postJson, startTestServer, type TestServer } from "../../helpers/test-server.js";
 import { type FakeMongo, startFakeMongo } from "./fake-server.js";
 
@@ -216,9 +216,6 @@ describe("REST through the real MongoDB driver (fake server)", () => {
     fake.stall.delete("update");
     expect(silent.status).toBe(503);
     expect(silent.headers.get("retry-after")).toBe("2");
-    expect(silent.body).toEqual({
-      ok: false,
-      error: { code: "unavailable", message: "the store is unavailable, retry later" },
-    });
+    expect(silent.body).toEqual(STORE_UNAVAILABLE);
   });
 });
