@@ -38,6 +38,12 @@ const COMMANDS = {
     "--key KEY_ID --as USER_ID",
     "Deletes a key by its id (key_…, from key list), never by its secret.",
   ],
+  "connector create": [
+    "--site ID --provider stripe|paddle|lemonsqueezy|polar --secret SIGNING_SECRET --as USER_ID",
+    "Connects a site to a payment provider's webhooks (Scale plan; owner or admin); prints the url_path to paste into the provider.",
+  ],
+  "connector list": ["--site ID", "Lists a site's connectors, without their secrets."],
+  "connector delete": ["--connector ID --as USER_ID", "Deletes a connector (owner or admin)."],
   usage: ["--account ID", "This UTC month's counted events, allowance and ceiling."],
   "store migrate": [
     "",
@@ -89,6 +95,9 @@ const OPTIONS = {
   scopes: { type: "string" },
   as: { type: "string" },
   key: { type: "string" },
+  provider: { type: "string" },
+  secret: { type: "string" },
+  connector: { type: "string" },
   help: { type: "boolean", short: "h" },
 } as const;
 
@@ -113,7 +122,9 @@ const iso = (ms: number | undefined) => (ms === undefined ? null : new Date(ms).
 
 /** Text for stderr: a secret key that was typed by mistake is never echoed. */
 function redactKeys(text: string): string {
-  return text.replace(new RegExp(`${KEY_PREFIX}[0-9A-Za-z]*`, "g"), `${KEY_PREFIX}…`);
+  return text
+    .replace(new RegExp(`${KEY_PREFIX}[0-9A-Za-z]*`, "g"), `${KEY_PREFIX}…`)
+    .replace(/whsec_[0-9A-Za-z+/=]*/g, "whsec_…");
 }
 
 /**
@@ -233,6 +244,33 @@ async function run(argv: string[]): Promise<unknown> {
       case "key delete": {
         const r = await admin.deleteKey({ keyId: need("key"), actorUserId: need("as") });
         return { key_id: r.keyId, deleted: true };
+      }
+      case "connector create": {
+        const c = await admin.createConnector({
+          siteId: need("site"),
+          provider: need("provider"),
+          secret: need("secret"),
+          actorUserId: need("as"),
+        });
+        return { connector_id: c.connectorId, url_path: c.urlPath };
+      }
+      case "connector list": {
+        const connectors = await admin.listConnectors({ siteId: need("site") });
+        return connectors.map((c) => ({
+          connector_id: c.connectorId,
+          site_id: c.siteId,
+          provider: c.provider,
+          url_path: c.urlPath,
+          created_at: iso(c.createdAt),
+          created_by: c.createdBy,
+        }));
+      }
+      case "connector delete": {
+        const r = await admin.deleteConnector({
+          connectorId: need("connector"),
+          actorUserId: need("as"),
+        });
+        return { connector_id: r.connectorId, deleted: true };
       }
       case "demo":
         return new ShellExports(await demo(admin, config.adminToken));

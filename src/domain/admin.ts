@@ -4,6 +4,7 @@
  */
 
 import type { Clock } from "./clock.js";
+import { connectorView, parseConnectorInput } from "./connectors/connector-rules.js";
 import { DomainError } from "./errors.js";
 import { newId } from "./ids.js";
 import { generateApiKey, hashApiKey, keyDisplayPrefix } from "./keys.js";
@@ -92,8 +93,13 @@ export function createAdmin(deps: { store: Store; clock: Clock }) {
     return site;
   }
 
-  /** Only owners and admins manage keys; says which rule refused. */
-  async function requireKeyManager(accountId: string, actorUserId: string, action: string) {
+  /** Only owners and admins manage keys and connectors; says which rule refused. */
+  async function requireKeyManager(
+    accountId: string,
+    actorUserId: string,
+    action: string,
+    what = "API keys",
+  ) {
     if (!actorUserId) throw invalid("the acting user id is required");
     const role = await store.getRole(accountId, actorUserId);
     if (!role) {
@@ -105,7 +111,7 @@ export function createAdmin(deps: { store: Store; clock: Clock }) {
     if (!KEY_MANAGERS.includes(role)) {
       throw new DomainError(
         "forbidden",
-        `only owners and admins can ${action} API keys; user ${actorUserId} is a ${role}`,
+        `only owners and admins can ${action} ${what}; user ${actorUserId} is a ${role}`,
       );
     }
   }
@@ -211,6 +217,55 @@ export function createAdmin(deps: { store: Store; clock: Clock }) {
       await requireKeyManager(site.accountId, input.actorUserId, "delete");
       await store.deleteKey(key.id);
       return { keyId: key.id };
+    },
+
+    /**
+     * A connector receives one provider's webhooks for a site. Same rules as
+     * keys: owner or admin, Scale plan to create (payments are a Scale
+     * feature), any plan to delete. The secret is returned nowhere.
+     */
+    async createConnector(input: {
+      siteId: string;
+      provider: string;
+      secret: string;
+      actorUserId: string;
+    }) {
+      const { provider, secret } = parseConnectorInput(input);
+      const site = await siteOf(input.siteId);
+      const account = await accountOf(site.accountId);
+      await requireKeyManager(account.id, input.actorUserId, "create", "connectors");
+      if (account.plan !== KEY_PLAN) {
+        throw new DomainError(
+          "plan_required",
+          `creating connectors requires the ${KEY_PLAN} plan; account ${account.id} is on the ${account.plan} plan`,
+        );
+      }
+      const record = {
+        id: newId("conn"),
+        siteId: site.id,
+        provider,
+        secret,
+        createdBy: input.actorUserId,
+        createdAt: clock.now(),
+      };
+      await store.insertConnector(record);
+      return connectorView(record);
+    },
+
+    async listConnectors(input: { siteId: string }) {
+      await siteOf(input.siteId);
+      return (await store.listConnectors(input.siteId)).map(connectorView);
+    },
+
+    async deleteConnector(input: { connectorId: string; actorUserId: string }) {
+      const connector = await store.getConnector(input.connectorId);
+      if (!connector) {
+        throw new DomainError("not_found", `connector ${input.connectorId} not found`);
+      }
+      const site = await siteOf(connector.siteId);
+      await requireKeyManager(site.accountId, input.actorUserId, "delete", "connectors");
+      await store.deleteConnector(connector.id);
+      return { connectorId: connector.id };
     },
 
     async getUsage(input: { accountId: string }): Promise<UsageView> {

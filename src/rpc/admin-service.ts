@@ -62,6 +62,34 @@ export function createAdminService(deps: {
       guard(adminToken, ctx);
       return admin.deleteKey({ keyId: req.keyId, actorUserId: req.actorUserId });
     },
+    async createConnector(req, ctx) {
+      guard(adminToken, ctx);
+      const c = await admin.createConnector({
+        siteId: req.siteId,
+        provider: req.provider,
+        secret: req.secret,
+        actorUserId: req.actorUserId,
+      });
+      return { connectorId: c.connectorId, urlPath: c.urlPath };
+    },
+    async listConnectors(req, ctx) {
+      guard(adminToken, ctx);
+      const connectors = await admin.listConnectors({ siteId: req.siteId });
+      return {
+        connectors: connectors.map((c) => ({
+          connectorId: c.connectorId,
+          siteId: c.siteId,
+          provider: c.provider,
+          urlPath: c.urlPath,
+          createdAt: iso(c.createdAt),
+          createdBy: c.createdBy,
+        })),
+      };
+    },
+    async deleteConnector(req, ctx) {
+      guard(adminToken, ctx);
+      return admin.deleteConnector({ connectorId: req.connectorId, actorUserId: req.actorUserId });
+    },
     async getUsage(req, ctx) {
       guard(adminToken, ctx);
       const u = await admin.getUsage({ accountId: req.accountId });

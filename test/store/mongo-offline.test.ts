@@ -227,6 +227,9 @@ describe("mongodb adapter without a server", () => {
       "payments",
       "visitor_touches",
       "customer_visitors",
+      "connectors",
+      "connector_events",
+      "connector_objects",
       "directory",
     ]);
     for (const c of COLLECTIONS) {
@@ -247,6 +250,8 @@ describe("mongodb adapter without a server", () => {
       "payments.site_payment_unique",
       "visitor_touches.site_visitor_unique",
       "customer_visitors.site_customer_visitor_unique",
+      "connector_events.connector_event_unique",
+      "connector_objects.site_object_unique",
     ]);
   });
 

@@ -8,6 +8,7 @@ import { randomBytes } from "node:crypto";
 import { MongoClient } from "mongodb";
 import { afterAll, describe, it } from "vitest";
 import { createMongoStore } from "../../src/store/mongo/mongo-store.js";
+import { describeConnectorsContract } from "./connectors-contract.js";
 import { describeStoreContract } from "./contract.js";
 
 const uri = process.env.MONGODB_URI;
@@ -32,6 +33,9 @@ describe.skipIf(!uri)("mongodb adapter", () => {
 
   // A fresh database: migrated first, as a deployer runs `admin store migrate`.
   describeStoreContract("mongodb", () =>
+    createMongoStore(uri as string, { dbName, migrate: () => {} }),
+  );
+  describeConnectorsContract("mongodb", () =>
     createMongoStore(uri as string, { dbName, migrate: () => {} }),
   );
 });

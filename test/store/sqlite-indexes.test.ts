@@ -128,7 +128,7 @@ describe("SQLite indexes on the written tables", () => {
     await store.close();
     const db = new Database(file, { readonly: true });
     try {
-      expect(db.pragma("user_version", { simple: true })).toBe(6);
+      expect(db.pragma("user_version", { simple: true })).toBe(7);
       expect(declaredIndexes(db)).toEqual([
         "customer_visitors_visitor",
         "customers_user",

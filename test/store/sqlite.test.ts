@@ -4,6 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe } from "vitest";
 import { createSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
+import { describeConnectorsContract } from "./connectors-contract.js";
 import { describeStoreContract } from "./contract.js";
 
 describe("sqlite adapter", () => {
@@ -20,6 +21,10 @@ describe("sqlite adapter", () => {
 
   // The suite's store is the first file; the lifecycle test's second open gets its own.
   describeStoreContract("sqlite", async () => {
+    opened += 1;
+    return createSqliteStore(join(dir, `store-${opened}.db`));
+  });
+  describeConnectorsContract("sqlite", async () => {
     opened += 1;
     return createSqliteStore(join(dir, `store-${opened}.db`));
   });

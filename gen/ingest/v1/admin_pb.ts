@@ -10,7 +10,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file ingest/v1/admin.proto.
  */
 export const file_ingest_v1_admin: GenFile = /*@__PURE__*/
-  fileDesc("ChVpbmdlc3QvdjEvYWRtaW4ucHJvdG8SCWluZ2VzdC52MSJHChRDcmVhdGVBY2NvdW50UmVxdWVzdBIMCgRuYW1lGAEgASgJEgwKBHBsYW4YAiABKAkSEwoLb3duZXJfZW1haWwYAyABKAkiQgoVQ3JlYXRlQWNjb3VudFJlc3BvbnNlEhIKCmFjY291bnRfaWQYASABKAkSFQoNb3duZXJfdXNlcl9pZBgCIAEoCSIyCg5TZXRQbGFuUmVxdWVzdBISCgphY2NvdW50X2lkGAEgASgJEgwKBHBsYW4YAiABKAkiMwoPU2V0UGxhblJlc3BvbnNlEhIKCmFjY291bnRfaWQYASABKAkSDAoEcGxhbhgCIAEoCSJDChBBZGRNZW1iZXJSZXF1ZXN0EhIKCmFjY291bnRfaWQYASABKAkSDQoFZW1haWwYAiABKAkSDAoEcm9sZRgDIAEoCSIkChFBZGRNZW1iZXJSZXNwb25zZRIPCgd1c2VyX2lkGAEgASgJIjoKEUNyZWF0ZVNpdGVSZXF1ZXN0EhIKCmFjY291bnRfaWQYASABKAkSEQoJaG9zdG5hbWVzGAIgAygJIiUKEkNyZWF0ZVNpdGVSZXNwb25zZRIPCgdzaXRlX2lkGAEgASgJIlgKEENyZWF0ZUtleVJlcXVlc3QSDwoHc2l0ZV9pZBgBIAEoCRIMCgRuYW1lGAIgASgJEg4KBnNjb3BlcxgDIAMoCRIVCg1hY3Rvcl91c2VyX2lkGAQgASgJIjAKEUNyZWF0ZUtleVJlc3BvbnNlEg4KBmtleV9pZBgBIAEoCRILCgNrZXkYAiABKAkiIgoPTGlzdEtleXNSZXF1ZXN0Eg8KB3NpdGVfaWQYASABKAkiqwEKBkFwaUtleRIOCgZrZXlfaWQYASABKAkSDwoHc2l0ZV9pZBgCIAEoCRIMCgRuYW1lGAMgASgJEg4KBnNjb3BlcxgEIAMoCRIOCgZwcmVmaXgYBSABKAkSEgoKY3JlYXRlZF9hdBgGIAEoCRIZCgxsYXN0X3VzZWRfYXQYByABKAlIAIgBARISCgpjcmVhdGVkX2J5GAggASgJQg8KDV9sYXN0X3VzZWRfYXQiMwoQTGlzdEtleXNSZXNwb25zZRIfCgRrZXlzGAEgAygLMhEuaW5nZXN0LnYxLkFwaUtleSI5ChBEZWxldGVLZXlSZXF1ZXN0Eg4KBmtleV9pZBgBIAEoCRIVCg1hY3Rvcl91c2VyX2lkGAIgASgJIiMKEURlbGV0ZUtleVJlc3BvbnNlEg4KBmtleV9pZBgBIAEoCSIlCg9HZXRVc2FnZVJlcXVlc3QSEgoKYWNjb3VudF9pZBgBIAEoCSJ4ChBHZXRVc2FnZVJlc3BvbnNlEhIKCmFjY291bnRfaWQYASABKAkSDAoEcGxhbhgCIAEoCRINCgVtb250aBgDIAEoCRIPCgdjb3VudGVkGAQgASgDEhEKCWFsbG93YW5jZRgFIAEoAxIPCgdjZWlsaW5nGAYgASgDMtEECgxBZG1pblNlcnZpY2USUgoNQ3JlYXRlQWNjb3VudBIfLmluZ2VzdC52MS5DcmVhdGVBY2NvdW50UmVxdWVzdBogLmluZ2VzdC52MS5DcmVhdGVBY2NvdW50UmVzcG9uc2USQAoHU2V0UGxhbhIZLmluZ2VzdC52MS5TZXRQbGFuUmVxdWVzdBoaLmluZ2VzdC52MS5TZXRQbGFuUmVzcG9uc2USRgoJQWRkTWVtYmVyEhsuaW5nZXN0LnYxLkFkZE1lbWJlclJlcXVlc3QaHC5pbmdlc3QudjEuQWRkTWVtYmVyUmVzcG9uc2USSQoKQ3JlYXRlU2l0ZRIcLmluZ2VzdC52MS5DcmVhdGVTaXRlUmVxdWVzdBodLmluZ2VzdC52MS5DcmVhdGVTaXRlUmVzcG9uc2USRgoJQ3JlYXRlS2V5EhsuaW5nZXN0LnYxLkNyZWF0ZUtleVJlcXVlc3QaHC5pbmdlc3QudjEuQ3JlYXRlS2V5UmVzcG9uc2USQwoITGlzdEtleXMSGi5pbmdlc3QudjEuTGlzdEtleXNSZXF1ZXN0GhsuaW5nZXN0LnYxLkxpc3RLZXlzUmVzcG9uc2USRgoJRGVsZXRlS2V5EhsuaW5nZXN0LnYxLkRlbGV0ZUtleVJlcXVlc3QaHC5pbmdlc3QudjEuRGVsZXRlS2V5UmVzcG9uc2USQwoIR2V0VXNhZ2USGi5pbmdlc3QudjEuR2V0VXNhZ2VSZXF1ZXN0GhsuaW5nZXN0LnYxLkdldFVzYWdlUmVzcG9uc2ViBnByb3RvMw");
+  fileDesc("ChVpbmdlc3QvdjEvYWRtaW4ucHJvdG8SCWluZ2VzdC52MSJHChRDcmVhdGVBY2NvdW50UmVxdWVzdBIMCgRuYW1lGAEgASgJEgwKBHBsYW4YAiABKAkSEwoLb3duZXJfZW1haWwYAyABKAkiQgoVQ3JlYXRlQWNjb3VudFJlc3BvbnNlEhIKCmFjY291bnRfaWQYASABKAkSFQoNb3duZXJfdXNlcl9pZBgCIAEoCSIyCg5TZXRQbGFuUmVxdWVzdBISCgphY2NvdW50X2lkGAEgASgJEgwKBHBsYW4YAiABKAkiMwoPU2V0UGxhblJlc3BvbnNlEhIKCmFjY291bnRfaWQYASABKAkSDAoEcGxhbhgCIAEoCSJDChBBZGRNZW1iZXJSZXF1ZXN0EhIKCmFjY291bnRfaWQYASABKAkSDQoFZW1haWwYAiABKAkSDAoEcm9sZRgDIAEoCSIkChFBZGRNZW1iZXJSZXNwb25zZRIPCgd1c2VyX2lkGAEgASgJIjoKEUNyZWF0ZVNpdGVSZXF1ZXN0EhIKCmFjY291bnRfaWQYASABKAkSEQoJaG9zdG5hbWVzGAIgAygJIiUKEkNyZWF0ZVNpdGVSZXNwb25zZRIPCgdzaXRlX2lkGAEgASgJIlgKEENyZWF0ZUtleVJlcXVlc3QSDwoHc2l0ZV9pZBgBIAEoCRIMCgRuYW1lGAIgASgJEg4KBnNjb3BlcxgDIAMoCRIVCg1hY3Rvcl91c2VyX2lkGAQgASgJIjAKEUNyZWF0ZUtleVJlc3BvbnNlEg4KBmtleV9pZBgBIAEoCRILCgNrZXkYAiABKAkiIgoPTGlzdEtleXNSZXF1ZXN0Eg8KB3NpdGVfaWQYASABKAkiqwEKBkFwaUtleRIOCgZrZXlfaWQYASABKAkSDwoHc2l0ZV9pZBgCIAEoCRIMCgRuYW1lGAMgASgJEg4KBnNjb3BlcxgEIAMoCRIOCgZwcmVmaXgYBSABKAkSEgoKY3JlYXRlZF9hdBgGIAEoCRIZCgxsYXN0X3VzZWRfYXQYByABKAlIAIgBARISCgpjcmVhdGVkX2J5GAggASgJQg8KDV9sYXN0X3VzZWRfYXQiMwoQTGlzdEtleXNSZXNwb25zZRIfCgRrZXlzGAEgAygLMhEuaW5nZXN0LnYxLkFwaUtleSI5ChBEZWxldGVLZXlSZXF1ZXN0Eg4KBmtleV9pZBgBIAEoCRIVCg1hY3Rvcl91c2VyX2lkGAIgASgJIiMKEURlbGV0ZUtleVJlc3BvbnNlEg4KBmtleV9pZBgBIAEoCSIlCg9HZXRVc2FnZVJlcXVlc3QSEgoKYWNjb3VudF9pZBgBIAEoCSJ4ChBHZXRVc2FnZVJlc3BvbnNlEhIKCmFjY291bnRfaWQYASABKAkSDAoEcGxhbhgCIAEoCRINCgVtb250aBgDIAEoCRIPCgdjb3VudGVkGAQgASgDEhEKCWFsbG93YW5jZRgFIAEoAxIPCgdjZWlsaW5nGAYgASgDImIKFkNyZWF0ZUNvbm5lY3RvclJlcXVlc3QSDwoHc2l0ZV9pZBgBIAEoCRIQCghwcm92aWRlchgCIAEoCRIOCgZzZWNyZXQYAyABKAkSFQoNYWN0b3JfdXNlcl9pZBgEIAEoCSJ+CglDb25uZWN0b3ISFAoMY29ubmVjdG9yX2lkGAEgASgJEg8KB3NpdGVfaWQYAiABKAkSEAoIcHJvdmlkZXIYAyABKAkSEAoIdXJsX3BhdGgYBCABKAkSEgoKY3JlYXRlZF9hdBgFIAEoCRISCgpjcmVhdGVkX2J5GAYgASgJIkEKF0NyZWF0ZUNvbm5lY3RvclJlc3BvbnNlEhQKDGNvbm5lY3Rvcl9pZBgBIAEoCRIQCgh1cmxfcGF0aBgCIAEoCSIoChVMaXN0Q29ubmVjdG9yc1JlcXVlc3QSDwoHc2l0ZV9pZBgBIAEoCSJCChZMaXN0Q29ubmVjdG9yc1Jlc3BvbnNlEigKCmNvbm5lY3RvcnMYASADKAsyFC5pbmdlc3QudjEuQ29ubmVjdG9yIkUKFkRlbGV0ZUNvbm5lY3RvclJlcXVlc3QSFAoMY29ubmVjdG9yX2lkGAEgASgJEhUKDWFjdG9yX3VzZXJfaWQYAiABKAkiLwoXRGVsZXRlQ29ubmVjdG9yUmVzcG9uc2USFAoMY29ubmVjdG9yX2lkGAEgASgJMtwGCgxBZG1pblNlcnZpY2USUgoNQ3JlYXRlQWNjb3VudBIfLmluZ2VzdC52MS5DcmVhdGVBY2NvdW50UmVxdWVzdBogLmluZ2VzdC52MS5DcmVhdGVBY2NvdW50UmVzcG9uc2USQAoHU2V0UGxhbhIZLmluZ2VzdC52MS5TZXRQbGFuUmVxdWVzdBoaLmluZ2VzdC52MS5TZXRQbGFuUmVzcG9uc2USRgoJQWRkTWVtYmVyEhsuaW5nZXN0LnYxLkFkZE1lbWJlclJlcXVlc3QaHC5pbmdlc3QudjEuQWRkTWVtYmVyUmVzcG9uc2USSQoKQ3JlYXRlU2l0ZRIcLmluZ2VzdC52MS5DcmVhdGVTaXRlUmVxdWVzdBodLmluZ2VzdC52MS5DcmVhdGVTaXRlUmVzcG9uc2USRgoJQ3JlYXRlS2V5EhsuaW5nZXN0LnYxLkNyZWF0ZUtleVJlcXVlc3QaHC5pbmdlc3QudjEuQ3JlYXRlS2V5UmVzcG9uc2USQwoITGlzdEtleXMSGi5pbmdlc3QudjEuTGlzdEtleXNSZXF1ZXN0GhsuaW5nZXN0LnYxLkxpc3RLZXlzUmVzcG9uc2USRgoJRGVsZXRlS2V5EhsuaW5nZXN0LnYxLkRlbGV0ZUtleVJlcXVlc3QaHC5pbmdlc3QudjEuRGVsZXRlS2V5UmVzcG9uc2USQwoIR2V0VXNhZ2USGi5pbmdlc3QudjEuR2V0VXNhZ2VSZXF1ZXN0GhsuaW5nZXN0LnYxLkdldFVzYWdlUmVzcG9uc2USWAoPQ3JlYXRlQ29ubmVjdG9yEiEuaW5nZXN0LnYxLkNyZWF0ZUNvbm5lY3RvclJlcXVlc3QaIi5pbmdlc3QudjEuQ3JlYXRlQ29ubmVjdG9yUmVzcG9uc2USVQoOTGlzdENvbm5lY3RvcnMSIC5pbmdlc3QudjEuTGlzdENvbm5lY3RvcnNSZXF1ZXN0GiEuaW5nZXN0LnYxLkxpc3RDb25uZWN0b3JzUmVzcG9uc2USWAoPRGVsZXRlQ29ubmVjdG9yEiEuaW5nZXN0LnYxLkRlbGV0ZUNvbm5lY3RvclJlcXVlc3QaIi5pbmdlc3QudjEuRGVsZXRlQ29ubmVjdG9yUmVzcG9uc2ViBnByb3RvMw");
 
 /**
  * @generated from message ingest.v1.CreateAccountRequest
@@ -443,6 +443,185 @@ export const GetUsageResponseSchema: GenMessage<GetUsageResponse> = /*@__PURE__*
   messageDesc(file_ingest_v1_admin, 16);
 
 /**
+ * @generated from message ingest.v1.CreateConnectorRequest
+ */
+export type CreateConnectorRequest = Message<"ingest.v1.CreateConnectorRequest"> & {
+  /**
+   * @generated from field: string site_id = 1;
+   */
+  siteId: string;
+
+  /**
+   * stripe, paddle, lemonsqueezy or polar.
+   *
+   * @generated from field: string provider = 2;
+   */
+  provider: string;
+
+  /**
+   * The provider's webhook signing secret; stored, never returned.
+   *
+   * @generated from field: string secret = 3;
+   */
+  secret: string;
+
+  /**
+   * The user creating the connector: an owner or admin of the site's account.
+   *
+   * @generated from field: string actor_user_id = 4;
+   */
+  actorUserId: string;
+};
+
+/**
+ * Describes the message ingest.v1.CreateConnectorRequest.
+ * Use `create(CreateConnectorRequestSchema)` to create a new message.
+ */
+export const CreateConnectorRequestSchema: GenMessage<CreateConnectorRequest> = /*@__PURE__*/
+  messageDesc(file_ingest_v1_admin, 17);
+
+/**
+ * Connector describes a connector without its secret.
+ *
+ * @generated from message ingest.v1.Connector
+ */
+export type Connector = Message<"ingest.v1.Connector"> & {
+  /**
+   * @generated from field: string connector_id = 1;
+   */
+  connectorId: string;
+
+  /**
+   * @generated from field: string site_id = 2;
+   */
+  siteId: string;
+
+  /**
+   * @generated from field: string provider = 3;
+   */
+  provider: string;
+
+  /**
+   * The path to paste into the provider: /api/v1/connectors/<connector_id>.
+   *
+   * @generated from field: string url_path = 4;
+   */
+  urlPath: string;
+
+  /**
+   * @generated from field: string created_at = 5;
+   */
+  createdAt: string;
+
+  /**
+   * @generated from field: string created_by = 6;
+   */
+  createdBy: string;
+};
+
+/**
+ * Describes the message ingest.v1.Connector.
+ * Use `create(ConnectorSchema)` to create a new message.
+ */
+export const ConnectorSchema: GenMessage<Connector> = /*@__PURE__*/
+  messageDesc(file_ingest_v1_admin, 18);
+
+/**
+ * @generated from message ingest.v1.CreateConnectorResponse
+ */
+export type CreateConnectorResponse = Message<"ingest.v1.CreateConnectorResponse"> & {
+  /**
+   * @generated from field: string connector_id = 1;
+   */
+  connectorId: string;
+
+  /**
+   * @generated from field: string url_path = 2;
+   */
+  urlPath: string;
+};
+
+/**
+ * Describes the message ingest.v1.CreateConnectorResponse.
+ * Use `create(CreateConnectorResponseSchema)` to create a new message.
+ */
+export const CreateConnectorResponseSchema: GenMessage<CreateConnectorResponse> = /*@__PURE__*/
+  messageDesc(file_ingest_v1_admin, 19);
+
+/**
+ * @generated from message ingest.v1.ListConnectorsRequest
+ */
+export type ListConnectorsRequest = Message<"ingest.v1.ListConnectorsRequest"> & {
+  /**
+   * @generated from field: string site_id = 1;
+   */
+  siteId: string;
+};
+
+/**
+ * Describes the message ingest.v1.ListConnectorsRequest.
+ * Use `create(ListConnectorsRequestSchema)` to create a new message.
+ */
+export const ListConnectorsRequestSchema: GenMessage<ListConnectorsRequest> = /*@__PURE__*/
+  messageDesc(file_ingest_v1_admin, 20);
+
+/**
+ * @generated from message ingest.v1.ListConnectorsResponse
+ */
+export type ListConnectorsResponse = Message<"ingest.v1.ListConnectorsResponse"> & {
+  /**
+   * @generated from field: repeated ingest.v1.Connector connectors = 1;
+   */
+  connectors: Connector[];
+};
+
+/**
+ * Describes the message ingest.v1.ListConnectorsResponse.
+ * Use `create(ListConnectorsResponseSchema)` to create a new message.
+ */
+export const ListConnectorsResponseSchema: GenMessage<ListConnectorsResponse> = /*@__PURE__*/
+  messageDesc(file_ingest_v1_admin, 21);
+
+/**
+ * @generated from message ingest.v1.DeleteConnectorRequest
+ */
+export type DeleteConnectorRequest = Message<"ingest.v1.DeleteConnectorRequest"> & {
+  /**
+   * @generated from field: string connector_id = 1;
+   */
+  connectorId: string;
+
+  /**
+   * @generated from field: string actor_user_id = 2;
+   */
+  actorUserId: string;
+};
+
+/**
+ * Describes the message ingest.v1.DeleteConnectorRequest.
+ * Use `create(DeleteConnectorRequestSchema)` to create a new message.
+ */
+export const DeleteConnectorRequestSchema: GenMessage<DeleteConnectorRequest> = /*@__PURE__*/
+  messageDesc(file_ingest_v1_admin, 22);
+
+/**
+ * @generated from message ingest.v1.DeleteConnectorResponse
+ */
+export type DeleteConnectorResponse = Message<"ingest.v1.DeleteConnectorResponse"> & {
+  /**
+   * @generated from field: string connector_id = 1;
+   */
+  connectorId: string;
+};
+
+/**
+ * Describes the message ingest.v1.DeleteConnectorResponse.
+ * Use `create(DeleteConnectorResponseSchema)` to create a new message.
+ */
+export const DeleteConnectorResponseSchema: GenMessage<DeleteConnectorResponse> = /*@__PURE__*/
+  messageDesc(file_ingest_v1_admin, 23);
+
+/**
  * AdminService manages accounts, members, sites and API keys for the
  * dashboard. Every call requires `authorization: Bearer <ADMIN_TOKEN>`; while
  * ADMIN_TOKEN is unset every call is refused. The admin CLI runs the same
@@ -520,6 +699,36 @@ export const AdminService: GenService<{
     methodKind: "unary";
     input: typeof GetUsageRequestSchema;
     output: typeof GetUsageResponseSchema;
+  },
+  /**
+   * CreateConnector connects a site to a payment provider's webhooks (Scale
+   * plan; an owner or admin as actor). The signing secret is never returned.
+   *
+   * @generated from rpc ingest.v1.AdminService.CreateConnector
+   */
+  createConnector: {
+    methodKind: "unary";
+    input: typeof CreateConnectorRequestSchema;
+    output: typeof CreateConnectorResponseSchema;
+  },
+  /**
+   * @generated from rpc ingest.v1.AdminService.ListConnectors
+   */
+  listConnectors: {
+    methodKind: "unary";
+    input: typeof ListConnectorsRequestSchema;
+    output: typeof ListConnectorsResponseSchema;
+  },
+  /**
+   * DeleteConnector needs an owner or admin as actor; the provider's next
+   * delivery gets 404.
+   *
+   * @generated from rpc ingest.v1.AdminService.DeleteConnector
+   */
+  deleteConnector: {
+    methodKind: "unary";
+    input: typeof DeleteConnectorRequestSchema;
+    output: typeof DeleteConnectorResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_ingest_v1_admin, 0);

@@ -6,19 +6,28 @@
  */
 import type { StoreAccountsPart } from "./accounts-port.js";
 import type { StoreAttributionPart } from "./attribution-port.js";
+import type { StoreConnectorsPart } from "./connectors-port.js";
 import type { StoreEventsPart } from "./events-port.js";
 import type { StorePaymentsPart } from "./payments-port.js";
 
 export * from "../vocabulary.js";
+export type * from "./connectors-port.js";
 export * from "./records.js";
-export type { StoreAccountsPart, StoreAttributionPart, StoreEventsPart, StorePaymentsPart };
+export type {
+  StoreAccountsPart,
+  StoreAttributionPart,
+  StoreConnectorsPart,
+  StoreEventsPart,
+  StorePaymentsPart,
+};
 
 /** The store port. Every method may reject when the database is unreachable. */
 export interface Store
   extends StoreAccountsPart,
     StoreEventsPart,
     StorePaymentsPart,
-    StoreAttributionPart {
+    StoreAttributionPart,
+    StoreConnectorsPart {
   /** Which adapter this is, for logs and /readyz. */
   readonly kind: "sqlite" | "mongodb";
 

@@ -4,6 +4,7 @@ import { StoreUnavailableError } from "../../domain/store-errors.js";
 import type { Store } from "../port.js";
 import { createMongoAccounts } from "./accounts.js";
 import { createMongoAttribution } from "./attribution.js";
+import { createMongoConnectors } from "./connectors.js";
 import { classifyErrors } from "./errors.js";
 import { createMongoEvents } from "./events.js";
 import { createMongoPayments } from "./payments.js";
@@ -118,6 +119,7 @@ export async function createMongoStore(
       ...createMongoEvents(c, { timeoutMs }),
       ...createMongoPayments(c),
       ...createMongoAttribution(c),
+      ...createMongoConnectors(c),
       async ping() {
         await checkWritablePrimary(db, timeoutMs);
       },

@@ -20,6 +20,7 @@ import type {
   SubscriptionInterval,
   SubscriptionStatus,
 } from "../port.js";
+import type { ConnectorDoc, ConnectorEventDoc, ConnectorObjectDoc } from "./connectors.js";
 import type {
   AccountDoc,
   ApiKeyDoc,
@@ -383,6 +384,40 @@ export const COLLECTIONS: readonly CollectionSpec[] = [
     ],
   },
   {
+    name: "connectors",
+    schema: object(["_id", "site_id", "provider", "secret", "created_by", "created_at"], {
+      _id: str,
+      site_id: str,
+      provider: { enum: ["stripe", "paddle", "lemonsqueezy", "polar"] },
+      secret: str,
+      created_by: str,
+      created_at: date,
+    }),
+    indexes: [{ key: { site_id: 1, created_at: 1 }, name: "site_created" }],
+  },
+  {
+    // Each provider event applied at most once per connector.
+    name: "connector_events",
+    schema: object(["connector_id", "event_id", "applied_at"], {
+      connector_id: str,
+      event_id: str,
+      applied_at: date,
+    }),
+    indexes: [
+      { key: { connector_id: 1, event_id: 1 }, name: "connector_event_unique", unique: true },
+    ],
+  },
+  {
+    // The provider's version of each object's stored state: older deliveries are skipped.
+    name: "connector_objects",
+    schema: object(["site_id", "object", "version"], {
+      site_id: str,
+      object: str,
+      version: { bsonType: ["int", "long", "double"] },
+    }),
+    indexes: [{ key: { site_id: 1, object: 1 }, name: "site_object_unique", unique: true }],
+  },
+  {
     // One document, raised by every account, site or key change (directory-cache.ts).
     name: "directory",
     schema: object(["_id", "version"], { _id: str, version: integer }),
@@ -530,6 +565,9 @@ export interface Collections {
   payments: Collection<PaymentDoc>;
   touches: Collection<VisitorTouchDoc>;
   customerVisitors: Collection<CustomerVisitorDoc>;
+  connectors: Collection<ConnectorDoc>;
+  connectorEvents: Collection<ConnectorEventDoc>;
+  connectorObjects: Collection<ConnectorObjectDoc>;
 }
 
 /**
@@ -559,5 +597,8 @@ export function collections(db: Db, options: { maxTimeMS?: number } = {}): Colle
     payments: get<PaymentDoc>("payments"),
     touches: get<VisitorTouchDoc>("visitor_touches"),
     customerVisitors: get<CustomerVisitorDoc>("customer_visitors"),
+    connectors: get<ConnectorDoc>("connectors"),
+    connectorEvents: get<ConnectorEventDoc>("connector_events"),
+    connectorObjects: get<ConnectorObjectDoc>("connector_objects"),
   };
 }

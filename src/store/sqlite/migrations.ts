@@ -239,4 +239,34 @@ DROP INDEX IF EXISTS subscriptions_customer;
 DROP INDEX IF EXISTS subscriptions_status;
 `,
   },
+  {
+    version: 7,
+    description: "payment-provider connectors, the events they applied, object versions",
+    // connector_events: each provider event applied at most once per connector.
+    // connector_objects: the provider's version of each object's stored state,
+    // so an older delivery never overwrites a newer one.
+    sql: `
+CREATE TABLE connectors (
+  id TEXT PRIMARY KEY,
+  site_id TEXT NOT NULL REFERENCES sites(id),
+  provider TEXT NOT NULL,
+  secret TEXT NOT NULL,
+  created_by TEXT NOT NULL,
+  created_at INTEGER NOT NULL
+);
+CREATE INDEX connectors_site ON connectors(site_id);
+CREATE TABLE connector_events (
+  connector_id TEXT NOT NULL,
+  event_id TEXT NOT NULL,
+  applied_at INTEGER NOT NULL,
+  PRIMARY KEY (connector_id, event_id)
+) WITHOUT ROWID;
+CREATE TABLE connector_objects (
+  site_id TEXT NOT NULL,
+  object TEXT NOT NULL,
+  version INTEGER NOT NULL,
+  PRIMARY KEY (site_id, object)
+) WITHOUT ROWID;
+`,
+  },
 ];

@@ -61,7 +61,14 @@ interface SubscriptionRow {
   updated_at: number;
 }
 
-export function createSqlitePayments(db: Db): StorePaymentsPart {
+/**
+ * Applies one write (its customer, subscription and payment, in that order)
+ * inside the caller's transaction. `payment` may be absent: a provider's
+ * subscription change alone (src/store/sqlite/connectors.ts).
+ */
+export function createSqlitePaymentWriter(
+  db: Db,
+): (w: Omit<PaymentWrite, "payment"> & { payment?: PaymentRecord }) => void {
   const s = {
     // Every column is replaced on re-send except created_at.
     upsertPayment: db.prepare(
@@ -104,14 +111,9 @@ export function createSqlitePayments(db: Db): StorePaymentsPart {
          canceled_at = coalesce(@canceled_at, canceled_at), ended_at = coalesce(@ended_at, ended_at),
          updated_at = excluded.updated_at`,
     ),
-    getPayment: db.prepare("SELECT * FROM payments WHERE site_id = ? AND payment_id = ?"),
-    getCustomer: db.prepare("SELECT * FROM customers WHERE site_id = ? AND customer_id = ?"),
-    getSubscription: db.prepare(
-      "SELECT * FROM subscriptions WHERE site_id = ? AND subscription_id = ?",
-    ),
   };
 
-  const write = (w: PaymentWrite) => {
+  return (w) => {
     const c = w.customer;
     s.upsertCustomer.run({
       site_id: c.siteId,
@@ -145,6 +147,7 @@ export function createSqlitePayments(db: Db): StorePaymentsPart {
       });
     }
     const p = w.payment;
+    if (!p) return;
     s.upsertPayment.run({
       site_id: p.siteId,
       payment_id: p.paymentId,
@@ -161,6 +164,18 @@ export function createSqlitePayments(db: Db): StorePaymentsPart {
       updated_at: p.updatedAt,
     });
   };
+}
+
+export function createSqlitePayments(db: Db): StorePaymentsPart {
+  const write = createSqlitePaymentWriter(db);
+  const s = {
+    getPayment: db.prepare("SELECT * FROM payments WHERE site_id = ? AND payment_id = ?"),
+    getCustomer: db.prepare("SELECT * FROM customers WHERE site_id = ? AND customer_id = ?"),
+    getSubscription: db.prepare(
+      "SELECT * FROM subscriptions WHERE site_id = ? AND subscription_id = ?",
+    ),
+  };
+
   // One IMMEDIATE transaction (one WAL sync) for a whole batch of payments.
   const commit = db.transaction((writes: PaymentWrite[]) => {
     for (const w of writes) write(w);

@@ -3,6 +3,7 @@ import Database from "better-sqlite3";
 import type { Store } from "../port.js";
 import { createSqliteAccounts } from "./accounts.js";
 import { createSqliteAttribution } from "./attribution.js";
+import { createSqliteConnectors } from "./connectors.js";
 import { createSqliteEvents } from "./events.js";
 import { openSqlite } from "./open-sqlite.js";
 import { createSqlitePayments } from "./payments.js";
@@ -33,6 +34,7 @@ export function createSqliteStore(path: string, options: SqliteStoreOptions = {}
     ...createSqliteEvents(db),
     ...createSqlitePayments(db),
     ...createSqliteAttribution(db),
+    ...createSqliteConnectors(db),
   };
   // Every method that changed rows resolves only after the WAL is synced: the
   // adapter's methods do their SQLite work synchronously, so the count read

@@ -1,0 +1,64 @@
+/**
+ * What a connector is made of and how it is shown: the providers, the input
+ * rules for creating one, and its public view (never its secret).
+ */
+import { DomainError } from "../errors.js";
+import type { ConnectorRecord, Provider } from "../store/store.js";
+
+/** The providers, by the names users type (`--provider stripe`). */
+export const PROVIDERS: readonly Provider[] = ["stripe", "paddle", "lemonsqueezy", "polar"];
+
+/** The path a connector receives its provider's webhooks on. */
+export function connectorUrlPath(connectorId: string): string {
+  return `/api/v1/connectors/${connectorId}`;
+}
+
+/** A connector as the admin API and CLI show it: no secret. */
+export interface ConnectorView {
+  connectorId: string;
+  siteId: string;
+  provider: Provider;
+  urlPath: string;
+  createdBy: string;
+  createdAt: number;
+}
+
+export function connectorView(c: ConnectorRecord): ConnectorView {
+  return {
+    connectorId: c.id,
+    siteId: c.siteId,
+    provider: c.provider,
+    urlPath: connectorUrlPath(c.id),
+    createdBy: c.createdBy,
+    createdAt: c.createdAt,
+  };
+}
+
+/** Longest secret accepted: providers' secrets are well under 100 characters. */
+const SECRET_MAX = 512;
+
+/**
+ * Checks a connector's provider and signing secret. The messages never quote
+ * the secret: it may be a real one pasted in the wrong place.
+ */
+export function parseConnectorInput(input: { provider: string; secret: string }): {
+  provider: Provider;
+  secret: string;
+} {
+  const provider = input.provider.trim().toLowerCase();
+  if (!(PROVIDERS as readonly string[]).includes(provider)) {
+    throw new DomainError("invalid_input", `provider must be one of ${PROVIDERS.join(", ")}`);
+  }
+  // Pasted secrets often carry a trailing newline; inner whitespace is never part of one.
+  const secret = input.secret.trim();
+  if (secret.length < 1 || secret.length > SECRET_MAX || /\s/.test(secret)) {
+    throw new DomainError(
+      "invalid_input",
+      `secret must be 1 to ${SECRET_MAX} characters without whitespace`,
+    );
+  }
+  if (provider === "stripe" && !secret.startsWith("whsec_")) {
+    throw new DomainError("invalid_input", "a Stripe signing secret starts with whsec_");
+  }
+  return { provider: provider as Provider, secret };
+}
