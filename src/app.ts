@@ -34,6 +34,7 @@ import { createReports } from "./domain/reports.js";
 import { registerApiReference } from "./http/api-reference.js";
 import { BODY_LIMITS, DEFAULT_BODY_LIMIT } from "./http/body-limits.js";
 import { registerCollectRoutes } from "./http/collect-routes.js";
+import { connectorRoutes } from "./http/connectors/connector-routes.js";
 import { registerDuplicateCredentialsGuard } from "./http/duplicate-credentials.js";
 import { fromFastifyError, sendError } from "./http/envelope.js";
 import { createOnePortServer, type OnePortServer } from "./http/one-port.js";
@@ -248,6 +249,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
     rateLimit: { perMinute: config.collectRateLimit, clock, shared: deps.collectLimiter },
   });
   registerTrackerScript(fastify, deps.trackerBundle ?? loadTrackerBundle());
+  await fastify.register(connectorRoutes, { store, payments, clock, metrics });
   const apiServices = [PaymentsService, EventsService, AdminService, ReportsService];
   registerRpcBodyGuard(fastify, [...apiServices, Health], {
     limits: BODY_LIMITS,

@@ -101,6 +101,12 @@ export function createMetrics(): Metrics {
     labelNames: ["operation"] as const,
     registers: [registry],
   });
+  const connectorEvents = new Counter({
+    name: "ingest_connector_events_total",
+    help: "Verified payment-provider events received by connectors, by provider and outcome (applied, duplicate, ignored: a type the connector does not use).",
+    labelNames: ["provider", "outcome"] as const,
+    registers: [registry],
+  });
   // Every reason from the start, so rate() and alerts see zeros rather than no series.
   for (const reason of ["bot", "quota", "invalid", "rate_limit", "unavailable", "rejected"]) {
     dropped.inc({ reason }, 0);
@@ -189,6 +195,9 @@ export function createMetrics(): Metrics {
     },
     storeError(operation) {
       storeErrors.inc({ operation });
+    },
+    connectorEvent(provider, outcome) {
+      connectorEvents.inc({ provider, outcome });
     },
     setReadinessProbe(check) {
       probe = check;

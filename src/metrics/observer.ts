@@ -12,6 +12,9 @@ import type { GroupCommitObserver } from "../lib/group-commit.js";
 /** Why events were not stored: the `reason` label of ingest_events_dropped_total. */
 export type DropReason = "bot" | "quota" | "invalid" | "rate_limit" | "unavailable" | "rejected";
 
+/** What became of a provider event: the `outcome` label of ingest_connector_events_total. */
+export type ConnectorEventOutcome = "applied" | "duplicate" | "ignored";
+
 export type Protocol = "rest" | "connect" | "grpc" | "grpc-web";
 
 export interface Observer {
@@ -27,6 +30,8 @@ export interface Observer {
   observeEvents(events: EventsApp): EventsApp;
   /** Told of each failed store call. */
   storeError(operation: string): void;
+  /** Told of each verified provider event a connector received, by what became of it. */
+  connectorEvent(provider: string, outcome: ConnectorEventOutcome): void;
   /** Readiness at scrape time (1 ready, 0 not). */
   setReadinessProbe(check: () => Promise<boolean>): void;
 }
@@ -47,5 +52,6 @@ export const noopObserver: Observer = {
   queue: () => ({ load() {}, batch() {} }),
   observeEvents: (events) => events,
   storeError() {},
+  connectorEvent() {},
   setReadinessProbe() {},
 };

@@ -7,8 +7,15 @@ import { createGroupCommit, QueueFullError, type QueueSettings } from "../../lib
 import type { Attributor } from "../attribution/attribute.js";
 import type { Clock } from "../clock.js";
 import { errors, storeError } from "../errors.js";
-import type { KeyPrincipal, PaymentWrite, Store } from "../store/store.js";
-import type { PaymentsApp } from "./payments-app.js";
+import type {
+  DeliveryOutcome,
+  KeyPrincipal,
+  PaymentWrite,
+  ProviderDelivery,
+  Store,
+} from "../store/store.js";
+import type { PaymentsApp, ProviderEventInput } from "./payments-app.js";
+import { toProviderDelivery } from "./provider-delivery.js";
 import { invalidPaymentInput, type ValidPayment, validatePayment } from "./validate-payment.js";
 
 export interface PaymentsDeps {
@@ -76,37 +83,86 @@ export function toPaymentWrite(siteId: string, p: ValidPayment, now: number): Pa
 /** The payments application over a store, with its own group-commit queue. */
 export function createPaymentsApp(deps: PaymentsDeps): PaymentsApp {
   const { store, clock, queue } = deps;
-  const commit = createGroupCommit<PaymentWrite, void>({
+  // One queue for both sources, so a provider's payments share the endpoint's
+  // batches, durability and back pressure.
+  const commit = createGroupCommit<Job, DeliveryOutcome | undefined>({
     ...queue,
-    async commit(writes) {
-      // One upsert batch; writes of one payment_id apply in arrival order, so the last one wins.
-      await store.commitPayments(writes);
+    async commit(jobs) {
+      // Runs of one source, in arrival order: writes of one payment_id apply in
+      // arrival order, so the last one wins.
+      const results: (DeliveryOutcome | undefined)[] = [];
+      for (const run of runsOf(jobs)) {
+        if (run[0]?.kind === "payment") {
+          await store.commitPayments(run.map((j) => (j as PaymentJob).write));
+          results.push(...run.map(() => undefined));
+        } else {
+          results.push(
+            ...(await store.commitProviderDeliveries(run.map((j) => (j as DeliveryJob).delivery))),
+          );
+        }
+      }
       // The payments are durable now; a failed attribution leaves them
       // unattributed until the customer's next payment or link.
       await deps.attribution
         ?.afterPayments(
-          writes.map((w) => ({ siteId: w.payment.siteId, customerId: w.payment.customerId })),
+          jobs.flatMap((j) =>
+            j.kind === "payment"
+              ? [{ siteId: j.write.payment.siteId, customerId: j.write.payment.customerId }]
+              : j.delivery.writes.map((w) => ({
+                  siteId: j.delivery.siteId,
+                  customerId: w.customer.customerId,
+                })),
+          ),
         )
         .catch(() => {});
-      return writes.map(() => undefined);
+      return results;
     },
   });
+
+  async function submit(job: Job): Promise<DeliveryOutcome | undefined> {
+    try {
+      return await commit.submit(job);
+    } catch (err) {
+      if (err instanceof QueueFullError) throw errors.queueFull();
+      // Unavailable: the write may or may not have landed; either way a retry
+      // with the same payment_id is safe. A refusal (StoreFailureError) is a 500.
+      throw storeError(err);
+    }
+  }
 
   return {
     async record(principal: KeyPrincipal, input: Record<string, unknown>) {
       const v = validatePayment(input);
       if (!v.ok) throw invalidPaymentInput(v.issues);
       const write = toPaymentWrite(principal.siteId, v.payment, clock.now());
-      try {
-        await commit.submit(write);
-      } catch (err) {
-        if (err instanceof QueueFullError) throw errors.queueFull();
-        // Unavailable: the write may or may not have landed; either way a retry
-        // with the same payment_id is safe. A refusal (StoreFailureError) is a 500.
-        throw storeError(err);
-      }
+      await submit({ kind: "payment", write });
       return { paymentId: v.payment.paymentId };
+    },
+    async recordProviderEvent(input: ProviderEventInput) {
+      const delivery = toProviderDelivery(input, clock.now());
+      return (await submit({ kind: "delivery", delivery })) ?? "applied";
     },
     drain: () => commit.drain(),
   };
+}
+
+interface PaymentJob {
+  kind: "payment";
+  write: PaymentWrite;
+}
+interface DeliveryJob {
+  kind: "delivery";
+  delivery: ProviderDelivery;
+}
+type Job = PaymentJob | DeliveryJob;
+
+/** Consecutive jobs of one kind, in order. */
+function runsOf(jobs: Job[]): Job[][] {
+  const runs: Job[][] = [];
+  for (const job of jobs) {
+    const last = runs[runs.length - 1];
+    if (last && last[0]?.kind === job.kind) last.push(job);
+    else runs.push([job]);
+  }
+  return runs;
 }

@@ -1,0 +1,155 @@
+/**
+ * Webhook signature checks, one per provider, each by the provider's
+ * documented scheme and tolerance, with its official SDK where one exists.
+ * A refusal is a 400 `invalid_input` whose message says which check failed
+ * (missing, malformed or wrong signature, stale timestamp) and never quotes
+ * the secret, the signature or the body. Every time check reads the
+ * service's clock, not the SDK's wall clock.
+ */
+import { createHmac, timingSafeEqual } from "node:crypto";
+import type { IncomingHttpHeaders } from "node:http";
+import { Webhook as StandardWebhook } from "standardwebhooks";
+import Stripe from "stripe";
+import { DomainError } from "../../domain/errors.js";
+import type { Provider } from "../../store/port.js";
+
+/** Stripe's SDK default: a signed timestamp older than 5 minutes is refused. */
+export const STRIPE_TOLERANCE_SECONDS = 300;
+/** Paddle's documented tolerance (its SDK's MAX_VALID_TIME_DIFFERENCE): 5 seconds. */
+export const PADDLE_TOLERANCE_SECONDS = 5;
+/** Standard Webhooks' (Polar's) tolerance, either way: 5 minutes. */
+export const POLAR_TOLERANCE_SECONDS = 300;
+
+/** Checks the raw body's signature; throws the 400 saying why it is refused. */
+export type Verifier = (
+  raw: Buffer,
+  headers: IncomingHttpHeaders,
+  secret: string,
+  nowMs: number,
+) => void;
+
+const refuse = (message: string) => new DomainError("invalid_input", message);
+
+function header(headers: IncomingHttpHeaders, name: string): string | undefined {
+  const v = headers[name];
+  return typeof v === "string" && v !== "" ? v : undefined;
+}
+
+/** Only the webhooks helpers are used: no API key, no network. */
+const stripeSignature = new Stripe("sk_test_unused_only_webhooks").webhooks.signature;
+
+/**
+ * The SDK's check behind `stripe.webhooks.constructEvent` (which then only
+ * parses the JSON, the door's job), with the service's clock as `receivedAt`.
+ */
+function verifyStripe(raw: Buffer, headers: IncomingHttpHeaders, secret: string, nowMs: number) {
+  const signature = header(headers, "stripe-signature");
+  if (!signature) throw refuse("missing Stripe-Signature header");
+  // Never skipped: without the SDK's helper the request fails (500), it is not let through.
+  if (!stripeSignature) throw new Error("the stripe SDK has no webhook signature helper");
+  try {
+    stripeSignature.verifyHeader(
+      raw,
+      signature,
+      secret,
+      STRIPE_TOLERANCE_SECONDS,
+      undefined,
+      nowMs,
+    );
+  } catch (err) {
+    const message = err instanceof Error ? err.message : "";
+    if (message.startsWith("Timestamp outside the tolerance zone")) {
+      throw refuse(
+        `Stripe-Signature timestamp is more than ${STRIPE_TOLERANCE_SECONDS} seconds old`,
+      );
+    }
+    if (message.startsWith("No signatures found matching")) {
+      throw refuse("Stripe-Signature does not match the body");
+    }
+    throw refuse("malformed Stripe-Signature header");
+  }
+}
+
+/**
+ * Paddle's documented scheme: `Paddle-Signature: ts=<unix>;h1=<hex>` (h1 may
+ * repeat while a secret is rotated), h1 = HMAC-SHA256(secret, `ts:body`).
+ * Not the SDK's `isSignatureValid`: it reads the wall clock and compares the
+ * signature with `===`; this compares in constant time.
+ */
+function verifyPaddle(raw: Buffer, headers: IncomingHttpHeaders, secret: string, nowMs: number) {
+  const signature = header(headers, "paddle-signature");
+  if (!signature) throw refuse("missing Paddle-Signature header");
+  let ts: string | undefined;
+  const h1: string[] = [];
+  for (const part of signature.split(";")) {
+    const [k, v] = part.split("=", 2).map((x) => x.trim());
+    if (k === "ts" && v && /^\d{1,12}$/.test(v)) ts = v;
+    else if (k === "h1" && v) h1.push(v);
+  }
+  if (!ts || h1.length === 0) throw refuse("malformed Paddle-Signature header");
+  const expected = createHmac("sha256", secret).update(`${ts}:`).update(raw).digest();
+  if (!h1.some((h) => sameBytes(Buffer.from(h, "hex"), expected))) {
+    throw refuse("Paddle-Signature does not match the body");
+  }
+  if (Math.abs(nowMs / 1000 - Number(ts)) > PADDLE_TOLERANCE_SECONDS) {
+    throw refuse(`Paddle-Signature timestamp is more than ${PADDLE_TOLERANCE_SECONDS} seconds off`);
+  }
+}
+
+/**
+ * Lemon Squeezy's documented scheme: `X-Signature` is the hex HMAC-SHA256 of
+ * the raw body under the signing secret. It signs no timestamp, so there is
+ * no tolerance to apply; repeats are caught by the event id.
+ */
+function verifyLemonSqueezy(raw: Buffer, headers: IncomingHttpHeaders, secret: string) {
+  const signature = header(headers, "x-signature");
+  if (!signature) throw refuse("missing X-Signature header");
+  const expected = createHmac("sha256", secret).update(raw).digest();
+  if (!sameBytes(Buffer.from(signature, "hex"), expected)) {
+    throw refuse("X-Signature does not match the body");
+  }
+}
+
+/**
+ * Polar signs with Standard Webhooks (`webhook-id`, `webhook-timestamp`,
+ * `webhook-signature`), its secret used as raw bytes, as Polar's SDK
+ * `validateEvent` does (base64 of the secret's UTF-8). The library checks
+ * the signature in constant time; its timestamp check reads the wall clock,
+ * so the service's clock is given to it instead.
+ */
+function verifyPolar(raw: Buffer, headers: IncomingHttpHeaders, secret: string, nowMs: number) {
+  const id = header(headers, "webhook-id");
+  const timestamp = header(headers, "webhook-timestamp");
+  const signature = header(headers, "webhook-signature");
+  if (!id || !timestamp || !signature) {
+    throw refuse("missing webhook-id, webhook-timestamp or webhook-signature header");
+  }
+  if (!/^\d{1,12}$/.test(timestamp)) throw refuse("malformed webhook-timestamp header");
+  if (Math.abs(nowMs / 1000 - Number(timestamp)) > POLAR_TOLERANCE_SECONDS) {
+    throw refuse(`webhook-timestamp is more than ${POLAR_TOLERANCE_SECONDS} seconds off`);
+  }
+  const wh = new StandardWebhook(Buffer.from(secret, "utf8").toString("base64"));
+  // The tolerance was checked above against the service's clock.
+  Object.assign(wh, { verifyTimestamp: (t: string) => new Date(Number(t) * 1000) });
+  try {
+    wh.verify(raw.toString("utf8"), {
+      "webhook-id": id,
+      "webhook-timestamp": timestamp,
+      "webhook-signature": signature,
+    });
+  } catch (err) {
+    if (err instanceof SyntaxError) return; // Signed, not JSON: the door reports that.
+    throw refuse("webhook-signature does not match the body");
+  }
+}
+
+function sameBytes(a: Buffer, b: Buffer): boolean {
+  return a.length === b.length && timingSafeEqual(a, b);
+}
+
+export const VERIFIERS: Record<Provider, Verifier> = {
+  stripe: verifyStripe,
+  paddle: verifyPaddle,
+  lemonsqueezy: verifyLemonSqueezy,
+  polar: verifyPolar,
+};
