@@ -10,12 +10,12 @@ import type { PaymentsApp } from "../payments/payments-app.js";
 import type { ConnectorRecord, Provider, Store } from "../store/store.js";
 import type { Obj } from "./json-access.js";
 import { mapLemonSqueezyEvent } from "./lemonsqueezy-mapper.js";
-import type { MappedEvent, MapperLookups } from "./mapped-event.js";
+import type { DeliveryInfo, EventMapper } from "./mapped-event.js";
 import { mapPaddleEvent } from "./paddle-mapper.js";
 import { mapPolarEvent } from "./polar-mapper.js";
 import { mapStripeEvent } from "./stripe-mapper.js";
 
-const MAPPERS: Record<Provider, (event: Obj, lookups: MapperLookups) => Promise<MappedEvent>> = {
+const MAPPERS: Record<Provider, EventMapper> = {
   stripe: mapStripeEvent,
   paddle: mapPaddleEvent,
   lemonsqueezy: mapLemonSqueezyEvent,
@@ -33,7 +33,7 @@ export interface ConnectorsApp {
   /** The connector, or 404 `unknown connector`. */
   find(connectorId: string): Promise<ConnectorRecord>;
   /** Maps and durably records one verified event of the connector's provider. */
-  apply(connector: ConnectorRecord, event: Obj): Promise<EventOutcome>;
+  apply(connector: ConnectorRecord, event: Obj, delivery?: DeliveryInfo): Promise<EventOutcome>;
 }
 
 export function createConnectorsApp(deps: { store: Store; payments: PaymentsApp }): ConnectorsApp {
@@ -47,12 +47,13 @@ export function createConnectorsApp(deps: { store: Store; payments: PaymentsApp 
       if (!connector) throw new DomainError("not_found", "unknown connector");
       return connector;
     },
-    async apply(connector, event) {
-      const mapped = await MAPPERS[connector.provider](event, {
-        async customerOfPayment(paymentId) {
+    async apply(connector, event, delivery = {}) {
+      const lookups = {
+        async customerOfPayment(paymentId: string) {
           return (await store.getPayment(connector.siteId, paymentId))?.customerId;
         },
-      });
+      };
+      const mapped = await MAPPERS[connector.provider](event, lookups, delivery);
       if (mapped.kind === "ignored") {
         return { outcome: "ignored", type: mapped.type, eventId: mapped.eventId };
       }

@@ -70,7 +70,10 @@ export async function connectorRoutes(
       if (typeof event !== "object" || event === null || Array.isArray(event)) {
         throw errors.invalidJson("the body must be a JSON object");
       }
-      const result = await connectors.apply(connector, event as Obj);
+      const webhookId = request.headers["webhook-id"];
+      const result = await connectors.apply(connector, event as Obj, {
+        webhookId: typeof webhookId === "string" ? webhookId : undefined,
+      });
       metrics.connectorEvent(connector.provider, result.outcome);
       return reply.code(200).send({
         ok: true,
