@@ -32,6 +32,7 @@ import {
 import { getComments, type Plugin, runNodeJs } from "@bufbuild/protoplugin";
 import { ERROR_TABLE, errors, INTERNAL_MESSAGE } from "../src/domain/errors.js";
 import { bodyLimitOf, COLLECT_BODY_LIMIT } from "../src/http/body-limits.js";
+import { CONNECTOR_BODY_LIMIT } from "../src/http/connectors/connector-limits.js";
 
 type Json = Record<string, unknown>;
 
@@ -559,6 +560,137 @@ function browserPaths(eventsInput: DescMessage): Json {
   };
 }
 
+/**
+ * The connectors' webhook door, which has no proto method: providers post
+ * their own events there (docs/connectors.md), signed, without a key.
+ */
+function connectorPaths(): Json {
+  const limitKb = Math.round(CONNECTOR_BODY_LIMIT / 1024);
+  const refusal = (
+    status: number,
+    description: string,
+    list: { summary: string; message: string }[],
+  ) => [
+    status,
+    {
+      description,
+      content: jsonError(
+        errorExamples(
+          list.map((e) => ({
+            summary: e.summary,
+            err: {
+              shape: status === 404 ? ERROR_TABLE.not_found : ERROR_TABLE.invalid_input,
+              message: e.message,
+            },
+          })),
+        ),
+      ),
+    },
+  ];
+  return {
+    "/api/v1/connectors/{connector_id}": {
+      post: {
+        operationId: "connectorWebhook",
+        tags: ["Connectors"],
+        summary: "A payment provider's webhook (Stripe, Paddle, Lemon Squeezy, Polar)",
+        description: [
+          "The URL to paste into the provider is the `url_path` of `connector create` (AdminService.CreateConnector). No key: the provider's signature over the exact body is the credential (`Stripe-Signature`, `Paddle-Signature`, Lemon Squeezy's `X-Signature`, Polar's Standard Webhooks headers), checked with each provider's tolerance.",
+          "Each provider event is applied at most once and an older state of an object never overwrites a newer one. 200 is sent after the resulting payments, customers and subscriptions are durable; an event type the connector does not use is answered 200 `ignored`.",
+          `The body is at most ${limitKb} KB, any content type (the provider's JSON).`,
+        ].join("\n\n"),
+        security: [],
+        parameters: [
+          {
+            name: "connector_id",
+            in: "path",
+            required: true,
+            schema: { type: "string", pattern: "^conn_[0-9a-f]{24}$" },
+          },
+        ],
+        requestBody: {
+          required: true,
+          description: "The provider's event, byte for byte as it signed it.",
+          content: {
+            "application/json": {
+              schema: { type: "object" },
+              example: {
+                id: "evt_1Q0TEST",
+                object: "event",
+                api_version: "2025-03-31.basil",
+                created: 1773230400,
+                type: "charge.succeeded",
+                data: {
+                  object: { id: "ch_3Q0TEST", object: "charge", amount: 2999, currency: "usd" },
+                },
+              },
+            },
+          },
+        },
+        responses: {
+          200: {
+            description:
+              "Applied now (`applied`), applied before (`duplicate`), or of a type the connector does not use (`ignored`).",
+            content: {
+              "application/json": {
+                schema: {
+                  type: "object",
+                  required: ["ok", "data"],
+                  properties: {
+                    ok: { const: true },
+                    data: {
+                      type: "object",
+                      required: ["event_id", "type", "outcome"],
+                      properties: {
+                        event_id: { type: ["string", "null"] },
+                        type: { type: "string" },
+                        outcome: { enum: ["applied", "duplicate", "ignored"] },
+                      },
+                    },
+                  },
+                },
+                example: {
+                  ok: true,
+                  data: { event_id: "evt_1Q0TEST", type: "charge.succeeded", outcome: "applied" },
+                },
+              },
+            },
+          },
+          ...Object.fromEntries([
+            refusal(
+              400,
+              "A missing, malformed or wrong signature, a stale timestamp, a body that is not a JSON object, or a mapped payment the payments rules refuse.",
+              [
+                { summary: "No signature", message: "missing Stripe-Signature header" },
+                { summary: "Wrong signature", message: "Stripe-Signature does not match the body" },
+                {
+                  summary: "Stale",
+                  message: "Stripe-Signature timestamp is more than 300 seconds old",
+                },
+              ],
+            ),
+            refusal(404, "No such connector (never created, or deleted).", [
+              { summary: "Unknown connector", message: "unknown connector" },
+            ]),
+          ]),
+          413: {
+            description: `Body larger than ${limitKb} KB.`,
+            content: jsonError(
+              errorExamples([{ summary: "Too large", err: errors.bodyTooLarge(limitKb) }]),
+            ),
+          },
+          503: {
+            description: "The store is unavailable or the queue full: the provider retries later.",
+            headers: { "Retry-After": { $ref: "#/components/headers/Retry-After" } },
+            content: jsonError(
+              errorExamples([{ summary: "Store down", err: errors.storeUnavailable() }]),
+            ),
+          },
+        },
+      },
+    },
+  };
+}
+
 /** Routes of the service that are not API methods: probes and this document. */
 function operationalPaths(): Json {
   const ok = (description: string, example: Json): Json => ({
@@ -654,6 +786,10 @@ function generate(request: CodeGeneratorRequest): string | undefined {
     name: "Browser",
     description: "The tracking script and its public endpoint; no key.",
   });
+  tags.push({
+    name: "Connectors",
+    description: "Payment providers' webhooks, signed by the provider; no key.",
+  });
   tags.push({ name: "Operations", description: "Probes and this reference; no key needed." });
   const codes = [...new Set(Object.values(ERROR_TABLE).map((e) => e.code))].sort();
   const doc = {
@@ -665,7 +801,12 @@ function generate(request: CodeGeneratorRequest): string | undefined {
     },
     servers: [{ url: "http://127.0.0.1:8080", description: "A local `npm start`" }],
     tags,
-    paths: { ...sortKeys(paths), ...browserPaths(eventsInput), ...operationalPaths() },
+    paths: {
+      ...sortKeys(paths),
+      ...browserPaths(eventsInput),
+      ...connectorPaths(),
+      ...operationalPaths(),
+    },
     components: {
       securitySchemes: {
         apiKey: {

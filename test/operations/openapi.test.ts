@@ -45,7 +45,8 @@ function servedRoutes(tree: string): [string, string][] {
     const depth = (m[1] as string).length / 4;
     stack.length = depth;
     stack.push(m[2] as string);
-    const path = stack.join("");
+    // Fastify's `:name` parameters are OpenAPI's `{name}`.
+    const path = stack.join("").replace(/:(\w+)/g, "{$1}");
     for (const method of (m[3] as string).split(", ")) out.push([method, path]);
   }
   return out;
@@ -113,7 +114,8 @@ describe("OpenAPI document", () => {
   it("has request examples the server accepts", async () => {
     for (const [path, ops] of Object.entries(committed.paths)) {
       const post = ops.post;
-      if (!post?.requestBody) continue;
+      // A templated path (a connector's) names no real resource to post to.
+      if (!post?.requestBody || path.includes("{")) continue;
       const success = Object.keys(post.responses).find((s) => s.startsWith("2"));
       const json = post.requestBody.content["application/json"];
       const examples = json.examples ?? { example: { value: json.example } };

@@ -18,18 +18,8 @@ import type { Observer } from "../../metrics/observer.js";
 import type { ConnectorRecord, Store } from "../../store/port.js";
 import { parseJsonBody } from "../decode-json.js";
 import { type RestRouteConfig, sendError } from "../envelope.js";
+import { CONNECTOR_BODY_LIMIT, CONNECTOR_ROUTE } from "./connector-limits.js";
 import { VERIFIERS } from "./verify-signatures.js";
-
-/**
- * 1 MB. A provider event carries one object: Stripe's largest, an invoice
- * with its first lines, or a Paddle transaction with its items and
- * breakdown, stay within tens of KB; 1 MB leaves room for very long invoices
- * and metadata while bounding what an unauthenticated caller can make the
- * server hash.
- */
-export const CONNECTOR_BODY_LIMIT = 1024 * 1024;
-
-export const CONNECTOR_PATH = "/api/v1/connectors/:connectorId";
 
 export interface ConnectorRoutesOptions {
   store: Store;
@@ -54,13 +44,13 @@ export async function connectorRoutes(
   const config: RestRouteConfig = { bodyLimit: CONNECTOR_BODY_LIMIT };
   scope.route({
     method: "POST",
-    url: CONNECTOR_PATH,
+    url: CONNECTOR_ROUTE,
     bodyLimit: CONNECTOR_BODY_LIMIT,
     config,
     // The connector is looked up before the body is read: 404 comes before 413.
     onRequest: async (request) => {
-      const { connectorId } = request.params as { connectorId: string };
-      found.set(request, await connectors.find(connectorId));
+      const { connector_id } = request.params as { connector_id: string };
+      found.set(request, await connectors.find(connector_id));
     },
     handler: async (request, reply) => {
       const connector = found.get(request) as ConnectorRecord;
@@ -83,11 +73,14 @@ export async function connectorRoutes(
   });
   const notAllowed = async (request: FastifyRequest, reply: FastifyReply) => {
     reply.header("allow", "POST");
-    return sendError(reply, errors.methodNotAllowed(request.method, CONNECTOR_PATH, "POST"));
+    return sendError(
+      reply,
+      errors.methodNotAllowed(request.method, request.url.split("?")[0] ?? "", "POST"),
+    );
   };
   scope.route({
     method: ["GET", "PUT", "PATCH", "DELETE", "OPTIONS"],
-    url: CONNECTOR_PATH,
+    url: CONNECTOR_ROUTE,
     onRequest: notAllowed,
     handler: notAllowed,
   });
