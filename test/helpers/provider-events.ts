@@ -1,10 +1,10 @@
 /**
  * Paddle Billing, Lemon Squeezy and Polar webhook payloads in the shapes
- * their references document (Paddle: developer.paddle.com/webhooks, the
+ * their references document (Paddle: the
  * transaction, adjustment, subscription and customer entities; Lemon
- * Squeezy: docs.lemonsqueezy.com/help/webhooks, the order, subscription and
+ * Squeezy: the order, subscription and
  * subscription-invoice objects under `data.attributes` with `meta`; Polar:
- * docs.polar.sh webhooks, `{type, timestamp, data}`), and each provider's
+ * webhooks, `{type, timestamp, data}`), and each provider's
  * documented signature: Paddle `ts=…;h1=…`, Lemon Squeezy `X-Signature`,
  * Polar through Standard Webhooks' own `sign`.
  */

@@ -1,6 +1,6 @@
 /**
  * Stripe event payloads in the shapes Stripe's API reference documents
- * (docs.stripe.com/api/events/object and the objects it carries), with the
+ * (the event object and the objects it carries), with the
  * API-version differences the connector handles: charges listing their
  * refunds (before 2022-11-15), the invoice's subscription at
  * `invoice.subscription` (before 2025-03-31.basil) or at

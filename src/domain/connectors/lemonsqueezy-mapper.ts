@@ -1,5 +1,5 @@
 /**
- * Lemon Squeezy webhooks (docs.lemonsqueezy.com/help/webhooks) to payments,
+ * Lemon Squeezy webhooks (as its webhook help documents them) to payments,
  * customers and subscriptions: `order_created`, `order_refunded`,
  * `subscription_payment_success` (renewals), `subscription_payment_refunded`
  * and the subscription events. Amounts are integers in the currency's

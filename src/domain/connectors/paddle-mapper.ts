@@ -1,5 +1,5 @@
 /**
- * Paddle Billing notifications (developer.paddle.com/webhooks) to payments,
+ * Paddle Billing notifications (as Paddle's webhook reference documents them) to payments,
  * customers and subscriptions: transactions (`transaction.completed`,
  * `transaction.paid`, `transaction.payment_failed`), adjustments (refunds
  * and chargebacks), subscriptions and customers. Paddle sends amounts as

@@ -1,5 +1,5 @@
 /**
- * Polar webhooks (docs.polar.sh, Standard Webhooks) to payments, customers
+ * Polar webhooks (Standard Webhooks) to payments, customers
  * and subscriptions: orders (`order.created`, `order.paid`, `order.updated`,
  * `order.refunded`), refunds (`refund.created`, `refund.updated`),
  * subscriptions and customers. Amounts are integers in the currency's minor

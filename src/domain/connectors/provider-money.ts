@@ -7,7 +7,7 @@
 import { currencyExponent } from "../payments/money.js";
 
 /**
- * Stripe's exponents where they differ from 2 (docs.stripe.com/currencies):
+ * Stripe's exponents where they differ from 2 (Stripe's currency documentation):
  * zero-decimal currencies, MGA among them though ISO gives it 2, and the
  * three-decimal ones. ISK keeps two decimals in Stripe's API (ISO: 0), as
  * do HUF and TWD; every other currency has 2.

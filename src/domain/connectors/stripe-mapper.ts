@@ -1,6 +1,6 @@
 /**
  * Stripe events to payments, customers and subscriptions. Stripe's objects
- * as its API documents them (docs.stripe.com/api): charges, refunds,
+ * as its API documents them: charges, refunds,
  * disputes, subscriptions, invoices, customers and Checkout Sessions, in the
  * shapes of the API versions before and after 2025-03-31 (basil), where the
  * invoice's subscription moved to `parent.subscription_details` and a
