@@ -3,6 +3,7 @@
  * over HTTP, signed by each provider's documented scheme (Polar's through
  * Standard Webhooks' own `sign`), checked against the store exactly.
  */
+import { Paddle, Webhooks } from "@paddle/paddle-node-sdk";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
   lemonEvent,
@@ -77,6 +78,72 @@ describe("Paddle connector", () => {
       headers: { "paddle-signature": signature },
     });
   }
+
+  it("uses payloads Paddle's own SDK reads, and its documented signature, which the SDK accepts", async () => {
+    const txn = Webhooks.fromJson(
+      paddleEvent("transaction.completed", paddleTransaction(), "2026-03-11T11:00:02Z") as never,
+    ) as unknown as {
+      eventType: string;
+      data: {
+        customerId: string;
+        billedAt: string;
+        customData: unknown;
+        details: { totals: { grandTotal: string; fee: string } };
+      };
+    };
+    expect(txn.eventType).toBe("transaction.completed");
+    expect(txn.data.details.totals).toMatchObject({ grandTotal: "3600", fee: "230" });
+    expect(txn.data).toMatchObject({
+      customerId: "ctm_01hv6y1jedq4p1n0yqn5ba3ky4",
+      customData: { ingest_visitor_id: "v_paddle_1" },
+    });
+    const sub = Webhooks.fromJson(
+      paddleEvent("subscription.updated", paddleSubscription(), "2026-03-11T11:00:03Z") as never,
+    ) as unknown as {
+      data: {
+        items: { price: { unitPrice: { amount: string }; name: string } }[];
+        currentBillingPeriod: { endsAt: string };
+        billingCycle: { interval: string };
+      };
+    };
+    expect(sub.data.items[0]?.price).toMatchObject({
+      name: "Pro monthly",
+      unitPrice: { amount: "3000" },
+    });
+    expect(sub.data.currentBillingPeriod.endsAt).toBe("2026-04-11T11:00:00.000000Z");
+    expect(sub.data.billingCycle.interval).toBe("month");
+    const adj = Webhooks.fromJson(
+      paddleEvent("adjustment.created", paddleAdjustment("txn_1"), "2026-03-11T11:30:00Z") as never,
+    ) as unknown as {
+      data: { action: string; transactionId: string; totals: { total: string; fee: string } };
+    };
+    expect(adj.data).toMatchObject({
+      action: "refund",
+      transactionId: "txn_1",
+      totals: { total: "1200", fee: "77" },
+    });
+
+    // The SDK checks the timestamp against the wall clock itself, so this one signature is made now.
+    const payload = JSON.stringify(
+      paddleEvent("transaction.completed", paddleTransaction(), "2026-03-11T11:00:02Z"),
+    );
+    const webhooks = new Paddle("pdl_sdbx_apikey_unused").webhooks;
+    const now = Math.floor(Date.now() / 1000);
+    expect(
+      await webhooks.isSignatureValid(
+        payload,
+        PADDLE_SECRET,
+        signPaddle(payload, PADDLE_SECRET, now),
+      ),
+    ).toBe(true);
+    expect(
+      await webhooks.isSignatureValid(
+        `${payload} `,
+        PADDLE_SECRET,
+        signPaddle(payload, PADDLE_SECRET, now),
+      ),
+    ).toBe(false);
+  });
 
   it("records transaction.completed with Paddle's fee, custom_data attribution and its subscription", async () => {
     const txn = paddleTransaction();

@@ -33,6 +33,28 @@ export function paddleEvent(
   };
 }
 
+/** A Paddle price entity as notifications carry it. */
+export function paddlePrice(): Obj {
+  return {
+    id: "pri_01gsz8x8sawmvhz1pv30nge1ke",
+    product_id: "pro_01gsz4t5hdjse780zja8vvr7jg",
+    type: "standard",
+    description: "Monthly",
+    name: "Pro monthly",
+    billing_cycle: { interval: "month", frequency: 1 },
+    trial_period: null,
+    tax_mode: "account_setting",
+    unit_price: { amount: "3000", currency_code: "USD" },
+    unit_price_overrides: [],
+    quantity: { minimum: 1, maximum: 100 },
+    status: "active",
+    custom_data: null,
+    import_meta: null,
+    created_at: "2026-01-05T10:00:00.000000Z",
+    updated_at: "2026-01-05T10:00:00.000000Z",
+  };
+}
+
 export function paddleTransaction(overrides: Obj = {}): Obj {
   return {
     id: `txn_01hv8wptq8987qeep44c${n()}`,
@@ -58,14 +80,7 @@ export function paddleTransaction(overrides: Obj = {}): Obj {
     billed_at: "2026-03-11T11:00:01.635628Z",
     items: [
       {
-        price: {
-          id: "pri_01gsz8x8sawmvhz1pv30nge1ke",
-          description: "Monthly",
-          name: "Pro monthly",
-          product_id: "pro_01gsz4t5hdjse780zja8vvr7jg",
-          billing_cycle: { interval: "month", frequency: 1 },
-          unit_price: { amount: "3000", currency_code: "USD" },
-        },
+        price: paddlePrice(),
         quantity: 1,
         proration: null,
       },
@@ -166,14 +181,7 @@ export function paddleSubscription(overrides: Obj = {}): Obj {
         updated_at: "2026-03-11T10:59:00.000000Z",
         previously_billed_at: "2026-03-11T11:00:00.000000Z",
         next_billed_at: "2026-04-11T11:00:00.000000Z",
-        price: {
-          id: "pri_01gsz8x8sawmvhz1pv30nge1ke",
-          product_id: "pro_01gsz4t5hdjse780zja8vvr7jg",
-          description: "Monthly",
-          name: "Pro monthly",
-          billing_cycle: { interval: "month", frequency: 1 },
-          unit_price: { amount: "3000", currency_code: "USD" },
-        },
+        price: paddlePrice(),
         product: { id: "pro_01gsz4t5hdjse780zja8vvr7jg", name: "Pro" },
       },
     ],
