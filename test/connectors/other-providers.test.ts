@@ -14,6 +14,7 @@ import {
   paddleEvent,
   paddleSubscription,
   paddleTransaction,
+  polarCustomer,
   polarEvent,
   polarOrder,
   polarRefund,
@@ -241,6 +242,30 @@ describe("Paddle connector", () => {
     });
   });
 
+  it("records a failed payment attempt, and a customer's email, name and custom_data", async () => {
+    const txn = paddleTransaction({ status: "past_due" });
+    await deliver(paddleEvent("transaction.payment_failed", txn, "2026-03-11T11:00:02Z"));
+    expect((await payment(txn.id as string))?.status).toBe("failed");
+    const ctm = {
+      id: "ctm_01hvcustomer00000000000001",
+      name: "Pat Paddle",
+      email: "pat@example.com",
+      marketing_consent: false,
+      status: "active",
+      custom_data: { ingest_user_id: "u_pat" },
+      locale: "en",
+      created_at: "2026-03-01T00:00:00.000000Z",
+      updated_at: "2026-03-01T00:00:00.000000Z",
+      import_meta: null,
+    };
+    await deliver(paddleEvent("customer.updated", ctm, "2026-03-01T00:00:01Z"));
+    expect(await customer(ctm.id)).toMatchObject({
+      email: "pat@example.com",
+      name: "Pat Paddle",
+      userId: "u_pat",
+    });
+  });
+
   it("applies a repeated notification once and ignores unused types", async () => {
     const event = paddleEvent("transaction.completed", paddleTransaction(), "2026-03-11T11:00:02Z");
     expect(outcome(await deliver(event))).toBe("applied");
@@ -362,6 +387,25 @@ describe("Lemon Squeezy connector", () => {
     });
   });
 
+  it("records a refunded renewal as a refund of that invoice", async () => {
+    const refunded = lemonInvoice({
+      status: "refunded",
+      refunded: true,
+      refunded_amount: 1199,
+      refunded_at: "2026-04-12T09:00:00.000000Z",
+      updated_at: "2026-04-12T09:00:00.000000Z",
+    });
+    await deliver(
+      lemonEvent("subscription_payment_refunded", "subscription-invoices", "41", refunded),
+    );
+    expect(await payment("ls_invoice_41")).toMatchObject({ kind: "charge", amountMinor: 1199 });
+    expect(await payment("ls_invoice_refund_41")).toMatchObject({
+      kind: "refund",
+      amountMinor: 1199,
+      paidAt: Date.parse("2026-04-12T09:00:00Z"),
+    });
+  });
+
   it("applies the same state once, and refuses a missing or wrong X-Signature", async () => {
     const event = lemonEvent("order_created", "orders", "2", lemonOrder());
     expect(outcome(await deliver(event))).toBe("applied");
@@ -444,6 +488,25 @@ describe("Polar connector", () => {
     expect(await sub(s.id as string)).toMatchObject({
       status: "canceled",
       endedAt: Date.parse("2026-03-20T00:00:00Z"),
+    });
+  });
+
+  it("keeps a customer's email, name, country and metadata ids from customer.updated", async () => {
+    await deliver(
+      polarEvent(
+        "customer.updated",
+        {
+          ...polarCustomer({ id: "5a1b2c3d-0000-4000-8000-000000000001" }),
+          metadata: { ingest_user_id: "u_pola" },
+        },
+        "2026-03-02T00:00:00Z",
+      ),
+    );
+    expect(await customer("5a1b2c3d-0000-4000-8000-000000000001")).toMatchObject({
+      email: "pola@example.com",
+      name: "Pola Polar",
+      country: "DE",
+      userId: "u_pola",
     });
   });
 

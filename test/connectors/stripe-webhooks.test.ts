@@ -288,6 +288,57 @@ describe("Stripe connector", () => {
     });
   });
 
+  it("keeps a customer's email, name, country and ingest ids from customer.created/updated", async () => {
+    const customer = {
+      id: "cus_profile_1",
+      object: "customer",
+      address: {
+        city: "Paris",
+        country: "FR",
+        line1: null,
+        line2: null,
+        postal_code: null,
+        state: null,
+      },
+      created: 1773220000,
+      email: "Marie@Example.com",
+      livemode: false,
+      metadata: { ingest_visitor_id: "v_cus_1", ingest_user_id: "u_cus_1" },
+      name: "Marie Curie",
+    };
+    await deliver(stripeEvent("customer.created", customer, NOW_S - 10));
+    await deliver(stripeEvent("customer.updated", { ...customer, name: "Marie S. Curie" }, NOW_S));
+    expect(await server.store.getCustomer(tenant.siteId, "cus_profile_1")).toMatchObject({
+      email: "marie@example.com",
+      name: "Marie S. Curie",
+      country: "FR",
+      visitorId: "v_cus_1",
+      userId: "u_cus_1",
+    });
+  });
+
+  it("records refund.failed and charge.refund.updated, and a dispute's update, on their own payments", async () => {
+    const ch = charge();
+    await deliver(stripeEvent("charge.succeeded", ch, NOW_S));
+    const re = refund(ch.id as string, { status: "failed" });
+    await deliver(stripeEvent("refund.failed", re, NOW_S));
+    expect((await payment(re.id as string))?.status).toBe("failed");
+    const re2 = refund(ch.id as string, { status: "succeeded" });
+    await deliver(stripeEvent("charge.refund.updated", re2, NOW_S));
+    expect(await payment(re2.id as string)).toMatchObject({ kind: "refund", status: "succeeded" });
+    const dp = dispute(ch.id as string, { status: "under_review" });
+    await deliver(stripeEvent("charge.dispute.updated", dp, NOW_S));
+    expect(await payment(dp.id as string)).toMatchObject({
+      kind: "chargeback",
+      status: "pending",
+      metadata: {
+        stripe_charge: ch.id,
+        stripe_dispute_status: "under_review",
+        stripe_dispute_reason: "fraudulent",
+      },
+    });
+  });
+
   it("applies a repeated event once: the second delivery answers duplicate and changes nothing", async () => {
     const ch = charge();
     const event = stripeEvent("charge.succeeded", ch, NOW_S);
