@@ -12,6 +12,7 @@ import { createAdmin } from "../domain/admin.js";
 import { systemClock } from "../domain/clock.js";
 import { DomainError } from "../domain/errors.js";
 import { KEY_PREFIX } from "../domain/keys.js";
+import { httpErrorOf } from "../edge/http-errors.js";
 import { type MigrationReport, openStore } from "../store/open-store.js";
 
 /** Each command: its arguments and what it does, for `help`. */
@@ -310,7 +311,7 @@ run(process.argv.slice(2)).then(
       process.stderr.write(`${redactKeys(`error: ${(err as Error).message}`)}\n${hint}\n`);
       process.exitCode = 2;
     } else if (err instanceof DomainError) {
-      process.stderr.write(`${redactKeys(`error: ${err.shape.code}: ${err.message}`)}\n`);
+      process.stderr.write(`${redactKeys(`error: ${httpErrorOf(err).code}: ${err.message}`)}\n`);
       process.exitCode = 1;
     } else {
       const message = err instanceof Error ? err.message : String(err);

@@ -4,7 +4,7 @@
  */
 
 import type { Clock } from "./clock.js";
-import { DomainError } from "./errors.js";
+import { errors } from "./errors.js";
 import { newId } from "./ids.js";
 import { generateApiKey, hashApiKey, keyDisplayPrefix } from "./keys.js";
 import { ALLOWANCES, isPlan, KEY_PLAN, PLANS, type Plan, utcMonth } from "./plans.js";
@@ -14,7 +14,7 @@ const ROLES: readonly Role[] = ["owner", "admin", "member"];
 const SCOPES: readonly Scope[] = ["events", "payments"];
 const KEY_MANAGERS: readonly Role[] = ["owner", "admin"];
 
-const invalid = (message: string) => new DomainError("invalid_input", message);
+const invalid = errors.invalid;
 
 function email(value: string): string {
   const e = value.trim().toLowerCase();
@@ -82,13 +82,13 @@ export function createAdmin(deps: { store: Store; clock: Clock }) {
 
   async function accountOf(accountId: string) {
     const account = await store.getAccount(accountId);
-    if (!account) throw new DomainError("not_found", `account ${accountId} not found`);
+    if (!account) throw errors.accountNotFound(accountId);
     return account;
   }
 
   async function siteOf(siteId: string) {
     const site = await store.getSite(siteId);
-    if (!site) throw new DomainError("not_found", `site ${siteId} not found`);
+    if (!site) throw errors.siteNotFound(siteId);
     return site;
   }
 
@@ -97,16 +97,10 @@ export function createAdmin(deps: { store: Store; clock: Clock }) {
     if (!actorUserId) throw invalid("the acting user id is required");
     const role = await store.getRole(accountId, actorUserId);
     if (!role) {
-      throw new DomainError(
-        "forbidden",
-        `user ${actorUserId} is not a member of account ${accountId}`,
-      );
+      throw errors.notMember(actorUserId, accountId);
     }
     if (!KEY_MANAGERS.includes(role)) {
-      throw new DomainError(
-        "forbidden",
-        `only owners and admins can ${action} API keys; user ${actorUserId} is a ${role}`,
-      );
+      throw errors.notKeyManager(action, actorUserId, role);
     }
   }
 
@@ -131,7 +125,7 @@ export function createAdmin(deps: { store: Store; clock: Clock }) {
     async setPlan(input: { accountId: string; plan: string }) {
       const p = plan(input.plan);
       if (!(await store.setPlan(input.accountId, p))) {
-        throw new DomainError("not_found", `account ${input.accountId} not found`);
+        throw errors.accountNotFound(input.accountId);
       }
       return { accountId: input.accountId, plan: p };
     },
@@ -179,10 +173,7 @@ export function createAdmin(deps: { store: Store; clock: Clock }) {
       const account = await accountOf(site.accountId);
       await requireKeyManager(account.id, input.actorUserId, "create");
       if (account.plan !== KEY_PLAN) {
-        throw new DomainError(
-          "plan_required",
-          `creating API keys requires the ${KEY_PLAN} plan; account ${account.id} is on the ${account.plan} plan`,
-        );
+        throw errors.planRequired(KEY_PLAN, account.id, account.plan);
       }
       const key = generateApiKey();
       const record: ApiKeyRecord = {
@@ -206,7 +197,7 @@ export function createAdmin(deps: { store: Store; clock: Clock }) {
 
     async deleteKey(input: { keyId: string; actorUserId: string }) {
       const key = await store.getKey(input.keyId);
-      if (!key) throw new DomainError("not_found", `API key ${input.keyId} not found`);
+      if (!key) throw errors.keyNotFound(input.keyId);
       const site = await siteOf(key.siteId);
       await requireKeyManager(site.accountId, input.actorUserId, "delete");
       await store.deleteKey(key.id);

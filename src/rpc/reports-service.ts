@@ -1,10 +1,9 @@
-/** ReportsService: internal reads, behind ADMIN_TOKEN. */
+/** ReportsService: internal reads, behind ADMIN_TOKEN (src/rpc/admin-auth.ts). */
 import type { JsonObject } from "@bufbuild/protobuf";
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { ReportsService } from "../../gen/ingest/v1/reports_pb.js";
 import { formatMinorUnits } from "../domain/payments/money.js";
 import type { Reports } from "../domain/reports.js";
-import { guard } from "./admin-service.js";
 
 const iso = (ms: number) => new Date(ms).toISOString();
 const money = (minor: number | bigint, currency: string) => ({
@@ -37,14 +36,13 @@ function attributionMessage(a: {
   };
 }
 
+/** The handlers; src/rpc/admin-auth.ts has authenticated every call before they run. */
 export function createReportsService(deps: {
   reports: Reports;
-  adminToken: string | undefined;
 }): ServiceImpl<typeof ReportsService> {
-  const { reports, adminToken } = deps;
+  const { reports } = deps;
   return {
-    async listEvents(req, ctx) {
-      guard(adminToken, ctx);
+    async listEvents(req) {
       const events = await reports.listEvents({ siteId: req.siteId, limit: req.limit });
       return {
         events: events.map((e) => ({
@@ -74,8 +72,7 @@ export function createReportsService(deps: {
         })),
       };
     },
-    async getPayment(req, ctx) {
-      guard(adminToken, ctx);
+    async getPayment(req) {
       const p = await reports.getPayment({ siteId: req.siteId, paymentId: req.paymentId });
       return {
         payment: {
@@ -96,8 +93,7 @@ export function createReportsService(deps: {
         },
       };
     },
-    async getCustomer(req, ctx) {
-      guard(adminToken, ctx);
+    async getCustomer(req) {
       const v = await reports.getCustomer({ siteId: req.siteId, customerId: req.customerId });
       const c = v.customer;
       return {
@@ -122,8 +118,7 @@ export function createReportsService(deps: {
         firstTouch: v.firstTouch && attributionMessage(v.firstTouch),
       };
     },
-    async revenueByChannel(req, ctx) {
-      guard(adminToken, ctx);
+    async revenueByChannel(req) {
       const rows = await reports.revenueByChannel({
         siteId: req.siteId,
         from: req.from,
@@ -142,8 +137,7 @@ export function createReportsService(deps: {
         })),
       };
     },
-    async mrr(req, ctx) {
-      guard(adminToken, ctx);
+    async mrr(req) {
       const v = await reports.mrr({ siteId: req.siteId, at: req.at });
       return {
         at: iso(v.at),

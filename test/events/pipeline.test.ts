@@ -205,6 +205,8 @@ describe("batches in flight", () => {
       const { server, tenant } = await start({ INGEST_BATCHES_IN_FLIGHT: "4" }, (s) => ({
         ...gate.wrap(s),
         kind,
+        // What each adapter declares (src/store/sqlite/sqlite-store.ts, src/store/mongo/mongo-store.ts).
+        commitsInOrder: kind === "sqlite",
       }));
       gate.close();
       const first = sendEvents(server.url, tenant, pageview(tenant.siteId));

@@ -8,7 +8,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { validate } from "@readme/openapi-parser";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ERROR_TABLE } from "../../src/domain/errors.js";
+import { HTTP_ERRORS } from "../../src/edge/http-errors.js";
 import { BROWSER_UA } from "../helpers/fixtures.js";
 import { ROOT } from "../helpers/rpc-clients.js";
 import {
@@ -163,7 +163,7 @@ describe("OpenAPI document", () => {
           const examples = response.content?.["application/json"]?.examples ?? {};
           for (const { value } of Object.values(examples)) {
             const { code } = (value as { error: { code: string } }).error;
-            const allowed = Object.values(ERROR_TABLE).filter((e) => e.status === Number(status));
+            const allowed = Object.values(HTTP_ERRORS).filter((e) => e.status === Number(status));
             expect(
               allowed.map((e) => e.code),
               `${status} ${code}`,

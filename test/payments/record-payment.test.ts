@@ -2,6 +2,7 @@ import { describe, expect, it } from "vitest";
 import { DomainError } from "../../src/domain/errors.js";
 import { createPaymentsApp, toPaymentWrite } from "../../src/domain/payments/record-payment.js";
 import { validatePayment } from "../../src/domain/payments/validate-payment.js";
+import { httpErrorOf } from "../../src/edge/http-errors.js";
 import type { KeyPrincipal, PaymentWrite, Store } from "../../src/store/port.js";
 import { fullPayment, minimalPayment } from "./fixtures.js";
 
@@ -142,7 +143,7 @@ describe("createPaymentsApp", () => {
     const second = a.record(principal, minimalPayment({ payment_id: "b" }));
     const err = await domainError(a.record(principal, minimalPayment({ payment_id: "c" })));
     expect(err.kind).toBe("rate_limited");
-    expect(err.shape).toMatchObject({ status: 503, code: "rate_limited" });
+    expect(httpErrorOf(err)).toEqual({ status: 503, code: "rate_limited" });
     expect(err.retryAfterSeconds).toBe(2);
     open();
     await expect(Promise.all([first, second])).resolves.toHaveLength(2);
@@ -152,7 +153,7 @@ describe("createPaymentsApp", () => {
     const { store } = fakeStore({ fail: true });
     const err = await domainError(app(store).record(principal, minimalPayment()));
     expect(err.kind).toBe("unavailable");
-    expect(err.shape).toMatchObject({ status: 503, code: "unavailable" });
+    expect(httpErrorOf(err)).toEqual({ status: 503, code: "unavailable" });
     expect(err.message).toBe("the store is unavailable, retry later");
   });
 

@@ -1,3 +1,4 @@
+import { Code } from "@connectrpc/connect";
 import { describe, expect, it } from "vitest";
 import { ISO_COUNTRIES, isCountry } from "../../src/domain/payments/iso-countries.js";
 import {
@@ -6,6 +7,8 @@ import {
   type PaymentValidation,
   validatePayment,
 } from "../../src/domain/payments/validate-payment.js";
+import { httpErrorOf } from "../../src/edge/http-errors.js";
+import { connectCodeOf } from "../../src/rpc/connect-errors.js";
 import { fullPayment, MESSAGE_TABLE, minimalPayment, withField } from "./fixtures.js";
 
 /** The error message validation gives for `body`, or undefined when it is valid. */
@@ -142,7 +145,8 @@ describe("validatePayment: several invalid fields", () => {
     if (v.ok) throw new Error("expected issues");
     const err = invalidPaymentInput(v.issues);
     expect(err.kind).toBe("invalid_input");
-    expect(err.shape).toEqual({ status: 400, code: "invalid_input", rpc: "invalid_argument" });
+    expect(httpErrorOf(err)).toEqual({ status: 400, code: "invalid_input" });
+    expect(connectCodeOf(err)).toBe(Code.InvalidArgument);
   });
 });
 

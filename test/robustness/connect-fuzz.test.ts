@@ -567,7 +567,7 @@ describe("random messages through connect-es clients (Connect JSON/binary, gRPC-
 // ---------------------------------------------------------------------------
 // Defects the fuzzing found, kept as plain tests now that they are fixed.
 
-describe("formerly known defects, now guarded by src/http/rpc-body-guard.ts", () => {
+describe("formerly known defects, now guarded by src/rpc/body-guard.ts", () => {
   /** grpc-status of a gRPC answer: in the trailers, or in the headers of a trailers-only answer. */
   const grpcStatus = (a: { headers: Record<string, unknown>; trailers: Record<string, unknown> }) =>
     a.trailers["grpc-status"] ?? a.headers["grpc-status"];

@@ -324,7 +324,7 @@ export const SERVER_FAULT_GRPC = new Set([2, 13, 14, 15]);
 
 /**
  * connect-es reports an undecodable protobuf request (and a compressed frame
- * without grpc-encoding) as `internal`; src/http/rpc-body-guard.ts now answers
+ * without grpc-encoding) as `internal`; src/rpc/body-guard.ts now answers
  * those first with `invalid_argument`, so no internal error is tolerated.
  */
 export function isKnownLibraryInternal(_message: string): boolean {

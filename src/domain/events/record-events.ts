@@ -26,7 +26,7 @@ import type { Attributor } from "../attribution/attribute.js";
 import { createKnownTouches } from "../attribution/known-touches.js";
 import { touchesOf } from "../attribution/touches.js";
 import type { Clock } from "../clock.js";
-import { DomainError, errors, storeError } from "../errors.js";
+import { errors, storeError } from "../errors.js";
 import { ALLOWANCES, secondsUntilNextMonth, utcMonth } from "../plans.js";
 import type {
   EventGroup,
@@ -131,7 +131,7 @@ export async function createEventsApp(deps: EventsDeps): Promise<EventsApp> {
     const dropped = events.length - kept.length;
 
     const account = await fromStore(store.getAccount(accountId));
-    if (!account) throw new DomainError("internal", "the site's account does not exist");
+    if (!account) throw errors.internal("the site's account does not exist");
     const { ceiling } = ALLOWANCES[account.plan];
     const month = utcMonth(now);
 

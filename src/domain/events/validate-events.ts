@@ -8,7 +8,7 @@
  * door (REST: strict decoding; Connect: the proto), so these are the value
  * rules; the type checks here only guard direct callers.
  */
-import { DomainError } from "../errors.js";
+import { type DomainError, errors } from "../errors.js";
 import { parseUrl } from "./url-parts.js";
 import { truncateUtf8, utf8Length } from "./utf8.js";
 import { canonicalIp } from "./visitor-id.js";
@@ -321,8 +321,7 @@ function forbidClientFields(
 /** The one 400 for a set of problems: sorted by path (code units), joined by `; `. */
 function invalidEvents(problems: Problems): DomainError {
   const sorted = [...problems].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  return new DomainError(
-    "invalid_input",
+  return errors.invalid(
     INVALID_EVENT_PREFIX + sorted.map(([path, message]) => `${path}: ${message}`).join("; "),
   );
 }

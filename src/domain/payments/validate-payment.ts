@@ -7,7 +7,7 @@
  * Every invalid field is reported at once, sorted by field path.
  */
 
-import { DomainError } from "../errors.js";
+import { type DomainError, errors } from "../errors.js";
 import type {
   PaymentKind,
   PaymentStatus,
@@ -388,5 +388,5 @@ export function formatIssues(issues: readonly FieldIssue[]): string {
 
 /** The one 400 `invalid_input` error for a payment's invalid fields. */
 export function invalidPaymentInput(issues: readonly FieldIssue[]): DomainError {
-  return new DomainError("invalid_input", formatIssues(issues));
+  return errors.invalid(formatIssues(issues));
 }

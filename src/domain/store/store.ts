@@ -21,6 +21,14 @@ export interface Store
     StoreAttributionPart {
   /** Which adapter this is, for logs and /readyz. */
   readonly kind: "sqlite" | "mongodb";
+  /**
+   * Whether writes started one after another commit in that order even when
+   * the next starts before the last one's commit is confirmed. SQLite: yes
+   * (a batch's transaction is applied when it starts; only the WAL sync is
+   * awaited). MongoDB: no (network writes may land out of order, and a payment
+   * re-sent in the next batch must win), so its batches go one at a time.
+   */
+  readonly commitsInOrder: boolean;
 
   /**
    * Readiness: resolves when the database can take a write now (not only

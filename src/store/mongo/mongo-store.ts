@@ -114,6 +114,7 @@ export async function createMongoStore(
     // anything else → a failure (500, cause logged).
     return classifyErrors<Store>({
       kind: "mongodb",
+      commitsInOrder: false,
       ...createMongoAccounts(c),
       ...createMongoEvents(c, { timeoutMs }),
       ...createMongoPayments(c),

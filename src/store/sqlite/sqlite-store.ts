@@ -47,7 +47,8 @@ export function createSqliteStore(path: string, options: SqliteStoreOptions = {}
   }
   return {
     kind: "sqlite",
-    ...(parts as unknown as Omit<Store, "kind" | "ping" | "close">),
+    commitsInOrder: true,
+    ...(parts as unknown as Omit<Store, "kind" | "commitsInOrder" | "ping" | "close">),
     async ping() {
       // A failed sync is sticky: nothing written since can be vouched for.
       if (wal?.failure) throw wal.failure;

@@ -23,19 +23,25 @@
  * route gets its limit from its definition.
  *
  * Bytes are read once: after the checks, connect-es reads them from the
- * request again through its async iterator.
+ * request again (src/rpc/replay-body.ts).
  */
 import { Readable } from "node:stream";
 import { type DescMethod, type DescService, fromBinary } from "@bufbuild/protobuf";
 import { MethodOptions_IdempotencyLevel } from "@bufbuild/protobuf/wkt";
-import { Code, type ConnectError } from "@connectrpc/connect";
-import { codeToHttpStatus, errorToJson } from "@connectrpc/connect/protocol-connect";
-import { setTrailerStatus } from "@connectrpc/connect/protocol-grpc";
-import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import { DomainError, errors } from "../domain/errors.js";
-import { toConnectError } from "../rpc/connect-errors.js";
-import { decodeStrict, parseJsonBody } from "./decode-json.js";
-import { decompressBody, readLimited } from "./decompress.js";
+import type { FastifyInstance, FastifyRequest } from "fastify";
+import { decodeStrict, parseJsonBody } from "../edge/decode-json.js";
+import { decompressBody, readLimited } from "../edge/decompress.js";
+import { DoorError, doorErrors } from "../edge/door-errors.js";
+import { toConnectError } from "./connect-errors.js";
+import { replayBody } from "./replay-body.js";
+import { answerRpcError, rpcKindOf, sendRpcError } from "./rpc-protocol.js";
+
+declare module "fastify" {
+  interface FastifyRequest {
+    /** A Connect JSON body the guard decoded, handed to connect-es as parsed; null otherwise. */
+    rpcJsonBody: Record<string, unknown> | null;
+  }
+}
 
 /** What an RPC route carries in its Fastify route config. */
 export interface RpcRouteConfig {
@@ -46,33 +52,6 @@ interface GuardedMethod {
   method: DescMethod;
   /** Largest body in bytes. */
   limit: number;
-}
-
-type Kind =
-  | { protocol: "connect"; json: boolean }
-  | { protocol: "grpc" | "grpc-web"; json: boolean; contentType: string };
-
-/** Which protocol and codec a content type names; undefined for those left to connect-es. */
-function kindOf(contentType: string | undefined): Kind | undefined {
-  const type = contentType?.split(";")[0]?.trim().toLowerCase();
-  switch (type) {
-    case "application/json":
-      return { protocol: "connect", json: true };
-    case "application/proto":
-      return { protocol: "connect", json: false };
-    case "application/grpc":
-    case "application/grpc+proto":
-      return { protocol: "grpc", json: false, contentType: type };
-    case "application/grpc+json":
-      return { protocol: "grpc", json: true, contentType: type };
-    case "application/grpc-web":
-    case "application/grpc-web+proto":
-      return { protocol: "grpc-web", json: false, contentType: type };
-    case "application/grpc-web+json":
-      return { protocol: "grpc-web", json: true, contentType: type };
-    default:
-      return undefined;
-  }
 }
 
 /**
@@ -90,7 +69,7 @@ function headerValue(value: string | string[] | undefined): string | undefined {
 }
 
 const invalidMessage = (method: DescMethod) =>
-  new DomainError("invalid_input", `invalid protobuf: the body is not a ${method.input.typeName}`);
+  doorErrors.unreadable(`invalid protobuf: the body is not a ${method.input.typeName}`);
 
 /** Checks every frame of a gRPC/gRPC-Web body, decompressing those marked compressed. */
 function checkFrames(
@@ -129,86 +108,20 @@ function checkBinary(bytes: Uint8Array, method: DescMethod): void {
   }
 }
 
-/**
- * Answers with `err` in the request's protocol: a Connect JSON error (with
- * `status` instead of the code's usual HTTP status when given, as for 405
- * and 415), or a gRPC/gRPC-Web trailers-only response.
- */
-function sendRpcError(
-  reply: FastifyReply,
-  kind: Kind | undefined,
-  err: ConnectError,
-  status?: number,
-): FastifyReply {
-  if (kind === undefined || kind.protocol === "connect") {
-    const retryAfter = err.metadata.get("retry-after");
-    if (retryAfter !== null) reply.header("retry-after", retryAfter);
-    return reply
-      .code(status ?? codeToHttpStatus(err.code === Code.Unknown ? Code.InvalidArgument : err.code))
-      .type("application/json")
-      .send(errorToJson(err, undefined));
-  }
-  const grpcStatus = setTrailerStatus(new Headers(), err);
-  reply.code(200).header("content-type", kind.contentType);
-  if (kind.protocol === "grpc") {
-    // gRPC over HTTP/2: the status goes in real trailers. Node's compat layer
-    // never sends a headers-only answer with END_STREAM, so a status in the
-    // headers reads as "no status" to gRPC clients such as grpc-js.
-    for (const [k, v] of grpcStatus) reply.trailer(k, (_reply, _payload, done) => done(null, v));
-    return reply.send();
-  }
-  // gRPC-Web over HTTP/1.1: a trailers-only answer, the status in the headers.
-  for (const [k, v] of grpcStatus) reply.header(k, v);
-  return reply.send();
-}
-
-/** `/package.Service/Method`: the shape of every Connect, gRPC and gRPC-Web path. */
-const RPC_PATH = /^\/[A-Za-z_]\w*(?:\.[A-Za-z_]\w*)+\/[A-Za-z_]\w*$/;
-
-/**
- * Whether a request that matched no route was meant as an RPC: its path has
- * the RPC shape (every gRPC, gRPC-Web and Connect client calls
- * `/package.Service/Method`). Such a request is answered in its protocol
- * (`unimplemented`) rather than with the REST envelope; any other path,
- * whatever its content type, keeps the REST 404 (gRPC clients read an HTTP
- * 404 as `unimplemented` too).
- */
-export function looksLikeRpc(request: FastifyRequest): boolean {
-  return RPC_PATH.test(request.url.split("?")[0] ?? "");
-}
-
 /** The RPC method a request's matched route serves, if it is an RPC route. */
 export function rpcRouteOf(request: FastifyRequest): GuardedMethod | undefined {
   return (request.routeOptions.config as RpcRouteConfig | undefined)?.rpc;
 }
 
 /**
- * Answers `err` on an RPC route in the request's protocol (its content type
- * decides; Connect JSON when it names none), so errors raised outside the
- * Connect handlers (Fastify's own, hooks') never take the REST envelope there.
- */
-export function sendRpcDomainError(
-  request: FastifyRequest,
-  reply: FastifyReply,
-  err: DomainError,
-): FastifyReply {
-  const ce = toConnectError(err);
-  // 405 and 415 answer the HTTP request itself (no RPC protocol applies): Connect JSON with that status.
-  if (err.shape.status === 405 || err.shape.status === 415) {
-    return sendRpcError(reply, undefined, ce, err.shape.status);
-  }
-  return sendRpcError(reply, kindOf(request.headers["content-type"]), ce);
-}
-
-/**
- * Adds the hooks to `app` before the Connect plugin is registered, so they
- * apply to its routes. `limits` gives a method's body limit by
+ * Adds the guard's hooks to `scope`, the RPC door's, before the Connect
+ * plugin registers its routes there. `limits` gives a method's body limit by
  * `package.Service/Method`; others get `defaultLimit`.
  */
 export function registerRpcBodyGuard(
-  app: FastifyInstance,
+  scope: FastifyInstance,
   services: DescService[],
-  options: { limits: Record<string, number>; defaultLimit: number },
+  options: { limits: Readonly<Record<string, number>>; defaultLimit: number },
 ): void {
   const byPath = new Map<string, GuardedMethod>();
   for (const service of services) {
@@ -217,17 +130,18 @@ export function registerRpcBodyGuard(
       byPath.set(`/${name}`, { method, limit: options.limits[name] ?? options.defaultLimit });
     }
   }
-  const decoded = new WeakMap<FastifyRequest, Record<string, unknown>>();
+  scope.decorateRequest("rpcJsonBody", null);
 
-  // The route's own definition carries its method and limit: checks never look at the URL.
-  app.addHook("onRoute", (route) => {
+  // 1. The route's own definition carries its method and limit: checks never look at the URL.
+  scope.addHook("onRoute", (route) => {
     const guarded = byPath.get(route.url ?? route.path);
     if (!guarded) return;
     route.config = { ...(route.config as object), rpc: guarded } as typeof route.config;
     route.bodyLimit = guarded.limit;
   });
 
-  app.addHook("onRequest", async (request, reply) => {
+  // 2. Before the body: the verb and the content type.
+  scope.addHook("onRequest", async (request, reply) => {
     const guarded = rpcRouteOf(request);
     if (!guarded) return;
     const path = `/${guarded.method.parent.typeName}/${guarded.method.name}`;
@@ -236,28 +150,28 @@ export function registerRpcBodyGuard(
     if (readOnly && request.method === "GET") return;
     if (request.method !== "POST") {
       reply.header("allow", readOnly ? "GET, POST" : "POST");
-      return sendRpcDomainError(
+      return answerRpcError(
         request,
         reply,
-        errors.methodNotAllowed(request.method, path, readOnly ? "GET or POST" : "POST"),
+        doorErrors.methodNotAllowed(request.method, path, readOnly ? "GET or POST" : "POST"),
       );
     }
-    if (!kindOf(request.headers["content-type"])) {
-      return sendRpcDomainError(
+    if (!rpcKindOf(request.headers["content-type"])) {
+      return answerRpcError(
         request,
         reply,
-        new DomainError(
-          "unsupported_media_type",
+        doorErrors.unsupportedMediaType(
           "Content-Type must be application/json, application/proto, application/grpc or application/grpc-web",
         ),
       );
     }
   });
 
-  app.addHook("preParsing", async (request, reply, payload) => {
+  // 3. The body: read once within the limit, checked, handed back to connect-es.
+  scope.addHook("preParsing", async (request, reply, payload) => {
     const guarded = rpcRouteOf(request);
     if (!guarded) return payload;
-    const kind = kindOf(request.headers["content-type"]);
+    const kind = rpcKindOf(request.headers["content-type"]);
     if (!kind) return payload;
     let body: Buffer;
     try {
@@ -273,7 +187,7 @@ export function registerRpcBodyGuard(
             jsonNames: true,
           });
           // Uncompressed JSON goes to connect-es already parsed; compressed bytes are re-read.
-          if (plain === body) decoded.set(request, checked);
+          if (plain === body) request.rpcJsonBody = checked;
         } else if (plain !== undefined) {
           checkBinary(plain, guarded.method);
         }
@@ -283,23 +197,17 @@ export function registerRpcBodyGuard(
       }
     } catch (err) {
       const ce = toConnectError(
-        err instanceof DomainError ? err : errors.invalidJson("the body could not be read"),
+        err instanceof DoorError ? err : doorErrors.invalidJson("the body could not be read"),
       );
       await sendRpcError(reply, kind, ce);
       return payload;
     }
-    // connect-es reads the request again through its async iterator.
-    Object.defineProperty(request.raw, Symbol.asyncIterator, {
-      value: async function* () {
-        yield body;
-      },
-      configurable: true,
-    });
+    replayBody(request.raw, body);
     return Readable.from([]);
   });
 
-  app.addHook("preValidation", async (request) => {
-    const body = decoded.get(request);
-    if (body !== undefined) request.body = body;
+  // 4. Connect JSON already decoded: connect-es takes it as the parsed body.
+  scope.addHook("preValidation", async (request) => {
+    if (request.rpcJsonBody !== null) request.body = request.rpcJsonBody;
   });
 }

@@ -9,7 +9,7 @@
  */
 import { type DescField, type DescMessage, ScalarType } from "@bufbuild/protobuf";
 import type { FastifyInstance } from "fastify";
-import { errors } from "../domain/errors.js";
+import { doorErrors as errors } from "./door-errors.js";
 
 /**
  * Makes `scope` take only JSON bodies (`application/json`, and `text/plain`

@@ -4,7 +4,7 @@
  * small "zip bomb" costs no more than a plain body of the limit's size.
  */
 import { brotliDecompressSync, gunzipSync, inflateRawSync, inflateSync } from "node:zlib";
-import { DomainError, errors } from "../domain/errors.js";
+import { doorErrors } from "./door-errors.js";
 
 /** At most this many decompressed bytes per compressed byte (JSON batches expand 5-20 times). */
 export const MAX_EXPANSION_RATIO = 100;
@@ -18,7 +18,7 @@ export async function readLimited(payload: AsyncIterable<Buffer>, limit: number)
   let size = 0;
   for await (const chunk of payload) {
     size += chunk.length;
-    if (size > limit) throw errors.bodyTooLarge(Math.round(limit / 1024));
+    if (size > limit) throw doorErrors.bodyTooLarge(limit);
     chunks.push(chunk);
   }
   return Buffer.concat(chunks);
@@ -34,10 +34,7 @@ export function restEncodingOf(header: string | string[] | undefined): Encoding 
   if (value === "" || value === "identity") return undefined;
   if (value === "gzip" || value === "x-gzip") return "gzip";
   if (value === "deflate" || value === "br") return value;
-  throw new DomainError(
-    "unsupported_media_type",
-    "Content-Encoding must be gzip, deflate, br or identity",
-  );
+  throw doorErrors.unsupportedMediaType("Content-Encoding must be gzip, deflate, br or identity");
 }
 
 /**
@@ -56,14 +53,13 @@ export function decompressBody(bytes: Buffer, encoding: Encoding, limit: number)
     size = plain.length;
   } catch (err) {
     if ((err as { code?: string }).code !== "ERR_BUFFER_TOO_LARGE") {
-      throw new DomainError("invalid_input", `the body does not decompress as ${encoding}`);
+      throw doorErrors.unreadable(`the body does not decompress as ${encoding}`, err);
     }
     size = options.maxOutputLength;
   }
   // Output stopped one byte past the smaller of the two caps: say which one.
-  if (size > limit) throw errors.bodyTooLarge(Math.round(limit / 1024));
-  throw new DomainError(
-    "invalid_input",
+  if (size > limit) throw doorErrors.bodyTooLarge(limit);
+  throw doorErrors.unreadable(
     `the body expands more than ${MAX_EXPANSION_RATIO} times when decompressed`,
   );
 }
