@@ -33,8 +33,8 @@ describe("door rules", () => {
     expect(filesMatching(/new DoorError\(/)).toEqual(["src/edge/door-errors.ts"]);
   });
 
-  it("keeps per-request state on the request, not in WeakMaps, in the doors and the edge", () => {
-    for (const folder of ["src/http/", "src/rpc/", "src/edge/"]) {
+  it("keeps per-request state on the request, not in WeakMaps, in the doors, the edge and metrics", () => {
+    for (const folder of ["src/http/", "src/rpc/", "src/edge/", "src/metrics/"]) {
       expect(filesMatching(/new WeakMap\b/, folder), folder).toEqual([]);
     }
   });
