@@ -97,7 +97,7 @@ export async function createServer(services: Services, options: ServerOptions): 
   });
 
   decorateRequestOutcome(fastify);
-  fastify.addHook("onRequest", async (request, reply) => {
+  fastify.addHook("onRequest", async function openRequest(request, reply) {
     // First of all: the directory version is read again for every new request.
     store.beginRequest();
     reply.header("x-request-id", request.id);

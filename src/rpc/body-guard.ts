@@ -133,7 +133,7 @@ export function registerRpcBodyGuard(
   scope.decorateRequest("rpcJsonBody", null);
 
   // 1. The route's own definition carries its method and limit: checks never look at the URL.
-  scope.addHook("onRoute", (route) => {
+  scope.addHook("onRoute", function attachRpcMethod(route) {
     const guarded = byPath.get(route.url ?? route.path);
     if (!guarded) return;
     route.config = { ...(route.config as object), rpc: guarded } as typeof route.config;
@@ -141,7 +141,7 @@ export function registerRpcBodyGuard(
   });
 
   // 2. Before the body: the verb and the content type.
-  scope.addHook("onRequest", async (request, reply) => {
+  scope.addHook("onRequest", async function refuseRpcVerbOrType(request, reply) {
     const guarded = rpcRouteOf(request);
     if (!guarded) return;
     const path = `/${guarded.method.parent.typeName}/${guarded.method.name}`;
@@ -168,7 +168,7 @@ export function registerRpcBodyGuard(
   });
 
   // 3. The body: read once within the limit, checked, handed back to connect-es.
-  scope.addHook("preParsing", async (request, reply, payload) => {
+  scope.addHook("preParsing", async function checkRpcBody(request, reply, payload) {
     const guarded = rpcRouteOf(request);
     if (!guarded) return payload;
     const kind = rpcKindOf(request.headers["content-type"]);
@@ -207,7 +207,7 @@ export function registerRpcBodyGuard(
   });
 
   // 4. Connect JSON already decoded: connect-es takes it as the parsed body.
-  scope.addHook("preValidation", async (request) => {
+  scope.addHook("preValidation", async function useDecodedJson(request) {
     if (request.rpcJsonBody !== null) request.body = request.rpcJsonBody;
   });
 }

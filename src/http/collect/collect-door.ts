@@ -83,7 +83,7 @@ export const collectDoor: FastifyPluginAsync<CollectDoorOptions> = async (scope,
     bodyLimit: BODY_LIMIT,
     config,
     // Before the body is read: a flood costs a bucket lookup, not a parse.
-    onRequest: async (request, reply) => {
+    onRequest: async function corsAndRateLimit(request, reply) {
       allowAnyOrigin(reply);
       if (!limiter) return;
       const decision = await limiter.take(clientKeyOf(request.ip));

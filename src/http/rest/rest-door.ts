@@ -101,7 +101,7 @@ export const restDoor: FastifyPluginAsync<RestDoorOptions> = async (scope, optio
   acceptRawJsonBodies(scope);
   // Compressed bodies (server-side SDKs gzip batches): the route's body limit applies to the
   // decompressed bytes, and the compressed bytes may not exceed it either.
-  scope.addHook("preParsing", async (request, _reply, payload) => {
+  scope.addHook("preParsing", async function decompressRestBody(request, _reply, payload) {
     const encoding = restEncodingOf(request.headers["content-encoding"]);
     if (encoding === undefined) return payload;
     const limit = request.routeOptions.bodyLimit;
@@ -120,7 +120,7 @@ export const restDoor: FastifyPluginAsync<RestDoorOptions> = async (scope, optio
       url: path,
       bodyLimit,
       config,
-      onRequest: async (request) => {
+      onRequest: async function authenticate(request) {
         request.principal = await options.auth.authenticate(request.headers.authorization, m.scope);
       },
       handler: async (request, reply) => {
