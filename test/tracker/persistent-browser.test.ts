@@ -47,6 +47,7 @@ declare const ingest: Ingest;
 declare const window: Record<string, unknown>;
 declare const document: { cookie: string };
 declare const navigator: object;
+declare const localStorage: { setItem(k: string, v: string): void };
 declare function fetch(url: string, init: { method: string; body: string }): Promise<unknown>;
 
 const clock = createTestClock(DAY0);
@@ -422,6 +423,24 @@ describe("persistent visitor id in Chromium, across days", () => {
     expect(await browser.cookies()).toEqual([]);
   }, 60_000);
 
+  it("sets no cookie for a visitor who opted out with localStorage ingest_ignore, and drops one set before", async () => {
+    await newShop();
+    clock.set(DAY0);
+    const browser = await openBrowser(profile());
+    const page = await visit(browser, servePage(NEWSLETTER, { attrs: "data-persist" }));
+    expect(await vidCookie(browser)).toBeDefined();
+    await page.evaluate(() => localStorage.setItem("ingest_ignore", "true"));
+    const next = await visit(
+      browser,
+      servePage("https://www.shop.test/next", { attrs: "data-persist" }),
+    );
+    expect(await vidCookie(browser)).toBeUndefined();
+    await next.evaluate(() => ingest.consent(true));
+    expect(await vidCookie(browser)).toBeUndefined();
+    expect(await next.evaluate(() => ingest.visitorId())).toBeUndefined();
+    expect(await eventsOf(1)).toHaveLength(1);
+  }, 60_000);
+
   it("replays a queued consent(true) and visitorId() from the stub", async () => {
     await newShop();
     clock.set(DAY0);
@@ -437,9 +456,10 @@ describe("persistent visitor id in Chromium, across days", () => {
     expect(early).toBe(vid);
     expect(vid).toMatch(VID);
     const events = await eventsOf(2);
-    expect(events.map((e) => [e.name, e.visitorId.startsWith("p:")])).toEqual([
-      ["pageview", false],
+    // The pageview goes by fetch, Consent by sendBeacon: either may be stored first.
+    expect(events.map((e) => [e.name, e.visitorId.startsWith("p:")]).sort()).toEqual([
       ["Consent", true],
+      ["pageview", false],
     ]);
   }, 60_000);
 });

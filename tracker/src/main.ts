@@ -132,10 +132,11 @@ function cookie(value: string, age: number): void {
  * Consent on: the cookie's id, or a new one (17 random bytes, 34 hex
  * characters: never the 32 of a daily id), renewed for 400 days; a page that
  * already sent cookieless events sends `Consent` with the id, which joins
- * them to it. Off, or under Global Privacy Control: the cookie is deleted.
+ * them to it. Off, under Global Privacy Control, or on an excluded page (the
+ * opt-out, localhost, automation): the cookie is deleted.
  */
 function consent(on: unknown): void {
-  if (on && !(nav as { globalPrivacyControl?: boolean }).globalPrivacyControl) {
+  if (on && !(nav as { globalPrivacyControl?: boolean }).globalPrivacyControl && !exclusion()) {
     vid =
       (/(?:^|; )ingest_vid=([\w-]{16,64})(;|$)/.exec(d.cookie) || [])[1] ||
       Array.from(crypto.getRandomValues(new Uint8Array(17)), (b) =>
