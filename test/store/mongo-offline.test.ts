@@ -227,6 +227,7 @@ describe("mongodb adapter without a server", () => {
       "payments",
       "visitor_touches",
       "customer_visitors",
+      "visitor_stitches",
       "directory",
     ]);
     for (const c of COLLECTIONS) {
@@ -247,6 +248,7 @@ describe("mongodb adapter without a server", () => {
       "payments.site_payment_unique",
       "visitor_touches.site_visitor_unique",
       "customer_visitors.site_customer_visitor_unique",
+      "visitor_stitches.site_visitor_unique",
     ]);
   });
 

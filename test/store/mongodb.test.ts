@@ -9,6 +9,7 @@ import { MongoClient } from "mongodb";
 import { afterAll, describe, it } from "vitest";
 import { createMongoStore } from "../../src/store/mongo/mongo-store.js";
 import { describeStoreContract } from "./contract.js";
+import { describePersistentVisitorContract } from "./persistent-visitor-contract.js";
 
 const uri = process.env.MONGODB_URI;
 
@@ -32,6 +33,9 @@ describe.skipIf(!uri)("mongodb adapter", () => {
 
   // A fresh database: migrated first, as a deployer runs `admin store migrate`.
   describeStoreContract("mongodb", () =>
+    createMongoStore(uri as string, { dbName, migrate: () => {} }),
+  );
+  describePersistentVisitorContract("mongodb", () =>
     createMongoStore(uri as string, { dbName, migrate: () => {} }),
   );
 });

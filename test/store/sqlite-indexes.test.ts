@@ -22,6 +22,7 @@ const WRITTEN = [
   "payments",
   "customers",
   "subscriptions",
+  "visitor_stitches",
 ];
 
 const dir = mkdtempSync(join(tmpdir(), "sqlite-indexes-"));
@@ -85,6 +86,7 @@ describe("SQLite indexes on the written tables", () => {
       // Statements prepared per call (lists of ids of varying length).
       await store.findCustomersToReattribute("site", { userIds: ["u"], visitorIds: ["v"] });
       await store.getFirstTouches("site", ["v"]);
+      await store.findStitches("site", ["v", "p:vid_0123456789abcdef"]);
     });
     const db = new Database(file, { readonly: true });
     try {
@@ -101,6 +103,7 @@ describe("SQLite indexes on the written tables", () => {
         "events_site", // ReportsService.ListEvents: a site's newest events
         "payments_customer", // a customer's payments when its attribution changes
         "payments_paid_at", // ReportsService revenue by channel over a period
+        "visitor_stitches_persistent", // a persistent visitor's daily ids (attribution)
       ]);
     } finally {
       db.close();
@@ -128,13 +131,14 @@ describe("SQLite indexes on the written tables", () => {
     await store.close();
     const db = new Database(file, { readonly: true });
     try {
-      expect(db.pragma("user_version", { simple: true })).toBe(6);
+      expect(db.pragma("user_version", { simple: true })).toBe(MIGRATIONS.at(-1)?.version);
       expect(declaredIndexes(db)).toEqual([
         "customer_visitors_visitor",
         "customers_user",
         "events_site",
         "payments_customer",
         "payments_paid_at",
+        "visitor_stitches_persistent",
       ]);
     } finally {
       db.close();

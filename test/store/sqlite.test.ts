@@ -5,6 +5,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe } from "vitest";
 import { createSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
 import { describeStoreContract } from "./contract.js";
+import { describePersistentVisitorContract } from "./persistent-visitor-contract.js";
 
 describe("sqlite adapter", () => {
   let dir: string;
@@ -23,4 +24,5 @@ describe("sqlite adapter", () => {
     opened += 1;
     return createSqliteStore(join(dir, `store-${opened}.db`));
   });
+  describePersistentVisitorContract("sqlite", async () => createSqliteStore(join(dir, "vid.db")));
 });

@@ -14,6 +14,7 @@ import type {
   Store,
 } from "../store/store.js";
 import { attributionRank, linkRank, UNATTRIBUTED_RANK } from "./ranking.js";
+import { customerVisitorIds, joinStitchedVisitors } from "./stitched-visitors.js";
 import { isBetter } from "./touches.js";
 
 export interface Attributor {
@@ -47,7 +48,10 @@ export function createAttributor(deps: { store: Store; clock: Clock }): Attribut
         add(l.visitorId, "user_id");
       }
     }
-    if (customer.visitorId) add(customer.visitorId, "visitor_id");
+    // A daily id, a vid from the ingest_vid cookie or its stored form p:<vid>.
+    for (const id of await customerVisitorIds(store, siteId, customer.visitorId)) {
+      add(id, "visitor_id");
+    }
     const fresh: CustomerVisitorLink[] = [...links].map(([visitorId, via]) => ({
       visitorId,
       via,
@@ -55,6 +59,10 @@ export function createAttributor(deps: { store: Store; clock: Clock }): Attribut
     }));
     for (const known of await store.getCustomerVisitors(siteId, customerId)) {
       add(known.visitorId, "customer");
+    }
+    // Persistent and daily ids of one browser are one visitor; remembered like the others.
+    for (const visitorId of await joinStitchedVisitors(store, siteId, links)) {
+      fresh.push({ visitorId, via: links.get(visitorId) as LinkKind, linkedAt: clock.now() });
     }
     // Nothing to write: links are only ever added, so a customer with none was never
     // attributed, and its payments were stored unattributed. Most server-side payments
@@ -115,6 +123,10 @@ export function createAttributor(deps: { store: Store; clock: Clock }): Attribut
         if (!r?.ok) return;
         for (const l of g.links) {
           entry(l.siteId).userIds.push(l.userId);
+        }
+        // A new stitch joins two visitors: customers of either may have a better touch now.
+        for (const st of g.stitches ?? []) {
+          entry(st.siteId).visitorIds.push(st.visitorId, st.persistentId);
         }
         const siteId = g.events[0]?.siteId;
         if (siteId && r.firstTouches) entry(siteId).visitorIds.push(...r.firstTouches);

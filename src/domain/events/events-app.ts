@@ -23,8 +23,9 @@ export interface EventsResult {
   /** Events the account may still send this UTC month. */
   quotaRemaining: number;
   /**
-   * The visitor id stored with the request's first event (all events of one
-   * browser request share it); absent when nothing was stored.
+   * The visitor id of the request's first event (all events of one browser
+   * request share it): its daily id, or its `vid` when it carried one (the
+   * value a site passes as `customer.visitor_id`); absent when nothing was stored.
    */
   visitorId?: string;
   /**

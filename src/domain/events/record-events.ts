@@ -40,6 +40,7 @@ import { isAutomatedUserAgent } from "./bot-filter.js";
 import type { ClientInfo, EventsApp, EventsResult } from "./events-app.js";
 import { type Geo, openGeo } from "./geo.js";
 import { checkOrigin } from "./origin.js";
+import { createPersistentVisitors, publicVisitorId } from "./persistent-visitor.js";
 import { urlParts } from "./url-parts.js";
 import { describeUserAgent, type UserAgentParts } from "./user-agent.js";
 import { siteIdOf, type ValidEvent, validateEvents } from "./validate-events.js";
@@ -89,6 +90,7 @@ export async function createEventsApp(deps: EventsDeps): Promise<EventsApp> {
   const geo = await openGeo(deps.geoipDb);
   const visitors = createVisitorIds(store);
   const knownTouches = createKnownTouches();
+  const persistentVisitors = createPersistentVisitors();
   // A lower bound of each (account, month) counter, learnt from this
   // process's own commits (the count each raise left). While it says a
   // request fits, the counter is not read; the commit's conditional raise
@@ -162,6 +164,11 @@ export async function createEventsApp(deps: EventsDeps): Promise<EventsApp> {
 
     // 4. Enrichment.
     const records = await enrichAll(kept, site.id, now, geo, visitors);
+    // Events with a vid go to their persistent visitor; their daily ids are stitched to it.
+    const stitches = persistentVisitors.apply(
+      records,
+      kept.map((k) => k.ev.vid),
+    );
     const links: IdentityLink[] = records
       .filter((r) => r.name === IDENTIFY && r.userId !== undefined)
       .map((r) => ({
@@ -181,6 +188,7 @@ export async function createEventsApp(deps: EventsDeps): Promise<EventsApp> {
       links,
       // Only touches that may improve what is stored: most pageviews are of visitors who have one.
       touches: knownTouches.filter(touchesOf(records, site.hostnames)),
+      ...(stitches.length > 0 ? { stitches } : {}),
     };
     let result: EventGroupResult;
     try {
@@ -197,6 +205,7 @@ export async function createEventsApp(deps: EventsDeps): Promise<EventsApp> {
     noteUsed(usageKey, ceiling - result.remaining);
     if (!result.ok) throw errors.quotaExceeded(secondsUntilNextMonth(now));
     if (group.touches) knownTouches.remember(group.touches);
+    if (group.stitches) persistentVisitors.remember(group.stitches);
     const out: EventsResult = {
       accepted: records.length,
       dropped,
@@ -204,7 +213,7 @@ export async function createEventsApp(deps: EventsDeps): Promise<EventsApp> {
       tsReplaced: kept.filter((k) => k.ev.tsReplaced).length,
     };
     const first = records[0];
-    if (first) out.visitorId = first.visitorId;
+    if (first) out.visitorId = publicVisitorId(first.visitorId);
     return out;
   }
 

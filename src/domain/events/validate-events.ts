@@ -9,6 +9,7 @@
  * rules; the type checks here only guard direct callers.
  */
 import { type DomainError, errors } from "../errors.js";
+import { VID_MESSAGE, VID_PATTERN } from "./persistent-visitor.js";
 import { parseUrl } from "./url-parts.js";
 import { truncateUtf8, utf8Length } from "./utf8.js";
 import { canonicalIp } from "./visitor-id.js";
@@ -52,13 +53,27 @@ export const FIELD_MESSAGES = {
   batchSite: "must be the batch's site",
   notWithBatch: "not allowed with b; set it on each event in b",
   fromConnection: "not accepted by the collect endpoint, which takes it from the connection",
+  vid: VID_MESSAGE,
 } as const;
 
 /** The prefix of the 400 message. */
 export const INVALID_EVENT_PREFIX = "invalid event input: ";
 
 /** The per-event fields (everything but `s` and `b`). */
-export const EVENT_FIELDS = ["e", "u", "r", "t", "w", "l", "uid", "p", "ts", "ip", "ua"] as const;
+export const EVENT_FIELDS = [
+  "e",
+  "u",
+  "r",
+  "t",
+  "w",
+  "l",
+  "uid",
+  "p",
+  "ts",
+  "ip",
+  "ua",
+  "vid",
+] as const;
 
 /** One event that passed every rule, with truncations and `ts` applied. */
 export interface ValidEvent {
@@ -80,6 +95,8 @@ export interface ValidEvent {
   ip?: string;
   /** The `ua` field as sent (may be empty); absent when the caller did not send one. */
   ua?: string;
+  /** The persistent visitor id (persistent-visitor.ts); absent for cookieless events. */
+  vid?: string;
 }
 
 /** A valid request: its site and its events, in order. */
@@ -193,6 +210,8 @@ function checkEvent(
   }
   const ua = ev.ua;
   if (ua !== undefined && typeof ua !== "string") bad("ua", FIELD_MESSAGES.notString);
+  const vid = text("vid");
+  if (vid !== undefined && !VID_PATTERN.test(vid)) bad("vid", FIELD_MESSAGES.vid);
 
   if (problems.length > before) return undefined;
   const out: ValidEvent = {
@@ -209,6 +228,7 @@ function checkEvent(
   if (p !== undefined) out.props = p as Record<string, unknown>;
   if (ip !== undefined) out.ip = ip;
   if (ua !== undefined) out.ua = ua as string;
+  if (vid !== undefined) out.vid = vid;
   return out;
 }
 

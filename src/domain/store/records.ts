@@ -12,6 +12,7 @@ import type {
   SubscriptionInterval,
   SubscriptionStatus,
 } from "../vocabulary.js";
+import type { VisitorStitch } from "./persistent-visitors-port.js";
 
 export interface AccountRecord {
   id: string;
@@ -123,6 +124,8 @@ export interface EventGroup {
    * non-internal touch beats an internal one, then the earlier wins.
    */
   touches?: VisitorTouch[];
+  /** Daily ids joined to persistent ids by this group's events with a `vid`. */
+  stitches?: VisitorStitch[];
 }
 
 export type EventGroupResult =

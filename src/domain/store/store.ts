@@ -8,17 +8,26 @@ import type { StoreAccountsPart } from "./accounts-port.js";
 import type { StoreAttributionPart } from "./attribution-port.js";
 import type { StoreEventsPart } from "./events-port.js";
 import type { StorePaymentsPart } from "./payments-port.js";
+import type { StorePersistentVisitorsPart } from "./persistent-visitors-port.js";
 
 export * from "../vocabulary.js";
+export type { VisitorStitch } from "./persistent-visitors-port.js";
 export * from "./records.js";
-export type { StoreAccountsPart, StoreAttributionPart, StoreEventsPart, StorePaymentsPart };
+export type {
+  StoreAccountsPart,
+  StoreAttributionPart,
+  StoreEventsPart,
+  StorePaymentsPart,
+  StorePersistentVisitorsPart,
+};
 
 /** The store port. Every method may reject when the database is unreachable. */
 export interface Store
   extends StoreAccountsPart,
     StoreEventsPart,
     StorePaymentsPart,
-    StoreAttributionPart {
+    StoreAttributionPart,
+    StorePersistentVisitorsPart {
   /** Which adapter this is, for logs and /readyz. */
   readonly kind: "sqlite" | "mongodb";
   /**

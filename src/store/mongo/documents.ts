@@ -155,6 +155,15 @@ export interface IdentityDoc {
   ts: Date;
 }
 
+/** A daily visitor id stitched to a persistent one: one document per (site, daily id), the first wins. */
+export interface VisitorStitchDoc {
+  _id?: ObjectId;
+  site_id: string;
+  visitor_id: string;
+  persistent_id: string;
+  ts: Date;
+}
+
 /** A visitor's first touch: one document per (site, visitor), replaced only by a better touch. */
 export interface VisitorTouchDoc {
   _id?: ObjectId;

@@ -1,7 +1,13 @@
 /** Events, identity links, visitor salts and quota counters in MongoDB. */
 import { type AnyBulkWriteOperation, MongoBulkWriteError, ObjectId } from "mongodb";
 import { MAX_VISITORS_PER_USER, visitorToReplace } from "../identity-cap.js";
-import type { EventGroup, EventGroupResult, IdentityLink, StoreEventsPart } from "../port.js";
+import type {
+  EventGroup,
+  EventGroupResult,
+  IdentityLink,
+  StoreEventsPart,
+  VisitorStitch,
+} from "../port.js";
 import { type TouchCandidates, writeTouches } from "./attribution.js";
 import type { IdentityDoc } from "./documents.js";
 import { classify, classifyWriteError } from "./errors.js";
@@ -13,6 +19,7 @@ import {
   planAppends,
   RECEIPT_TAKEN,
 } from "./event-buckets.js";
+import { writeStitches } from "./persistent-visitors.js";
 import { createQuotaCounters, quotaId } from "./quota.js";
 import { bulkUpsert, retryDuplicates } from "./retry.js";
 import type { Collections } from "./schema.js";
@@ -44,6 +51,7 @@ type AppendOutcome = true | Error;
 interface Projection {
   links: IdentityLink[];
   touches: TouchCandidates[];
+  stitches?: VisitorStitch[];
 }
 
 export function createMongoEvents(
@@ -172,6 +180,13 @@ export function createMongoEvents(
    */
   async function project(p: Projection): Promise<Map<number, string[]>> {
     const touched = await writeTouches(c, p.touches);
+    // After the touches (a daily id's landing counts at the cap); kept for a later try alone.
+    if (p.stitches && p.stitches.length > 0) {
+      const stitches = p.stitches;
+      await writeStitches(c, stitches).catch(() =>
+        keepPending([{ links: [], touches: [], stitches }]),
+      );
+    }
     // The touches are written: when only the links fail, they alone are tried again.
     if (p.links.length > 0) {
       await writeLinks(p.links).catch(() => keepPending([{ links: p.links, touches: [] }]));
@@ -327,6 +342,7 @@ export function createMongoEvents(
           const t = groups[i]?.touches ?? [];
           return t.length > 0 ? [{ group: i, touches: t }] : [];
         }),
+        stitches: landed.flatMap((i) => groups[i]?.stitches ?? []),
       };
       let firstTouches = new Map<number, string[]>();
       try {

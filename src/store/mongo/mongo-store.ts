@@ -7,6 +7,7 @@ import { createMongoAttribution } from "./attribution.js";
 import { classifyErrors } from "./errors.js";
 import { createMongoEvents } from "./events.js";
 import { createMongoPayments } from "./payments.js";
+import { createMongoPersistentVisitors } from "./persistent-visitors.js";
 import {
   collections,
   type MigrationReport,
@@ -119,6 +120,7 @@ export async function createMongoStore(
       ...createMongoEvents(c, { timeoutMs }),
       ...createMongoPayments(c),
       ...createMongoAttribution(c),
+      ...createMongoPersistentVisitors(c),
       async ping() {
         await checkWritablePrimary(db, timeoutMs);
       },

@@ -36,6 +36,7 @@ import type {
   SiteDoc,
   SubscriptionDoc,
   UserDoc,
+  VisitorStitchDoc,
   VisitorTouchDoc,
 } from "./documents.js";
 import { withTimeLimit } from "./time-limit.js";
@@ -383,6 +384,21 @@ export const COLLECTIONS: readonly CollectionSpec[] = [
     ],
   },
   {
+    name: "visitor_stitches",
+    schema: object(["site_id", "visitor_id", "persistent_id", "ts"], {
+      site_id: str,
+      visitor_id: str,
+      persistent_id: str,
+      ts: date,
+    }),
+    indexes: [
+      // One persistent id per daily id: the first stitch's upsert key.
+      { key: { site_id: 1, visitor_id: 1 }, name: "site_visitor_unique", unique: true },
+      // A persistent visitor's daily ids (attribution, the cap).
+      { key: { site_id: 1, persistent_id: 1 }, name: "site_persistent" },
+    ],
+  },
+  {
     // One document, raised by every account, site or key change (directory-cache.ts).
     name: "directory",
     schema: object(["_id", "version"], { _id: str, version: integer }),
@@ -530,6 +546,7 @@ export interface Collections {
   payments: Collection<PaymentDoc>;
   touches: Collection<VisitorTouchDoc>;
   customerVisitors: Collection<CustomerVisitorDoc>;
+  stitches: Collection<VisitorStitchDoc>;
 }
 
 /**
@@ -559,5 +576,6 @@ export function collections(db: Db, options: { maxTimeMS?: number } = {}): Colle
     payments: get<PaymentDoc>("payments"),
     touches: get<VisitorTouchDoc>("visitor_touches"),
     customerVisitors: get<CustomerVisitorDoc>("customer_visitors"),
+    stitches: get<VisitorStitchDoc>("visitor_stitches"),
   };
 }

@@ -4,6 +4,7 @@ import { MAX_VISITORS_PER_USER, visitorToReplace } from "../identity-cap.js";
 import type { EventGroupResult, EventRecord, IdentityLink, StoreEventsPart } from "../port.js";
 import { createTouchWriter } from "./attribution.js";
 import { type Db, nul, opt } from "./open-sqlite.js";
+import { createStitchWriter } from "./persistent-visitors.js";
 
 interface EventRow {
   site_id: string;
@@ -169,6 +170,7 @@ export function createSqliteEvents(db: Db): StoreEventsPart {
   };
 
   const writeTouch = createTouchWriter(db);
+  const writeStitch = createStitchWriter(db);
 
   type TouchCols = { internal: number | null; ts: number | null };
   const touchFrom = (r: TouchCols | undefined) =>
@@ -223,6 +225,7 @@ export function createSqliteEvents(db: Db): StoreEventsPart {
       // on visitors per user id decides whether its link is kept.
       const firstTouches = (g.touches ?? []).filter(writeTouch).map((t) => t.visitorId);
       for (const l of g.links) writeLink(l);
+      for (const st of g.stitches ?? []) writeStitch(st);
       results.push({
         ok: true,
         remaining: Math.max(0, g.ceiling - usageOf(g.accountId, g.month)),

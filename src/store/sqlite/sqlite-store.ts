@@ -6,6 +6,7 @@ import { createSqliteAttribution } from "./attribution.js";
 import { createSqliteEvents } from "./events.js";
 import { openSqlite } from "./open-sqlite.js";
 import { createSqlitePayments } from "./payments.js";
+import { createSqlitePersistentVisitors } from "./persistent-visitors.js";
 import { countChanges, createWalSync, type SyncFile } from "./wal-sync.js";
 
 export interface SqliteStoreOptions {
@@ -33,6 +34,7 @@ export function createSqliteStore(path: string, options: SqliteStoreOptions = {}
     ...createSqliteEvents(db),
     ...createSqlitePayments(db),
     ...createSqliteAttribution(db),
+    ...createSqlitePersistentVisitors(db),
   };
   // Every method that changed rows resolves only after the WAL is synced: the
   // adapter's methods do their SQLite work synchronously, so the count read
