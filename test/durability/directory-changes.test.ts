@@ -5,8 +5,8 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { utcMonth } from "../../src/domain/plans.js";
-import { pageview, presetUsage, sendEvents } from "../events/support.js";
 import { runAdminCli } from "../helpers/cli.js";
+import { pageview, presetUsage, sendEvents } from "../helpers/events.js";
 import { createTenant, startTestServer, type TestServer } from "../helpers/test-server.js";
 
 let server: TestServer;

@@ -12,6 +12,8 @@ import { StoreUnavailableError } from "../../src/domain/store-errors.js";
 import { classifyErrors } from "../../src/store/mongo/errors.js";
 import type { EventGroup, EventGroupResult, Store } from "../../src/store/port.js";
 import { STORE_UNAVAILABLE, validEvent, validPayment } from "../helpers/fixtures.js";
+import { networkError, serverError } from "../helpers/mongo/driver-errors.js";
+import { connectTransport, rpcRecordPayment } from "../helpers/payment-clients.js";
 import { describeEachStore, freshStore } from "../helpers/stores.js";
 import {
   createTenant,
@@ -20,8 +22,6 @@ import {
   type Tenant,
   type TestServer,
 } from "../helpers/test-server.js";
-import { connectTransport, rpcRecordPayment } from "../payments/clients.js";
-import { networkError, serverError } from "../store/mongo/driver-errors.js";
 
 describeEachStore("MongoDB errors through both doors", (kind) => {
   let server: TestServer;

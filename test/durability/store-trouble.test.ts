@@ -10,6 +10,7 @@ import { classifyErrors } from "../../src/store/mongo/errors.js";
 import { checkWritablePrimary } from "../../src/store/mongo/mongo-store.js";
 import type { Store } from "../../src/store/port.js";
 import { STORE_UNAVAILABLE, validEvent, validPayment } from "../helpers/fixtures.js";
+import { serverError } from "../helpers/mongo/driver-errors.js";
 import { describeEachStore, freshStore } from "../helpers/stores.js";
 import {
   createTenant,
@@ -18,7 +19,6 @@ import {
   type Tenant,
   type TestServer,
 } from "../helpers/test-server.js";
-import { serverError } from "../store/mongo/driver-errors.js";
 
 async function timed<T>(p: Promise<T>): Promise<[T, number]> {
   const start = performance.now();

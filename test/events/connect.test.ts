@@ -8,6 +8,7 @@ import { createConnectTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EventsService } from "../../gen/ingest/v1/events_pb.js";
 import { ReportsService } from "../../gen/ingest/v1/reports_pb.js";
+import { BROWSER_UA, IPHONE_UA, listEvents, presetUsage } from "../helpers/events.js";
 import { PROTOCOLS, rpcClient, rpcError } from "../helpers/rpc-clients.js";
 import {
   ADMIN_TOKEN,
@@ -17,7 +18,6 @@ import {
   type Tenant,
   type TestServer,
 } from "../helpers/test-server.js";
-import { BROWSER_UA, IPHONE_UA, listEvents, presetUsage } from "./support.js";
 
 let server: TestServer;
 let tenant: Tenant;

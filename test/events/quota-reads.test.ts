@@ -7,13 +7,13 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { utcMonth } from "../../src/domain/plans.js";
 import type { EventGroup, Store } from "../../src/store/port.js";
+import { envelope, pageview, presetUsage, sendEvents } from "../helpers/events.js";
 import {
   createTenant,
   createTestClock,
   startTestServer,
   type TestServer,
 } from "../helpers/test-server.js";
-import { envelope, pageview, presetUsage, sendEvents } from "./support.js";
 
 // Mid-month, mid-day: no month boundary during the test.
 const clock = createTestClock(Date.UTC(2026, 4, 14, 12));

@@ -5,13 +5,20 @@
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { utcMonth } from "../../src/domain/plans.js";
 import {
+  batchOf,
+  envelope,
+  listEvents,
+  pageview,
+  presetUsage,
+  sendEvents,
+} from "../helpers/events.js";
+import {
   createTenant,
   createTestClock,
   startTestServer,
   type Tenant,
   type TestServer,
 } from "../helpers/test-server.js";
-import { batchOf, envelope, listEvents, pageview, presetUsage, sendEvents } from "./support.js";
 
 /** Runs `tasks` with at most `limit` at a time. */
 async function pool<T>(tasks: (() => Promise<T>)[], limit: number): Promise<T[]> {

@@ -10,6 +10,15 @@ import { computeVisitorId, utcDay } from "../../src/domain/events/visitor-id.js"
 import { utcMonth } from "../../src/domain/plans.js";
 import type { Store } from "../../src/store/port.js";
 import {
+  BROWSER_UA,
+  batchOf,
+  envelope,
+  IPHONE_UA,
+  listEvents,
+  pageview,
+  sendEvents,
+} from "../helpers/events.js";
+import {
   createTenant,
   createTestClock,
   postJson,
@@ -18,15 +27,6 @@ import {
   type Tenant,
   type TestServer,
 } from "../helpers/test-server.js";
-import {
-  BROWSER_UA,
-  batchOf,
-  envelope,
-  IPHONE_UA,
-  listEvents,
-  pageview,
-  sendEvents,
-} from "./support.js";
 
 const SCALE_CEILING = 20_000_000;
 

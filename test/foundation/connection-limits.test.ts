@@ -10,13 +10,13 @@ import net from "node:net";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/config.js";
 import { validEvent } from "../helpers/fixtures.js";
+import { parseHttpResponse } from "../helpers/robustness.js";
 import {
   createTenant,
   startTestServer,
   type Tenant,
   type TestServer,
 } from "../helpers/test-server.js";
-import { parseHttpResponse } from "../robustness/support.js";
 
 const LIMITS = {
   HEADERS_TIMEOUT_MS: "400",

@@ -9,13 +9,13 @@ import { brotliCompressSync, deflateRawSync, deflateSync, gzipSync } from "node:
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { validEvent, validPayment } from "../helpers/fixtures.js";
 import { h2Request } from "../helpers/raw-h2.js";
+import { frame, parseHttpResponse, rawExchange, rawPost } from "../helpers/robustness.js";
 import {
   createTenant,
   startTestServer,
   type Tenant,
   type TestServer,
 } from "../helpers/test-server.js";
-import { frame, parseHttpResponse, rawExchange, rawPost } from "../robustness/support.js";
 
 let server: TestServer;
 let tenant: Tenant;

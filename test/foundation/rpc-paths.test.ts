@@ -12,6 +12,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { EventsService, RecordEventsRequestSchema } from "../../gen/ingest/v1/events_pb.js";
 import { ReportsService } from "../../gen/ingest/v1/reports_pb.js";
 import { h2Request } from "../helpers/raw-h2.js";
+import { frame, grpcWebTrailer, rawPost } from "../helpers/robustness.js";
 import { grpcJsClient, rpcClient, rpcError } from "../helpers/rpc-clients.js";
 import {
   ADMIN_TOKEN,
@@ -20,7 +21,6 @@ import {
   type Tenant,
   type TestServer,
 } from "../helpers/test-server.js";
-import { frame, grpcWebTrailer, rawPost } from "../robustness/support.js";
 
 let server: TestServer;
 let tenant: Tenant;

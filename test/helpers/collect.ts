@@ -1,6 +1,6 @@
 /** Shared helpers of the tracker and collect endpoint tests. */
-import { BROWSER_UA } from "../helpers/fixtures.js";
-import { postJson } from "../helpers/test-server.js";
+import { BROWSER_UA } from "./fixtures.js";
+import { postJson } from "./test-server.js";
 
 export { BROWSER_UA };
 

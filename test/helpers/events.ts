@@ -4,8 +4,8 @@ import { createConnectTransport } from "@connectrpc/connect-node";
 import { expect } from "vitest";
 import { ReportsService, type StoredEvent } from "../../gen/ingest/v1/reports_pb.js";
 import type { Store } from "../../src/store/port.js";
-import { BROWSER_UA } from "../helpers/fixtures.js";
-import { ADMIN_TOKEN, postJson, type Tenant } from "../helpers/test-server.js";
+import { BROWSER_UA } from "./fixtures.js";
+import { ADMIN_TOKEN, postJson, type Tenant } from "./test-server.js";
 
 export { BROWSER_UA };
 

@@ -7,7 +7,7 @@ import Database from "better-sqlite3";
 import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { PaymentsService, RecordPaymentRequestSchema } from "../../gen/ingest/v1/payments_pb.js";
 import { ReportsService, type StoredPayment } from "../../gen/ingest/v1/reports_pb.js";
-import { ADMIN_TOKEN, postJson, type TestServer } from "../helpers/test-server.js";
+import { ADMIN_TOKEN, postJson, type TestServer } from "./test-server.js";
 
 /** POST /api/v1/payments. */
 export function postPayment(server: TestServer, body: unknown, key: string) {

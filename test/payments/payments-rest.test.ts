@@ -6,6 +6,13 @@
  */
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { PaymentWrite, Store } from "../../src/store/port.js";
+import { countPaymentRows, getPayment, postPayment } from "../helpers/payment-clients.js";
+import {
+  fullPayment,
+  MESSAGE_TABLE,
+  minimalPayment,
+  withField,
+} from "../helpers/payment-fixtures.js";
 import {
   createTenant,
   createTestClock,
@@ -13,8 +20,6 @@ import {
   type Tenant,
   type TestServer,
 } from "../helpers/test-server.js";
-import { countPaymentRows, getPayment, postPayment } from "./clients.js";
-import { fullPayment, MESSAGE_TABLE, minimalPayment, withField } from "./fixtures.js";
 
 const clock = createTestClock(Date.UTC(2024, 5, 1, 12, 0, 0));
 /** Every batch the store was asked to commit, in order. */

@@ -6,19 +6,24 @@
 import { Code } from "@connectrpc/connect";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import {
-  createTenant,
-  startTestServer,
-  type Tenant,
-  type TestServer,
-} from "../helpers/test-server.js";
-import {
   connectTransport,
   getPayment,
   grpcTransport,
   postPayment,
   rpcRecordPayment,
-} from "./clients.js";
-import { fullPayment, MESSAGE_TABLE, minimalPayment, withField } from "./fixtures.js";
+} from "../helpers/payment-clients.js";
+import {
+  fullPayment,
+  MESSAGE_TABLE,
+  minimalPayment,
+  withField,
+} from "../helpers/payment-fixtures.js";
+import {
+  createTenant,
+  startTestServer,
+  type Tenant,
+  type TestServer,
+} from "../helpers/test-server.js";
 
 let server: TestServer;
 let tenant: Tenant;

@@ -14,12 +14,6 @@ import { afterAll, beforeAll, describe, it } from "vitest";
 import { validEvent } from "../helpers/fixtures.js";
 import { h2Request } from "../helpers/raw-h2.js";
 import {
-  createTenant,
-  startTestServer,
-  type Tenant,
-  type TestServer,
-} from "../helpers/test-server.js";
-import {
   describeRequest,
   frame,
   grpcWebTrailer,
@@ -27,7 +21,13 @@ import {
   runs,
   SEED,
   TEST_TIMEOUT,
-} from "./support.js";
+} from "../helpers/robustness.js";
+import {
+  createTenant,
+  startTestServer,
+  type Tenant,
+  type TestServer,
+} from "../helpers/test-server.js";
 
 let server: TestServer;
 let tenant: Tenant;

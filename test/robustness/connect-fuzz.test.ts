@@ -25,15 +25,6 @@ import { EventsService } from "../../gen/ingest/v1/events_pb.js";
 import { PaymentsService } from "../../gen/ingest/v1/payments_pb.js";
 import { ReportsService } from "../../gen/ingest/v1/reports_pb.js";
 import { BROWSER_UA, validEvent, validPayment } from "../helpers/fixtures.js";
-import { rpcClient } from "../helpers/rpc-clients.js";
-import {
-  ADMIN_TOKEN,
-  createTenant,
-  startTestServer,
-  TEST_NOW,
-  type Tenant,
-  type TestServer,
-} from "../helpers/test-server.js";
 import {
   anyJsonText,
   assertRestError,
@@ -51,7 +42,16 @@ import {
   SERVER_FAULT_GRPC,
   send,
   TEST_TIMEOUT,
-} from "./support.js";
+} from "../helpers/robustness.js";
+import { rpcClient } from "../helpers/rpc-clients.js";
+import {
+  ADMIN_TOKEN,
+  createTenant,
+  startTestServer,
+  TEST_NOW,
+  type Tenant,
+  type TestServer,
+} from "../helpers/test-server.js";
 
 let server: TestServer;
 let tenant: Tenant;

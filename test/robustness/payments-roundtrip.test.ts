@@ -10,6 +10,7 @@ import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { ReportsService, type StoredPayment } from "../../gen/ingest/v1/reports_pb.js";
 import { validPayment } from "../helpers/fixtures.js";
+import { runs, SEED, send, TEST_TIMEOUT } from "../helpers/robustness.js";
 import { rpcClient } from "../helpers/rpc-clients.js";
 import {
   ADMIN_TOKEN,
@@ -18,7 +19,6 @@ import {
   type Tenant,
   type TestServer,
 } from "../helpers/test-server.js";
-import { runs, SEED, send, TEST_TIMEOUT } from "./support.js";
 
 let server: TestServer;
 let tenant: Tenant;

@@ -9,13 +9,6 @@ import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { BROWSER_UA, validEvent } from "../helpers/fixtures.js";
 import {
-  createTenant,
-  startTestServer,
-  TEST_NOW,
-  type Tenant,
-  type TestServer,
-} from "../helpers/test-server.js";
-import {
   type Answer,
   anyJsonText,
   assertRestError,
@@ -27,7 +20,14 @@ import {
   SEED,
   send,
   TEST_TIMEOUT,
-} from "./support.js";
+} from "../helpers/robustness.js";
+import {
+  createTenant,
+  startTestServer,
+  TEST_NOW,
+  type Tenant,
+  type TestServer,
+} from "../helpers/test-server.js";
 
 let server: TestServer;
 let tenant: Tenant;

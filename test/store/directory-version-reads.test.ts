@@ -8,7 +8,7 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import type { Store } from "../../src/store/port.js";
 import { createSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
-import { pageview, sendEvents } from "../events/support.js";
+import { pageview, sendEvents } from "../helpers/events.js";
 import { createTenant, startTestServer, type TestServer } from "../helpers/test-server.js";
 
 let server: TestServer;

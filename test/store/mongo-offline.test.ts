@@ -55,7 +55,7 @@ import type {
   SubscriptionPatch,
   VisitorTouch,
 } from "../../src/store/port.js";
-import { aggregate, applyPipeline, type Doc, matches } from "./mongo-model.js";
+import { aggregate, applyPipeline, type Doc, matches } from "../helpers/mongo/model.js";
 
 const T0 = Date.UTC(2025, 5, 1);
 

@@ -6,12 +6,7 @@
  */
 import fc from "fast-check";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  createTenant,
-  startTestServer,
-  type Tenant,
-  type TestServer,
-} from "../helpers/test-server.js";
+import { BROWSER_UA } from "../helpers/collect.js";
 import {
   anyJsonText,
   assertRestError,
@@ -20,8 +15,13 @@ import {
   SEED,
   send,
   TEST_TIMEOUT,
-} from "../robustness/support.js";
-import { BROWSER_UA } from "./support.js";
+} from "../helpers/robustness.js";
+import {
+  createTenant,
+  startTestServer,
+  type Tenant,
+  type TestServer,
+} from "../helpers/test-server.js";
 
 let server: TestServer;
 let tenant: Tenant;

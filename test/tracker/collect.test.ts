@@ -7,7 +7,8 @@
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { secondsUntilNextMonth, utcMonth } from "../../src/domain/plans.js";
 import type { EventGroup, Store } from "../../src/store/port.js";
-import { envelope, listEvents, pageview, presetUsage, sendEvents } from "../events/support.js";
+import { BROWSER_UA, collect } from "../helpers/collect.js";
+import { envelope, listEvents, pageview, presetUsage, sendEvents } from "../helpers/events.js";
 import {
   createTenant,
   createTestClock,
@@ -15,7 +16,6 @@ import {
   type Tenant,
   type TestServer,
 } from "../helpers/test-server.js";
-import { BROWSER_UA, collect } from "./support.js";
 
 const CORS = {
   "access-control-allow-origin": "*",

@@ -5,7 +5,7 @@
  * throws (its own error classes) and when.
  */
 import type { Collections } from "../../../src/store/mongo/schema.js";
-import { applyPipeline, type Doc } from "../mongo-model.js";
+import { applyPipeline, type Doc } from "./model.js";
 
 type Answer = () => unknown;
 

@@ -10,9 +10,9 @@ import {
   clientKeyOf,
   createWorkerRateLimiter,
   serveRateLimits,
-} from "../../src/cluster/rate-limiter.js";
-import { createTokenBuckets } from "../../src/lib/token-buckets.js";
-import { createTestClock } from "../helpers/test-server.js";
+} from "../../../src/cluster/rate-limiter.js";
+import { createTokenBuckets } from "../../../src/lib/token-buckets.js";
+import { createTestClock } from "../../helpers/test-server.js";
 
 describe("token buckets", () => {
   it("allows a burst of the limit, then one request per 60/limit seconds", () => {

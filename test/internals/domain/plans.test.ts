@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { utcMonth } from "../../src/domain/plans.js";
+import { utcMonth } from "../../../src/domain/plans.js";
 
 describe("utcMonth", () => {
   it("is the ISO month of any instant, in any order of calls (the last month is remembered)", () => {

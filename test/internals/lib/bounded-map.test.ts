@@ -1,7 +1,7 @@
 /** The bounded map behind the in-process caches (src/lib/bounded-map.ts). */
 import { describe, expect, it } from "vitest";
-import { createBoundedMap } from "../../src/lib/bounded-map.js";
-import { memoize } from "../../src/lib/memo.js";
+import { createBoundedMap } from "../../../src/lib/bounded-map.js";
+import { memoize } from "../../../src/lib/memo.js";
 
 describe("bounded map", () => {
   it("never holds more than its bound, however many keys go in", () => {

@@ -1,6 +1,6 @@
 /** The group commit on its own: batches, their order, and how many are written at once. */
 import { describe, expect, it } from "vitest";
-import { createGroupCommit } from "../../src/lib/group-commit.js";
+import { createGroupCommit } from "../../../src/lib/group-commit.js";
 
 /** A commit whose batches wait until the test lets them finish. */
 function heldCommits() {

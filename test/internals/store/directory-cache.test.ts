@@ -7,9 +7,9 @@ import { mkdtemp, rm } from "node:fs/promises";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { cacheDirectory } from "../../src/store/directory-cache.js";
-import type { ApiKeyRecord, Store } from "../../src/store/port.js";
-import { createSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
+import { cacheDirectory } from "../../../src/store/directory-cache.js";
+import type { ApiKeyRecord, Store } from "../../../src/store/port.js";
+import { createSqliteStore } from "../../../src/store/sqlite/sqlite-store.js";
 
 const T0 = Date.UTC(2025, 0, 1);
 

@@ -11,8 +11,8 @@ import { StoreUnavailableError } from "../../../src/domain/store-errors.js";
 import { createMongoStore } from "../../../src/store/mongo/mongo-store.js";
 import type { EventGroup, Store } from "../../../src/store/port.js";
 import { STORE_UNAVAILABLE, validPayment } from "../../helpers/fixtures.js";
+import { type FakeMongo, startFakeMongo } from "../../helpers/mongo/fake-server.js";
 import { postJson, startTestServer, type TestServer } from "../../helpers/test-server.js";
-import { type FakeMongo, startFakeMongo } from "./fake-server.js";
 
 const group: EventGroup = {
   accountId: "acct_w",

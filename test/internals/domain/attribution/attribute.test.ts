@@ -4,12 +4,12 @@
  */
 import { join } from "node:path";
 import { describe, expect, it } from "vitest";
-import { createAttributor } from "../../src/domain/attribution/attribute.js";
-import type { Store } from "../../src/store/port.js";
-import { createSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
-import { paymentWrite, validPayment } from "../helpers/fixtures.js";
-import { useTempDirs } from "../helpers/temp-dirs.js";
-import { TEST_NOW } from "../helpers/test-server.js";
+import { createAttributor } from "../../../../src/domain/attribution/attribute.js";
+import type { Store } from "../../../../src/store/port.js";
+import { createSqliteStore } from "../../../../src/store/sqlite/sqlite-store.js";
+import { paymentWrite, validPayment } from "../../../helpers/fixtures.js";
+import { useTempDirs } from "../../../helpers/temp-dirs.js";
+import { TEST_NOW } from "../../../helpers/test-server.js";
 
 const SITE = "site_1";
 const tempDir = useTempDirs("attr-writes-");

@@ -5,7 +5,7 @@ import {
   type Classification,
   classifyTouch,
   type Touch,
-} from "../../src/domain/attribution/channels.js";
+} from "../../../../src/domain/attribution/channels.js";
 
 const SITE = {
   url: "https://shop.example.com/pricing",

@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { truncateUtf8, utf8Length } from "../../src/domain/events/utf8.js";
+import { truncateUtf8, utf8Length } from "../../../../src/domain/events/utf8.js";
 
 describe("truncateUtf8", () => {
   it("keeps strings that fit, whatever their characters", () => {

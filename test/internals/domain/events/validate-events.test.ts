@@ -1,6 +1,9 @@
 import { describe, expect, it } from "vitest";
-import { DomainError } from "../../src/domain/errors.js";
-import { FIELD_MESSAGES as M, validateEvents } from "../../src/domain/events/validate-events.js";
+import { DomainError } from "../../../../src/domain/errors.js";
+import {
+  FIELD_MESSAGES as M,
+  validateEvents,
+} from "../../../../src/domain/events/validate-events.js";
 
 const NOW = Date.UTC(2025, 5, 15, 12, 0, 0);
 const HOSTS = ["example.com", "www.example.com"];

@@ -1,14 +1,14 @@
 import { describe, expect, it } from "vitest";
-import { isAutomatedUserAgent } from "../../src/domain/events/bot-filter.js";
-import { bundledGeoDbPath, countryFromRecord, openGeo } from "../../src/domain/events/geo.js";
-import { parseUrl, urlParts } from "../../src/domain/events/url-parts.js";
-import { describeUserAgent } from "../../src/domain/events/user-agent.js";
+import { isAutomatedUserAgent } from "../../../../src/domain/events/bot-filter.js";
+import { bundledGeoDbPath, countryFromRecord, openGeo } from "../../../../src/domain/events/geo.js";
+import { parseUrl, urlParts } from "../../../../src/domain/events/url-parts.js";
+import { describeUserAgent } from "../../../../src/domain/events/user-agent.js";
 import {
   canonicalIp,
   computeVisitorId,
   createVisitorIds,
   utcDay,
-} from "../../src/domain/events/visitor-id.js";
+} from "../../../../src/domain/events/visitor-id.js";
 
 const UA = {
   chromeWindows:

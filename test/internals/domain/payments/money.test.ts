@@ -6,7 +6,7 @@ import {
   isCurrency,
   MAX_MINOR,
   toMinorUnits,
-} from "../../src/domain/payments/money.js";
+} from "../../../../src/domain/payments/money.js";
 
 describe("isCurrency", () => {
   it.each(["USD", "EUR", "JPY", "KWD", "GBP", "CHF", "VED", "ZWG", "XCG", "SLE", "CLF", "UYW"])(

@@ -1,9 +1,12 @@
 import { describe, expect, it } from "vitest";
-import { DomainError } from "../../src/domain/errors.js";
-import { createPaymentsApp, toPaymentWrite } from "../../src/domain/payments/record-payment.js";
-import { validatePayment } from "../../src/domain/payments/validate-payment.js";
-import type { KeyPrincipal, PaymentWrite, Store } from "../../src/store/port.js";
-import { fullPayment, minimalPayment } from "./fixtures.js";
+import { DomainError } from "../../../../src/domain/errors.js";
+import {
+  createPaymentsApp,
+  toPaymentWrite,
+} from "../../../../src/domain/payments/record-payment.js";
+import { validatePayment } from "../../../../src/domain/payments/validate-payment.js";
+import type { KeyPrincipal, PaymentWrite, Store } from "../../../../src/store/port.js";
+import { fullPayment, minimalPayment } from "../../../helpers/payment-fixtures.js";
 
 const NOW = Date.UTC(2024, 5, 1, 12, 0, 0);
 const principal = { siteId: "site_1", accountId: "acc_1" } as KeyPrincipal;

@@ -1,6 +1,6 @@
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { isRfc3339, parseRfc3339 } from "../../src/domain/payments/rfc3339.js";
+import { isRfc3339, parseRfc3339 } from "../../../../src/domain/payments/rfc3339.js";
 
 describe("parseRfc3339", () => {
   it.each([

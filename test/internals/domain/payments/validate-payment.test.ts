@@ -1,12 +1,17 @@
 import { describe, expect, it } from "vitest";
-import { ISO_COUNTRIES, isCountry } from "../../src/domain/payments/iso-countries.js";
+import { ISO_COUNTRIES, isCountry } from "../../../../src/domain/payments/iso-countries.js";
 import {
   formatIssues,
   invalidPaymentInput,
   type PaymentValidation,
   validatePayment,
-} from "../../src/domain/payments/validate-payment.js";
-import { fullPayment, MESSAGE_TABLE, minimalPayment, withField } from "./fixtures.js";
+} from "../../../../src/domain/payments/validate-payment.js";
+import {
+  fullPayment,
+  MESSAGE_TABLE,
+  minimalPayment,
+  withField,
+} from "../../../helpers/payment-fixtures.js";
 
 /** The error message validation gives for `body`, or undefined when it is valid. */
 function messageOf(body: Record<string, unknown>): string | undefined {

@@ -4,8 +4,8 @@
  */
 import { MongoOperationTimeoutError, MongoServerError } from "mongodb";
 import { describe, expect, it } from "vitest";
-import { StoreFailureError, StoreUnavailableError } from "../../../src/domain/store-errors.js";
-import { classify, classifyErrors, isTransient } from "../../../src/store/mongo/errors.js";
+import { StoreFailureError, StoreUnavailableError } from "../../../../src/domain/store-errors.js";
+import { classify, classifyErrors, isTransient } from "../../../../src/store/mongo/errors.js";
 import {
   bulkDriverError,
   bulkWriteConcernError,
@@ -13,7 +13,7 @@ import {
   networkError,
   selectionError,
   serverError,
-} from "./driver-errors.js";
+} from "../../../helpers/mongo/driver-errors.js";
 
 describe("MongoDB error classification", () => {
   const transient: [string, () => unknown][] = [

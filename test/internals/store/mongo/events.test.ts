@@ -7,16 +7,16 @@
  * driver's answers are its own error classes, thrown by fake collections.
  */
 import { describe, expect, it } from "vitest";
-import { StoreFailureError, StoreUnavailableError } from "../../../src/domain/store-errors.js";
-import { createMongoEvents, EVENT_Q } from "../../../src/store/mongo/events.js";
-import type { EventGroup, EventRecord, VisitorTouch } from "../../../src/store/port.js";
+import { StoreFailureError, StoreUnavailableError } from "../../../../src/domain/store-errors.js";
+import { createMongoEvents, EVENT_Q } from "../../../../src/store/mongo/events.js";
+import type { EventGroup, EventRecord, VisitorTouch } from "../../../../src/store/port.js";
 import {
   bulkDriverError,
   bulkWriteConcernError,
   bulkWriteErrors,
   networkError,
-} from "./driver-errors.js";
-import { fakeCollections } from "./fake-collections.js";
+} from "../../../helpers/mongo/driver-errors.js";
+import { fakeCollections } from "../../../helpers/mongo/fake-collections.js";
 
 const T0 = Date.UTC(2025, 5, 1, 12);
 const MONTH = "2025-06";

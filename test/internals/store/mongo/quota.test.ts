@@ -5,12 +5,12 @@
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import { createMongoEvents } from "../../../src/store/mongo/events.js";
-import { replayReservations, reserveManyPipeline } from "../../../src/store/mongo/quota.js";
-import type { EventGroup } from "../../../src/store/port.js";
-import { applyPipeline } from "../mongo-model.js";
-import { bulkWriteErrors } from "./driver-errors.js";
-import { fakeCollections } from "./fake-collections.js";
+import { createMongoEvents } from "../../../../src/store/mongo/events.js";
+import { replayReservations, reserveManyPipeline } from "../../../../src/store/mongo/quota.js";
+import type { EventGroup } from "../../../../src/store/port.js";
+import { bulkWriteErrors } from "../../../helpers/mongo/driver-errors.js";
+import { fakeCollections } from "../../../helpers/mongo/fake-collections.js";
+import { applyPipeline } from "../../../helpers/mongo/model.js";
 
 const MONTH = "2025-06";
 

@@ -8,14 +8,14 @@ import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { MongoClient } from "mongodb";
 import { describe, expect, it } from "vitest";
-import { StoreUnavailableError } from "../../../src/domain/store-errors.js";
-import { checkWritablePrimary, writeConcern } from "../../../src/store/mongo/mongo-store.js";
+import { StoreUnavailableError } from "../../../../src/domain/store-errors.js";
+import { checkWritablePrimary, writeConcern } from "../../../../src/store/mongo/mongo-store.js";
 import {
   clientOptions,
   LIMITED_METHODS,
   withTimeLimit,
-} from "../../../src/store/mongo/time-limit.js";
-import { ROOT } from "../../helpers/rpc-clients.js";
+} from "../../../../src/store/mongo/time-limit.js";
+import { ROOT } from "../../../helpers/rpc-clients.js";
 
 describe("MongoDB time limits", () => {
   it("gives the budget to the driver's server selection, pool wait, socket and write concern", async () => {

@@ -9,8 +9,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterAll, describe, expect, it } from "vitest";
-import { MIGRATIONS } from "../../src/store/sqlite/migrations.js";
-import { createSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
+import { MIGRATIONS } from "../../../../src/store/sqlite/migrations.js";
+import { createSqliteStore } from "../../../../src/store/sqlite/sqlite-store.js";
 
 /** The tables an events or payments request writes to. */
 const WRITTEN = [
