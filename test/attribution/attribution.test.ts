@@ -7,32 +7,18 @@
  */
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { beforeEach, describe, expect, it } from "vitest";
 import { ReportsService } from "../../gen/ingest/v1/reports_pb.js";
 import { BROWSER_UA } from "../helpers/fixtures.js";
-import {
-  ADMIN_TOKEN,
-  createTenant,
-  createTestClock,
-  postJson,
-  startTestServer,
-  TEST_NOW,
-  type Tenant,
-  type TestServer,
-} from "../helpers/test-server.js";
+import { ADMIN_TOKEN, createTestClock, postJson, TEST_NOW } from "../helpers/test-server.js";
+import { useTestServer } from "../helpers/use-test-server.js";
 
 const clock = createTestClock();
-let server: TestServer;
-let tenant: Tenant;
 const headers = { authorization: `Bearer ${ADMIN_TOKEN}` };
 const reports = () =>
-  createClient(ReportsService, createConnectTransport({ baseUrl: server.url, httpVersion: "1.1" }));
+  createClient(ReportsService, createConnectTransport({ baseUrl: ctx.url, httpVersion: "1.1" }));
 
-beforeAll(async () => {
-  server = await startTestServer({ clock });
-  tenant = await createTenant(server);
-});
-afterAll(() => server.close());
+const ctx = useTestServer({ clock });
 
 let visitorSeq = 0;
 /** A distinct visitor: its own IP, a browser UA. */
@@ -43,10 +29,10 @@ function visitor() {
 
 async function event(body: Record<string, unknown>) {
   const res = await postJson(
-    `${server.url}/api/v1/events`,
-    { s: tenant.siteId, ...body },
+    `${ctx.url}/api/v1/events`,
+    { s: ctx.siteId, ...body },
     {
-      key: tenant.key,
+      key: ctx.key,
     },
   );
   expect(res.status).toBe(204);
@@ -54,7 +40,7 @@ async function event(body: Record<string, unknown>) {
 
 async function pay(body: Record<string, unknown>) {
   const res = await postJson(
-    `${server.url}/api/v1/payments`,
+    `${ctx.url}/api/v1/payments`,
     {
       amount: 10,
       currency: "USD",
@@ -62,7 +48,7 @@ async function pay(body: Record<string, unknown>) {
       paid_at: "2026-01-15T10:30:00Z",
       ...body,
     },
-    { key: tenant.key },
+    { key: ctx.key },
   );
   expect(res.status).toBe(200);
 }
@@ -71,7 +57,7 @@ const minutesAgo = (m: number) => clock.now() - m * 60_000;
 
 async function visitorIdOf(v: { ip: string; ua: string }) {
   await event({ e: "probe", u: "https://example.com/probe", ...v });
-  const { events } = await reports().listEvents({ siteId: tenant.siteId, limit: 1 }, { headers });
+  const { events } = await reports().listEvents({ siteId: ctx.siteId, limit: 1 }, { headers });
   return events[0]?.visitorId as string;
 }
 
@@ -97,7 +83,7 @@ describe("first-touch attribution", () => {
     await pay({ payment_id: "pay_google", customer: { id: "cus_google", user_id: "user-google" } });
 
     const { payment } = await reports().getPayment(
-      { siteId: tenant.siteId, paymentId: "pay_google" },
+      { siteId: ctx.siteId, paymentId: "pay_google" },
       { headers },
     );
     expect(payment?.channel).toBe("Organic Search");
@@ -112,7 +98,7 @@ describe("first-touch attribution", () => {
   it("re-attributes a payment that arrived before the $identify that links its user", async () => {
     await pay({ payment_id: "pay_early", customer: { id: "cus_early", user_id: "user-early" } });
     const before = await reports().getPayment(
-      { siteId: tenant.siteId, paymentId: "pay_early" },
+      { siteId: ctx.siteId, paymentId: "pay_early" },
       { headers },
     );
     expect(before.payment?.channel).toBe("unattributed");
@@ -128,7 +114,7 @@ describe("first-touch attribution", () => {
     await event({ e: "$identify", u: "https://example.com/", uid: "user-early", ...v });
 
     const after = await reports().getPayment(
-      { siteId: tenant.siteId, paymentId: "pay_early" },
+      { siteId: ctx.siteId, paymentId: "pay_early" },
       { headers },
     );
     expect(after.payment?.channel).toBe("Paid Social");
@@ -149,7 +135,7 @@ describe("first-touch attribution", () => {
     await pay({ payment_id: "pay_vid_2", customer: { id: "cus_vid", visitor_id: "v-unknown" } });
 
     const customer = await reports().getCustomer(
-      { siteId: tenant.siteId, customerId: "cus_vid" },
+      { siteId: ctx.siteId, customerId: "cus_vid" },
       { headers },
     );
     expect(customer.firstTouch).toMatchObject({ channel: "Paid Search", visitorId });
@@ -159,7 +145,7 @@ describe("first-touch attribution", () => {
     ]);
     for (const id of ["pay_vid_1", "pay_vid_2"]) {
       const { payment } = await reports().getPayment(
-        { siteId: tenant.siteId, paymentId: id },
+        { siteId: ctx.siteId, paymentId: id },
         { headers },
       );
       expect(payment?.channel).toBe("Paid Search");
@@ -187,7 +173,7 @@ describe("first-touch attribution", () => {
     await event({ e: "$identify", u: "https://example.com/", uid: "user-two-devices", ...laptop });
     await pay({ payment_id: "pay_two", customer: { id: "cus_two", user_id: "user-two-devices" } });
     const { payment } = await reports().getPayment(
-      { siteId: tenant.siteId, paymentId: "pay_two" },
+      { siteId: ctx.siteId, paymentId: "pay_two" },
       { headers },
     );
     expect(payment?.attribution).toMatchObject({
@@ -218,7 +204,7 @@ describe("first-touch attribution", () => {
       customer: { id: "cus_internal", user_id: "user-internal" },
     });
     const { payment } = await reports().getPayment(
-      { siteId: tenant.siteId, paymentId: "pay_internal" },
+      { siteId: ctx.siteId, paymentId: "pay_internal" },
       { headers },
     );
     expect(payment?.attribution).toMatchObject({ landingPage: "https://example.com/a" });
@@ -231,7 +217,7 @@ describe("first-touch attribution", () => {
       amount: 12,
     });
     const { payment } = await reports().getPayment(
-      { siteId: tenant.siteId, paymentId: "pay_google" },
+      { siteId: ctx.siteId, paymentId: "pay_google" },
       { headers },
     );
     expect(payment?.channel).toBe("Organic Search");
@@ -244,9 +230,9 @@ describe("a visit that crosses UTC midnight", () => {
   const MIDNIGHT = Date.UTC(2026, 2, 12);
   const at = (minutesFromMidnight: number) => MIDNIGHT + minutesFromMidnight * 60_000;
   const lastEvent = async () =>
-    (await reports().listEvents({ siteId: tenant.siteId, limit: 1 }, { headers })).events[0];
+    (await reports().listEvents({ siteId: ctx.siteId, limit: 1 }, { headers })).events[0];
   const paymentOf = async (paymentId: string) =>
-    (await reports().getPayment({ siteId: tenant.siteId, paymentId }, { headers })).payment;
+    (await reports().getPayment({ siteId: ctx.siteId, paymentId }, { headers })).payment;
 
   it("an event of 23:50 received at 00:10 keeps the previous day's visitor id", async () => {
     const v = visitor();
@@ -342,7 +328,7 @@ describe("a visit that crosses UTC midnight", () => {
       attribution: { landingPage: "https://example.com/signup", visitorId: today, link: "user_id" },
     });
     const customer = await reports().getCustomer(
-      { siteId: tenant.siteId, customerId: "cus_split" },
+      { siteId: ctx.siteId, customerId: "cus_split" },
       { headers },
     );
     expect(customer.visitors.map((l) => l.visitorId)).toEqual([today]);

@@ -1,32 +1,22 @@
 /** RevenueByChannel and Mrr: exact sums per channel and currency, through a listening server. */
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { ReportsService } from "../../gen/ingest/v1/reports_pb.js";
 import { BROWSER_UA } from "../helpers/fixtures.js";
 import { bufCurl } from "../helpers/rpc-clients.js";
-import {
-  ADMIN_TOKEN,
-  createTenant,
-  postJson,
-  startTestServer,
-  type Tenant,
-  type TestServer,
-} from "../helpers/test-server.js";
+import { ADMIN_TOKEN, createTenant, postJson, type Tenant } from "../helpers/test-server.js";
+import { useTestServer } from "../helpers/use-test-server.js";
 
-let server: TestServer;
 const headers = { authorization: `Bearer ${ADMIN_TOKEN}` };
 const reports = () =>
-  createClient(ReportsService, createConnectTransport({ baseUrl: server.url, httpVersion: "1.1" }));
+  createClient(ReportsService, createConnectTransport({ baseUrl: ctx.url, httpVersion: "1.1" }));
 
-beforeAll(async () => {
-  server = await startTestServer();
-});
-afterAll(() => server.close());
+const ctx = useTestServer({ tenant: false });
 
 async function pay(tenant: Tenant, body: Record<string, unknown>) {
   const res = await postJson(
-    `${server.url}/api/v1/payments`,
+    `${ctx.url}/api/v1/payments`,
     { kind: "charge", paid_at: "2026-03-10T12:00:00Z", ...body },
     { key: tenant.key },
   );
@@ -37,7 +27,7 @@ describe("RevenueByChannel", () => {
   let tenant: Tenant;
 
   beforeAll(async () => {
-    tenant = await createTenant(server);
+    tenant = await createTenant(ctx.server);
     // An Email visitor who becomes customer A.
     const v = { ip: "192.0.2.10", ua: BROWSER_UA };
     for (const body of [
@@ -45,7 +35,7 @@ describe("RevenueByChannel", () => {
       { e: "$identify", u: "https://example.com/", uid: "ua", ...v },
     ]) {
       const res = await postJson(
-        `${server.url}/api/v1/events`,
+        `${ctx.url}/api/v1/events`,
         { s: tenant.siteId, ...body },
         {
           key: tenant.key,
@@ -197,11 +187,11 @@ describe("RevenueByChannel", () => {
       from: "2026-01-01T00:00:00Z",
       to: "2026-04-01T00:00:00Z",
     };
-    const viaBuf = await bufCurl(`${server.url}/ingest.v1.ReportsService/RevenueByChannel`, body, {
+    const viaBuf = await bufCurl(`${ctx.url}/ingest.v1.ReportsService/RevenueByChannel`, body, {
       protocol: "grpc",
       authorization: `Bearer ${ADMIN_TOKEN}`,
     });
-    const viaJson = await fetch(`${server.url}/ingest.v1.ReportsService/RevenueByChannel`, {
+    const viaJson = await fetch(`${ctx.url}/ingest.v1.ReportsService/RevenueByChannel`, {
       method: "POST",
       headers: { "content-type": "application/json", ...headers },
       body: JSON.stringify(body),
@@ -230,7 +220,7 @@ describe("Mrr", () => {
     ["month", 29.99, "29.99"],
     ["year", 120, "10.00"],
   ])("normalises a %s plan of %s USD to a month: %s", async (interval, amount, expected) => {
-    const tenant = await createTenant(server);
+    const tenant = await createTenant(ctx.server);
     await pay(tenant, {
       payment_id: "p",
       customer: { id: "c" },
@@ -248,7 +238,7 @@ describe("Mrr", () => {
   });
 
   it("sums active and past_due subscriptions per currency, exactly, and leaves out the rest", async () => {
-    const tenant = await createTenant(server);
+    const tenant = await createTenant(ctx.server);
     const subs: [string, Record<string, unknown>][] = [
       ["USD", subscription("s1", "day", 1)],
       ["USD", subscription("s2", "week", 10, { status: "past_due" })],
