@@ -4,13 +4,10 @@ import { createConnectTransport } from "@connectrpc/connect-node";
 import { expect } from "vitest";
 import { ReportsService, type StoredEvent } from "../../gen/ingest/v1/reports_pb.js";
 import type { Store } from "../../src/store/port.js";
-import { BROWSER_UA } from "./fixtures.js";
+import { BROWSER_UA, IPHONE_UA } from "./fixtures.js";
 import { ADMIN_TOKEN, postJson, type Tenant } from "./test-server.js";
 
-export { BROWSER_UA };
-
-export const IPHONE_UA =
-  "Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.0 Mobile/15E148 Safari/604.1";
+export { BROWSER_UA, IPHONE_UA };
 
 /** POSTs to /api/v1/events with the tenant's key and a browser User-Agent (unless overridden). */
 export function sendEvents(
