@@ -1,11 +1,3 @@
-/**
- * One user id linked from more visitors than the cap (identify-cap.ts): the
- * payment is still credited to the user's real first touch, which arrived
- * as the last of 130 links, and the user keeps at most the cap of visitors.
- * Its cost under load is measured by bench/identify-flood.mjs, not here.
- */
-import { createClient } from "@connectrpc/connect";
-import { createConnectTransport } from "@connectrpc/connect-node";
 import { describe, expect, it } from "vitest";
 import { ReportsService } from "../../gen/ingest/v1/reports_pb.js";
 import { MAX_VISITORS_PER_USER } from "../../src/store/identity-cap.js";
@@ -87,10 +79,7 @@ describe("identify past the cap on visitors per user id", () => {
       { key: ctx.key },
     );
     expect(pay.status).toBe(200);
-    const reports = createClient(
-      ReportsService,
-      createConnectTransport({ baseUrl: ctx.url, httpVersion: "1.1" }),
-    );
+    const reports = ctx.client(ReportsService);
     const { payment } = await reports.getPayment(
       { siteId: ctx.siteId, paymentId: "pay_flood" },
       { headers },

@@ -1,6 +1,3 @@
-/** RevenueByChannel and Mrr: exact sums per channel and currency, through a listening server. */
-import { createClient } from "@connectrpc/connect";
-import { createConnectTransport } from "@connectrpc/connect-node";
 import { beforeAll, describe, expect, it } from "vitest";
 import { ReportsService } from "../../gen/ingest/v1/reports_pb.js";
 import { BROWSER_UA } from "../helpers/fixtures.js";
@@ -9,8 +6,7 @@ import { ADMIN_TOKEN, createTenant, postJson, type Tenant } from "../helpers/tes
 import { useTestServer } from "../helpers/use-test-server.js";
 
 const headers = { authorization: `Bearer ${ADMIN_TOKEN}` };
-const reports = () =>
-  createClient(ReportsService, createConnectTransport({ baseUrl: ctx.url, httpVersion: "1.1" }));
+const reports = () => ctx.client(ReportsService);
 
 const ctx = useTestServer({ tenant: false });
 
@@ -44,64 +40,29 @@ describe("RevenueByChannel", () => {
       expect(res.status).toBe(204);
     }
     const a = { id: "cus_a", user_id: "ua" };
-    await pay(tenant, { payment_id: "a1", customer: a, amount: 0.1, currency: "USD" });
-    await pay(tenant, { payment_id: "a2", customer: a, amount: 0.2, currency: "USD" });
-    await pay(tenant, {
-      payment_id: "a3",
-      customer: a,
-      amount: 0.05,
-      currency: "USD",
-      kind: "refund",
-    });
-    await pay(tenant, {
-      payment_id: "a4",
-      customer: a,
-      amount: 0.01,
-      currency: "USD",
-      kind: "chargeback",
-    });
-    await pay(tenant, { payment_id: "a5", customer: a, amount: 1500, currency: "JPY" });
-    await pay(tenant, {
-      payment_id: "a6",
-      customer: a,
-      amount: 99,
-      currency: "USD",
-      status: "failed",
-    });
-    await pay(tenant, {
-      payment_id: "a7",
-      customer: a,
-      amount: 99,
-      currency: "USD",
-      status: "pending",
-    });
-    // Customer B has no touch: unattributed.
-    await pay(tenant, {
-      payment_id: "b1",
-      customer: { id: "cus_b" },
-      amount: 19.99,
-      currency: "USD",
-    });
-    await pay(tenant, {
-      payment_id: "b2",
-      customer: { id: "cus_c" },
-      amount: 0.01,
-      currency: "USD",
-    });
-    await pay(tenant, {
-      payment_id: "b3",
-      customer: { id: "cus_c" },
-      amount: 700,
-      currency: "JPY",
-    });
-    // Outside the window.
-    await pay(tenant, {
-      payment_id: "old",
-      customer: { id: "cus_b" },
-      amount: 1000,
-      currency: "USD",
-      paid_at: "2025-12-31T23:59:59Z",
-    });
+    for (const body of [
+      { payment_id: "a1", customer: a, amount: 0.1, currency: "USD" },
+      { payment_id: "a2", customer: a, amount: 0.2, currency: "USD" },
+      { payment_id: "a3", customer: a, amount: 0.05, currency: "USD", kind: "refund" },
+      { payment_id: "a4", customer: a, amount: 0.01, currency: "USD", kind: "chargeback" },
+      { payment_id: "a5", customer: a, amount: 1500, currency: "JPY" },
+      { payment_id: "a6", customer: a, amount: 99, currency: "USD", status: "failed" },
+      { payment_id: "a7", customer: a, amount: 99, currency: "USD", status: "pending" },
+      // Customer B has no touch: unattributed.
+      { payment_id: "b1", customer: { id: "cus_b" }, amount: 19.99, currency: "USD" },
+      { payment_id: "b2", customer: { id: "cus_c" }, amount: 0.01, currency: "USD" },
+      { payment_id: "b3", customer: { id: "cus_c" }, amount: 700, currency: "JPY" },
+      // Outside the window.
+      {
+        payment_id: "old",
+        customer: { id: "cus_b" },
+        amount: 1000,
+        currency: "USD",
+        paid_at: "2025-12-31T23:59:59Z",
+      },
+    ]) {
+      await pay(tenant, body);
+    }
   });
 
   it("sums succeeded payments exactly per channel and currency, net of refunds and chargebacks", async () => {

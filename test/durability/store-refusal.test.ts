@@ -94,9 +94,7 @@ describeEachStore("MongoDB errors through both doors", (kind) => {
     expect(res.status).toBe(503);
     expect(res.headers.get("retry-after")).toBe("2");
     expect(res.body).toEqual(STORE_UNAVAILABLE);
-    const ev = await postJson(`${ctx.url}/api/v1/events`, validEvent(ctx.siteId), {
-      key: ctx.key,
-    });
+    const ev = await postJson(`${ctx.url}/api/v1/events`, validEvent(ctx.siteId), { key: ctx.key });
     expect(ev.status).toBe(503);
     const rpc = await rpcRecordPayment(
       connectTransport(ctx.server),

@@ -1,10 +1,3 @@
-/**
- * EventsService.RecordEvents over Connect, gRPC-Web and gRPC: the same
- * implementation as REST, so the same rules and messages. ReportsService
- * ListEvents shows what was stored.
- */
-import { createClient } from "@connectrpc/connect";
-import { createConnectTransport } from "@connectrpc/connect-node";
 import { describe, expect, it } from "vitest";
 import { EventsService } from "../../gen/ingest/v1/events_pb.js";
 import { ReportsService } from "../../gen/ingest/v1/reports_pb.js";
@@ -191,8 +184,7 @@ describe("quota over Connect", () => {
 });
 
 describe("ReportsService.ListEvents", () => {
-  const reports = () =>
-    createClient(ReportsService, createConnectTransport({ baseUrl: ctx.url, httpVersion: "1.1" }));
+  const reports = () => ctx.client(ReportsService);
   const admin = { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } };
 
   it("returns the newest first, up to the limit", async () => {

@@ -160,9 +160,7 @@ describe("error envelope", () => {
       Promise.reject(new Error("connection refused"));
     let res: Awaited<ReturnType<typeof postJson>>;
     try {
-      res = await postJson(`${ctx.url}/api/v1/events`, validEvent(ctx.siteId), {
-        key: ctx.key,
-      });
+      res = await postJson(`${ctx.url}/api/v1/events`, validEvent(ctx.siteId), { key: ctx.key });
     } finally {
       (inner as { directoryVersion: Store["directoryVersion"] }).directoryVersion = original;
     }

@@ -1,13 +1,3 @@
-/**
- * The tracking script in real headless Chromium (Debian's `chromium`, driven
- * by playwright-core) against the real service on port 0. Pages are served
- * on the site's hostnames through request interception, so `Origin` and `u`
- * are what a real visitor's browser sends. One browser for the whole file.
- *
- * There is no skip: without Chromium these tests fail (`.ci/run` installs it).
- */
-import { createClient } from "@connectrpc/connect";
-import { createConnectTransport } from "@connectrpc/connect-node";
 import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { ReportsService, type StoredEvent } from "../../gen/ingest/v1/reports_pb.js";
@@ -201,8 +191,7 @@ async function eventsOf(siteId: string, n: number): Promise<StoredEvent[]> {
   return events;
 }
 
-const reports = () =>
-  createClient(ReportsService, createConnectTransport({ baseUrl: ctx.url, httpVersion: "1.1" }));
+const reports = () => ctx.client(ReportsService);
 
 async function pay(tenant: Tenant, paymentId: string, customer: Record<string, string>) {
   const res = await postJson(
