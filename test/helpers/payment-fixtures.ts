@@ -37,6 +37,28 @@ export function fullPayment(overrides: Record<string, unknown> = {}): Record<str
   };
 }
 
+/**
+ * What `fullPayment()`'s customer and subscription become once validated
+ * (camelCase, e-mail in lower case, amounts in minor units, times in ms):
+ * the same at every layer that keeps them, the domain's and the stores'.
+ */
+export const FULL_PAYMENT_CUSTOMER = {
+  email: "ada@example.com",
+  userId: "user-42",
+  name: "Ada Lovelace",
+  country: "GB",
+  visitorId: "v_abc123",
+  metadata: { tier: "gold" },
+} as const;
+export const FULL_PAYMENT_SUBSCRIPTION = {
+  plan: "pro",
+  interval: "month",
+  status: "active",
+  amountMinor: 2999,
+  startedAt: Date.UTC(2024, 0, 15, 10, 30),
+  currentPeriodEnd: Date.UTC(2024, 1, 15, 10, 30),
+} as const;
+
 /** The smallest valid Payment body. */
 export function minimalPayment(overrides: Record<string, unknown> = {}): Record<string, unknown> {
   return {

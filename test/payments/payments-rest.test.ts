@@ -8,6 +8,8 @@ import { describe, expect, it } from "vitest";
 import type { PaymentWrite, Store } from "../../src/store/port.js";
 import { countPaymentRows, getPayment, postPayment } from "../helpers/payment-clients.js";
 import {
+  FULL_PAYMENT_CUSTOMER,
+  FULL_PAYMENT_SUBSCRIPTION,
   fullPayment,
   MESSAGE_TABLE,
   minimalPayment,
@@ -62,12 +64,7 @@ describe("success", () => {
     await postPayment(ctx.server, fullPayment({ payment_id: "pay_cust" }), ctx.key);
     expect(await ctx.store.getCustomer(ctx.siteId, "cus_001")).toMatchObject({
       customerId: "cus_001",
-      email: "ada@example.com",
-      userId: "user-42",
-      name: "Ada Lovelace",
-      country: "GB",
-      visitorId: "v_abc123",
-      metadata: { tier: "gold" },
+      ...FULL_PAYMENT_CUSTOMER,
     });
   });
 
@@ -77,12 +74,7 @@ describe("success", () => {
       subscriptionId: "sub_001",
       customerId: "cus_001",
       currency: "USD",
-      plan: "pro",
-      interval: "month",
-      status: "active",
-      amountMinor: 2999,
-      startedAt: Date.UTC(2024, 0, 15, 10, 30),
-      currentPeriodEnd: Date.UTC(2024, 1, 15, 10, 30),
+      ...FULL_PAYMENT_SUBSCRIPTION,
     });
   });
 

@@ -6,7 +6,12 @@ import {
 } from "../../../../src/domain/payments/record-payment.js";
 import { validatePayment } from "../../../../src/domain/payments/validate-payment.js";
 import type { KeyPrincipal, PaymentWrite, Store } from "../../../../src/store/port.js";
-import { fullPayment, minimalPayment } from "../../../helpers/payment-fixtures.js";
+import {
+  FULL_PAYMENT_CUSTOMER,
+  FULL_PAYMENT_SUBSCRIPTION,
+  fullPayment,
+  minimalPayment,
+} from "../../../helpers/payment-fixtures.js";
 
 const NOW = Date.UTC(2024, 5, 1, 12, 0, 0);
 const principal = { siteId: "site_1", accountId: "acc_1" } as KeyPrincipal;
@@ -60,12 +65,7 @@ describe("toPaymentWrite", () => {
       customer: {
         siteId: "site_1",
         customerId: "cus_001",
-        email: "ada@example.com",
-        userId: "user-42",
-        name: "Ada Lovelace",
-        country: "GB",
-        visitorId: "v_abc123",
-        metadata: { tier: "gold" },
+        ...FULL_PAYMENT_CUSTOMER,
         at: NOW,
       },
       subscription: {
@@ -73,12 +73,7 @@ describe("toPaymentWrite", () => {
         subscriptionId: "sub_001",
         customerId: "cus_001",
         currency: "USD",
-        plan: "pro",
-        interval: "month",
-        status: "active",
-        amountMinor: 2999,
-        startedAt: Date.UTC(2024, 0, 15, 10, 30),
-        currentPeriodEnd: Date.UTC(2024, 1, 15, 10, 30),
+        ...FULL_PAYMENT_SUBSCRIPTION,
         canceledAt: undefined,
         endedAt: undefined,
         defaults: { status: "active", startedAt: Date.UTC(2024, 0, 15, 10, 30) },

@@ -7,6 +7,8 @@ import {
   validatePayment,
 } from "../../../../src/domain/payments/validate-payment.js";
 import {
+  FULL_PAYMENT_CUSTOMER,
+  FULL_PAYMENT_SUBSCRIPTION,
   fullPayment,
   MESSAGE_TABLE,
   minimalPayment,
@@ -261,12 +263,7 @@ describe("validatePayment: normalisation", () => {
       paymentId: "pay_001",
       customer: {
         id: "cus_001",
-        email: "ada@example.com",
-        userId: "user-42",
-        name: "Ada Lovelace",
-        country: "GB",
-        visitorId: "v_abc123",
-        metadata: { tier: "gold" },
+        ...FULL_PAYMENT_CUSTOMER,
       },
       currency: "USD",
       amountMinor: 2999,
@@ -277,12 +274,7 @@ describe("validatePayment: normalisation", () => {
       metadata: { order: "A-1", source: "stripe" },
       subscription: {
         id: "sub_001",
-        plan: "pro",
-        interval: "month",
-        status: "active",
-        amountMinor: 2999,
-        startedAt: Date.UTC(2024, 0, 15, 10, 30),
-        currentPeriodEnd: Date.UTC(2024, 1, 15, 10, 30),
+        ...FULL_PAYMENT_SUBSCRIPTION,
       },
     });
   });
