@@ -4,7 +4,6 @@ import { ReportsService } from "../../gen/ingest/v1/reports_pb.js";
 import { BROWSER_UA, IPHONE_UA, listEvents, presetUsage } from "../helpers/events.js";
 import { PROTOCOLS, rpcClient, rpcError } from "../helpers/rpc-clients.js";
 import {
-  ADMIN_TOKEN,
   createTenant,
   createTestClock,
   startTestServer,
@@ -17,7 +16,7 @@ const ctx = useTestServer();
 const auth = (t: Pick<Tenant, "key">) => ({ headers: { authorization: `Bearer ${t.key}` } });
 
 describe.each(PROTOCOLS)("RecordEvents over %s", (protocol) => {
-  const client = () => rpcClient(EventsService, ctx.url, protocol);
+  const client = () => ctx.client(EventsService, protocol);
 
   it("records an enriched event and answers with the counts and the allowance", async () => {
     const t = await createTenant(ctx.server);
@@ -185,11 +184,11 @@ describe("quota over Connect", () => {
 
 describe("ReportsService.ListEvents", () => {
   const reports = () => ctx.client(ReportsService);
-  const admin = { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } };
+  const admin = { headers: ctx.adminHeaders };
 
   it("returns the newest first, up to the limit", async () => {
     const t = await createTenant(ctx.server);
-    const client = rpcClient(EventsService, ctx.url, "connect");
+    const client = ctx.client(EventsService);
     for (const e of ["one", "two", "three"]) {
       await client.recordEvents(
         { s: t.siteId, e, u: "https://example.com/", ua: BROWSER_UA },

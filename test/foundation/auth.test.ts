@@ -4,7 +4,7 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { EventsService } from "../../gen/ingest/v1/events_pb.js";
 import { PaymentsService, RecordPaymentRequestSchema } from "../../gen/ingest/v1/payments_pb.js";
 import { validEvent, validPayment } from "../helpers/fixtures.js";
-import { bufCurl, grpcJsClient, PROTOCOLS, rpcClient, rpcError } from "../helpers/rpc-clients.js";
+import { bufCurl, grpcJsClient, PROTOCOLS, rpcError } from "../helpers/rpc-clients.js";
 import { postJson } from "../helpers/test-server.js";
 import { useTestServer } from "../helpers/use-test-server.js";
 
@@ -93,7 +93,7 @@ describe.each(ENDPOINTS)("REST $path authentication", ({ path, scope, body }) =>
 
 describe.each(PROTOCOLS)("%s authentication", (protocol) => {
   it("rejects a missing key as unauthenticated with the REST message", async () => {
-    const client = rpcClient(PaymentsService, ctx.url, protocol);
+    const client = ctx.client(PaymentsService, protocol);
     expect(
       await rpcError(client.recordPayment(fromJson(RecordPaymentRequestSchema, validPayment()))),
     ).toEqual({
@@ -104,7 +104,7 @@ describe.each(PROTOCOLS)("%s authentication", (protocol) => {
   });
 
   it("rejects an unknown key", async () => {
-    const client = rpcClient(EventsService, ctx.url, protocol);
+    const client = ctx.client(EventsService, protocol);
     const headers = { authorization: `Bearer ${UNKNOWN_KEY}` };
     expect(await rpcError(client.recordEvents({ s: ctx.siteId }, { headers }))).toEqual({
       code: "unauthenticated",
@@ -114,7 +114,7 @@ describe.each(PROTOCOLS)("%s authentication", (protocol) => {
   });
 
   it("rejects a key without the scope as permission_denied", async () => {
-    const client = rpcClient(EventsService, ctx.url, protocol);
+    const client = ctx.client(EventsService, protocol);
     const headers = { authorization: `Bearer ${paymentsOnlyKey}` };
     expect(await rpcError(client.recordEvents({ s: ctx.siteId }, { headers }))).toEqual({
       code: "permission_denied",
@@ -184,7 +184,7 @@ describe("key deletion", () => {
       ok: false,
       error: { code: "unauthorized", message: "unknown or revoked API key" },
     });
-    const rpc = rpcClient(PaymentsService, ctx.url, "grpc");
+    const rpc = ctx.client(PaymentsService, "grpc");
     expect(
       await rpcError(
         rpc.recordPayment(fromJson(RecordPaymentRequestSchema, validPayment()), {

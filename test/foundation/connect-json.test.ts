@@ -2,7 +2,6 @@
 import { describe, expect, it } from "vitest";
 import { EventsService } from "../../gen/ingest/v1/events_pb.js";
 import { BROWSER_UA, validPayment } from "../helpers/fixtures.js";
-import { rpcClient } from "../helpers/rpc-clients.js";
 import { postJson } from "../helpers/test-server.js";
 import { useTestServer } from "../helpers/use-test-server.js";
 
@@ -85,7 +84,7 @@ describe("Connect JSON decoding", () => {
   });
 
   it("takes 64-bit integers as strings, as protobuf JSON writes them", async () => {
-    const client = rpcClient(EventsService, ctx.url, "connect");
+    const client = ctx.client(EventsService);
     const res = await client.recordEvents(
       {
         s: ctx.siteId,

@@ -38,14 +38,14 @@ describe("REST", () => {
 
 describe.each(PROTOCOLS)("connect-es client over %s", (protocol) => {
   it("records a payment", async () => {
-    const client = rpcClient(PaymentsService, ctx.url, protocol);
+    const client = ctx.client(PaymentsService, protocol);
     const res = await client.recordPayment(paymentMessage(`pay_${protocol}`), { headers: auth() });
     expect(res.paymentId).toBe(`pay_${protocol}`);
     expect((await ctx.store.getPayment(ctx.siteId, `pay_${protocol}`))?.amountMinor).toBe(2999);
   });
 
   it("records an event", async () => {
-    const client = rpcClient(EventsService, ctx.url, protocol);
+    const client = ctx.client(EventsService, protocol);
     const res = await client.recordEvents(validEvent(ctx.siteId), { headers: auth() });
     expect(res.accepted).toBe(1);
     expect(res.dropped).toBe(0);

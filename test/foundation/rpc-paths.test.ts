@@ -13,8 +13,7 @@ import { EventsService, RecordEventsRequestSchema } from "../../gen/ingest/v1/ev
 import { ReportsService } from "../../gen/ingest/v1/reports_pb.js";
 import { h2Request } from "../helpers/raw-h2.js";
 import { frame, grpcWebTrailer, rawPost } from "../helpers/robustness.js";
-import { grpcJsClient, rpcClient, rpcError } from "../helpers/rpc-clients.js";
-import { ADMIN_TOKEN } from "../helpers/test-server.js";
+import { grpcJsClient, rpcError } from "../helpers/rpc-clients.js";
 import { useTestServer } from "../helpers/use-test-server.js";
 
 const ctx = useTestServer();
@@ -195,7 +194,7 @@ describe("every answer on an RPC path is a Connect error", () => {
     );
     const res = await client.listEvents(
       { siteId: ctx.siteId, limit: 1 },
-      { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } },
+      { headers: ctx.adminHeaders },
     );
     expect(res.events).toEqual([]);
     const put = await fetch(`${ctx.url}/ingest.v1.ReportsService/ListEvents`, { method: "PUT" });
@@ -207,7 +206,7 @@ describe("every answer on an RPC path is a Connect error", () => {
   });
 
   it("connect-es clients still work on the canonical path", async () => {
-    const client = rpcClient(EventsService, ctx.url, "connect");
+    const client = ctx.client(EventsService);
     const err = await rpcError(client.recordEvents({ s: ctx.siteId, e: "pageview" }));
     expect(err).toEqual({
       code: "unauthenticated",

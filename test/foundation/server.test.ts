@@ -171,13 +171,10 @@ describe("error envelope", () => {
   it("hides internal RPC causes too", async () => {
     faults.garbage = true;
     try {
-      const client = rpcClient(ReportsService, ctx.url, "connect");
+      const client = ctx.client(ReportsService);
       expect(
         await rpcError(
-          client.getPayment(
-            { siteId: ctx.siteId, paymentId: "p" },
-            { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } },
-          ),
+          client.getPayment({ siteId: ctx.siteId, paymentId: "p" }, { headers: ctx.adminHeaders }),
         ),
       ).toEqual({ code: "internal", message: "internal error", reason: "internal" });
     } finally {
@@ -188,14 +185,9 @@ describe("error envelope", () => {
   it("answers unavailable over RPC when the store fails", async () => {
     faults.down = true;
     try {
-      const client = rpcClient(ReportsService, ctx.url, "grpc");
+      const client = ctx.client(ReportsService, "grpc");
       expect(
-        await rpcError(
-          client.listEvents(
-            { siteId: ctx.siteId },
-            { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } },
-          ),
-        ),
+        await rpcError(client.listEvents({ siteId: ctx.siteId }, { headers: ctx.adminHeaders })),
       ).toEqual({
         code: "unavailable",
         message: "the store is unavailable, retry later",
@@ -218,7 +210,7 @@ describe("error envelope", () => {
 
 describe("AdminService token", () => {
   it.each(PROTOCOLS)("refuses a wrong token over %s", async (protocol) => {
-    const client = rpcClient(AdminService, ctx.url, protocol);
+    const client = ctx.client(AdminService, protocol);
     expect(
       await rpcError(
         client.getUsage(
@@ -234,10 +226,10 @@ describe("AdminService token", () => {
   });
 
   it("answers with the right token", async () => {
-    const client = rpcClient(AdminService, ctx.url, "grpc");
+    const client = ctx.client(AdminService, "grpc");
     const usage = await client.getUsage(
       { accountId: ctx.tenant.accountId },
-      { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } },
+      { headers: ctx.adminHeaders },
     );
     expect(usage.plan).toBe("scale");
     expect(usage.allowance).toBe(10_000_000n);
@@ -245,7 +237,7 @@ describe("AdminService token", () => {
   });
 
   it("creates accounts, sites and keys the same way the CLI does", async () => {
-    const client = rpcClient(AdminService, ctx.url, "connect");
+    const client = ctx.client(AdminService);
     const headers = { authorization: `Bearer ${ADMIN_TOKEN}` };
     const acc = await client.createAccount(
       { name: "Via RPC", plan: "starter", ownerEmail: "rpc@example.com" },

@@ -21,7 +21,6 @@ import {
 import type { Store } from "../../src/store/port.js";
 import { freePort, startChildServer } from "../helpers/child-server.js";
 import { BROWSER_UA, validEvent, validPayment } from "../helpers/fixtures.js";
-import { rpcClient } from "../helpers/rpc-clients.js";
 import { createTenant, postJson, seedTenantFile } from "../helpers/test-server.js";
 import { useTestServer } from "../helpers/use-test-server.js";
 
@@ -91,7 +90,7 @@ describe("metrics of one process", () => {
     expect((await fetch(`${ctx.url}/nowhere`)).status).toBe(404);
     const headers = { authorization: `Bearer ${ctx.key}` };
     for (const protocol of ["connect", "grpcweb", "grpc"] as const) {
-      const c = rpcClient(PaymentsService, ctx.url, protocol);
+      const c = ctx.client(PaymentsService, protocol);
       const payment = () => fromJson(RecordPaymentRequestSchema, validPayment());
       await c.recordPayment(payment(), { headers });
       await expect(c.recordPayment(payment())).rejects.toThrow("missing or malformed API key");

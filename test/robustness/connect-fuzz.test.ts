@@ -610,11 +610,8 @@ describe("formerly known defects, now guarded by src/http/rpc-body-guard.ts", ()
       body,
     });
     expect(posted.status).toBe(400);
-    const reports = rpcClient(ReportsService, ctx.url, "connect");
-    await reports.listEvents(
-      { siteId: ctx.siteId, limit: 5 },
-      { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } },
-    );
+    const reports = ctx.client(ReportsService);
+    await reports.listEvents({ siteId: ctx.siteId, limit: 5 }, { headers: ctx.adminHeaders });
   });
 });
 

@@ -11,7 +11,6 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { ReportsService, type StoredPayment } from "../../gen/ingest/v1/reports_pb.js";
 import { validPayment } from "../helpers/fixtures.js";
 import { runs, SEED, send, TEST_TIMEOUT } from "../helpers/robustness.js";
-import { rpcClient } from "../helpers/rpc-clients.js";
 import { ADMIN_TOKEN } from "../helpers/test-server.js";
 import { useTestServer } from "../helpers/use-test-server.js";
 
@@ -21,7 +20,7 @@ beforeAll(async () => {
 });
 
 async function getPayment(paymentId: string): Promise<StoredPayment | undefined> {
-  const client = rpcClient(ReportsService, ctx.url, "connect");
+  const client = ctx.client(ReportsService);
   try {
     const res = await client.getPayment(
       { siteId: ctx.siteId, paymentId },

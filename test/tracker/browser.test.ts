@@ -3,13 +3,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { ReportsService, type StoredEvent } from "../../gen/ingest/v1/reports_pb.js";
 import { freePort } from "../helpers/child-server.js";
 import { listEvents } from "../helpers/events.js";
-import {
-  ADMIN_TOKEN,
-  createTenant,
-  createTestClock,
-  postJson,
-  type Tenant,
-} from "../helpers/test-server.js";
+import { createTenant, createTestClock, postJson, type Tenant } from "../helpers/test-server.js";
 import { useTestServer } from "../helpers/use-test-server.js";
 
 const CHROMIUM = process.env.CHROMIUM_PATH || "/usr/bin/chromium";
@@ -209,7 +203,7 @@ async function pay(tenant: Tenant, paymentId: string, customer: Record<string, s
   expect(res.status).toBe(200);
   const { payment } = await reports().getPayment(
     { siteId: tenant.siteId, paymentId },
-    { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } },
+    { headers: ctx.adminHeaders },
   );
   return payment;
 }
