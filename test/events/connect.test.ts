@@ -2,13 +2,8 @@ import { describe, expect, it } from "vitest";
 import { EventsService } from "../../gen/ingest/v1/events_pb.js";
 import { ReportsService } from "../../gen/ingest/v1/reports_pb.js";
 import { BROWSER_UA, IPHONE_UA, listEvents, presetUsage } from "../helpers/events.js";
-import { PROTOCOLS, rpcClient, rpcError } from "../helpers/rpc-clients.js";
-import {
-  createTenant,
-  createTestClock,
-  startTestServer,
-  type Tenant,
-} from "../helpers/test-server.js";
+import { PROTOCOLS, rpcError } from "../helpers/rpc-clients.js";
+import { createTenant, createTestClock, type Tenant } from "../helpers/test-server.js";
 import { useTestServer } from "../helpers/use-test-server.js";
 
 const ctx = useTestServer();
@@ -147,38 +142,37 @@ describe.each(PROTOCOLS)("RecordEvents over %s", (protocol) => {
 });
 
 describe("quota over Connect", () => {
+  const quota = useTestServer({
+    clock: createTestClock(Date.UTC(2025, 5, 30, 23, 0, 0)),
+    tenant: { plan: "free" },
+  });
+
   it("is resource_exhausted with Retry-After", async () => {
-    const clock = createTestClock(Date.UTC(2025, 5, 30, 23, 0, 0));
-    const s = await startTestServer({ clock });
+    const t = quota.tenant;
+    await presetUsage(quota.store, t.accountId, "2025-06", 11_000);
+    const client = quota.client(EventsService);
+    let retryAfter: string | null = null;
     try {
-      const t = await createTenant(s, { plan: "free" });
-      await presetUsage(s.store, t.accountId, "2025-06", 11_000);
-      const client = rpcClient(EventsService, s.url, "connect");
-      let retryAfter: string | null = null;
-      try {
-        await client.recordEvents(
+      await client.recordEvents(
+        { s: t.siteId, e: "pageview", u: "https://example.com/", ua: BROWSER_UA },
+        auth(t),
+      );
+    } catch (err) {
+      retryAfter = (err as { metadata: Headers }).metadata.get("retry-after");
+    }
+    expect(retryAfter).toBe("3600");
+    expect(
+      await rpcError(
+        client.recordEvents(
           { s: t.siteId, e: "pageview", u: "https://example.com/", ua: BROWSER_UA },
           auth(t),
-        );
-      } catch (err) {
-        retryAfter = (err as { metadata: Headers }).metadata.get("retry-after");
-      }
-      expect(retryAfter).toBe("3600");
-      expect(
-        await rpcError(
-          client.recordEvents(
-            { s: t.siteId, e: "pageview", u: "https://example.com/", ua: BROWSER_UA },
-            auth(t),
-          ),
         ),
-      ).toEqual({
-        code: "resource_exhausted",
-        message: "monthly event quota exceeded",
-        reason: "quota_exceeded",
-      });
-    } finally {
-      await s.close();
-    }
+      ),
+    ).toEqual({
+      code: "resource_exhausted",
+      message: "monthly event quota exceeded",
+      reason: "quota_exceeded",
+    });
   });
 });
 

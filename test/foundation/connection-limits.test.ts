@@ -11,7 +11,6 @@ import { describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/config.js";
 import { validEvent } from "../helpers/fixtures.js";
 import { parseHttpResponse } from "../helpers/robustness.js";
-import { startTestServer } from "../helpers/test-server.js";
 import { useTestServer } from "../helpers/use-test-server.js";
 
 const LIMITS = {
@@ -196,20 +195,21 @@ describe("HTTP/2", () => {
 });
 
 describe("MAX_CONNECTIONS", () => {
+  const capped = useTestServer({ env: { MAX_CONNECTIONS: "2" }, tenant: false });
+
   it("a connection past the cap is closed at once, without an answer", async () => {
-    const capped = await startTestServer({ env: { MAX_CONNECTIONS: "2" } });
     const held: net.Socket[] = [];
     try {
       for (let i = 0; i < 2; i++) {
         held.push(
           await new Promise<net.Socket>((resolve) => {
-            const s = net.connect(capped.port, "127.0.0.1", () => resolve(s));
+            const s = net.connect(capped.server.port, "127.0.0.1", () => resolve(s));
             s.on("error", () => {});
           }),
         );
       }
       const third = await untilClosed(
-        capped.port,
+        capped.server.port,
         (s) => s.write("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"),
         3_000,
       );
@@ -220,7 +220,6 @@ describe("MAX_CONNECTIONS", () => {
       expect((await fetch(`${capped.url}/healthz`)).status).toBe(200);
     } finally {
       for (const s of held) s.destroy();
-      await capped.close();
     }
   });
 });

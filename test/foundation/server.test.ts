@@ -3,8 +3,8 @@ import { AdminService } from "../../gen/ingest/v1/admin_pb.js";
 import { ReportsService } from "../../gen/ingest/v1/reports_pb.js";
 import type { Store } from "../../src/store/port.js";
 import { STORE_UNAVAILABLE, validEvent } from "../helpers/fixtures.js";
-import { PROTOCOLS, rpcClient, rpcError } from "../helpers/rpc-clients.js";
-import { ADMIN_TOKEN, createTenant, postJson, startTestServer } from "../helpers/test-server.js";
+import { PROTOCOLS, rpcError } from "../helpers/rpc-clients.js";
+import { ADMIN_TOKEN, createTenant, postJson } from "../helpers/test-server.js";
 import { useTestServer } from "../helpers/use-test-server.js";
 
 /** A store whose failures a test can switch on. */
@@ -272,22 +272,19 @@ describe("AdminService token", () => {
 });
 
 describe("AdminService without ADMIN_TOKEN", () => {
+  const bare = useTestServer({ env: { ADMIN_TOKEN: "" }, tenant: false });
+
   it("refuses every call", async () => {
-    const bare = await startTestServer({ env: { ADMIN_TOKEN: "" } });
-    try {
-      const client = rpcClient(AdminService, bare.url, "connect");
-      expect(
-        await rpcError(
-          client.getUsage({ accountId: "x" }, { headers: { authorization: "Bearer anything" } }),
-        ),
-      ).toEqual({
-        code: "unauthenticated",
-        message: "admin API is disabled: ADMIN_TOKEN is not set",
-        reason: "unauthorized",
-      });
-    } finally {
-      await bare.close();
-    }
+    const client = bare.client(AdminService);
+    expect(
+      await rpcError(
+        client.getUsage({ accountId: "x" }, { headers: { authorization: "Bearer anything" } }),
+      ),
+    ).toEqual({
+      code: "unauthenticated",
+      message: "admin API is disabled: ADMIN_TOKEN is not set",
+      reason: "unauthorized",
+    });
   });
 });
 

@@ -4,17 +4,12 @@
  * function) plus the door's own: Origin, ip/ua from the body, the per-client
  * rate limit.
  */
-import { afterEach, describe, expect, it } from "vitest";
+import { afterAll, describe, expect, it } from "vitest";
 import { secondsUntilNextMonth, utcMonth } from "../../src/domain/plans.js";
 import type { EventGroup, Store } from "../../src/store/port.js";
 import { BROWSER_UA, collect } from "../helpers/collect.js";
 import { envelope, listEvents, pageview, presetUsage, sendEvents } from "../helpers/events.js";
-import {
-  createTenant,
-  createTestClock,
-  startTestServer,
-  type TestServer,
-} from "../helpers/test-server.js";
+import { createTenant, createTestClock } from "../helpers/test-server.js";
 import { useTestServer } from "../helpers/use-test-server.js";
 
 const CORS = {
@@ -272,34 +267,31 @@ describe("collect endpoint", () => {
 });
 
 describe("collect back pressure", () => {
-  let server: TestServer | undefined;
-  afterEach(async () => {
-    await server?.close();
-    server = undefined;
+  let release: () => void = () => {};
+  const gate = new Promise<void>((r) => {
+    release = r;
   });
-
-  it("answers 503 rate_limited with Retry-After: 2 when the ingest queue is full", async () => {
-    let release: () => void = () => {};
-    const gate = new Promise<void>((r) => {
-      release = r;
-    });
-    let entered: () => void = () => {};
-    const writing = new Promise<void>((r) => {
-      entered = r;
-    });
-    const wrap = (store: Store): Store => ({
+  let entered: () => void = () => {};
+  const writing = new Promise<void>((r) => {
+    entered = r;
+  });
+  const bp = useTestServer({
+    env: { INGEST_QUEUE_CAPACITY: "1" },
+    wrapStore: (store: Store): Store => ({
       ...store,
       async commitEvents(groups: EventGroup[]) {
         entered();
         await gate;
         return store.commitEvents(groups);
       },
-    });
-    server = await startTestServer({ env: { INGEST_QUEUE_CAPACITY: "1" }, wrapStore: wrap });
-    const site = await createTenant(server);
-    const first = collect(server.url, pageview(site.siteId));
+    }),
+  });
+  afterAll(() => release());
+
+  it("answers 503 rate_limited with Retry-After: 2 when the ingest queue is full", async () => {
+    const first = collect(bp.url, pageview(bp.siteId));
     await writing;
-    const full = await collect(server.url, pageview(site.siteId));
+    const full = await collect(bp.url, pageview(bp.siteId));
     expect(full.status).toBe(503);
     expect(full.headers.get("retry-after")).toBe("2");
     expect(full.body).toEqual(envelope("rate_limited", "ingest queue is full, retry later"));
