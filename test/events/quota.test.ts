@@ -12,8 +12,8 @@ import {
   presetUsage,
   sendEvents,
 } from "../helpers/events.js";
-import { createTenant, createTestClock, startTestServer } from "../helpers/test-server.js";
-import { useTestServer } from "../helpers/use-test-server.js";
+import { createTenant, createTestClock } from "../helpers/test-server.js";
+import { useTestServer, withTestServer } from "../helpers/use-test-server.js";
 
 /** Runs `tasks` with at most `limit` at a time. */
 async function pool<T>(tasks: (() => Promise<T>)[], limit: number): Promise<T[]> {
@@ -95,17 +95,13 @@ describe("plans", () => {
     ["growth", 2_000_000],
     ["scale", 20_000_000],
   ])("%s accepts up to %i", async (plan, ceiling) => {
-    const server = await startTestServer();
-    try {
-      const t = await createTenant(server, { plan });
+    await withTestServer({ tenant: { plan } }, async (server, t) => {
       await presetUsage(server.store, t.accountId, utcMonth(server.clock.now()), ceiling - 1);
       const ok = await sendEvents(server.url, t, pageview(t.siteId));
       expect(ok.status).toBe(204);
       expect(ok.headers.get("x-quota-remaining")).toBe("0");
       expect((await sendEvents(server.url, t, pageview(t.siteId))).status).toBe(429);
-    } finally {
-      await server.close();
-    }
+    });
   });
 });
 

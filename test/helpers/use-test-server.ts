@@ -114,3 +114,21 @@ export function useTestServer(
     },
   };
 }
+
+/**
+ * For the test that needs a server of its own (its settings differ from every
+ * other test's): starts one and a tenant, runs `body`, and closes the server
+ * whatever `body` does.
+ */
+export async function withTestServer<T>(
+  options: TestServerOptions & { tenant?: Parameters<typeof createTenant>[1] },
+  body: (server: TestServer, tenant: Tenant) => Promise<T>,
+): Promise<T> {
+  const { tenant: tenantOptions, ...serverOptions } = options;
+  const server = await startTestServer(serverOptions);
+  try {
+    return await body(server, await createTenant(server, tenantOptions));
+  } finally {
+    await server.close();
+  }
+}
