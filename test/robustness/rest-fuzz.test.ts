@@ -8,6 +8,7 @@
 import fc from "fast-check";
 import { beforeAll, describe, expect, it } from "vitest";
 import { BROWSER_UA, validEvent } from "../helpers/fixtures.js";
+import { fullPayment } from "../helpers/payment-fixtures.js";
 import {
   type Answer,
   anyJsonText,
@@ -67,37 +68,6 @@ const ENDPOINTS = [PAYMENTS, EVENTS];
 
 type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
 
-function fullPayment(id: string): Json {
-  return {
-    payment_id: id,
-    customer: {
-      id: "cus_fuzz",
-      email: "Ada@Example.com",
-      user_id: "user-1",
-      name: "Ada",
-      country: "GB",
-      visitor_id: "v_1",
-      metadata: { tier: "gold" },
-    },
-    amount: 29.99,
-    currency: "USD",
-    fee: 1.17,
-    kind: "charge",
-    paid_at: "2024-01-15T10:30:00Z",
-    status: "succeeded",
-    metadata: { order: "A-1" },
-    subscription: {
-      id: "sub_fuzz",
-      plan: "pro",
-      interval: "month",
-      status: "active",
-      amount: 29.99,
-      started_at: "2024-01-15T10:30:00Z",
-      current_period_end: "2024-02-15T10:30:00Z",
-    },
-  };
-}
-
 function minimalPayment(id: string): Json {
   return {
     payment_id: id,
@@ -130,7 +100,7 @@ function fullEvent(siteId: string): Json {
 function bases(): { endpoint: Endpoint; body: Json }[] {
   const ev = validEvent(ctx.siteId) as Json;
   return [
-    { endpoint: PAYMENTS, body: fullPayment("pay_fuzz_full") },
+    { endpoint: PAYMENTS, body: fullPayment({ payment_id: "pay_fuzz_full" }) as Json },
     { endpoint: PAYMENTS, body: minimalPayment("pay_fuzz_min") },
     { endpoint: EVENTS, body: ev },
     { endpoint: EVENTS, body: fullEvent(ctx.siteId) },

@@ -545,6 +545,21 @@ describe("mongodb adapter without a server", () => {
   });
 
   describe("attribution", () => {
+    /** A succeeded charge of 1 USD on site_1 at T0. */
+    const pay = (paymentId: string, customerId = "cus_1"): PaymentRecord => ({
+      siteId: "site_1",
+      paymentId,
+      customerId,
+      currency: "USD",
+      amountMinor: 100,
+      kind: "charge",
+      status: "succeeded",
+      paidAt: T0,
+      metadata: {},
+      createdAt: T0,
+      updatedAt: T0,
+    });
+
     /**
      * A collection of the model: the operations the attribution code uses,
      * each checking what it writes against the collection's validator.
@@ -798,19 +813,6 @@ describe("mongodb adapter without a server", () => {
     it("sets and clears the attribution of a customer and its payments; re-sends keep it", async () => {
       const { f, c } = fakeCollections();
       const store = createMongoAttribution(c);
-      const pay = (paymentId: string, customerId: string): PaymentRecord => ({
-        siteId: "site_1",
-        paymentId,
-        customerId,
-        currency: "USD",
-        amountMinor: 100,
-        kind: "charge",
-        status: "succeeded",
-        paidAt: T0,
-        metadata: {},
-        createdAt: T0,
-        updatedAt: T0,
-      });
       f.payments.docs = [
         run("payments", undefined, paymentUpsert([pay("p1", "cus_1")])),
         run("payments", undefined, paymentUpsert([pay("p2", "cus_1")])),
@@ -869,19 +871,6 @@ describe("mongodb adapter without a server", () => {
     it("a stale writer cannot replace a better attribution (conditional on rank, per document)", async () => {
       const { f, c } = fakeCollections();
       const store = createMongoAttribution(c);
-      const pay = (paymentId: string): PaymentRecord => ({
-        siteId: "site_1",
-        paymentId,
-        customerId: "cus_1",
-        currency: "USD",
-        amountMinor: 100,
-        kind: "charge",
-        status: "succeeded",
-        paidAt: T0,
-        metadata: {},
-        createdAt: T0,
-        updatedAt: T0,
-      });
       f.payments.docs = [run("payments", undefined, paymentUpsert([pay("p1")]))];
       f.customers.docs = [
         run(
