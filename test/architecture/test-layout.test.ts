@@ -21,8 +21,12 @@ function filesUnder(dir: string): string[] {
 
 const files = filesUnder(TEST);
 const isTest = (file: string) => file.endsWith(".test.ts");
-/** The store contract suite: support code of test/store/ that only its two runners import. */
-const isContractSuite = (file: string) => /^test\/store\/contract(\.ts$|\/)/.test(file);
+/**
+ * A store contract suite: support code kept next to the runners that apply it
+ * to each adapter (test/store/contract/, test/store/<part>-contract.ts).
+ */
+const isContractSuite = (file: string) =>
+  /^test\/store\/(contract(\.ts$|\/)|[a-z-]+-contract\.ts$)/.test(file);
 
 /** The relative modules a file imports (static imports and re-exports), as repository paths of their sources. */
 function relativeImports(file: string): string[] {
@@ -33,7 +37,7 @@ function relativeImports(file: string): string[] {
 }
 
 describe("test layout", () => {
-  it("keeps support code in test/helpers/ (the store contract suite aside)", () => {
+  it("keeps support code in test/helpers/ (the store contract suites aside)", () => {
     const stray = files.filter(
       (f) =>
         /\.(ts|mjs|js)$/.test(f) &&
