@@ -4,13 +4,13 @@
  */
 import { afterEach, describe, expect, it } from "vitest";
 import type { EventGroup, Store } from "../../src/store/port.js";
+import { batchOf, envelope, listEvents, pageview, sendEvents } from "../helpers/events.js";
 import {
   createTenant,
   startTestServer,
   type Tenant,
   type TestServer,
 } from "../helpers/test-server.js";
-import { batchOf, envelope, listEvents, pageview, sendEvents } from "./support.js";
 
 /** A store whose event writes wait for `open()` and are recorded. */
 function gatedStore() {

@@ -17,8 +17,8 @@ import { createConnectTransport } from "@connectrpc/connect-node";
 import type { BrowserContext, Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { ReportsService, type StoredEvent } from "../../gen/ingest/v1/reports_pb.js";
-import { listEvents } from "../events/support.js";
 import { launchPersistentChromium } from "../helpers/chromium.js";
+import { listEvents } from "../helpers/events.js";
 import {
   ADMIN_TOKEN,
   createTenant,

@@ -13,7 +13,7 @@ import {
 } from "../../../../src/store/mongo/persistent-visitors.js";
 import type { Collections } from "../../../../src/store/mongo/schema.js";
 import type { VisitorStitch } from "../../../../src/store/port.js";
-import { type Doc, matches } from "../../../store/mongo-model.js";
+import { type Doc, matches } from "../../../helpers/mongo/model.js";
 
 const T0 = Date.UTC(2026, 4, 4);
 
