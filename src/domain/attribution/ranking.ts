@@ -6,10 +6,9 @@
  * tests check the translation against these functions.
  */
 import type { VisitorTouch } from "../store/records.js";
-import type { LinkKind } from "../vocabulary.js";
+import { LINK_KINDS, type LinkKind } from "../vocabulary.js";
 
-/** Link kinds, strongest first: the index is the rank (lower is stronger). */
-export const LINK_KINDS: readonly LinkKind[] = ["user_id", "visitor_id", "customer"];
+export { LINK_KINDS };
 
 /** The rank of a link kind: lower is stronger. */
 export function linkRank(kind: LinkKind): number {
