@@ -4,6 +4,7 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import type { ReportsService } from "../../gen/ingest/v1/reports_pb.js";
 import { formatMinorUnits } from "../domain/payments/money.js";
 import type { Reports } from "../domain/reports.js";
+import { UNATTRIBUTED } from "../domain/vocabulary.js";
 import { guard } from "./admin-service.js";
 
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -91,7 +92,7 @@ export function createReportsService(deps: {
           subscriptionId: p.subscriptionId,
           createdAt: iso(p.createdAt),
           updatedAt: iso(p.updatedAt),
-          channel: p.attribution?.channel ?? "unattributed",
+          channel: p.attribution?.channel ?? UNATTRIBUTED,
           attribution: p.attribution && attributionMessage(p.attribution),
         },
       };

@@ -14,7 +14,7 @@
  * again empty when full.
  */
 import type { VisitorTouch } from "../store/records.js";
-import { isBetter } from "./touches.js";
+import { isBetterTouch } from "./ranking.js";
 
 /** Most visitors remembered per process (~100 bytes each). */
 const MAX_VISITORS = 50_000;
@@ -36,7 +36,7 @@ export function createKnownTouches(options: { maxVisitors?: number } = {}): Know
       if (size === 0) return touches;
       return touches.filter((t) => {
         const k = known.get(t.siteId)?.get(t.visitorId);
-        return k === undefined || isBetter(t, k);
+        return k === undefined || isBetterTouch(t, k);
       });
     },
     remember(touches) {
@@ -47,7 +47,7 @@ export function createKnownTouches(options: { maxVisitors?: number } = {}): Know
           known.set(t.siteId, visitors);
         }
         const k = visitors.get(t.visitorId);
-        if (k !== undefined && !isBetter(t, k)) continue;
+        if (k !== undefined && !isBetterTouch(t, k)) continue;
         if (k === undefined) {
           // Full: start again (the store stays right; only some upserts come back for a while).
           if (size >= maxVisitors) {

@@ -1,5 +1,6 @@
 /** Payments, customers and subscriptions in MongoDB. */
 import type { AnyBulkWriteOperation } from "mongodb";
+import { UNATTRIBUTED } from "../../domain/vocabulary.js";
 import type {
   CustomerPatch,
   CustomerRecord,
@@ -9,7 +10,6 @@ import type {
   SubscriptionPatch,
   SubscriptionRecord,
 } from "../port.js";
-import { UNATTRIBUTED } from "./attribution.js";
 import {
   attributionFromDoc,
   type CustomerDoc,

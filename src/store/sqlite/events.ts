@@ -1,6 +1,11 @@
 /** Events, identity links, visitor salts and quota counters in SQLite. */
 
-import { MAX_VISITORS_PER_USER, visitorToReplace } from "../identity-cap.js";
+import {
+  type LinkPlan,
+  linksByUser,
+  MAX_VISITORS_PER_USER,
+  planLinks,
+} from "../../domain/attribution/identity-cap.js";
 import type { EventGroupResult, EventRecord, IdentityLink, StoreEventsPart } from "../port.js";
 import { createTouchWriter } from "./attribution.js";
 import { type Db, nul, opt } from "./open-sqlite.js";
@@ -138,12 +143,9 @@ export function createSqliteEvents(db: Db): StoreEventsPart {
       `INSERT INTO identities (site_id, user_id, visitor_id, ts) VALUES (@siteId, @userId, @visitorId, @ts)
        ON CONFLICT (site_id, user_id, visitor_id) DO UPDATE SET ts = min(ts, excluded.ts)`,
     ),
-    linkExists: db.prepare(
-      "SELECT 1 FROM identities WHERE site_id = ? AND user_id = ? AND visitor_id = ?",
-    ),
-    // Counting stops at the cap: the cost is bounded however many links a caller tried.
-    linkCount: db.prepare(
-      "SELECT count(*) AS n FROM (SELECT 1 FROM identities WHERE site_id = ? AND user_id = ? LIMIT ?)",
+    // Reading stops past the cap: the cost is bounded however many links a caller tried.
+    linkedVisitors: db.prepare(
+      "SELECT visitor_id FROM identities WHERE site_id = ? AND user_id = ? LIMIT ?",
     ),
     linkedTouches: db.prepare(
       `SELECT i.visitor_id, t.internal, t.ts FROM identities i
@@ -174,24 +176,38 @@ export function createSqliteEvents(db: Db): StoreEventsPart {
   const touchFrom = (r: TouchCols | undefined) =>
     r?.ts == null ? undefined : { internal: r.internal === 1, ts: r.ts };
 
-  /** Writes an identity link within the cap on visitors per user id (see identity-cap.ts). */
-  function writeLink(l: IdentityLink): void {
-    const known = s.linkExists.get(l.siteId, l.userId, l.visitorId) !== undefined;
-    const count = known
-      ? 0
-      : (s.linkCount.get(l.siteId, l.userId, MAX_VISITORS_PER_USER) as { n: number }).n;
-    if (!known && count >= MAX_VISITORS_PER_USER) {
-      const candidate = touchFrom(s.touchOf.get(l.siteId, l.visitorId) as TouchCols | undefined);
-      // No touch yet: it cannot beat anything linked, so skip the read of the linked visitors.
-      if (candidate === undefined) return;
-      const linked = (
-        s.linkedTouches.all(l.siteId, l.userId) as ({ visitor_id: string } & TouchCols)[]
-      ).map((r) => ({ visitorId: r.visitor_id, touch: touchFrom(r) }));
-      const replaced = visitorToReplace(linked, candidate);
-      if (replaced === undefined) return;
-      s.unlink.run(l.siteId, l.userId, replaced);
+  /** The first touches the cap weighs: of the user's linked visitors and of the candidates. */
+  function touchesFor(siteId: string, userId: string, candidates: readonly string[]) {
+    const touches = new Map(
+      (s.linkedTouches.all(siteId, userId) as ({ visitor_id: string } & TouchCols)[]).map((r) => [
+        r.visitor_id,
+        touchFrom(r),
+      ]),
+    );
+    for (const v of candidates) {
+      if (!touches.has(v)) touches.set(v, touchFrom(s.touchOf.get(siteId, v) as TouchCols));
     }
-    s.insertLink.run(l);
+    return (visitorId: string) => touches.get(visitorId);
+  }
+
+  /** Writes identity links as the cap on visitors per user id plans them (identity-cap.ts). */
+  function writeLinks(links: readonly IdentityLink[]): void {
+    for (const group of linksByUser(links)) {
+      const { siteId, userId } = group[0] as IdentityLink;
+      const candidates = group.map((l) => l.visitorId);
+      const linked = (
+        s.linkedVisitors.all(siteId, userId, MAX_VISITORS_PER_USER + group.length) as {
+          visitor_id: string;
+        }[]
+      ).map((r) => r.visitor_id);
+      // Touches are read only when a new visitor is past the cap.
+      const plan =
+        planLinks(linked, candidates) ??
+        (planLinks(linked, candidates, touchesFor(siteId, userId, candidates)) as LinkPlan);
+      for (const v of plan.unlink) s.unlink.run(siteId, userId, v);
+      const keep = new Set(plan.link);
+      for (const l of group) if (keep.has(l.visitorId)) s.insertLink.run(l);
+    }
   }
   const usageOf = (account: string, month: string): number =>
     (s.usage.get(account, month) as { count: number } | undefined)?.count ?? 0;
@@ -222,7 +238,7 @@ export function createSqliteEvents(db: Db): StoreEventsPart {
       // Touches before links: a visitor's pageview in the same request counts when the cap
       // on visitors per user id decides whether its link is kept.
       const firstTouches = (g.touches ?? []).filter(writeTouch).map((t) => t.visitorId);
-      for (const l of g.links) writeLink(l);
+      writeLinks(g.links);
       results.push({
         ok: true,
         remaining: Math.max(0, g.ceiling - usageOf(g.accountId, g.month)),
