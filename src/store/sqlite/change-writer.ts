@@ -29,7 +29,7 @@ export function createChangeWriter<F extends object>(
   const upsert = db.prepare(
     `INSERT INTO ${table} (${all.join(", ")}) VALUES (${all.map(() => "?").join(", ")})
      ON CONFLICT (${keys.join(", ")}) DO UPDATE SET ${columns
-       .map((c, i) => `${c.column} = CASE WHEN ? THEN excluded.${c.column} ELSE ${c.column} END`)
+       .map((c) => `${c.column} = CASE WHEN ? THEN excluded.${c.column} ELSE ${c.column} END`)
        .join(", ")}`,
   );
   return (key, change) => {
