@@ -1,6 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { DomainError } from "../../src/domain/errors.js";
-import { createPaymentsApp, toPaymentWrite } from "../../src/domain/payments/record-payment.js";
+import { createPaymentsApp } from "../../src/domain/payments/payments-app.js";
+import { toPaymentWrite } from "../../src/domain/payments/to-payment-write.js";
 import { validatePayment } from "../../src/domain/payments/validate-payment.js";
 import type { KeyPrincipal, PaymentWrite, Store } from "../../src/store/port.js";
 import { fullPayment, minimalPayment } from "./fixtures.js";
