@@ -1,11 +1,11 @@
 /** ReportsService: internal reads, behind ADMIN_TOKEN. */
-import type { JsonObject } from "@bufbuild/protobuf";
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { ReportsService } from "../../gen/ingest/v1/reports_pb.js";
 import { formatMinorUnits } from "../domain/payments/money.js";
 import type { Reports } from "../domain/reports.js";
 import { UNATTRIBUTED } from "../domain/vocabulary.js";
 import { guard } from "./admin-service.js";
+import { toStoredEvent } from "./stored-event.js";
 
 const iso = (ms: number) => new Date(ms).toISOString();
 const money = (minor: number | bigint, currency: string) => ({
@@ -48,31 +48,7 @@ export function createReportsService(deps: {
       guard(adminToken, ctx);
       const events = await reports.listEvents({ siteId: req.siteId, limit: req.limit });
       return {
-        events: events.map((e) => ({
-          siteId: e.siteId,
-          name: e.name,
-          url: e.url,
-          referrer: e.referrer,
-          title: e.title,
-          width: e.width,
-          language: e.language,
-          props: e.props as JsonObject | undefined,
-          ts: BigInt(e.ts),
-          receivedAt: BigInt(e.receivedAt),
-          visitorId: e.visitorId,
-          userId: e.userId,
-          country: e.country,
-          browser: e.browser,
-          os: e.os,
-          device: e.device,
-          referrerHost: e.referrerHost,
-          utmSource: e.utmSource,
-          utmMedium: e.utmMedium,
-          utmCampaign: e.utmCampaign,
-          utmTerm: e.utmTerm,
-          utmContent: e.utmContent,
-          clickIds: e.clickIds ?? {},
-        })),
+        events: events.map(toStoredEvent),
       };
     },
     async getPayment(req, ctx) {

@@ -10,6 +10,7 @@ import {
   type IndexDescription,
   MongoServerError,
 } from "mongodb";
+import { EVENT_FIELD_TABLE } from "../../domain/store/event-fields.js";
 import {
   LINK_KINDS,
   PAYMENT_KINDS,
@@ -185,7 +186,7 @@ export const COLLECTIONS: readonly CollectionSpec[] = [
         minItems: 1,
         items: {
           bsonType: "object",
-          required: ["q", "name", "url", "ts", "received_at", "visitor_id"],
+          required: ["q", ...EVENT_FIELD_TABLE.flatMap((f) => ("required" in f ? [f.stored] : []))],
         },
       },
     }),
