@@ -1,20 +1,12 @@
 /** The store contract, the payments part: payments, customers and subscriptions. */
-import fc from "fast-check";
 import { beforeEach, describe, expect, it } from "vitest";
-import {
-  applyChange,
-  type CustomerFields,
-  customerChange,
-  type SubscriptionFields,
-  subscriptionChange,
-} from "../../../src/domain/store/patches.js";
-import { SUBSCRIPTION_INTERVALS, SUBSCRIPTION_STATUSES } from "../../../src/domain/vocabulary.js";
 import type {
   CustomerPatch,
   PaymentWrite,
   Store,
   SubscriptionPatch,
 } from "../../../src/store/port.js";
+import { checkPatchesProperty } from "../../helpers/patches-property.js";
 import {
   MAX_SAFE,
   payment,
@@ -421,80 +413,9 @@ export function describePaymentsContract(contract: StoreContract): void {
   });
 
   describe("customer and subscription patches", () => {
-    const opt = <T>(arb: fc.Arbitrary<T>) => fc.option(arb, { nil: undefined });
-    const time = fc.integer({ min: T0, max: T0 + 1_000_000_000 });
-    const customerArb = fc.record({
-      email: opt(fc.constantFrom("a@example.com", "b@example.com")),
-      userId: opt(fc.constantFrom("user_a", "user_b")),
-      name: opt(fc.constantFrom("Ada", "Grace")),
-      country: opt(fc.constantFrom("US", "FR")),
-      visitorId: opt(fc.constantFrom("vis_a", "vis_b")),
-      metadata: opt(fc.dictionary(fc.constantFrom("k", "l"), fc.constantFrom("1", "2"))),
-      at: time,
-    });
-    const subscriptionArb = fc.record({
-      otherCustomer: fc.boolean(),
-      currency: fc.constantFrom("USD", "EUR", "JPY"),
-      plan: opt(fc.constantFrom("pro", "team")),
-      interval: opt(fc.constantFrom(...SUBSCRIPTION_INTERVALS)),
-      status: opt(fc.constantFrom(...SUBSCRIPTION_STATUSES)),
-      amountMinor: opt(fc.integer({ min: 0, max: 1_000_000 })),
-      startedAt: opt(time),
-      currentPeriodEnd: opt(time),
-      canceledAt: opt(time),
-      endedAt: opt(time),
-      defaults: fc.record({ status: fc.constantFrom(...SUBSCRIPTION_STATUSES), startedAt: time }),
-      at: time,
-    });
-    /** Calls of commitPayments, each a batch of writes naming one customer and maybe its subscription. */
-    const callsArb = fc.array(
-      fc.array(fc.record({ customer: customerArb, subscription: opt(subscriptionArb) }), {
-        minLength: 1,
-        maxLength: 3,
-      }),
-      { minLength: 1, maxLength: 3 },
-    );
-
     it("leave what the domain's patch functions say, call after call (property)", async () => {
       const { site } = await newSite();
-      await fc.assert(
-        fc.asyncProperty(callsArb, async (calls) => {
-          const customerId = uid("cus");
-          const subscriptionId = uid("sub");
-          let customer: CustomerFields | undefined;
-          let subscription: SubscriptionFields | undefined;
-          for (const call of calls) {
-            const writes: PaymentWrite[] = call.map((w) => {
-              const { otherCustomer, ...sub } = w.subscription ?? { otherCustomer: false };
-              return {
-                payment: payment(site.id, uid("pay"), { customerId }),
-                customer: { ...w.customer, siteId: site.id, customerId },
-                ...(w.subscription && {
-                  subscription: {
-                    ...(sub as Omit<SubscriptionPatch, "siteId" | "subscriptionId" | "customerId">),
-                    siteId: site.id,
-                    subscriptionId,
-                    customerId: otherCustomer ? "cus_other" : customerId,
-                  },
-                }),
-              };
-            });
-            await store.commitPayments(writes);
-            customer = applyChange(customer, customerChange(writes.map((w) => w.customer)));
-            const subs = writes.flatMap((w) => (w.subscription ? [w.subscription] : []));
-            if (subs.length > 0) subscription = applyChange(subscription, subscriptionChange(subs));
-            expect(await store.getCustomer(site.id, customerId)).toEqual({
-              siteId: site.id,
-              customerId,
-              ...customer,
-            });
-            expect(await store.getSubscription(site.id, subscriptionId)).toEqual(
-              subscription && { siteId: site.id, subscriptionId, ...subscription },
-            );
-          }
-        }),
-        { numRuns: 30 },
-      );
+      await checkPatchesProperty(store, site.id);
     });
   });
 }
