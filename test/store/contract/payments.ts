@@ -1,11 +1,6 @@
 /** The store contract, the payments part: payments, customers and subscriptions. */
 import { beforeEach, describe, expect, it } from "vitest";
-import type {
-  CustomerPatch,
-  PaymentWrite,
-  Store,
-  SubscriptionPatch,
-} from "../../../src/store/port.js";
+import type { CustomerPatch, Store, SubscriptionPatch } from "../../../src/store/port.js";
 import { checkPatchesProperty } from "../../helpers/patches-property.js";
 import {
   MAX_SAFE,
