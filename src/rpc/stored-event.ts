@@ -19,6 +19,7 @@ const TO_MESSAGE: Record<EventFieldKind, (v: never) => unknown> = {
   map: (v: Record<string, string>) => v,
 };
 
+/** The reports' StoredEvent of a record. */
 export function toStoredEvent(e: EventRecord): MessageInitShape<typeof StoredEventSchema> {
   const out: Record<string, unknown> = { siteId: e.siteId };
   const record = e as unknown as Record<string, unknown>;

@@ -11,6 +11,7 @@ import type { EventGroup, EventGroupResult, Store } from "../store/store.js";
 /** A group's outcome once written: stored, or refused by the quota. */
 export type WrittenGroup = Exclude<EventGroupResult, { reason: "failed" }>;
 
+/** The events' one write queue. */
 export interface EventQueue {
   /**
    * Writes a group with other requests' groups; resolves with this group's
@@ -22,6 +23,7 @@ export interface EventQueue {
   drain(): Promise<void>;
 }
 
+/** The queue over `store`: each batch one `commitEvents`, then the re-attribution it may call for. */
 export function createEventQueue(deps: {
   store: Store;
   queue: QueueSettings;

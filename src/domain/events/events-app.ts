@@ -98,6 +98,7 @@ export interface EventsApp {
   drain(): Promise<void>;
 }
 
+/** What the events application is built from. */
 export interface EventsDeps {
   store: Store;
   clock: Clock;

@@ -15,6 +15,7 @@ import { fromStore } from "./from-store.js";
 /** Most accounts whose counter's lower bound is kept. */
 const MAX_COUNTERS = 10_000;
 
+/** The early refusal of one process, shared by its requests. */
 export interface QuotaGate {
   /**
    * Throws quota_exceeded when `countable` more events cannot fit under the
@@ -34,6 +35,7 @@ export interface QuotaGate {
   note(accountId: string, month: string, used: number): void;
 }
 
+/** A quota gate over `store`, with an empty memory of bounds. */
 export function createQuotaGate(store: Store): QuotaGate {
   // By account, the bound of its current month's counter: the month changes
   // once a month, so no key string is built per request.

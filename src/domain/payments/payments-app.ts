@@ -22,6 +22,7 @@ export interface PaymentsApp {
   drain(): Promise<void>;
 }
 
+/** What the payments application is built from. */
 export interface PaymentsDeps {
   store: Store;
   clock: Clock;
