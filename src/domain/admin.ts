@@ -8,11 +8,8 @@ import { errors } from "./errors.js";
 import { newId } from "./ids.js";
 import { generateApiKey, hashApiKey, keyDisplayPrefix } from "./keys.js";
 import { ALLOWANCES, isPlan, KEY_PLAN, PLANS, type Plan, utcMonth } from "./plans.js";
-import type { ApiKeyRecord, Role, Scope, Store } from "./store/store.js";
-
-const ROLES: readonly Role[] = ["owner", "admin", "member"];
-const SCOPES: readonly Scope[] = ["events", "payments"];
-const KEY_MANAGERS: readonly Role[] = ["owner", "admin"];
+import type { ApiKeyRecord, Store } from "./store/store.js";
+import { isOneOf, KEY_MANAGERS, ROLES, SCOPES, type Scope } from "./vocabulary.js";
 
 const invalid = errors.invalid;
 
@@ -131,13 +128,14 @@ export function createAdmin(deps: { store: Store; clock: Clock }) {
     },
 
     async addMember(input: { accountId: string; email: string; role: string }) {
-      if (!ROLES.includes(input.role as Role)) {
+      const role = input.role;
+      if (!isOneOf(ROLES, role)) {
         throw invalid(`role must be one of ${ROLES.join(", ")}`);
       }
       const e = email(input.email);
       await accountOf(input.accountId);
       const user = await store.ensureUser({ id: newId("user"), email: e, createdAt: clock.now() });
-      await store.setMembership(input.accountId, user.id, input.role as Role);
+      await store.setMembership(input.accountId, user.id, role);
       return { userId: user.id };
     },
 
@@ -166,7 +164,7 @@ export function createAdmin(deps: { store: Store; clock: Clock }) {
         throw invalid("key name must be 1 to 100 characters");
       }
       const scopes = [...new Set(input.scopes.map((s) => s.trim()).filter(Boolean))];
-      if (scopes.length === 0 || !scopes.every((s) => SCOPES.includes(s as Scope))) {
+      if (scopes.length === 0 || !scopes.every((s) => isOneOf(SCOPES, s))) {
         throw invalid("scopes must be events, payments or both");
       }
       const site = await siteOf(input.siteId);

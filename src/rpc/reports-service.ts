@@ -1,9 +1,10 @@
 /** ReportsService: internal reads, behind ADMIN_TOKEN (src/rpc/admin-auth.ts). */
-import type { JsonObject } from "@bufbuild/protobuf";
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { ReportsService } from "../../gen/ingest/v1/reports_pb.js";
 import { formatMinorUnits } from "../domain/payments/money.js";
 import type { Reports } from "../domain/reports.js";
+import { UNATTRIBUTED } from "../domain/vocabulary.js";
+import { toStoredEvent } from "./stored-event.js";
 
 const iso = (ms: number) => new Date(ms).toISOString();
 const money = (minor: number | bigint, currency: string) => ({
@@ -45,31 +46,7 @@ export function createReportsService(deps: {
     async listEvents(req) {
       const events = await reports.listEvents({ siteId: req.siteId, limit: req.limit });
       return {
-        events: events.map((e) => ({
-          siteId: e.siteId,
-          name: e.name,
-          url: e.url,
-          referrer: e.referrer,
-          title: e.title,
-          width: e.width,
-          language: e.language,
-          props: e.props as JsonObject | undefined,
-          ts: BigInt(e.ts),
-          receivedAt: BigInt(e.receivedAt),
-          visitorId: e.visitorId,
-          userId: e.userId,
-          country: e.country,
-          browser: e.browser,
-          os: e.os,
-          device: e.device,
-          referrerHost: e.referrerHost,
-          utmSource: e.utmSource,
-          utmMedium: e.utmMedium,
-          utmCampaign: e.utmCampaign,
-          utmTerm: e.utmTerm,
-          utmContent: e.utmContent,
-          clickIds: e.clickIds ?? {},
-        })),
+        events: events.map(toStoredEvent),
       };
     },
     async getPayment(req) {
@@ -88,7 +65,7 @@ export function createReportsService(deps: {
           subscriptionId: p.subscriptionId,
           createdAt: iso(p.createdAt),
           updatedAt: iso(p.updatedAt),
-          channel: p.attribution?.channel ?? "unattributed",
+          channel: p.attribution?.channel ?? UNATTRIBUTED,
           attribution: p.attribution && attributionMessage(p.attribution),
         },
       };

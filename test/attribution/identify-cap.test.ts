@@ -1,6 +1,6 @@
 import { describe, expect, it } from "vitest";
 import { ReportsService } from "../../gen/ingest/v1/reports_pb.js";
-import { MAX_VISITORS_PER_USER } from "../../src/store/identity-cap.js";
+import { MAX_VISITORS_PER_USER } from "../../src/domain/attribution/identity-cap.js";
 import { BROWSER_UA } from "../helpers/fixtures.js";
 import { ADMIN_TOKEN, createTestClock, postJson } from "../helpers/test-server.js";
 import { useTestServer } from "../helpers/use-test-server.js";

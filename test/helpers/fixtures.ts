@@ -1,5 +1,5 @@
 /** Valid request bodies for tests that need "a request that passes". */
-import { toPaymentWrite } from "../../src/domain/payments/record-payment.js";
+import { toPaymentWrite } from "../../src/domain/payments/to-payment-write.js";
 import { validatePayment } from "../../src/domain/payments/validate-payment.js";
 
 /** Real browsers' User-Agent strings: none is a bot, each names its device and browser. */

@@ -139,7 +139,7 @@ describe("metrics of one process", () => {
 
     // Over quota: the store's counter says the month is full. Another account:
     // this process reads the counter only while its own commits do not show
-    // that a request fits (src/domain/events/record-events.ts).
+    // that a request fits (src/domain/events/quota-gate.ts).
     const full = await createTenant(ctx.server);
     const fullEv = validEvent(full.siteId);
     faults.usage = true;

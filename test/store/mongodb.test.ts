@@ -8,7 +8,7 @@ import { randomBytes } from "node:crypto";
 import { MongoClient } from "mongodb";
 import { afterAll, describe, it } from "vitest";
 import { createMongoStore } from "../../src/store/mongo/mongo-store.js";
-import { describeStoreContract } from "./contract.js";
+import { describeStoreContract } from "./contract/index.js";
 import { describePersistentVisitorContract } from "./persistent-visitor-contract.js";
 
 const uri = process.env.MONGODB_URI;

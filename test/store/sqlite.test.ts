@@ -4,7 +4,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe } from "vitest";
 import { createSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
-import { describeStoreContract } from "./contract.js";
+import { describeStoreContract } from "./contract/index.js";
 import { describePersistentVisitorContract } from "./persistent-visitor-contract.js";
 
 describe("sqlite adapter", () => {

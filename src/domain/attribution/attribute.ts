@@ -12,10 +12,10 @@ import type {
   EventGroupResult,
   LinkKind,
   Store,
+  VisitorTouch,
 } from "../store/store.js";
-import { attributionRank, linkRank, UNATTRIBUTED_RANK } from "./ranking.js";
+import { attributionRank, creditedTouch, linkRank, UNATTRIBUTED_RANK } from "./ranking.js";
 import { customerVisitorIds, joinStitchedVisitors } from "./stitched-visitors.js";
-import { isBetter } from "./touches.js";
 
 export interface Attributor {
   /**
@@ -27,6 +27,20 @@ export interface Attributor {
   afterEvents(groups: EventGroup[], results: EventGroupResult[]): Promise<void>;
   /** Attributes the customers of a batch of payments. */
   afterPayments(customers: { siteId: string; customerId: string }[]): Promise<void>;
+}
+
+/** The attribution a touch gives, found through a link of kind `via`. */
+function attributionOf(t: VisitorTouch, via: LinkKind): Attribution {
+  return {
+    channel: t.channel,
+    landingPage: t.landingPage,
+    visitorId: t.visitorId,
+    via,
+    touchedAt: t.ts,
+    ...(t.source !== undefined ? { source: t.source } : {}),
+    ...(t.medium !== undefined ? { medium: t.medium } : {}),
+    ...(t.campaign !== undefined ? { campaign: t.campaign } : {}),
+  };
 }
 
 export function createAttributor(deps: { store: Store; clock: Clock }): Attributor {
@@ -69,33 +83,16 @@ export function createAttributor(deps: { store: Store; clock: Clock }): Attribut
     // (a webhook naming no visitor) end here, without a write transaction of their own.
     if (links.size === 0 && customer.attribution === undefined) return undefined;
 
-    let best: Attribution | undefined;
-    let bestTouch: Parameters<typeof isBetter>[0] | undefined;
-    for (const t of await store.getFirstTouches(siteId, [...links.keys()])) {
-      const via = links.get(t.visitorId) as LinkKind;
-      const better =
-        !bestTouch ||
-        isBetter(t, bestTouch) ||
-        (t.internal === bestTouch.internal &&
-          t.ts === bestTouch.ts &&
-          linkRank(via) < linkRank((best as Attribution).via));
-      if (!better) continue;
-      bestTouch = t;
-      best = {
-        channel: t.channel,
-        landingPage: t.landingPage,
-        visitorId: t.visitorId,
-        via,
-        touchedAt: t.ts,
-        ...(t.source !== undefined ? { source: t.source } : {}),
-        ...(t.medium !== undefined ? { medium: t.medium } : {}),
-        ...(t.campaign !== undefined ? { campaign: t.campaign } : {}),
-      };
-    }
+    const credited = creditedTouch(
+      await store.getFirstTouches(siteId, [...links.keys()]),
+      (visitorId) => links.get(visitorId) as LinkKind,
+    );
+    const best = credited && attributionOf(credited.touch, credited.via);
     // Conditional: a writer that read older links and touches cannot replace
     // a better attribution another process stored meanwhile.
-    const rank =
-      best && bestTouch ? attributionRank(bestTouch, best.via, best.visitorId) : UNATTRIBUTED_RANK;
+    const rank = credited
+      ? attributionRank(credited.touch, credited.via, credited.touch.visitorId)
+      : UNATTRIBUTED_RANK;
     await store.setAttribution(siteId, customerId, best, rank);
     // Remembered so a later payment that names another visitor keeps this one. Written after
     // the attribution: a write may wait for its disk sync (SQLite), and a wait between the

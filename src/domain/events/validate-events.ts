@@ -9,6 +9,7 @@
  * rules; the type checks here only guard direct callers.
  */
 import { type DomainError, errors } from "../errors.js";
+import { BODY_EVENT_FIELDS, type BodyEventFields } from "../store/event-fields.js";
 import { VID_MESSAGE, VID_PATTERN } from "./persistent-visitor.js";
 import { parseUrl } from "./url-parts.js";
 import { truncateUtf8, utf8Length } from "./utf8.js";
@@ -59,36 +60,19 @@ export const FIELD_MESSAGES = {
 /** The prefix of the 400 message. */
 export const INVALID_EVENT_PREFIX = "invalid event input: ";
 
-/** The per-event fields (everything but `s` and `b`). */
-export const EVENT_FIELDS = [
-  "e",
-  "u",
-  "r",
-  "t",
-  "w",
-  "l",
-  "uid",
-  "p",
-  "ts",
-  "ip",
-  "ua",
-  "vid",
-] as const;
+/**
+ * The per-event fields (everything but `s` and `b`): the stored ones (event-fields.ts), then
+ * `ip`, `ua` and `vid`, which decide the visitor id and are not stored themselves.
+ */
+export const EVENT_FIELDS = [...BODY_EVENT_FIELDS, "ip", "ua", "vid"] as const;
 
-/** One event that passed every rule, with truncations and `ts` applied. */
-export interface ValidEvent {
-  name: string;
-  url: string;
-  referrer?: string;
-  /** At most 512 bytes. */
-  title?: string;
-  width?: number;
-  /** At most 35 bytes. */
-  language?: string;
-  userId?: string;
-  props?: Record<string, unknown>;
-  /** The event time: the caller's `ts` when within tolerance, else the receipt time. */
-  ts: number;
+/**
+ * One event that passed every rule, with truncations and `ts` applied: the
+ * body's fields as the record names them (`title` at most 512 bytes,
+ * `language` at most 35; `ts` the caller's when within tolerance, else the
+ * receipt time), and what only the request carries.
+ */
+export type ValidEvent = BodyEventFields & {
   /** True when the caller sent a `ts` outside the tolerance and it was replaced. */
   tsReplaced?: true;
   /** The `ip` field in canonical form; absent when the caller did not send one. */
@@ -97,7 +81,7 @@ export interface ValidEvent {
   ua?: string;
   /** The persistent visitor id (persistent-visitor.ts); absent for cookieless events. */
   vid?: string;
-}
+};
 
 /** A valid request: its site and its events, in order. */
 export interface ValidEvents {

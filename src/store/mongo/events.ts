@@ -1,6 +1,11 @@
 /** Events, identity links, visitor salts and quota counters in MongoDB. */
 import { type AnyBulkWriteOperation, MongoBulkWriteError, ObjectId } from "mongodb";
-import { MAX_VISITORS_PER_USER, visitorToReplace } from "../identity-cap.js";
+import {
+  type LinkPlan,
+  linksByUser,
+  MAX_VISITORS_PER_USER,
+  planLinks,
+} from "../../domain/attribution/identity-cap.js";
 import type {
   EventGroup,
   EventGroupResult,
@@ -237,46 +242,34 @@ export function createMongoEvents(
     if (operations.length > 0) await bulkUpsert(c.identities, operations);
   }
 
-  /** The links that fit the cap; unlinks the visitors they replace. Reads at most the cap per user. */
+  /** The links that fit the cap (identity-cap.ts plans them); unlinks the visitors they replace. Reads at most the cap per user. */
   async function withinCap(links: IdentityLink[]): Promise<IdentityLink[]> {
-    const byUser = new Map<string, IdentityLink[]>();
-    for (const l of links) {
-      const key = JSON.stringify([l.siteId, l.userId]);
-      byUser.set(key, [...(byUser.get(key) ?? []), l]);
-    }
     const kept: IdentityLink[] = [];
-    for (const group of byUser.values()) {
+    for (const group of linksByUser(links)) {
       const { siteId, userId } = group[0] as IdentityLink;
-      const linked = new Set(
-        (
-          await c.identities
-            .find({ site_id: siteId, user_id: userId }, { projection: { visitor_id: 1 } })
-            .limit(MAX_VISITORS_PER_USER + group.length)
-            .toArray()
-        ).map((d) => d.visitor_id),
-      );
-      for (const l of group) {
-        if (linked.has(l.visitorId) || linked.size < MAX_VISITORS_PER_USER) {
-          linked.add(l.visitorId);
-          kept.push(l);
-          continue;
-        }
-        const ids = [...linked, l.visitorId];
+      const candidates = group.map((l) => l.visitorId);
+      const linked = (
+        await c.identities
+          .find({ site_id: siteId, user_id: userId }, { projection: { visitor_id: 1 } })
+          .limit(MAX_VISITORS_PER_USER + group.length)
+          .toArray()
+      ).map((d) => d.visitor_id);
+      let plan = planLinks(linked, candidates);
+      if (plan === undefined) {
+        // A new visitor past the cap: the plan weighs first touches.
+        const ids = [...new Set([...linked, ...candidates])];
         const touches = new Map(
           (await c.touches.find({ site_id: siteId, visitor_id: { $in: ids } }).toArray()).map(
             (t) => [t.visitor_id, { internal: t.internal, ts: t.ts.getTime() }],
           ),
         );
-        const replaced = visitorToReplace(
-          [...linked].map((visitorId) => ({ visitorId, touch: touches.get(visitorId) })),
-          touches.get(l.visitorId),
-        );
-        if (replaced === undefined) continue;
-        await c.identities.deleteOne({ site_id: siteId, user_id: userId, visitor_id: replaced });
-        linked.delete(replaced);
-        linked.add(l.visitorId);
-        kept.push(l);
+        plan = planLinks(linked, candidates, (v) => touches.get(v)) as LinkPlan;
       }
+      for (const replaced of plan.unlink) {
+        await c.identities.deleteOne({ site_id: siteId, user_id: userId, visitor_id: replaced });
+      }
+      const keep = new Set(plan.link);
+      kept.push(...group.filter((l) => keep.has(l.visitorId)));
     }
     return kept;
   }

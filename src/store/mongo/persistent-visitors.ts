@@ -1,9 +1,10 @@
 /** Stitches of daily visitor ids to persistent ones in MongoDB (see src/domain/events/persistent-visitor.ts). */
+
+import { visitorToReplace } from "../../domain/attribution/identity-cap.js";
 import {
   isPersistentVisitorId,
   MAX_STITCHES_PER_VISITOR,
 } from "../../domain/events/persistent-visitor.js";
-import { visitorToReplace } from "../identity-cap.js";
 import type { StorePersistentVisitorsPart, VisitorStitch } from "../port.js";
 import type { VisitorStitchDoc } from "./documents.js";
 import { retryDuplicates } from "./retry.js";

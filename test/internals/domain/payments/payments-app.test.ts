@@ -1,9 +1,7 @@
 import { describe, expect, it } from "vitest";
 import { DomainError } from "../../../../src/domain/errors.js";
-import {
-  createPaymentsApp,
-  toPaymentWrite,
-} from "../../../../src/domain/payments/record-payment.js";
+import { createPaymentsApp } from "../../../../src/domain/payments/payments-app.js";
+import { toPaymentWrite } from "../../../../src/domain/payments/to-payment-write.js";
 import { validatePayment } from "../../../../src/domain/payments/validate-payment.js";
 import { httpErrorOf } from "../../../../src/edge/http-errors.js";
 import type { KeyPrincipal, PaymentWrite, Store } from "../../../../src/store/port.js";
@@ -42,55 +40,6 @@ async function domainError(p: Promise<unknown>): Promise<DomainError> {
   if (!(err instanceof DomainError)) throw new Error(`expected a DomainError, got ${String(err)}`);
   return err;
 }
-
-describe("toPaymentWrite", () => {
-  it("builds the payment, customer patch and subscription patch of the key's site", () => {
-    const v = validatePayment(fullPayment());
-    if (!v.ok) throw new Error("fixture must be valid");
-    expect(toPaymentWrite("site_1", v.payment, NOW)).toEqual({
-      payment: {
-        siteId: "site_1",
-        paymentId: "pay_001",
-        customerId: "cus_001",
-        currency: "USD",
-        amountMinor: 2999,
-        feeMinor: 117,
-        kind: "charge",
-        status: "succeeded",
-        paidAt: Date.UTC(2024, 0, 15, 10, 30),
-        metadata: { order: "A-1", source: "stripe" },
-        subscriptionId: "sub_001",
-        createdAt: NOW,
-        updatedAt: NOW,
-      },
-      customer: {
-        siteId: "site_1",
-        customerId: "cus_001",
-        ...FULL_PAYMENT_CUSTOMER,
-        at: NOW,
-      },
-      subscription: {
-        siteId: "site_1",
-        subscriptionId: "sub_001",
-        customerId: "cus_001",
-        currency: "USD",
-        ...FULL_PAYMENT_SUBSCRIPTION,
-        canceledAt: undefined,
-        endedAt: undefined,
-        defaults: { status: "active", startedAt: Date.UTC(2024, 0, 15, 10, 30) },
-        at: NOW,
-      },
-    });
-  });
-
-  it("has no subscription when none is sent", () => {
-    const v = validatePayment(minimalPayment());
-    if (!v.ok) throw new Error("fixture must be valid");
-    const w = toPaymentWrite("site_1", v.payment, NOW);
-    expect(w.subscription).toBeUndefined();
-    expect(w.payment.subscriptionId).toBeUndefined();
-  });
-});
 
 describe("createPaymentsApp", () => {
   it("answers with the payment_id once the write is committed", async () => {
