@@ -1,16 +1,9 @@
 import { describe, expect, it } from "vitest";
 import { DomainError } from "../../../../src/domain/errors.js";
 import { createPaymentsApp } from "../../../../src/domain/payments/payments-app.js";
-import { toPaymentWrite } from "../../../../src/domain/payments/to-payment-write.js";
-import { validatePayment } from "../../../../src/domain/payments/validate-payment.js";
 import { httpErrorOf } from "../../../../src/edge/http-errors.js";
 import type { KeyPrincipal, PaymentWrite, Store } from "../../../../src/store/port.js";
-import {
-  FULL_PAYMENT_CUSTOMER,
-  FULL_PAYMENT_SUBSCRIPTION,
-  fullPayment,
-  minimalPayment,
-} from "../../../helpers/payment-fixtures.js";
+import { minimalPayment } from "../../../helpers/payment-fixtures.js";
 
 const NOW = Date.UTC(2024, 5, 1, 12, 0, 0);
 const principal = { siteId: "site_1", accountId: "acc_1" } as KeyPrincipal;
