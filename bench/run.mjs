@@ -8,6 +8,10 @@
  * durably stored by reading the SQLite file, and stops it. Prints a markdown
  * table and writes bench/results/<timestamp>.json. See docs/performance.md.
  *
+ * The scenarios are data (lib/scenarios.mjs); a runner here turns one into a
+ * result row; the targets, the table and the result document are pure
+ * functions of the rows (lib/report.mjs); `main` prints and `saveResult` writes.
+ *
  * Settings (environment):
  *   BENCH_DURATION      seconds per measured phase (default 10)
  *   BENCH_WARMUP        seconds of unmeasured load before each scenario (default 2)
@@ -31,14 +35,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { create, toBinary } from "@bufbuild/protobuf";
 import Database from "better-sqlite3";
-import {
-  batchBodies,
-  batchMessages,
-  collectBodies,
-  HEADER_UA,
-  paymentBody,
-  singleEventBodies,
-} from "./lib/bodies.mjs";
+import { batchMessages, HEADER_UA } from "./lib/bodies.mjs";
 import { cannon, grpcConnectLoad, grpcFrame, grpcRawLoad, paced } from "./lib/load.mjs";
 import {
   cpuMeter,
@@ -48,57 +45,63 @@ import {
   startProcess,
   waitForQuiet,
 } from "./lib/procs.mjs";
+import { resultDocument, resultFileName, resultRow, round } from "./lib/report.mjs";
+import { planScenarios } from "./lib/scenarios.mjs";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
-/** The build under test (BENCH_DIST: another checkout's dist/, for A/B comparisons). */
-const DIST = process.env.BENCH_DIST ?? join(ROOT, "dist");
-
-const env = process.env;
-const DURATION = Number(env.BENCH_DURATION ?? 10);
-const WARMUP = Number(env.BENCH_WARMUP ?? 2);
-const CONNECTIONS = Number(env.BENCH_CONNECTIONS ?? 64);
-const GRPC_CONCURRENCY = Number(env.BENCH_GRPC_CONCURRENCY ?? 64);
-const GRPC_CONNECTIONS = Number(env.BENCH_GRPC_CONNECTIONS ?? 1);
-const GRPC_CLIENT = env.BENCH_GRPC_CLIENT ?? "raw";
-const ONLY = env.BENCH_ONLY ? new Set(env.BENCH_ONLY.split(",").map((s) => s.trim())) : undefined;
-const WORKERS = Number(env.BENCH_WORKERS ?? 2);
-const PROF_DIR = env.BENCH_CPU_PROF_DIR;
-const IDLE_WAIT = Number(env.BENCH_IDLE_WAIT ?? 20);
-const EXTRA_ENV = Object.fromEntries(
-  (env.BENCH_SERVER_ENV ?? "")
-    .split(",")
-    .filter(Boolean)
-    .map((kv) => kv.split("=")),
-);
 const ADMIN_TOKEN = "bench-admin-token-0123456789";
-/** Server settings of every run (the defaults, spelled out so the result file records them). */
-const SERVER_ENV = {
-  HOST: "127.0.0.1",
-  LOG_LEVEL: "warn",
-  ADMIN_TOKEN,
-  INGEST_QUEUE_CAPACITY: "10000",
-  INGEST_BATCH_MAX: "512",
-  INGEST_FLUSH_MS: "2",
-  INGEST_BATCHES_IN_FLIGHT: "4",
-  ...EXTRA_ENV,
-};
-const EVENTS_PATH = "/api/v1/events";
-const PAYMENTS_PATH = "/api/v1/payments";
-const COLLECT_PATH = "/api/v1/collect";
 
+/** The run's settings, read once from the environment (see the header). */
+function readSettings(env) {
+  const extraEnv = Object.fromEntries(
+    (env.BENCH_SERVER_ENV ?? "")
+      .split(",")
+      .filter(Boolean)
+      .map((kv) => kv.split("=")),
+  );
+  return {
+    /** The build under test (BENCH_DIST: another checkout's dist/, for A/B comparisons). */
+    dist: env.BENCH_DIST ?? join(ROOT, "dist"),
+    duration: Number(env.BENCH_DURATION ?? 10),
+    warmup: Number(env.BENCH_WARMUP ?? 2),
+    connections: Number(env.BENCH_CONNECTIONS ?? 64),
+    grpcConcurrency: Number(env.BENCH_GRPC_CONCURRENCY ?? 64),
+    grpcConnections: Number(env.BENCH_GRPC_CONNECTIONS ?? 1),
+    grpcClient: env.BENCH_GRPC_CLIENT ?? "raw",
+    only: env.BENCH_ONLY ? new Set(env.BENCH_ONLY.split(",").map((s) => s.trim())) : undefined,
+    workers: Number(env.BENCH_WORKERS ?? 2),
+    profDir: env.BENCH_CPU_PROF_DIR,
+    idleWait: Number(env.BENCH_IDLE_WAIT ?? 20),
+    noRate: env.BENCH_NO_RATE === "1",
+    noSave: env.BENCH_NO_SAVE === "1",
+    /** Server settings of every run (the defaults, spelled out so the result file records them). */
+    serverEnv: {
+      HOST: "127.0.0.1",
+      LOG_LEVEL: "warn",
+      ADMIN_TOKEN,
+      INGEST_QUEUE_CAPACITY: "10000",
+      INGEST_BATCH_MAX: "512",
+      INGEST_FLUSH_MS: "2",
+      INGEST_BATCHES_IN_FLIGHT: "4",
+      ...extraEnv,
+    },
+  };
+}
+
+const settings = readSettings(process.env);
 const tmpRoot = mkdtempSync(join(os.tmpdir(), "ingest-bench-"));
 process.on("exit", () => rmSync(tmpRoot, { recursive: true, force: true }));
 
-const want = (id) => !ONLY || ONLY.has(id);
 const log = (msg) => process.stderr.write(`${msg}\n`);
-const round = (x, d = 0) => (x == null ? null : Number(x.toFixed(d)));
 
-// ---------------------------------------------------------------- tenant
+// ---------------------------------------------------------------- tenant and server
 
 /** A fresh data directory with one Scale account, site example.com and an events+payments key. */
 async function freshTenant(name) {
-  const { createSqliteStore } = await import(join(DIST, "src/store/sqlite/sqlite-store.js"));
-  const { createAdmin } = await import(join(DIST, "src/domain/admin.js"));
+  const { createSqliteStore } = await import(
+    join(settings.dist, "src/store/sqlite/sqlite-store.js")
+  );
+  const { createAdmin } = await import(join(settings.dist, "src/domain/admin.js"));
   const dir = join(tmpRoot, name);
   mkdirSync(dir, { recursive: true });
   const dbPath = join(dir, "ingest.sqlite");
@@ -136,8 +139,8 @@ function countRows(dbPath, table) {
 function serverSupportsWorkers() {
   try {
     return /WORKERS/.test(
-      readFileSync(join(DIST, "src/config.js"), "utf8") +
-        readFileSync(join(DIST, "src/main.js"), "utf8"),
+      readFileSync(join(settings.dist, "src/config.js"), "utf8") +
+        readFileSync(join(settings.dist, "src/main.js"), "utf8"),
     );
   } catch {
     return false;
@@ -147,15 +150,15 @@ function serverSupportsWorkers() {
 async function startServer(tenant, { workers, profile, serverEnv } = {}) {
   const port = await freePort();
   const args = [];
-  if (profile && PROF_DIR) args.push("--cpu-prof", `--cpu-prof-dir=${PROF_DIR}`);
-  args.push(join(DIST, "src/main.js"));
+  if (profile && settings.profDir) args.push("--cpu-prof", `--cpu-prof-dir=${settings.profDir}`);
+  args.push(join(settings.dist, "src/main.js"));
   return startProcess({
     name: "server",
     args,
     port,
     readyPath: "/readyz",
     env: {
-      ...SERVER_ENV,
+      ...settings.serverEnv,
       PORT: String(port),
       STORE_URL: `sqlite:${tenant.dbPath}`,
       ...(workers ? { WORKERS: String(workers) } : {}),
@@ -164,18 +167,13 @@ async function startServer(tenant, { workers, profile, serverEnv } = {}) {
   });
 }
 
-// ---------------------------------------------------------------- scenarios
-
 /** Other jobs on the machine skew the numbers: wait for a quiet moment first. */
 async function quiet() {
-  if (IDLE_WAIT <= 0) return undefined;
-  const busy = await waitForQuiet({ maxWaitMs: IDLE_WAIT * 1000 });
+  if (settings.idleWait <= 0) return undefined;
+  const busy = await waitForQuiet({ maxWaitMs: settings.idleWait * 1000 });
   if (busy > 0.15) log(`  (machine still busy: ${busy} cores in use by others)`);
   return busy;
 }
-
-const results = [];
-let baselineRps;
 
 function headersFor(key) {
   return {
@@ -185,99 +183,10 @@ function headersFor(key) {
   };
 }
 
-/**
- * One HTTP scenario on a fresh server: warm-up, measured max-throughput run,
- * stored-row count, optional 70%-of-max latency runs.
- */
-async function httpScenario({
-  id,
-  label,
-  path,
-  table,
-  eventsPerRequest,
-  makeBodies,
-  at70 = false,
-  workers,
-  headers: extraHeaders,
-  serverEnv,
-}) {
-  const quietBefore = await quiet();
-  const tenant = await freshTenant(id);
-  const server = await startServer(tenant, { workers, profile: true, serverEnv });
-  const rss = rssSampler(server.pid);
-  try {
-    // makeBodies gives a pool of bodies, or a function of the request's index.
-    const made = makeBodies(tenant);
-    const bodyOf = typeof made === "function" ? made : (i) => made[i % made.length];
-    const headers = extraHeaders ?? headersFor(tenant.key);
-    const common = { url: server.url, path, headers, bodyOf };
-    if (WARMUP > 0) await cannon({ ...common, connections: CONNECTIONS, durationSec: WARMUP });
-    const before = countRows(tenant.dbPath, table);
-    rss.reset();
-    const cpu = cpuMeter(server.pid);
-    const max = await cannon({ ...common, connections: CONNECTIONS, durationSec: DURATION });
-    const cpuUse = cpu.stop();
-    await new Promise((r) => setTimeout(r, 300)); // answers in flight when autocannon stopped
-    const stored = countRows(tenant.dbPath, table) - before;
-    const row = {
-      id,
-      label,
-      workers: workers ?? 1,
-      requestsPerSec: max.okPerSec,
-      eventsPerSec: eventsPerRequest ? stored / max.durationSec : undefined,
-      ackedEventsPerSec: eventsPerRequest
-        ? (max.ok * eventsPerRequest) / max.durationSec
-        : undefined,
-      storedRows: stored,
-      p50Ms: max.latencyMs.p50,
-      p99Ms: max.latencyMs.p99,
-      non2xx: max.non2xx,
-      rateLimited503: max.statusCodes["503"] ?? 0,
-      errors: max.errors + max.timeouts,
-      peakRssMb: rss.peak(),
-      cpu: { ...cpuUse, serverUsPerRequest: (cpuUse.serverCores * 1e6) / max.okPerSec },
-      quietBefore,
-      max,
-    };
-    if (at70 && env.BENCH_NO_RATE !== "1") {
-      const rate = 0.7 * max.okPerSec;
-      const pacedRun = await paced({
-        url: server.url,
-        path,
-        headers,
-        bodyOf: typeof made === "function" ? (i) => made(i, "paced") : bodyOf,
-        rate,
-        durationSec: DURATION,
-        maxSockets: CONNECTIONS,
-        warmupSec: 2,
-      });
-      const cannon70 = await cannon({
-        ...common,
-        connections: CONNECTIONS,
-        durationSec: DURATION,
-        overallRate: rate,
-      });
-      row.at70 = { rate, paced: pacedRun, autocannon: cannon70 };
-      row.peakRssMb = rss.peak();
-    }
-    results.push(row);
-    log(
-      `  ${label}: ${Math.round(row.requestsPerSec)} req/s, p99 ${row.p99Ms} ms, server ${Math.round(row.cpu.serverUsPerRequest)} µs CPU/request, others ${cpuUse.foreignCores} cores`,
-    );
-    return row;
-  } finally {
-    rss.stop();
-    await server.stop();
-  }
-}
+// ---------------------------------------------------------------- runners: a scenario in, a row out
 
-/**
- * The bare-Fastify baseline. It runs first and, when other rows ran, again
- * last: ratios are to the mean of the two, so a change of the machine's
- * speed during the run (up to 2× within minutes on the shared VM) moves
- * both ends of the ratio rather than only one.
- */
-async function baseline({ again = false } = {}) {
+/** The bare-Fastify baseline server (bench/baseline.mjs) under the scenario's bodies. */
+async function runBaseline(scenario) {
   const quietBefore = await quiet();
   const port = await freePort();
   const server = await startProcess({
@@ -288,55 +197,110 @@ async function baseline({ again = false } = {}) {
   });
   const rss = rssSampler(server.pid);
   try {
-    const bodies = singleEventBodies("site_baseline", 4096);
-    const common = {
+    const bodies = scenario.makeBodies();
+    const load = {
       url: server.url,
-      path: EVENTS_PATH,
+      path: scenario.path,
       headers: headersFor(),
       bodyOf: (i) => bodies[i % bodies.length],
+      connections: settings.connections,
     };
-    if (WARMUP > 0) await cannon({ ...common, connections: CONNECTIONS, durationSec: WARMUP });
+    if (settings.warmup > 0) await cannon({ ...load, durationSec: settings.warmup });
     rss.reset();
     const cpu = cpuMeter(server.pid);
-    const max = await cannon({ ...common, connections: CONNECTIONS, durationSec: DURATION });
+    const max = await cannon({ ...load, durationSec: settings.duration });
     const cpuUse = cpu.stop();
-    const first = results.find((r) => r.id === "baseline");
-    baselineRps = again && first ? (first.requestsPerSec + max.okPerSec) / 2 : max.okPerSec;
-    const row = {
-      id: again ? "baseline2" : "baseline",
-      label: again
-        ? "baseline again, at the end (ratios use the mean)"
-        : "baseline: bare Fastify, parse JSON, 204",
-      workers: 1,
-      requestsPerSec: max.okPerSec,
-      p50Ms: max.latencyMs.p50,
-      p99Ms: max.latencyMs.p99,
-      non2xx: max.non2xx,
+    const row = resultRow(scenario, {
+      run: max,
       rateLimited503: 0,
       errors: max.errors + max.timeouts,
       peakRssMb: rss.peak(),
-      cpu: { ...cpuUse, serverUsPerRequest: (cpuUse.serverCores * 1e6) / max.okPerSec },
+      cpuUse,
       quietBefore,
-      max,
-    };
-    results.push(row);
+    });
     log(
       `  ${row.id}: ${Math.round(row.requestsPerSec)} req/s, server ${Math.round(row.cpu.serverUsPerRequest)} µs CPU/request, others ${cpuUse.foreignCores} cores`,
     );
+    return row;
   } finally {
     rss.stop();
     await server.stop();
   }
 }
 
-async function grpcScenario({ id, label, workers }) {
+/**
+ * One HTTP scenario on a fresh server: warm-up, measured max-throughput run,
+ * stored-row count, optional 70%-of-max latency runs.
+ */
+async function runHttp(scenario) {
+  const { id, label, path, table, eventsPerRequest, at70 = false, workers, serverEnv } = scenario;
+  const quietBefore = await quiet();
+  const tenant = await freshTenant(id);
+  const server = await startServer(tenant, { workers, profile: true, serverEnv });
+  const rss = rssSampler(server.pid);
+  try {
+    // makeBodies gives a pool of bodies, or a function of the request's index.
+    const made = scenario.makeBodies(tenant);
+    const bodyOf = typeof made === "function" ? made : (i) => made[i % made.length];
+    const headers = scenario.headers ?? headersFor(tenant.key);
+    const load = { url: server.url, path, headers, bodyOf, connections: settings.connections };
+    if (settings.warmup > 0) await cannon({ ...load, durationSec: settings.warmup });
+    const before = countRows(tenant.dbPath, table);
+    rss.reset();
+    const cpu = cpuMeter(server.pid);
+    const max = await cannon({ ...load, durationSec: settings.duration });
+    const cpuUse = cpu.stop();
+    await new Promise((r) => setTimeout(r, 300)); // answers in flight when autocannon stopped
+    const stored = countRows(tenant.dbPath, table) - before;
+    const row = resultRow(scenario, {
+      run: max,
+      eventsPerSec: eventsPerRequest ? stored / max.durationSec : undefined,
+      ackedEventsPerSec: eventsPerRequest
+        ? (max.ok * eventsPerRequest) / max.durationSec
+        : undefined,
+      stored,
+      rateLimited503: max.statusCodes["503"] ?? 0,
+      errors: max.errors + max.timeouts,
+      peakRssMb: rss.peak(),
+      cpuUse,
+      quietBefore,
+    });
+    if (at70 && !settings.noRate) {
+      const rate = 0.7 * max.okPerSec;
+      const pacedRun = await paced({
+        url: server.url,
+        path,
+        headers,
+        bodyOf: typeof made === "function" ? (i) => made(i, "paced") : bodyOf,
+        rate,
+        durationSec: settings.duration,
+        maxSockets: settings.connections,
+        warmupSec: 2,
+      });
+      const cannon70 = await cannon({ ...load, durationSec: settings.duration, overallRate: rate });
+      row.at70 = { rate, paced: pacedRun, autocannon: cannon70 };
+      row.peakRssMb = rss.peak();
+    }
+    log(
+      `  ${label}: ${Math.round(row.requestsPerSec)} req/s, p99 ${row.p99Ms} ms, server ${Math.round(row.cpu.serverUsPerRequest)} µs CPU/request, others ${cpuUse.foreignCores} cores`,
+    );
+    return row;
+  } finally {
+    rss.stop();
+    await server.stop();
+  }
+}
+
+/** gRPC RecordEvents on a fresh server (pre-encoded frames, or connect-node with BENCH_GRPC_CLIENT=connect). */
+async function runGrpc(scenario) {
+  const { id, label, workers } = scenario;
   const quietBefore = await quiet();
   const tenant = await freshTenant(id);
   const server = await startServer(tenant, { workers, profile: true });
   const rss = rssSampler(server.pid);
   try {
     const { EventsService, RecordEventsRequestSchema } = await import(
-      join(DIST, "gen/ingest/v1/events_pb.js")
+      join(settings.dist, "gen/ingest/v1/events_pb.js")
     );
     const common = {
       url: server.url,
@@ -345,327 +309,93 @@ async function grpcScenario({ id, label, workers }) {
       schema: RecordEventsRequestSchema,
       messages: batchMessages(tenant.siteId, 256),
       apiKey: tenant.key,
-      concurrency: GRPC_CONCURRENCY,
-      connections: GRPC_CONNECTIONS,
+      concurrency: settings.grpcConcurrency,
+      connections: settings.grpcConnections,
     };
     // The raw client sends pre-encoded frames, as autocannon sends pre-built bodies: the
     // connect-node client spends ~0.5 core encoding and was the bottleneck (docs/performance.md).
-    const grpcLoad = GRPC_CLIENT === "connect" ? grpcConnectLoad : grpcRawLoad;
-    if (GRPC_CLIENT !== "connect") {
+    const grpcLoad = settings.grpcClient === "connect" ? grpcConnectLoad : grpcRawLoad;
+    if (settings.grpcClient !== "connect") {
       common.path = `/${EventsService.typeName}/${EventsService.method.recordEvents.name}`;
       common.frames = common.messages.map((m) =>
         grpcFrame(toBinary(RecordEventsRequestSchema, create(RecordEventsRequestSchema, m))),
       );
       common.eventsPerCall = 50;
     }
-    if (WARMUP > 0) await grpcLoad({ ...common, durationSec: WARMUP });
+    if (settings.warmup > 0) await grpcLoad({ ...common, durationSec: settings.warmup });
     const before = countRows(tenant.dbPath, "events");
     rss.reset();
     const cpu = cpuMeter(server.pid);
-    const run = await grpcLoad({ ...common, durationSec: DURATION });
+    const run = await grpcLoad({ ...common, durationSec: settings.duration });
     const cpuUse = cpu.stop();
     await new Promise((r) => setTimeout(r, 300));
     const stored = countRows(tenant.dbPath, "events") - before;
-    const row = {
-      id,
-      label,
-      workers: workers ?? 1,
-      requestsPerSec: run.okPerSec,
+    const row = resultRow(scenario, {
+      run,
       eventsPerSec: stored / run.durationSec,
       ackedEventsPerSec: run.acceptedEvents / run.durationSec,
-      storedRows: stored,
-      p50Ms: run.latencyMs.p50,
-      p99Ms: run.latencyMs.p99,
-      non2xx: run.non2xx,
+      stored,
       rateLimited503: run.errorCodes[14] ?? 0, // Code.Unavailable
       errors: 0,
       peakRssMb: rss.peak(),
-      cpu: { ...cpuUse, serverUsPerRequest: (cpuUse.serverCores * 1e6) / run.okPerSec },
+      cpuUse,
       quietBefore,
-      max: run,
-    };
-    results.push(row);
+    });
     log(
       `  ${label}: ${Math.round(row.requestsPerSec)} calls/s, ${Math.round(row.eventsPerSec)} events/s`,
     );
+    return row;
   } finally {
     rss.stop();
     await server.stop();
   }
 }
 
-const scenarioA = (workers) => ({
-  id: workers ? `a${workers}` : "a",
-  label: `a) single pageview events${workers ? ` (WORKERS=${workers})` : ""}`,
-  path: EVENTS_PATH,
-  table: "events",
-  eventsPerRequest: 1,
-  makeBodies: (t) => singleEventBodies(t.siteId, 4096),
-  at70: !workers,
-  workers,
-});
-const scenarioB = (workers) => ({
-  id: workers ? `b${workers}` : "b",
-  label: `b) batches of 50 events${workers ? ` (WORKERS=${workers})` : ""}`,
-  path: EVENTS_PATH,
-  table: "events",
-  eventsPerRequest: 50,
-  makeBodies: (t) => batchBodies(t.siteId, 256),
-  workers,
-});
-const scenarioC = (workers) => ({
-  id: workers ? `c${workers}` : "c",
-  label: `c) new payments (distinct ids)${workers ? ` (WORKERS=${workers})` : ""}`,
-  path: PAYMENTS_PATH,
-  table: "payments",
-  // A new payment id and customer in every request (phases get their own prefix).
-  makeBodies: () => {
-    const phases = new Map();
-    return (_i, phase = "max") => {
-      let p = phases.get(phase);
-      if (!p) {
-        p = { prefix: `${phase}${phases.size}`, n: 0 };
-        phases.set(phase, p);
-      }
-      const n = p.n++;
-      return paymentBody(`pay_${p.prefix}_${n}`, `cus_${p.prefix}_${n}`);
-    };
-  },
-  at70: !workers,
-  workers,
-});
+const RUNNERS = { baseline: runBaseline, http: runHttp, grpc: runGrpc };
 
-/**
- * f) The public collect endpoint: the same pageviews as a) without ip/ua (the
- * connection's are used), sent as a browser does (text/plain, Origin, no key).
- * Every request comes from 127.0.0.1, so the limit is set out of reach: the
- * row measures the cost of checking it, not of refusing. `f<N>x` (only when
- * named) is the WORKERS=N row with the limit off, to isolate the cost of
- * asking the cluster primary.
- */
-const scenarioF = (workers, limit = "100000000") => ({
-  id: `f${workers ? workers : ""}${limit === "0" ? "x" : ""}`,
-  label: `f) collect pageviews (browser, no key)${workers ? ` (WORKERS=${workers})` : ""}${limit === "0" ? ", COLLECT_RATE_LIMIT=0" : ""}`,
-  path: COLLECT_PATH,
-  table: "events",
-  eventsPerRequest: 1,
-  makeBodies: (t) => collectBodies(t.siteId, 4096),
-  headers: {
-    "content-type": "text/plain;charset=UTF-8",
-    "user-agent": HEADER_UA,
-    origin: "https://example.com",
-  },
-  serverEnv: { COLLECT_RATE_LIMIT: limit },
-  workers,
-});
+// ---------------------------------------------------------------- run, report, write
 
-async function main() {
-  const workersOk = WORKERS > 0 && serverSupportsWorkers();
-  log(
-    `bench: ${DURATION}s per phase, ${CONNECTIONS} connections, ${os.cpus().length} cores, node ${process.version}`,
-  );
-  if (want("baseline")) await baseline();
-  if (want("a")) await httpScenario(scenarioA());
-  if (want("b")) await httpScenario(scenarioB());
-  if (want("c")) await httpScenario(scenarioC());
-  if (want("d")) {
-    await httpScenario({
-      id: "d",
-      label: "d) re-sent payments (upserts of 100 ids)",
-      path: PAYMENTS_PATH,
-      table: "payments",
-      makeBodies: () =>
-        Array.from({ length: 100 }, (_, i) => paymentBody(`pay_${i}`, `cus_${i % 20}`)),
-    });
-  }
-  if (want("e")) await grpcScenario({ id: "e", label: "e) gRPC RecordEvents, batches of 50" });
-  if (want("f")) await httpScenario(scenarioF());
-  if (workersOk) {
-    if (want(`a${WORKERS}`)) await httpScenario(scenarioA(WORKERS));
-    if (want(`b${WORKERS}`)) await httpScenario(scenarioB(WORKERS));
-    if (want(`f${WORKERS}`)) await httpScenario(scenarioF(WORKERS));
-    if (ONLY?.has(`f${WORKERS}x`)) await httpScenario(scenarioF(WORKERS, "0"));
-    // Not in the default run (time budget): BENCH_ONLY=c2 adds it.
-    if (ONLY?.has(`c${WORKERS}`)) await httpScenario(scenarioC(WORKERS));
-  } else if (WORKERS > 0) {
-    log(`  (no WORKERS rows: the built server has no WORKERS setting)`);
-  }
-  if (want("baseline") && results.some((r) => r.id !== "baseline")) await baseline({ again: true });
-  report(workersOk);
-}
-
-// ---------------------------------------------------------------- report
-
-function fmt(x, d = 0) {
-  if (x == null || Number.isNaN(x)) return "–";
-  return Number(x.toFixed(d)).toLocaleString("en-US");
-}
-
-/** Issue 13's targets, as ratios to the same run's baseline where they are ratios. */
-function targets() {
-  const by = Object.fromEntries(results.map((r) => [r.id, r]));
-  const out = [];
-  const base = by.baseline;
-  if (by.a && baselineRps) {
-    const ratio = by.a.requestsPerSec / baselineRps;
-    out.push({
-      target: "a) single events ≥ 0.35× baseline requests/s (stretch 0.5×)",
-      value: `${fmt(ratio, 2)}×`,
-      met: ratio >= 0.35,
-    });
-  }
-  if (by.a) {
-    // Rows are counted a moment after the load stops: in-flight requests land after the 2xx count.
-    const ratio = by.a.eventsPerSec / by.a.ackedEventsPerSec;
-    out.push({
-      target: "a) stored events/s = 2xx answers/s",
-      value: `${fmt(by.a.eventsPerSec)} stored, ${fmt(by.a.ackedEventsPerSec)} acknowledged`,
-      met: ratio >= 0.99,
-    });
-  }
-  if (by.f && by.a) {
-    const ratio = by.f.requestsPerSec / by.a.requestsPerSec;
-    out.push({
-      target: "collect ≈ events endpoint (same application function)",
-      value: `${fmt(ratio, 2)}× a)`,
-      met: ratio >= 0.8,
-    });
-  }
-  if (by.b) {
-    out.push({
-      target: "b) batches of 50 ≥ 150,000 stored events/s",
-      value: fmt(by.b.eventsPerSec),
-      met: by.b.eventsPerSec >= 150_000,
-    });
-  }
-  for (const id of ["c", "d"]) {
-    if (!by[id] || !baselineRps) continue;
-    const ratio = by[id].requestsPerSec / baselineRps;
-    out.push({
-      target: `${id}) payments ≥ 0.35× baseline requests/s`,
-      value: `${fmt(ratio, 2)}×`,
-      met: ratio >= 0.35,
-    });
-  }
-  for (const r of results.filter((x) => x.at70)) {
-    const p99 = r.at70.paced.latencyMs.p99;
-    out.push({
-      target: `${r.id}) p99 < 25 ms at 70% of max (${fmt(r.at70.rate)}/s, paced)`,
-      value: `${fmt(p99, 1)} ms`,
-      met: p99 != null && p99 < 25,
-    });
-  }
-  if (by.e && by.b) {
-    const ratio = by.e.eventsPerSec / by.b.eventsPerSec;
-    out.push({
-      target: "e) gRPC batches within 10% of REST batches (stored events/s)",
-      value: `${fmt(ratio, 2)}× b)`,
-      met: ratio >= 0.9,
-    });
-  }
-  // Not a target: server CPU per request against a bare request's, which moves less with the machine.
-  for (const id of ["a", "c"]) {
-    if (!by[id]?.cpu || !base?.cpu) continue;
-    out.push({
-      target: `(info) ${id}) server CPU per request ÷ baseline's`,
-      value: `${fmt(by[id].cpu.serverUsPerRequest / base.cpu.serverUsPerRequest, 2)}× (${fmt(by[id].cpu.serverUsPerRequest)} µs)`,
-      met: undefined,
-    });
-  }
-  return out;
-}
-
-function report(workersRan) {
-  const lines = [];
-  lines.push(
-    "| Scenario | requests/s | × baseline | stored events/s | p50 ms | p99 ms | non-2xx (503) | peak RSS MB | CPU cores server/client/other |",
-  );
-  lines.push("|---|--:|--:|--:|--:|--:|--:|--:|--:|");
-  for (const r of results) {
-    const ratio = baselineRps ? `${fmt(r.requestsPerSec / baselineRps, 2)}×` : "";
-    lines.push(
-      `| ${r.label} | ${fmt(r.requestsPerSec)} | ${ratio} | ${fmt(r.eventsPerSec)} | ${fmt(r.p50Ms, 1)} | ${fmt(r.p99Ms, 1)} | ${fmt(r.non2xx)} (${fmt(r.rateLimited503)}) | ${fmt(r.peakRssMb)} | ${r.cpu ? `${fmt(r.cpu.serverCores, 2)}/${fmt(r.cpu.benchCores, 2)}/${fmt(r.cpu.foreignCores, 2)}` : ""} |`,
-    );
-  }
-  const rateRows = results.filter((r) => r.at70);
-  if (rateRows.length > 0) {
-    lines.push("");
-    lines.push(
-      "| At 70% of max | rate/s | paced p50 ms | paced p99 ms | autocannon overallRate p50 ms | p99 ms | non-2xx |",
-    );
-    lines.push("|---|--:|--:|--:|--:|--:|--:|");
-    for (const r of rateRows) {
-      const p = r.at70.paced;
-      const a = r.at70.autocannon;
-      lines.push(
-        `| ${r.label} | ${fmt(r.at70.rate)} | ${fmt(p.latencyMs.p50, 1)} | ${fmt(p.latencyMs.p99, 1)} | ${fmt(a.latencyMs.p50, 1)} | ${fmt(a.latencyMs.p99, 1)} | ${fmt(p.non2xx + a.non2xx)} |`,
-      );
-    }
-  }
-  const t = targets();
-  if (t.length > 0) {
-    lines.push("");
-    lines.push("| Target | measured | met |");
-    lines.push("|---|--:|:-:|");
-    for (const x of t) {
-      lines.push(
-        `| ${x.target} | ${x.value} | ${x.met === undefined ? "–" : x.met ? "yes" : "**no**"} |`,
-      );
-    }
-  }
+function describeMachine() {
   const cpus = os.cpus();
-  const machine = {
+  return {
     cpuModel: cpus[0]?.model,
     cores: cpus.length,
     totalMemoryGb: round(os.totalmem() / 2 ** 30, 1),
     node: process.version,
     platform: `${os.type()} ${os.release()} ${os.arch()}`,
   };
-  lines.push("");
-  lines.push(
-    `${machine.cpuModel}, ${machine.cores} cores, ${machine.totalMemoryGb} GB, Node ${machine.node}; ` +
-      `${DURATION} s per phase after ${WARMUP} s warm-up, ${CONNECTIONS} connections (gRPC: ${GRPC_CONCURRENCY} calls in flight); ` +
-      `INGEST_QUEUE_CAPACITY=${SERVER_ENV.INGEST_QUEUE_CAPACITY}, INGEST_BATCH_MAX=${SERVER_ENV.INGEST_BATCH_MAX}, INGEST_FLUSH_MS=${SERVER_ENV.INGEST_FLUSH_MS}, INGEST_BATCHES_IN_FLIGHT=${SERVER_ENV.INGEST_BATCHES_IN_FLIGHT}` +
-      (workersRan ? "" : "; no WORKERS rows (the built server has no WORKERS setting)"),
-  );
-  const table = lines.join("\n");
-  process.stdout.write(`\n${table}\n`);
-  if (env.BENCH_NO_SAVE !== "1") {
-    const stamp = new Date()
-      .toISOString()
-      .replace(/:/g, "-")
-      .replace(/\.\d+Z$/, "Z");
-    const dir = join(ROOT, "bench/results");
-    mkdirSync(dir, { recursive: true });
-    const file = join(dir, `${stamp}.json`);
-    writeFileSync(
-      file,
-      `${JSON.stringify(
-        {
-          startedAt: startedAt.toISOString(),
-          machine,
-          settings: {
-            durationSec: DURATION,
-            warmupSec: WARMUP,
-            connections: CONNECTIONS,
-            grpcConcurrency: GRPC_CONCURRENCY,
-            server: { ...SERVER_ENV, ADMIN_TOKEN: undefined },
-            cpuProfile: Boolean(PROF_DIR),
-          },
-          baselineRequestsPerSec: baselineRps,
-          targets: t,
-          results,
-          table,
-        },
-        null,
-        2,
-      )}\n`,
-    );
-    log(`\nresults: ${file}`);
-  }
 }
 
-const startedAt = new Date();
+/** The one writer: bench/results/<UTC time at the end of the run>.json. */
+function saveResult(doc) {
+  const dir = join(ROOT, "bench/results");
+  mkdirSync(dir, { recursive: true });
+  const file = join(dir, resultFileName(new Date()));
+  writeFileSync(file, `${JSON.stringify(doc, null, 2)}\n`);
+  return file;
+}
+
+async function main() {
+  const startedAt = new Date();
+  const workersRan = settings.workers > 0 && serverSupportsWorkers();
+  log(
+    `bench: ${settings.duration}s per phase, ${settings.connections} connections, ${os.cpus().length} cores, node ${process.version}`,
+  );
+  const plan = planScenarios({
+    only: settings.only,
+    workers: settings.workers,
+    workersOk: workersRan,
+  });
+  if (!workersRan && settings.workers > 0) {
+    log(`  (no WORKERS rows: the built server has no WORKERS setting)`);
+  }
+  const rows = [];
+  for (const scenario of plan) rows.push(await RUNNERS[scenario.kind](scenario));
+  const doc = resultDocument({ startedAt, machine: describeMachine(), settings, rows, workersRan });
+  process.stdout.write(`\n${doc.table}\n`);
+  if (!settings.noSave) log(`\nresults: ${saveResult(doc)}`);
+}
+
 main().then(
   () => {
     killAll();

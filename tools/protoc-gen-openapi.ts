@@ -7,8 +7,9 @@
  * them; unknown fields are refused, so `additionalProperties: false`). What
  * the proto cannot say about REST (the success envelope, statuses, headers,
  * error messages, body limits) comes from the service's own code: the error
- * table and messages of src/domain/errors.ts and the limits of
- * src/http/body-limits.ts, so the document states what the server enforces.
+ * catalogues of src/domain/errors.ts and src/edge/door-errors.ts, the HTTP
+ * table of src/edge/http-errors.ts and the limits of
+ * src/edge/body-limits.ts, so the document states what the server enforces.
  */
 import { readFileSync } from "node:fs";
 import {
@@ -30,8 +31,10 @@ import {
   FileDescriptorSetSchema,
 } from "@bufbuild/protobuf/wkt";
 import { getComments, type Plugin, runNodeJs } from "@bufbuild/protoplugin";
-import { ERROR_TABLE, errors, INTERNAL_MESSAGE } from "../src/domain/errors.js";
-import { bodyLimitOf, COLLECT_BODY_LIMIT } from "../src/http/body-limits.js";
+import { errors } from "../src/domain/errors.js";
+import { bodyLimitOf, COLLECT_BODY_LIMIT } from "../src/edge/body-limits.js";
+import { doorErrors, INTERNAL_MESSAGE, type ServiceError } from "../src/edge/door-errors.js";
+import { HTTP_ERRORS, httpErrorOf } from "../src/edge/http-errors.js";
 import { CONNECTOR_BODY_LIMIT } from "../src/http/connectors/connector-limits.js";
 
 type Json = Record<string, unknown>;
@@ -43,8 +46,8 @@ const pkg = JSON.parse(readFileSync(new URL("../package.json", import.meta.url),
 };
 
 /** An error response's example: the exact envelope the server sends. */
-function envelope(err: { shape: { code: string }; message: string }): Json {
-  return { ok: false, error: { code: err.shape.code, message: err.message } };
+function envelope(err: ServiceError): Json {
+  return { ok: false, error: { code: httpErrorOf(err).code, message: err.message } };
 }
 
 const errorExamples = (list: { summary: string; err: Parameters<typeof envelope>[0] }[]) =>
@@ -52,10 +55,7 @@ const errorExamples = (list: { summary: string; err: Parameters<typeof envelope>
     list.map((e, i) => [`e${i + 1}`, { summary: e.summary, value: envelope(e.err) }]),
   );
 
-const mediaTypeError = {
-  shape: ERROR_TABLE.unsupported_media_type,
-  message: "Content-Type must be application/json",
-};
+const mediaTypeError = doorErrors.unsupportedMediaType("Content-Type must be application/json");
 
 interface ErrorResponse {
   description: string;
@@ -95,7 +95,9 @@ const authErrors = (scope: string) => ({
 const commonErrors = (limitKb: number) => ({
   413: {
     description: `Body larger than ${limitKb} KB (checked before it is read).`,
-    examples: errorExamples([{ summary: "Too large", err: errors.bodyTooLarge(limitKb) }]),
+    examples: errorExamples([
+      { summary: "Too large", err: doorErrors.bodyTooLarge(limitKb * 1024) },
+    ]),
   },
   415: {
     description: "Content-Type other than application/json (or text/plain).",
@@ -106,7 +108,7 @@ const commonErrors = (limitKb: number) => ({
     examples: errorExamples([
       {
         summary: "Internal",
-        err: { shape: ERROR_TABLE.internal, message: INTERNAL_MESSAGE },
+        err: errors.internal(INTERNAL_MESSAGE),
       },
     ]),
   },
@@ -139,13 +141,11 @@ const PROFILES: Record<string, RestProfile> = {
         examples: errorExamples([
           {
             summary: "Invalid fields",
-            err: {
-              shape: ERROR_TABLE.invalid_input,
-              message:
-                "invalid payment input: amount: must be greater than 0; currency: must be a 3-letter ISO 4217 code",
-            },
+            err: errors.invalid(
+              "invalid payment input: amount: must be greater than 0; currency: must be a 3-letter ISO 4217 code",
+            ),
           },
-          { summary: "Unknown field", err: errors.invalidJson('unknown field "amout"') },
+          { summary: "Unknown field", err: doorErrors.invalidJson('unknown field "amout"') },
         ]),
       },
       ...authErrors("payments"),
@@ -200,7 +200,7 @@ const PROFILES: Record<string, RestProfile> = {
         description:
           "Malformed JSON, an unknown or invalid field, more than 50 events, a host not on the site, or several sites in one batch.",
         examples: errorExamples([
-          { summary: "Unknown field", err: errors.invalidJson('unknown field "x"') },
+          { summary: "Unknown field", err: doorErrors.invalidJson('unknown field "x"') },
         ]),
       },
       ...authErrors("events"),
@@ -481,7 +481,7 @@ function browserPaths(eventsInput: DescMessage): Json {
               description:
                 "Malformed JSON, an unknown or invalid field, `ip`/`ua` in the body, or an `Origin` not on the site.",
               examples: errorExamples([
-                { summary: "Unknown field", err: errors.invalidJson('unknown field "x"') },
+                { summary: "Unknown field", err: doorErrors.invalidJson('unknown field "x"') },
               ]),
             },
             404: {
@@ -546,10 +546,7 @@ function browserPaths(eventsInput: DescMessage): Json {
               errorExamples([
                 {
                   summary: "Not built",
-                  err: {
-                    shape: ERROR_TABLE.not_found,
-                    message: "the tracking script is not built: run npm run build",
-                  },
+                  err: doorErrors.notServed("the tracking script is not built: run npm run build"),
                 },
               ]),
             ),
@@ -569,24 +566,8 @@ function connectorPaths(): Json {
   const refusal = (
     status: number,
     description: string,
-    list: { summary: string; message: string }[],
-  ) => [
-    status,
-    {
-      description,
-      content: jsonError(
-        errorExamples(
-          list.map((e) => ({
-            summary: e.summary,
-            err: {
-              shape: status === 404 ? ERROR_TABLE.not_found : ERROR_TABLE.invalid_input,
-              message: e.message,
-            },
-          })),
-        ),
-      ),
-    },
-  ];
+    list: { summary: string; err: ServiceError }[],
+  ) => [status, { description, content: jsonError(errorExamples(list)) }];
   return {
     "/api/v1/connectors/{connector_id}": {
       post: {
@@ -660,22 +641,24 @@ function connectorPaths(): Json {
               400,
               "A missing, malformed or wrong signature, a stale timestamp, a body that is not a JSON object, or a mapped payment the payments rules refuse.",
               [
-                { summary: "No signature", message: "missing Stripe-Signature header" },
-                { summary: "Wrong signature", message: "Stripe-Signature does not match the body" },
+                { summary: "No signature", err: errors.signatureMissing("Stripe-Signature") },
+                { summary: "Wrong signature", err: errors.signatureMismatch("Stripe-Signature") },
                 {
                   summary: "Stale",
-                  message: "Stripe-Signature timestamp is more than 300 seconds old",
+                  err: errors.signatureStale("Stripe-Signature timestamp", 300, "old"),
                 },
               ],
             ),
             refusal(404, "No such connector (never created, or deleted).", [
-              { summary: "Unknown connector", message: "unknown connector" },
+              { summary: "Unknown connector", err: errors.unknownConnector() },
             ]),
           ]),
           413: {
             description: `Body larger than ${limitKb} KB.`,
             content: jsonError(
-              errorExamples([{ summary: "Too large", err: errors.bodyTooLarge(limitKb) }]),
+              errorExamples([
+                { summary: "Too large", err: doorErrors.bodyTooLarge(CONNECTOR_BODY_LIMIT) },
+              ]),
             ),
           },
           503: {
@@ -721,7 +704,7 @@ function operationalPaths(): Json {
               errorExamples([
                 {
                   summary: "Store cannot take writes (unreachable, locked, read-only, full)",
-                  err: { shape: ERROR_TABLE.unavailable, message: "the store cannot take writes" },
+                  err: errors.storeCannotTakeWrites(),
                 },
               ]),
             ),
@@ -791,7 +774,7 @@ function generate(request: CodeGeneratorRequest): string | undefined {
     description: "Payment providers' webhooks, signed by the provider; no key.",
   });
   tags.push({ name: "Operations", description: "Probes and this reference; no key needed." });
-  const codes = [...new Set(Object.values(ERROR_TABLE).map((e) => e.code))].sort();
+  const codes = [...new Set(Object.values(HTTP_ERRORS).map((e) => e.code))].sort();
   const doc = {
     openapi: "3.1.0",
     info: {

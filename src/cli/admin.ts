@@ -12,17 +12,19 @@ import { createAdmin } from "../domain/admin.js";
 import { systemClock } from "../domain/clock.js";
 import { DomainError } from "../domain/errors.js";
 import { KEY_PREFIX } from "../domain/keys.js";
+import { PLANS, ROLES, SCOPES } from "../domain/vocabulary.js";
+import { httpErrorOf } from "../edge/http-errors.js";
 import { type MigrationReport, openStore } from "../store/open-store.js";
 
 /** Each command: its arguments and what it does, for `help`. */
 const COMMANDS = {
   "account create": [
-    "--name N --plan free|starter|growth|scale --owner EMAIL",
+    `--name N --plan ${PLANS.join("|")} --owner EMAIL`,
     "Creates an account and its owner.",
   ],
   "account set-plan": ["--account ID --plan P", "Moves an account to another plan."],
   "member add": [
-    "--account ID --email E --role owner|admin|member",
+    `--account ID --email E --role ${ROLES.join("|")}`,
     "Adds a user (created by email if new) to an account, or changes their role.",
   ],
   "site create": [
@@ -30,7 +32,7 @@ const COMMANDS = {
     "Creates a site; events must come from one of its hostnames.",
   ],
   "key create": [
-    "--site ID --name N --scopes events,payments --as USER_ID",
+    `--site ID --name N --scopes ${SCOPES.join(",")} --as USER_ID`,
     "Creates an API key (Scale plan; owner or admin). The key is printed this once.",
   ],
   "key list": ["--site ID", "Lists a site's keys, without their secrets."],
@@ -323,7 +325,7 @@ async function demo(
   const { key } = await admin.createKey({
     siteId,
     name: "demo",
-    scopes: ["events", "payments"],
+    scopes: [...SCOPES],
     actorUserId: ownerUserId,
   });
   return { KEY: key, SITE: siteId, ADMIN_TOKEN: adminToken ?? randomBytes(24).toString("hex") };
@@ -348,7 +350,7 @@ run(process.argv.slice(2)).then(
       process.stderr.write(`${redactKeys(`error: ${(err as Error).message}`)}\n${hint}\n`);
       process.exitCode = 2;
     } else if (err instanceof DomainError) {
-      process.stderr.write(`${redactKeys(`error: ${err.shape.code}: ${err.message}`)}\n`);
+      process.stderr.write(`${redactKeys(`error: ${httpErrorOf(err).code}: ${err.message}`)}\n`);
       process.exitCode = 1;
     } else {
       const message = err instanceof Error ? err.message : String(err);

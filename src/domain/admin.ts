@@ -5,17 +5,14 @@
 
 import type { Clock } from "./clock.js";
 import { connectorView, parseConnectorInput } from "./connectors/connector-rules.js";
-import { DomainError } from "./errors.js";
+import { errors } from "./errors.js";
 import { newId } from "./ids.js";
 import { generateApiKey, hashApiKey, keyDisplayPrefix } from "./keys.js";
 import { ALLOWANCES, isPlan, KEY_PLAN, PLANS, type Plan, utcMonth } from "./plans.js";
-import type { ApiKeyRecord, Role, Scope, Store } from "./store/store.js";
+import type { ApiKeyRecord, Store } from "./store/store.js";
+import { isOneOf, KEY_MANAGERS, ROLES, SCOPES, type Scope } from "./vocabulary.js";
 
-const ROLES: readonly Role[] = ["owner", "admin", "member"];
-const SCOPES: readonly Scope[] = ["events", "payments"];
-const KEY_MANAGERS: readonly Role[] = ["owner", "admin"];
-
-const invalid = (message: string) => new DomainError("invalid_input", message);
+const invalid = errors.invalid;
 
 function email(value: string): string {
   const e = value.trim().toLowerCase();
@@ -83,13 +80,13 @@ export function createAdmin(deps: { store: Store; clock: Clock }) {
 
   async function accountOf(accountId: string) {
     const account = await store.getAccount(accountId);
-    if (!account) throw new DomainError("not_found", `account ${accountId} not found`);
+    if (!account) throw errors.accountNotFound(accountId);
     return account;
   }
 
   async function siteOf(siteId: string) {
     const site = await store.getSite(siteId);
-    if (!site) throw new DomainError("not_found", `site ${siteId} not found`);
+    if (!site) throw errors.siteNotFound(siteId);
     return site;
   }
 
@@ -103,16 +100,10 @@ export function createAdmin(deps: { store: Store; clock: Clock }) {
     if (!actorUserId) throw invalid("the acting user id is required");
     const role = await store.getRole(accountId, actorUserId);
     if (!role) {
-      throw new DomainError(
-        "forbidden",
-        `user ${actorUserId} is not a member of account ${accountId}`,
-      );
+      throw errors.notMember(actorUserId, accountId);
     }
     if (!KEY_MANAGERS.includes(role)) {
-      throw new DomainError(
-        "forbidden",
-        `only owners and admins can ${action} ${what}; user ${actorUserId} is a ${role}`,
-      );
+      throw errors.notKeyManager(action, actorUserId, role, what);
     }
   }
 
@@ -137,19 +128,20 @@ export function createAdmin(deps: { store: Store; clock: Clock }) {
     async setPlan(input: { accountId: string; plan: string }) {
       const p = plan(input.plan);
       if (!(await store.setPlan(input.accountId, p))) {
-        throw new DomainError("not_found", `account ${input.accountId} not found`);
+        throw errors.accountNotFound(input.accountId);
       }
       return { accountId: input.accountId, plan: p };
     },
 
     async addMember(input: { accountId: string; email: string; role: string }) {
-      if (!ROLES.includes(input.role as Role)) {
+      const role = input.role;
+      if (!isOneOf(ROLES, role)) {
         throw invalid(`role must be one of ${ROLES.join(", ")}`);
       }
       const e = email(input.email);
       await accountOf(input.accountId);
       const user = await store.ensureUser({ id: newId("user"), email: e, createdAt: clock.now() });
-      await store.setMembership(input.accountId, user.id, input.role as Role);
+      await store.setMembership(input.accountId, user.id, role);
       return { userId: user.id };
     },
 
@@ -178,17 +170,14 @@ export function createAdmin(deps: { store: Store; clock: Clock }) {
         throw invalid("key name must be 1 to 100 characters");
       }
       const scopes = [...new Set(input.scopes.map((s) => s.trim()).filter(Boolean))];
-      if (scopes.length === 0 || !scopes.every((s) => SCOPES.includes(s as Scope))) {
+      if (scopes.length === 0 || !scopes.every((s) => isOneOf(SCOPES, s))) {
         throw invalid("scopes must be events, payments or both");
       }
       const site = await siteOf(input.siteId);
       const account = await accountOf(site.accountId);
       await requireKeyManager(account.id, input.actorUserId, "create");
       if (account.plan !== KEY_PLAN) {
-        throw new DomainError(
-          "plan_required",
-          `creating API keys requires the ${KEY_PLAN} plan; account ${account.id} is on the ${account.plan} plan`,
-        );
+        throw errors.planRequired(KEY_PLAN, account.id, account.plan);
       }
       const key = generateApiKey();
       const record: ApiKeyRecord = {
@@ -212,7 +201,7 @@ export function createAdmin(deps: { store: Store; clock: Clock }) {
 
     async deleteKey(input: { keyId: string; actorUserId: string }) {
       const key = await store.getKey(input.keyId);
-      if (!key) throw new DomainError("not_found", `API key ${input.keyId} not found`);
+      if (!key) throw errors.keyNotFound(input.keyId);
       const site = await siteOf(key.siteId);
       await requireKeyManager(site.accountId, input.actorUserId, "delete");
       await store.deleteKey(key.id);
@@ -235,10 +224,7 @@ export function createAdmin(deps: { store: Store; clock: Clock }) {
       const account = await accountOf(site.accountId);
       await requireKeyManager(account.id, input.actorUserId, "create", "connectors");
       if (account.plan !== KEY_PLAN) {
-        throw new DomainError(
-          "plan_required",
-          `creating connectors requires the ${KEY_PLAN} plan; account ${account.id} is on the ${account.plan} plan`,
-        );
+        throw errors.planRequired(KEY_PLAN, account.id, account.plan, "connectors");
       }
       const record = {
         id: newId("conn"),
@@ -259,9 +245,7 @@ export function createAdmin(deps: { store: Store; clock: Clock }) {
 
     async deleteConnector(input: { connectorId: string; actorUserId: string }) {
       const connector = await store.getConnector(input.connectorId);
-      if (!connector) {
-        throw new DomainError("not_found", `connector ${input.connectorId} not found`);
-      }
+      if (!connector) throw errors.connectorNotFound(input.connectorId);
       const site = await siteOf(connector.siteId);
       await requireKeyManager(site.accountId, input.actorUserId, "delete", "connectors");
       await store.deleteConnector(connector.id);

@@ -1,5 +1,6 @@
 /** Authentication of the two public endpoints by API key. */
 
+import { createBoundedMap } from "../lib/bounded-map.js";
 import type { Clock } from "./clock.js";
 import { errors, storeError } from "./errors.js";
 import { hashApiKey, isWellFormedKey, parseBearerKey } from "./keys.js";
@@ -18,14 +19,14 @@ export interface Authenticator {
   authenticate(header: string | undefined | null, scope: Scope): Promise<KeyPrincipal>;
 }
 
-/** Keys whose last touch this process remembers; beyond, it forgets them all (a few extra touches). */
+/** Keys whose last touch this process remembers; beyond, it forgets the least used (a few extra touches). */
 const MAX_TOUCHED = 10_000;
 
 export function createAuthenticator(deps: { store: Store; clock: Clock }): Authenticator {
   const { store, clock } = deps;
   // The principal may come from a cache (directory-cache.ts) with an old
   // lastUsedAt: remember this process's own touches so they stay throttled.
-  const touched = new Map<string, number>();
+  const touched = createBoundedMap<string, number>(MAX_TOUCHED);
   return {
     async authenticate(header, scope) {
       const key = parseBearerKey(header);
@@ -42,7 +43,6 @@ export function createAuthenticator(deps: { store: Store; clock: Clock }): Authe
         touched.get(principal.id) ?? -Infinity,
       );
       if (now - last >= TOUCH_INTERVAL_MS) {
-        if (touched.size >= MAX_TOUCHED) touched.clear();
         touched.set(principal.id, now);
         // Best effort and off the request path: a failed touch must not fail the request.
         store.touchKey(principal.id, now).catch(() => {});

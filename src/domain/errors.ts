@@ -1,121 +1,148 @@
 /**
- * Every error the service reports, and how each front shows it.
+ * Every error the domain reports, in the domain's words only.
  *
- * One table maps a domain error kind to the REST status and code of the
- * public error envelope and to the Connect/gRPC code, so both doors say the
- * same thing (as connect-es keeps its code-to-HTTP table in one file).
+ * A `DomainError` has a transport-neutral kind (what went wrong, as
+ * connect-es's `Code` says it without HTTP) and, where there is one, the
+ * `cause` it was raised for. How each door shows a kind (the REST status and
+ * code, the Connect code) is the doors' business: src/edge/http-errors.ts and
+ * src/rpc/connect-errors.ts each hold one table. Errors only a transport can
+ * raise (body too large, unsupported media type, method not allowed, unknown
+ * RPC method) are the doors' own (src/edge/door-errors.ts).
+ *
+ * Every error is built through the {@link errors} catalogue.
  */
 
 import { StoreFailureError, StoreUnavailableError } from "./store-errors.js";
 
-/** Connect/gRPC codes used by the service, by their canonical names. */
-export type RpcCode =
-  | "invalid_argument"
-  | "unauthenticated"
-  | "permission_denied"
-  | "not_found"
-  | "already_exists"
-  | "failed_precondition"
-  | "resource_exhausted"
-  | "unavailable"
-  | "unimplemented"
-  | "internal";
+/** The kinds of domain errors. */
+export const ERROR_KINDS = [
+  "invalid_input",
+  "unauthorized",
+  "forbidden",
+  "not_found",
+  "conflict",
+  /** The account's plan does not allow the operation. */
+  "plan_required",
+  "quota_exceeded",
+  /** The service is saturated (a full ingest queue): come back later. */
+  "rate_limited",
+  /** One client sent too many requests (the public collect endpoint's per-client limit). */
+  "too_many_requests",
+  "unavailable",
+  "internal",
+] as const;
 
-interface ErrorShape {
-  /** HTTP status of the REST envelope. */
-  readonly status: number;
-  /** `error.code` of the REST envelope and `reason` of the RPC ErrorInfo. */
-  readonly code: string;
-  readonly rpc: RpcCode;
+/** A kind of domain error. */
+export type ErrorKind = (typeof ERROR_KINDS)[number];
+
+/** What an error may carry besides its kind and message. */
+export interface ErrorOptions {
+  /** Seconds for a Retry-After header, when the caller should come back later. */
+  retryAfterSeconds?: number;
+  /** What it was raised for (logged with the error, never shown). */
+  cause?: unknown;
 }
-
-/** The table. Keys are the kinds a DomainError can have. */
-export const ERROR_TABLE = {
-  invalid_input: { status: 400, code: "invalid_input", rpc: "invalid_argument" },
-  body_too_large: { status: 413, code: "invalid_input", rpc: "invalid_argument" },
-  unsupported_media_type: { status: 415, code: "invalid_input", rpc: "invalid_argument" },
-  unauthorized: { status: 401, code: "unauthorized", rpc: "unauthenticated" },
-  forbidden: { status: 403, code: "forbidden", rpc: "permission_denied" },
-  not_found: { status: 404, code: "not_found", rpc: "not_found" },
-  method_not_allowed: { status: 405, code: "method_not_allowed", rpc: "not_found" },
-  /** An RPC path (`/package.Service/Method`) that names no method this server serves. */
-  unknown_method: { status: 404, code: "not_found", rpc: "unimplemented" },
-  conflict: { status: 409, code: "conflict", rpc: "already_exists" },
-  plan_required: { status: 403, code: "forbidden", rpc: "failed_precondition" },
-  quota_exceeded: { status: 429, code: "quota_exceeded", rpc: "resource_exhausted" },
-  rate_limited: { status: 503, code: "rate_limited", rpc: "unavailable" },
-  /** One client sent too many requests (the public collect endpoint's per-IP limit). */
-  too_many_requests: { status: 429, code: "rate_limited", rpc: "resource_exhausted" },
-  unavailable: { status: 503, code: "unavailable", rpc: "unavailable" },
-  internal: { status: 500, code: "internal", rpc: "internal" },
-} as const satisfies Record<string, ErrorShape>;
-
-/** A kind of domain error: a key of {@link ERROR_TABLE}. */
-export type ErrorKind = keyof typeof ERROR_TABLE;
-
-/** The message a 500 shows: never the internal cause. */
-export const INTERNAL_MESSAGE = "internal error";
 
 /**
  * An error the service means to report to the caller. Anything else that is
- * thrown is an internal error and is reported as {@link INTERNAL_MESSAGE}.
+ * thrown is an internal error and is reported without its message.
  */
 export class DomainError extends Error {
   override readonly name = "DomainError";
+  /** Seconds for a Retry-After header, when the caller should come back later. */
+  readonly retryAfterSeconds?: number;
 
   constructor(
     readonly kind: ErrorKind,
     message: string,
-    /** Seconds for a Retry-After header, when the caller should come back later. */
-    readonly retryAfterSeconds?: number,
+    options: ErrorOptions = {},
   ) {
     // Messages may quote input; a lone surrogate would break headers (grpc-message) and logs.
-    super(wellFormed(message));
-  }
-
-  /** The shape this error takes on each front. */
-  get shape(): ErrorShape {
-    return ERROR_TABLE[this.kind];
+    super(wellFormed(message), options.cause === undefined ? undefined : { cause: options.cause });
+    if (options.retryAfterSeconds !== undefined) this.retryAfterSeconds = options.retryAfterSeconds;
   }
 }
 
-/** Shorthand constructors for the errors the spec words exactly. */
+const notFound = (message: string) => new DomainError("not_found", message);
+
+/** The catalogue: every DomainError is built here, worded as the spec words it. */
 export const errors = {
+  /** A 400 whose message the caller composed (field rules list every problem). */
+  invalid: (message: string) => new DomainError("invalid_input", message),
   missingKey: () => new DomainError("unauthorized", "missing or malformed API key"),
   unknownKey: () => new DomainError("unauthorized", "unknown or revoked API key"),
   missingScope: (scope: string) => new DomainError("forbidden", `API key lacks the ${scope} scope`),
   foreignSite: () => new DomainError("forbidden", "api key does not belong to this site"),
-  unknownSite: () => new DomainError("not_found", "unknown site"),
-  /**
-   * An RPC path no method answers, worded as gRPC servers word it. No slash:
-   * grpc-js does not decode an encoded one in grpc-message.
-   */
-  unknownMethod: (service: string, method: string) =>
-    new DomainError("unknown_method", `unknown method ${method} for service ${service}`),
-  /** 405: `use` names the verbs the path takes, as its `Allow` header lists them. */
-  methodNotAllowed: (method: string, path: string, use: string) =>
-    new DomainError("method_not_allowed", `${method} is not allowed on ${path}; use ${use}`),
-  invalidJson: (detail: string) => new DomainError("invalid_input", `invalid JSON: ${detail}`),
-  bodyTooLarge: (limitKb: number) =>
-    new DomainError("body_too_large", `request body larger than ${limitKb} KB`),
-  quotaExceeded: (retryAfterSeconds: number) =>
-    new DomainError("quota_exceeded", "monthly event quota exceeded", retryAfterSeconds),
-  queueFull: () => new DomainError("rate_limited", "ingest queue is full, retry later", 2),
-  tooManyRequests: (retryAfterSeconds: number) =>
+  unknownSite: () => notFound("unknown site"),
+  notMember: (userId: string, accountId: string) =>
+    new DomainError("forbidden", `user ${userId} is not a member of account ${accountId}`),
+  /** `what` is what the user may not manage: API keys, or connectors. */
+  notKeyManager: (action: string, userId: string, role: string, what = "API keys") =>
     new DomainError(
-      "too_many_requests",
-      "too many requests from this address, retry later",
-      retryAfterSeconds,
+      "forbidden",
+      `only owners and admins can ${action} ${what}; user ${userId} is a ${role}`,
     ),
-  storeUnavailable: () =>
-    new DomainError("unavailable", "the store is unavailable, retry later", 2),
+  planRequired: (plan: string, accountId: string, current: string, what = "API keys") =>
+    new DomainError(
+      "plan_required",
+      `creating ${what} requires the ${plan} plan; account ${accountId} is on the ${current} plan`,
+    ),
+  accountNotFound: (id: string) => notFound(`account ${id} not found`),
+  siteNotFound: (id: string) => notFound(`site ${id} not found`),
+  keyNotFound: (id: string) => notFound(`API key ${id} not found`),
+  paymentNotFound: (id: string) => notFound(`payment ${id} not found`),
+  customerNotFound: (id: string) => notFound(`customer ${id} not found`),
+  connectorNotFound: (id: string) => notFound(`connector ${id} not found`),
+  /** Health checks name a service this server does not serve. */
+  unknownService: (name: string) => notFound(`unknown service ${name}`),
+  quotaExceeded: (retryAfterSeconds: number) =>
+    new DomainError("quota_exceeded", "monthly event quota exceeded", { retryAfterSeconds }),
+  queueFull: () =>
+    new DomainError("rate_limited", "ingest queue is full, retry later", { retryAfterSeconds: 2 }),
+  tooManyRequests: (retryAfterSeconds: number) =>
+    new DomainError("too_many_requests", "too many requests from this address, retry later", {
+      retryAfterSeconds,
+    }),
+  storeUnavailable: (cause?: unknown) =>
+    new DomainError("unavailable", "the store is unavailable, retry later", {
+      retryAfterSeconds: 2,
+      cause,
+    }),
+  /** The readiness probe's 503: the store answers but cannot commit a write. */
+  storeCannotTakeWrites: () =>
+    new DomainError("unavailable", "the store cannot take writes", { retryAfterSeconds: 2 }),
   adminTokenUnset: () =>
     new DomainError("unauthorized", "admin API is disabled: ADMIN_TOKEN is not set"),
   badAdminToken: () => new DomainError("unauthorized", "missing or invalid admin token"),
+  /** A connector id no connector has (the webhook door's 404). */
+  unknownConnector: () => notFound("unknown connector"),
+  /** Creating a connector: a provider the service has no connector for. */
+  unknownProvider: (providers: readonly string[]) =>
+    new DomainError("invalid_input", `provider must be one of ${providers.join(", ")}`),
+  /** Creating a connector: never quotes the secret (it may be a real one pasted in the wrong place). */
+  badConnectorSecret: (maxLength: number) =>
+    new DomainError(
+      "invalid_input",
+      `secret must be 1 to ${maxLength} characters without whitespace`,
+    ),
+  stripeSecretPrefix: () =>
+    new DomainError("invalid_input", "a Stripe signing secret starts with whsec_"),
+  /** A webhook delivery without its signature header(s); `headers` names them. */
+  signatureMissing: (headers: string) =>
+    new DomainError("invalid_input", `missing ${headers} header`),
+  signatureMalformed: (header: string) =>
+    new DomainError("invalid_input", `malformed ${header} header`),
+  signatureMismatch: (header: string) =>
+    new DomainError("invalid_input", `${header} does not match the body`),
+  /** A signed timestamp outside the provider's tolerance; `when` is `old` or `off` (either way). */
+  signatureStale: (timestamp: string, seconds: number, when: "old" | "off") =>
+    new DomainError("invalid_input", `${timestamp} is more than ${seconds} seconds ${when}`),
+  /** A broken invariant the caller cannot fix (its message is the caller's answer). */
+  internal: (message: string, cause?: unknown) => new DomainError("internal", message, { cause }),
 };
 
 /** The string with lone UTF-16 surrogates replaced by U+FFFD. */
-function wellFormed(text: string): string {
+export function wellFormed(text: string): string {
   return text.replace(
     /[\uD800-\uDBFF](?![\uDC00-\uDFFF])|(?<![\uD800-\uDBFF])[\uDC00-\uDFFF]/g,
     "\uFFFD",
@@ -125,16 +152,21 @@ function wellFormed(text: string): string {
 /**
  * What a failed store call means for the caller: a DomainError as it is, a
  * StoreFailureError as it is (an internal error, logged with its cause by the
- * door), anything else as 503 `unavailable` (the write did not happen).
+ * door), anything else as 503 `unavailable` (the write did not happen) with
+ * the store's error as its cause.
  */
 export function storeError(err: unknown): Error {
   if (err instanceof DomainError || err instanceof StoreFailureError) return err;
-  return errors.storeUnavailable();
+  return errors.storeUnavailable(err);
 }
 
-/** Converts anything thrown into a DomainError, hiding internal causes. */
-export function toDomainError(err: unknown): DomainError {
+/**
+ * Anything thrown, as a DomainError: a DomainError as it is, a store outage
+ * as 503 `unavailable`, anything else as `internal` with `message` (the doors
+ * pass the one message a 500 shows) and the error as its cause.
+ */
+export function toDomainError(err: unknown, internalMessage: string): DomainError {
   if (err instanceof DomainError) return err;
-  if (err instanceof StoreUnavailableError) return errors.storeUnavailable();
-  return new DomainError("internal", INTERNAL_MESSAGE);
+  if (err instanceof StoreUnavailableError) return errors.storeUnavailable(err);
+  return errors.internal(internalMessage, err);
 }

@@ -1,7 +1,7 @@
 /** Read operations for ReportsService (inspection, tests, the dashboard). */
 
 import type { Clock } from "./clock.js";
-import { DomainError } from "./errors.js";
+import { errors } from "./errors.js";
 import { parseRfc3339 } from "./payments/rfc3339.js";
 import type {
   Attribution,
@@ -43,7 +43,7 @@ function timeField(name: string, value: string, fallback: number): number {
   if (value === "") return fallback;
   const ms = parseRfc3339(value);
   if (ms === undefined) {
-    throw new DomainError("invalid_input", `${name}: must be RFC 3339, e.g. 2024-01-15T10:30:00Z`);
+    throw errors.invalid(`${name}: must be RFC 3339, e.g. 2024-01-15T10:30:00Z`);
   }
   return ms;
 }
@@ -66,23 +66,23 @@ export function createReports(deps: { store: Store; clock: Clock }) {
     async listEvents(input: { siteId: string; limit: number }): Promise<EventRecord[]> {
       const limit = input.limit === 0 ? LIST_EVENTS_DEFAULT : input.limit;
       if (!Number.isInteger(limit) || limit < 1 || limit > LIST_EVENTS_MAX) {
-        throw new DomainError("invalid_input", `limit must be from 1 to ${LIST_EVENTS_MAX}`);
+        throw errors.invalid(`limit must be from 1 to ${LIST_EVENTS_MAX}`);
       }
       if (!(await store.getSite(input.siteId))) {
-        throw new DomainError("not_found", `site ${input.siteId} not found`);
+        throw errors.siteNotFound(input.siteId);
       }
       return store.listEvents(input.siteId, limit);
     },
 
     async getPayment(input: { siteId: string; paymentId: string }): Promise<PaymentRecord> {
       const p = await store.getPayment(input.siteId, input.paymentId);
-      if (!p) throw new DomainError("not_found", `payment ${input.paymentId} not found`);
+      if (!p) throw errors.paymentNotFound(input.paymentId);
       return p;
     },
 
     async getCustomer(input: { siteId: string; customerId: string }): Promise<CustomerView> {
       const customer = await store.getCustomer(input.siteId, input.customerId);
-      if (!customer) throw new DomainError("not_found", `customer ${input.customerId} not found`);
+      if (!customer) throw errors.customerNotFound(input.customerId);
       const links = await store.getCustomerVisitors(input.siteId, input.customerId);
       const touches = new Map(
         (
@@ -106,7 +106,7 @@ export function createReports(deps: { store: Store; clock: Clock }) {
     }): Promise<RevenueView[]> {
       const from = timeField("from", input.from, 0);
       const to = timeField("to", input.to, clock.now());
-      if (to < from) throw new DomainError("invalid_input", "to: must not be before from");
+      if (to < from) throw errors.invalid("to: must not be before from");
       const rows = await store.revenueByChannel(input.siteId, from, to);
       return rows.map((r) => ({
         ...r,

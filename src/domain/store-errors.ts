@@ -1,7 +1,7 @@
 /**
  * The two ways a store call can fail, in the domain's words. Store adapters
  * throw them (the guard in src/store/guarded-store.ts makes sure nothing
- * else escapes); src/domain/errors.ts maps them to 503 and 500.
+ * else escapes); src/domain/errors.ts turns them into 503 and 500.
  */
 
 /**

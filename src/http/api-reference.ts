@@ -6,13 +6,14 @@
  */
 import fastifySwagger from "@fastify/swagger";
 import fastifySwaggerUi from "@fastify/swagger-ui";
-import type { FastifyInstance } from "fastify";
+import type { FastifyPluginAsync } from "fastify";
 import openapi from "../../openapi/openapi.json" with { type: "json" };
 
 /** The OpenAPI 3.1 document of the REST door. */
 export const openapiDocument = openapi;
 
-export async function registerApiReference(app: FastifyInstance): Promise<void> {
+/** The API reference plugin. */
+export const apiReference: FastifyPluginAsync = async (app) => {
   await app.register(fastifySwagger, {
     mode: "static",
     specification: { document: structuredClone(openapi) as never },
@@ -26,4 +27,4 @@ export async function registerApiReference(app: FastifyInstance): Promise<void> 
   app.get("/openapi.json", { schema: { hide: true } }, async (_request, reply) =>
     reply.type("application/json; charset=utf-8").send(openapi),
   );
-}
+};

@@ -18,7 +18,7 @@ function countHeader(rawHeaders: string[], name: string): number {
 
 /** Adds the hook; it runs before every route's own hooks and handlers, on both HTTP versions. */
 export function registerDuplicateCredentialsGuard(app: FastifyInstance): void {
-  app.addHook("onRequest", async (request) => {
+  app.addHook("onRequest", async function dropDuplicateCredentials(request) {
     const headers = request.raw.headers;
     if (headers.authorization === undefined) return;
     // (Joined by a proxy, "Bearer a, Bearer b" fails the bearer syntax on its own.)

@@ -10,7 +10,7 @@ import { existsSync, readFileSync } from "node:fs";
 import { join } from "node:path";
 import { brotliCompressSync, constants, gzipSync } from "node:zlib";
 import type { FastifyInstance, FastifyReply, FastifyRequest } from "fastify";
-import { DomainError } from "../domain/errors.js";
+import { doorErrors } from "../edge/door-errors.js";
 import { sendError } from "./envelope.js";
 
 /** The path users paste into their pages: part of the public interface. */
@@ -85,7 +85,7 @@ export function registerTrackerScript(
     if (!bundle) {
       return sendError(
         reply,
-        new DomainError("not_found", "the tracking script is not built: run npm run build"),
+        doorErrors.notServed("the tracking script is not built: run npm run build"),
       );
     }
     reply.header("cache-control", CACHE_CONTROL);

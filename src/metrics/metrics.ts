@@ -122,11 +122,11 @@ export function createMetrics(): Metrics {
     },
   });
 
-  const slots = new WeakMap<FastifyRequest, RpcSlot>();
-
   return {
     registry,
     observeHttp(app) {
+      // Per request, on the request itself: the RPC door's interceptor leaves the code there.
+      app.decorateRequest("rpcSlot", null);
       app.addHook("onResponse", async (request, reply) => {
         const route = request.routeOptions.url ?? "unmatched";
         const protocol = protocolOf(request, route);
@@ -135,7 +135,7 @@ export function createMetrics(): Metrics {
           // The interceptor saw the handler's code; errors answered before it (body guard) are in headers.
           const header = reply.getHeader("grpc-status");
           status =
-            slots.get(request)?.code ??
+            request.rpcSlot?.code ??
             (header === undefined
               ? "unknown"
               : String(header) === "0"
@@ -159,7 +159,7 @@ export function createMetrics(): Metrics {
     },
     rpcSlot(request) {
       const slot: RpcSlot = {};
-      slots.set(request, slot);
+      request.rpcSlot = slot;
       return slot;
     },
     queue(name) {

@@ -41,6 +41,13 @@ export interface RpcSlot {
   code?: string;
 }
 
+declare module "fastify" {
+  interface FastifyRequest {
+    /** The RPC's slot, set by `rpcSlot` when metrics observe the server; null otherwise. */
+    rpcSlot: RpcSlot | null;
+  }
+}
+
 /** The context value carrying a request's {@link RpcSlot}. */
 export const rpcSlotKey = createContextKey<RpcSlot | undefined>(undefined);
 

@@ -1,40 +1,27 @@
-/** AdminService: the dashboard's door to account administration, behind ADMIN_TOKEN. */
-import type { HandlerContext, ServiceImpl } from "@connectrpc/connect";
+/** AdminService: the dashboard's door to account administration, behind ADMIN_TOKEN (src/rpc/admin-auth.ts). */
+import type { ServiceImpl } from "@connectrpc/connect";
 import type { AdminService } from "../../gen/ingest/v1/admin_pb.js";
 import type { Admin } from "../domain/admin.js";
-import { checkAdminToken } from "../domain/admin-token.js";
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
-/** Refuses the call unless it carries ADMIN_TOKEN. */
-export function guard(adminToken: string | undefined, ctx: HandlerContext): void {
-  checkAdminToken(adminToken, ctx.requestHeader.get("authorization"));
-}
-
-export function createAdminService(deps: {
-  admin: Admin;
-  adminToken: string | undefined;
-}): ServiceImpl<typeof AdminService> {
-  const { admin, adminToken } = deps;
+/** The handlers; src/rpc/admin-auth.ts has authenticated every call before they run. */
+export function createAdminService(deps: { admin: Admin }): ServiceImpl<typeof AdminService> {
+  const { admin } = deps;
   return {
-    async createAccount(req, ctx) {
-      guard(adminToken, ctx);
+    async createAccount(req) {
       return admin.createAccount({ name: req.name, plan: req.plan, ownerEmail: req.ownerEmail });
     },
-    async setPlan(req, ctx) {
-      guard(adminToken, ctx);
+    async setPlan(req) {
       return admin.setPlan({ accountId: req.accountId, plan: req.plan });
     },
-    async addMember(req, ctx) {
-      guard(adminToken, ctx);
+    async addMember(req) {
       return admin.addMember({ accountId: req.accountId, email: req.email, role: req.role });
     },
-    async createSite(req, ctx) {
-      guard(adminToken, ctx);
+    async createSite(req) {
       return admin.createSite({ accountId: req.accountId, hostnames: req.hostnames });
     },
-    async createKey(req, ctx) {
-      guard(adminToken, ctx);
+    async createKey(req) {
       return admin.createKey({
         siteId: req.siteId,
         name: req.name,
@@ -42,8 +29,7 @@ export function createAdminService(deps: {
         actorUserId: req.actorUserId,
       });
     },
-    async listKeys(req, ctx) {
-      guard(adminToken, ctx);
+    async listKeys(req) {
       const keys = await admin.listKeys({ siteId: req.siteId });
       return {
         keys: keys.map((k) => ({
@@ -58,12 +44,10 @@ export function createAdminService(deps: {
         })),
       };
     },
-    async deleteKey(req, ctx) {
-      guard(adminToken, ctx);
+    async deleteKey(req) {
       return admin.deleteKey({ keyId: req.keyId, actorUserId: req.actorUserId });
     },
-    async createConnector(req, ctx) {
-      guard(adminToken, ctx);
+    async createConnector(req) {
       const c = await admin.createConnector({
         siteId: req.siteId,
         provider: req.provider,
@@ -72,8 +56,7 @@ export function createAdminService(deps: {
       });
       return { connectorId: c.connectorId, urlPath: c.urlPath };
     },
-    async listConnectors(req, ctx) {
-      guard(adminToken, ctx);
+    async listConnectors(req) {
       const connectors = await admin.listConnectors({ siteId: req.siteId });
       return {
         connectors: connectors.map((c) => ({
@@ -86,12 +69,10 @@ export function createAdminService(deps: {
         })),
       };
     },
-    async deleteConnector(req, ctx) {
-      guard(adminToken, ctx);
+    async deleteConnector(req) {
       return admin.deleteConnector({ connectorId: req.connectorId, actorUserId: req.actorUserId });
     },
-    async getUsage(req, ctx) {
-      guard(adminToken, ctx);
+    async getUsage(req) {
       const u = await admin.getUsage({ accountId: req.accountId });
       return {
         ...u,

@@ -1,45 +1,67 @@
 /**
- * DomainError → ConnectError, through the one error table. The RPC error
- * carries the REST message as its message and the REST code as the `reason`
- * of a google.rpc.ErrorInfo detail, so both fronts say the same thing.
+ * Every error as a ConnectError, through one table of Connect codes. The RPC
+ * error carries the REST message as its message and the REST code as the
+ * `reason` of a google.rpc.ErrorInfo detail (with the REST status as
+ * metadata), so both doors say the same thing.
  */
 import { create } from "@bufbuild/protobuf";
 import { Code, ConnectError, type Interceptor } from "@connectrpc/connect";
 import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
-import { type RpcCode, toDomainError } from "../domain/errors.js";
+import { type ServiceError, type ServiceErrorKind, toServiceError } from "../edge/door-errors.js";
+import { httpErrorOf } from "../edge/http-errors.js";
 
 /** The ErrorInfo domain of this service's errors. */
 export const ERROR_DOMAIN = "ingest.v1";
 
-const CODES: Record<RpcCode, Code> = {
-  invalid_argument: Code.InvalidArgument,
-  unauthenticated: Code.Unauthenticated,
-  permission_denied: Code.PermissionDenied,
+/** The table: the Connect code of each kind, the domain's and the doors' own. */
+export const CONNECT_CODES = {
+  invalid_input: Code.InvalidArgument,
+  unauthorized: Code.Unauthenticated,
+  forbidden: Code.PermissionDenied,
   not_found: Code.NotFound,
-  already_exists: Code.AlreadyExists,
-  failed_precondition: Code.FailedPrecondition,
-  resource_exhausted: Code.ResourceExhausted,
+  conflict: Code.AlreadyExists,
+  plan_required: Code.FailedPrecondition,
+  quota_exceeded: Code.ResourceExhausted,
+  rate_limited: Code.Unavailable,
+  too_many_requests: Code.ResourceExhausted,
   unavailable: Code.Unavailable,
-  unimplemented: Code.Unimplemented,
   internal: Code.Internal,
-};
+  body_too_large: Code.InvalidArgument,
+  unsupported_media_type: Code.InvalidArgument,
+  method_not_allowed: Code.NotFound,
+  unknown_method: Code.Unimplemented,
+  not_served: Code.NotFound,
+  unreadable_body: Code.InvalidArgument,
+} as const satisfies Record<ServiceErrorKind, Code>;
+
+/** The Connect code of `err`. */
+export function connectCodeOf(err: ServiceError): Code {
+  return CONNECT_CODES[err.kind];
+}
 
 /** The ConnectError for anything thrown by a handler; internal causes stay hidden. */
 export function toConnectError(err: unknown): ConnectError {
   if (err instanceof ConnectError) return err;
-  const d = toDomainError(err);
+  const d = toServiceError(err);
+  const { status, code } = httpErrorOf(d);
   const headers = new Headers();
   if (d.retryAfterSeconds !== undefined) headers.set("retry-after", String(d.retryAfterSeconds));
-  return new ConnectError(d.message, CODES[d.shape.rpc], headers, [
-    {
-      desc: ErrorInfoSchema,
-      value: create(ErrorInfoSchema, {
-        reason: d.shape.code,
-        domain: ERROR_DOMAIN,
-        metadata: { http_status: String(d.shape.status) },
-      }),
-    },
-  ]);
+  return new ConnectError(
+    d.message,
+    connectCodeOf(d),
+    headers,
+    [
+      {
+        desc: ErrorInfoSchema,
+        value: create(ErrorInfoSchema, {
+          reason: code,
+          domain: ERROR_DOMAIN,
+          metadata: { http_status: String(status) },
+        }),
+      },
+    ],
+    err,
+  );
 }
 
 /** A server interceptor that turns every error into its ConnectError. */

@@ -9,7 +9,7 @@ import {
   type Health,
   HealthCheckResponse_ServingStatus as Status,
 } from "../../gen/grpc/health/v1/health_pb.js";
-import { DomainError } from "../domain/errors.js";
+import { errors } from "../domain/errors.js";
 import type { Readiness } from "../lib/readiness.js";
 
 export function createHealthService(deps: {
@@ -26,7 +26,7 @@ export function createHealthService(deps: {
   return {
     async check(req) {
       if (!known.has(req.service)) {
-        throw new DomainError("not_found", `unknown service ${req.service}`);
+        throw errors.unknownService(req.service);
       }
       return { status: statusOf(await deps.readiness.check()) };
     },

@@ -4,11 +4,12 @@
  * HTTP 200, so the status code alone says nothing.
  */
 import { Code, ConnectError, createContextKey, type Interceptor } from "@connectrpc/connect";
+import type { FastifyRequest } from "fastify";
 import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
-import { noteOutcome } from "../http/request-outcome.js";
+import { noteOutcome } from "../edge/request-outcome.js";
 
 /** The Fastify request an RPC runs for; set through the plugin's contextValues. */
-export const logRequestKey = createContextKey<object | undefined>(undefined, {
+export const logRequestKey = createContextKey<FastifyRequest | undefined>(undefined, {
   description: "request whose log line gets the RPC outcome",
 });
 

@@ -1,10 +1,10 @@
-/** ReportsService: internal reads, behind ADMIN_TOKEN. */
-import type { JsonObject } from "@bufbuild/protobuf";
+/** ReportsService: internal reads, behind ADMIN_TOKEN (src/rpc/admin-auth.ts). */
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { ReportsService } from "../../gen/ingest/v1/reports_pb.js";
 import { formatMinorUnits } from "../domain/payments/money.js";
 import type { Reports } from "../domain/reports.js";
-import { guard } from "./admin-service.js";
+import { UNATTRIBUTED } from "../domain/vocabulary.js";
+import { toStoredEvent } from "./stored-event.js";
 
 const iso = (ms: number) => new Date(ms).toISOString();
 const money = (minor: number | bigint, currency: string) => ({
@@ -37,45 +37,19 @@ function attributionMessage(a: {
   };
 }
 
+/** The handlers; src/rpc/admin-auth.ts has authenticated every call before they run. */
 export function createReportsService(deps: {
   reports: Reports;
-  adminToken: string | undefined;
 }): ServiceImpl<typeof ReportsService> {
-  const { reports, adminToken } = deps;
+  const { reports } = deps;
   return {
-    async listEvents(req, ctx) {
-      guard(adminToken, ctx);
+    async listEvents(req) {
       const events = await reports.listEvents({ siteId: req.siteId, limit: req.limit });
       return {
-        events: events.map((e) => ({
-          siteId: e.siteId,
-          name: e.name,
-          url: e.url,
-          referrer: e.referrer,
-          title: e.title,
-          width: e.width,
-          language: e.language,
-          props: e.props as JsonObject | undefined,
-          ts: BigInt(e.ts),
-          receivedAt: BigInt(e.receivedAt),
-          visitorId: e.visitorId,
-          userId: e.userId,
-          country: e.country,
-          browser: e.browser,
-          os: e.os,
-          device: e.device,
-          referrerHost: e.referrerHost,
-          utmSource: e.utmSource,
-          utmMedium: e.utmMedium,
-          utmCampaign: e.utmCampaign,
-          utmTerm: e.utmTerm,
-          utmContent: e.utmContent,
-          clickIds: e.clickIds ?? {},
-        })),
+        events: events.map(toStoredEvent),
       };
     },
-    async getPayment(req, ctx) {
-      guard(adminToken, ctx);
+    async getPayment(req) {
       const p = await reports.getPayment({ siteId: req.siteId, paymentId: req.paymentId });
       return {
         payment: {
@@ -91,13 +65,12 @@ export function createReportsService(deps: {
           subscriptionId: p.subscriptionId,
           createdAt: iso(p.createdAt),
           updatedAt: iso(p.updatedAt),
-          channel: p.attribution?.channel ?? "unattributed",
+          channel: p.attribution?.channel ?? UNATTRIBUTED,
           attribution: p.attribution && attributionMessage(p.attribution),
         },
       };
     },
-    async getCustomer(req, ctx) {
-      guard(adminToken, ctx);
+    async getCustomer(req) {
       const v = await reports.getCustomer({ siteId: req.siteId, customerId: req.customerId });
       const c = v.customer;
       return {
@@ -122,8 +95,7 @@ export function createReportsService(deps: {
         firstTouch: v.firstTouch && attributionMessage(v.firstTouch),
       };
     },
-    async revenueByChannel(req, ctx) {
-      guard(adminToken, ctx);
+    async revenueByChannel(req) {
       const rows = await reports.revenueByChannel({
         siteId: req.siteId,
         from: req.from,
@@ -142,8 +114,7 @@ export function createReportsService(deps: {
         })),
       };
     },
-    async mrr(req, ctx) {
-      guard(adminToken, ctx);
+    async mrr(req) {
       const v = await reports.mrr({ siteId: req.siteId, at: req.at });
       return {
         at: iso(v.at),

@@ -12,9 +12,10 @@
  * Only records that exist are cached (unknown keys are never remembered, so
  * guessing keys cannot fill memory), and each kind is bounded.
  */
+import { type BoundedMap, createBoundedMap } from "../lib/bounded-map.js";
 import type { AccountRecord, KeyPrincipal, SiteRecord, Store } from "./port.js";
 
-/** Most cached records of each kind; beyond, the oldest goes. */
+/** Most cached records of each kind; beyond, the least recently used go (bounded-map.ts). */
 const MAX_ENTRIES = 10_000;
 
 /** The store methods that change keys, sites or accounts in this process. */
@@ -64,12 +65,12 @@ export function cacheDirectory(
     });
     return read;
   };
-  const keys = new Map<string, KeyPrincipal>();
-  const sites = new Map<string, SiteRecord>();
-  const accounts = new Map<string, AccountRecord>();
+  const keys = createBoundedMap<string, KeyPrincipal>(maxEntries);
+  const sites = createBoundedMap<string, SiteRecord>(maxEntries);
+  const accounts = createBoundedMap<string, AccountRecord>(maxEntries);
 
   function cached<T extends object>(
-    map: Map<string, T>,
+    map: BoundedMap<string, T>,
     read: (id: string) => Promise<T | undefined>,
   ): (id: string) => Promise<T | undefined> {
     return async (id) => {
@@ -87,10 +88,7 @@ export function cacheDirectory(
       if (hit) return hit;
       const value = await read(id);
       // Filled only when no newer version was seen meanwhile: the read may predate that change.
-      if (value && current && v === version) {
-        if (map.size >= maxEntries) map.delete(map.keys().next().value as string);
-        map.set(id, deepFreeze(value));
-      }
+      if (value && current && v === version) map.set(id, deepFreeze(value));
       return value;
     };
   }

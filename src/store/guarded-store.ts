@@ -61,7 +61,10 @@ export function guardStore(store: Store, options: GuardOptions = {}): Store {
       }
     };
 
-  const guarded: Record<string, unknown> = { kind: store.kind };
+  const guarded: Record<string, unknown> = {
+    kind: store.kind,
+    commitsInOrder: store.commitsInOrder,
+  };
   // for…in also walks the prototype chain: stores built on another store keep its methods.
   for (const name in store) {
     const key = name as keyof Store;

@@ -1,38 +1,14 @@
-/**
- * Revenue attribution end to end: events and payments through the REST door
- * of a listening server, read back through ReportsService. The server's
- * clock is injected: "40 minutes ago" is measured from a fixed instant, and
- * visits that cross UTC midnight (when the visitor-id salt changes) are
- * played on a clock the test moves.
- */
-import { createClient } from "@connectrpc/connect";
-import { createConnectTransport } from "@connectrpc/connect-node";
-import { afterAll, beforeAll, beforeEach, describe, expect, it } from "vitest";
+import { beforeEach, describe, expect, it } from "vitest";
 import { ReportsService } from "../../gen/ingest/v1/reports_pb.js";
 import { BROWSER_UA } from "../helpers/fixtures.js";
-import {
-  ADMIN_TOKEN,
-  createTenant,
-  createTestClock,
-  postJson,
-  startTestServer,
-  TEST_NOW,
-  type Tenant,
-  type TestServer,
-} from "../helpers/test-server.js";
+import { ADMIN_TOKEN, createTestClock, postJson, TEST_NOW } from "../helpers/test-server.js";
+import { useTestServer } from "../helpers/use-test-server.js";
 
 const clock = createTestClock();
-let server: TestServer;
-let tenant: Tenant;
 const headers = { authorization: `Bearer ${ADMIN_TOKEN}` };
-const reports = () =>
-  createClient(ReportsService, createConnectTransport({ baseUrl: server.url, httpVersion: "1.1" }));
+const reports = () => ctx.client(ReportsService);
 
-beforeAll(async () => {
-  server = await startTestServer({ clock });
-  tenant = await createTenant(server);
-});
-afterAll(() => server.close());
+const ctx = useTestServer({ clock });
 
 let visitorSeq = 0;
 /** A distinct visitor: its own IP, a browser UA. */
@@ -43,18 +19,16 @@ function visitor() {
 
 async function event(body: Record<string, unknown>) {
   const res = await postJson(
-    `${server.url}/api/v1/events`,
-    { s: tenant.siteId, ...body },
-    {
-      key: tenant.key,
-    },
+    `${ctx.url}/api/v1/events`,
+    { s: ctx.siteId, ...body },
+    { key: ctx.key },
   );
   expect(res.status).toBe(204);
 }
 
 async function pay(body: Record<string, unknown>) {
   const res = await postJson(
-    `${server.url}/api/v1/payments`,
+    `${ctx.url}/api/v1/payments`,
     {
       amount: 10,
       currency: "USD",
@@ -62,7 +36,7 @@ async function pay(body: Record<string, unknown>) {
       paid_at: "2026-01-15T10:30:00Z",
       ...body,
     },
-    { key: tenant.key },
+    { key: ctx.key },
   );
   expect(res.status).toBe(200);
 }
@@ -71,9 +45,13 @@ const minutesAgo = (m: number) => clock.now() - m * 60_000;
 
 async function visitorIdOf(v: { ip: string; ua: string }) {
   await event({ e: "probe", u: "https://example.com/probe", ...v });
-  const { events } = await reports().listEvents({ siteId: tenant.siteId, limit: 1 }, { headers });
+  const { events } = await reports().listEvents({ siteId: ctx.siteId, limit: 1 }, { headers });
   return events[0]?.visitorId as string;
 }
+
+/** The payment as ReportsService stores it (with its attribution), or undefined. */
+const paymentOf = async (paymentId: string) =>
+  (await reports().getPayment({ siteId: ctx.siteId, paymentId }, { headers })).payment;
 
 describe("first-touch attribution", () => {
   beforeEach(() => clock.set(TEST_NOW));
@@ -96,10 +74,7 @@ describe("first-touch attribution", () => {
     await event({ e: "$identify", u: "https://example.com/app", uid: "user-google", ...v });
     await pay({ payment_id: "pay_google", customer: { id: "cus_google", user_id: "user-google" } });
 
-    const { payment } = await reports().getPayment(
-      { siteId: tenant.siteId, paymentId: "pay_google" },
-      { headers },
-    );
+    const payment = await paymentOf("pay_google");
     expect(payment?.channel).toBe("Organic Search");
     expect(payment?.attribution).toMatchObject({
       channel: "Organic Search",
@@ -111,12 +86,9 @@ describe("first-touch attribution", () => {
 
   it("re-attributes a payment that arrived before the $identify that links its user", async () => {
     await pay({ payment_id: "pay_early", customer: { id: "cus_early", user_id: "user-early" } });
-    const before = await reports().getPayment(
-      { siteId: tenant.siteId, paymentId: "pay_early" },
-      { headers },
-    );
-    expect(before.payment?.channel).toBe("unattributed");
-    expect(before.payment?.attribution).toBeUndefined();
+    const before = await paymentOf("pay_early");
+    expect(before?.channel).toBe("unattributed");
+    expect(before?.attribution).toBeUndefined();
 
     const v = visitor();
     await event({
@@ -127,12 +99,9 @@ describe("first-touch attribution", () => {
     });
     await event({ e: "$identify", u: "https://example.com/", uid: "user-early", ...v });
 
-    const after = await reports().getPayment(
-      { siteId: tenant.siteId, paymentId: "pay_early" },
-      { headers },
-    );
-    expect(after.payment?.channel).toBe("Paid Social");
-    expect(after.payment?.attribution).toMatchObject({ source: "facebook", link: "user_id" });
+    const after = await paymentOf("pay_early");
+    expect(after?.channel).toBe("Paid Social");
+    expect(after?.attribution).toMatchObject({ source: "facebook", link: "user_id" });
   });
 
   it("attributes through customer.visitor_id and keeps that link for later payments", async () => {
@@ -149,7 +118,7 @@ describe("first-touch attribution", () => {
     await pay({ payment_id: "pay_vid_2", customer: { id: "cus_vid", visitor_id: "v-unknown" } });
 
     const customer = await reports().getCustomer(
-      { siteId: tenant.siteId, customerId: "cus_vid" },
+      { siteId: ctx.siteId, customerId: "cus_vid" },
       { headers },
     );
     expect(customer.firstTouch).toMatchObject({ channel: "Paid Search", visitorId });
@@ -158,10 +127,7 @@ describe("first-touch attribution", () => {
       ["v-unknown", "visitor_id"],
     ]);
     for (const id of ["pay_vid_1", "pay_vid_2"]) {
-      const { payment } = await reports().getPayment(
-        { siteId: tenant.siteId, paymentId: id },
-        { headers },
-      );
+      const payment = await paymentOf(id);
       expect(payment?.channel).toBe("Paid Search");
     }
   });
@@ -186,10 +152,7 @@ describe("first-touch attribution", () => {
     await event({ e: "$identify", u: "https://example.com/", uid: "user-two-devices", ...phone });
     await event({ e: "$identify", u: "https://example.com/", uid: "user-two-devices", ...laptop });
     await pay({ payment_id: "pay_two", customer: { id: "cus_two", user_id: "user-two-devices" } });
-    const { payment } = await reports().getPayment(
-      { siteId: tenant.siteId, paymentId: "pay_two" },
-      { headers },
-    );
+    const payment = await paymentOf("pay_two");
     expect(payment?.attribution).toMatchObject({
       channel: "Organic Social",
       source: "X (Twitter)",
@@ -217,10 +180,7 @@ describe("first-touch attribution", () => {
       payment_id: "pay_internal",
       customer: { id: "cus_internal", user_id: "user-internal" },
     });
-    const { payment } = await reports().getPayment(
-      { siteId: tenant.siteId, paymentId: "pay_internal" },
-      { headers },
-    );
+    const payment = await paymentOf("pay_internal");
     expect(payment?.attribution).toMatchObject({ landingPage: "https://example.com/a" });
   });
 
@@ -230,10 +190,7 @@ describe("first-touch attribution", () => {
       customer: { id: "cus_google", user_id: "user-google" },
       amount: 12,
     });
-    const { payment } = await reports().getPayment(
-      { siteId: tenant.siteId, paymentId: "pay_google" },
-      { headers },
-    );
+    const payment = await paymentOf("pay_google");
     expect(payment?.channel).toBe("Organic Search");
     expect(payment?.amount?.decimal).toBe("12.00");
   });
@@ -244,9 +201,7 @@ describe("a visit that crosses UTC midnight", () => {
   const MIDNIGHT = Date.UTC(2026, 2, 12);
   const at = (minutesFromMidnight: number) => MIDNIGHT + minutesFromMidnight * 60_000;
   const lastEvent = async () =>
-    (await reports().listEvents({ siteId: tenant.siteId, limit: 1 }, { headers })).events[0];
-  const paymentOf = async (paymentId: string) =>
-    (await reports().getPayment({ siteId: tenant.siteId, paymentId }, { headers })).payment;
+    (await reports().listEvents({ siteId: ctx.siteId, limit: 1 }, { headers })).events[0];
 
   it("an event of 23:50 received at 00:10 keeps the previous day's visitor id", async () => {
     const v = visitor();
@@ -342,7 +297,7 @@ describe("a visit that crosses UTC midnight", () => {
       attribution: { landingPage: "https://example.com/signup", visitorId: today, link: "user_id" },
     });
     const customer = await reports().getCustomer(
-      { siteId: tenant.siteId, customerId: "cus_split" },
+      { siteId: ctx.siteId, customerId: "cus_split" },
       { headers },
     );
     expect(customer.visitors.map((l) => l.visitorId)).toEqual([today]);

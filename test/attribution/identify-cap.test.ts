@@ -1,43 +1,18 @@
-/**
- * One user id linked from more visitors than the cap (identify-cap.ts): the
- * payment is still credited to the user's real first touch, which arrived
- * as the last of 130 links, and the user keeps at most the cap of visitors.
- * Its cost under load is measured by bench/identify-flood.mjs, not here.
- */
-import { createClient } from "@connectrpc/connect";
-import { createConnectTransport } from "@connectrpc/connect-node";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { ReportsService } from "../../gen/ingest/v1/reports_pb.js";
-import { MAX_VISITORS_PER_USER } from "../../src/store/identity-cap.js";
+import { MAX_VISITORS_PER_USER } from "../../src/domain/attribution/identity-cap.js";
 import { BROWSER_UA } from "../helpers/fixtures.js";
-import {
-  ADMIN_TOKEN,
-  createTenant,
-  createTestClock,
-  postJson,
-  startTestServer,
-  type Tenant,
-  type TestServer,
-} from "../helpers/test-server.js";
+import { ADMIN_TOKEN, createTestClock, postJson } from "../helpers/test-server.js";
+import { useTestServer } from "../helpers/use-test-server.js";
 
 const NOW = Date.UTC(2025, 2, 10, 12, 0, 0);
 const clock = createTestClock(NOW);
-let server: TestServer;
-let tenant: Tenant;
 const headers = { authorization: `Bearer ${ADMIN_TOKEN}` };
 
-beforeAll(async () => {
-  server = await startTestServer({ clock });
-  tenant = await createTenant(server);
-});
-afterAll(() => server.close());
+const ctx = useTestServer({ clock });
 
 async function events(b: Record<string, unknown>[]) {
-  const res = await postJson(
-    `${server.url}/api/v1/events`,
-    { s: tenant.siteId, b },
-    { key: tenant.key },
-  );
+  const res = await postJson(`${ctx.url}/api/v1/events`, { s: ctx.siteId, b }, { key: ctx.key });
   expect(res.status).toBe(204);
 }
 
@@ -87,12 +62,12 @@ describe("identify past the cap on visitors per user id", () => {
         ua: BROWSER_UA,
       },
     ]);
-    expect(await server.store.findVisitorsByUser(tenant.siteId, "u_flood")).toHaveLength(
+    expect(await ctx.store.findVisitorsByUser(ctx.siteId, "u_flood")).toHaveLength(
       MAX_VISITORS_PER_USER,
     );
 
     const pay = await postJson(
-      `${server.url}/api/v1/payments`,
+      `${ctx.url}/api/v1/payments`,
       {
         payment_id: "pay_flood",
         customer: { id: "cus_flood", user_id: "u_flood" },
@@ -101,15 +76,12 @@ describe("identify past the cap on visitors per user id", () => {
         kind: "charge",
         paid_at: "2025-03-10T12:00:00Z",
       },
-      { key: tenant.key },
+      { key: ctx.key },
     );
     expect(pay.status).toBe(200);
-    const reports = createClient(
-      ReportsService,
-      createConnectTransport({ baseUrl: server.url, httpVersion: "1.1" }),
-    );
+    const reports = ctx.client(ReportsService);
     const { payment } = await reports.getPayment(
-      { siteId: tenant.siteId, paymentId: "pay_flood" },
+      { siteId: ctx.siteId, paymentId: "pay_flood" },
       { headers },
     );
     expect(payment?.channel).toBe("Organic Search");

@@ -3,40 +3,28 @@
  * store's first-touch upsert (src/domain/attribution/known-touches.ts), and
  * one that can improve it is still written: the stored touch stays the best.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { createKnownTouches } from "../../src/domain/attribution/known-touches.js";
 import type { EventGroup, Store, VisitorTouch } from "../../src/store/port.js";
 import { BROWSER_UA } from "../helpers/fixtures.js";
-import {
-  createTenant,
-  createTestClock,
-  postJson,
-  startTestServer,
-  type Tenant,
-  type TestServer,
-} from "../helpers/test-server.js";
+import { createTestClock, postJson } from "../helpers/test-server.js";
+import { useTestServer } from "../helpers/use-test-server.js";
 
 // Noon UTC: every `ts` below falls on the clock's day, so one visitor keeps one id.
 const clock = createTestClock(Date.UTC(2026, 2, 10, 12));
-let server: TestServer;
-let tenant: Tenant;
 /** Candidate touches per committed group, in commit order. */
 const written: number[] = [];
 
-beforeAll(async () => {
-  server = await startTestServer({
-    clock,
-    wrapStore: (inner: Store) =>
-      Object.assign(Object.create(inner) as Store, {
-        commitEvents(groups: EventGroup[]) {
-          for (const g of groups) written.push(g.touches?.length ?? 0);
-          return inner.commitEvents(groups);
-        },
-      }),
-  });
-  tenant = await createTenant(server);
+const ctx = useTestServer({
+  clock,
+  wrapStore: (inner: Store) =>
+    Object.assign(Object.create(inner) as Store, {
+      commitEvents(groups: EventGroup[]) {
+        for (const g of groups) written.push(g.touches?.length ?? 0);
+        return inner.commitEvents(groups);
+      },
+    }),
 });
-afterAll(() => server.close());
 
 const minutesAgo = (m: number) => clock.now() - m * 60_000;
 let seq = 0;
@@ -44,9 +32,9 @@ let seq = 0;
 /** Sends one pageview; returns how many touches its group carried to the store. */
 async function pageview(ip: string, body: Record<string, unknown>): Promise<number> {
   const res = await postJson(
-    `${server.url}/api/v1/events`,
-    { s: tenant.siteId, e: "pageview", ip, ua: BROWSER_UA, ...body },
-    { key: tenant.key },
+    `${ctx.url}/api/v1/events`,
+    { s: ctx.siteId, e: "pageview", ip, ua: BROWSER_UA, ...body },
+    { key: ctx.key },
   );
   expect(res.status).toBe(204);
   return written.at(-1) as number;
@@ -56,12 +44,12 @@ async function storedTouch(ip: string) {
   // The visitor id of `ip`: read back from the event just stored.
   seq += 1;
   await postJson(
-    `${server.url}/api/v1/events`,
-    { s: tenant.siteId, e: `probe ${seq}`, u: "https://example.com/", ip, ua: BROWSER_UA },
-    { key: tenant.key },
+    `${ctx.url}/api/v1/events`,
+    { s: ctx.siteId, e: `probe ${seq}`, u: "https://example.com/", ip, ua: BROWSER_UA },
+    { key: ctx.key },
   );
-  const [last] = await server.store.listEvents(tenant.siteId, 1);
-  const [touch] = await server.store.getFirstTouches(tenant.siteId, [last?.visitorId as string]);
+  const [last] = await ctx.store.listEvents(ctx.siteId, 1);
+  const [touch] = await ctx.store.getFirstTouches(ctx.siteId, [last?.visitorId as string]);
   return touch;
 }
 
@@ -120,12 +108,12 @@ describe("first-touch writes only when they can change something", () => {
     const ips = ["198.51.100.211", "198.51.100.212", "198.51.100.213"];
     const batch = () =>
       postJson(
-        `${server.url}/api/v1/events`,
+        `${ctx.url}/api/v1/events`,
         {
-          s: tenant.siteId,
+          s: ctx.siteId,
           b: ips.map((ip) => ({ e: "pageview", u: "https://example.com/", ip, ua: BROWSER_UA })),
         },
-        { key: tenant.key },
+        { key: ctx.key },
       );
     expect((await batch()).status).toBe(204);
     expect(written.at(-1)).toBe(3);

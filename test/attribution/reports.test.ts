@@ -1,32 +1,18 @@
-/** RevenueByChannel and Mrr: exact sums per channel and currency, through a listening server. */
-import { createClient } from "@connectrpc/connect";
-import { createConnectTransport } from "@connectrpc/connect-node";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { ReportsService } from "../../gen/ingest/v1/reports_pb.js";
 import { BROWSER_UA } from "../helpers/fixtures.js";
 import { bufCurl } from "../helpers/rpc-clients.js";
-import {
-  ADMIN_TOKEN,
-  createTenant,
-  postJson,
-  startTestServer,
-  type Tenant,
-  type TestServer,
-} from "../helpers/test-server.js";
+import { ADMIN_TOKEN, createTenant, postJson, type Tenant } from "../helpers/test-server.js";
+import { useTestServer } from "../helpers/use-test-server.js";
 
-let server: TestServer;
 const headers = { authorization: `Bearer ${ADMIN_TOKEN}` };
-const reports = () =>
-  createClient(ReportsService, createConnectTransport({ baseUrl: server.url, httpVersion: "1.1" }));
+const reports = () => ctx.client(ReportsService);
 
-beforeAll(async () => {
-  server = await startTestServer();
-});
-afterAll(() => server.close());
+const ctx = useTestServer({ tenant: false });
 
 async function pay(tenant: Tenant, body: Record<string, unknown>) {
   const res = await postJson(
-    `${server.url}/api/v1/payments`,
+    `${ctx.url}/api/v1/payments`,
     { kind: "charge", paid_at: "2026-03-10T12:00:00Z", ...body },
     { key: tenant.key },
   );
@@ -37,7 +23,7 @@ describe("RevenueByChannel", () => {
   let tenant: Tenant;
 
   beforeAll(async () => {
-    tenant = await createTenant(server);
+    tenant = await createTenant(ctx.server);
     // An Email visitor who becomes customer A.
     const v = { ip: "192.0.2.10", ua: BROWSER_UA };
     for (const body of [
@@ -45,7 +31,7 @@ describe("RevenueByChannel", () => {
       { e: "$identify", u: "https://example.com/", uid: "ua", ...v },
     ]) {
       const res = await postJson(
-        `${server.url}/api/v1/events`,
+        `${ctx.url}/api/v1/events`,
         { s: tenant.siteId, ...body },
         {
           key: tenant.key,
@@ -54,64 +40,29 @@ describe("RevenueByChannel", () => {
       expect(res.status).toBe(204);
     }
     const a = { id: "cus_a", user_id: "ua" };
-    await pay(tenant, { payment_id: "a1", customer: a, amount: 0.1, currency: "USD" });
-    await pay(tenant, { payment_id: "a2", customer: a, amount: 0.2, currency: "USD" });
-    await pay(tenant, {
-      payment_id: "a3",
-      customer: a,
-      amount: 0.05,
-      currency: "USD",
-      kind: "refund",
-    });
-    await pay(tenant, {
-      payment_id: "a4",
-      customer: a,
-      amount: 0.01,
-      currency: "USD",
-      kind: "chargeback",
-    });
-    await pay(tenant, { payment_id: "a5", customer: a, amount: 1500, currency: "JPY" });
-    await pay(tenant, {
-      payment_id: "a6",
-      customer: a,
-      amount: 99,
-      currency: "USD",
-      status: "failed",
-    });
-    await pay(tenant, {
-      payment_id: "a7",
-      customer: a,
-      amount: 99,
-      currency: "USD",
-      status: "pending",
-    });
-    // Customer B has no touch: unattributed.
-    await pay(tenant, {
-      payment_id: "b1",
-      customer: { id: "cus_b" },
-      amount: 19.99,
-      currency: "USD",
-    });
-    await pay(tenant, {
-      payment_id: "b2",
-      customer: { id: "cus_c" },
-      amount: 0.01,
-      currency: "USD",
-    });
-    await pay(tenant, {
-      payment_id: "b3",
-      customer: { id: "cus_c" },
-      amount: 700,
-      currency: "JPY",
-    });
-    // Outside the window.
-    await pay(tenant, {
-      payment_id: "old",
-      customer: { id: "cus_b" },
-      amount: 1000,
-      currency: "USD",
-      paid_at: "2025-12-31T23:59:59Z",
-    });
+    for (const body of [
+      { payment_id: "a1", customer: a, amount: 0.1, currency: "USD" },
+      { payment_id: "a2", customer: a, amount: 0.2, currency: "USD" },
+      { payment_id: "a3", customer: a, amount: 0.05, currency: "USD", kind: "refund" },
+      { payment_id: "a4", customer: a, amount: 0.01, currency: "USD", kind: "chargeback" },
+      { payment_id: "a5", customer: a, amount: 1500, currency: "JPY" },
+      { payment_id: "a6", customer: a, amount: 99, currency: "USD", status: "failed" },
+      { payment_id: "a7", customer: a, amount: 99, currency: "USD", status: "pending" },
+      // Customer B has no touch: unattributed.
+      { payment_id: "b1", customer: { id: "cus_b" }, amount: 19.99, currency: "USD" },
+      { payment_id: "b2", customer: { id: "cus_c" }, amount: 0.01, currency: "USD" },
+      { payment_id: "b3", customer: { id: "cus_c" }, amount: 700, currency: "JPY" },
+      // Outside the window.
+      {
+        payment_id: "old",
+        customer: { id: "cus_b" },
+        amount: 1000,
+        currency: "USD",
+        paid_at: "2025-12-31T23:59:59Z",
+      },
+    ]) {
+      await pay(tenant, body);
+    }
   });
 
   it("sums succeeded payments exactly per channel and currency, net of refunds and chargebacks", async () => {
@@ -197,11 +148,11 @@ describe("RevenueByChannel", () => {
       from: "2026-01-01T00:00:00Z",
       to: "2026-04-01T00:00:00Z",
     };
-    const viaBuf = await bufCurl(`${server.url}/ingest.v1.ReportsService/RevenueByChannel`, body, {
+    const viaBuf = await bufCurl(`${ctx.url}/ingest.v1.ReportsService/RevenueByChannel`, body, {
       protocol: "grpc",
       authorization: `Bearer ${ADMIN_TOKEN}`,
     });
-    const viaJson = await fetch(`${server.url}/ingest.v1.ReportsService/RevenueByChannel`, {
+    const viaJson = await fetch(`${ctx.url}/ingest.v1.ReportsService/RevenueByChannel`, {
       method: "POST",
       headers: { "content-type": "application/json", ...headers },
       body: JSON.stringify(body),
@@ -230,7 +181,7 @@ describe("Mrr", () => {
     ["month", 29.99, "29.99"],
     ["year", 120, "10.00"],
   ])("normalises a %s plan of %s USD to a month: %s", async (interval, amount, expected) => {
-    const tenant = await createTenant(server);
+    const tenant = await createTenant(ctx.server);
     await pay(tenant, {
       payment_id: "p",
       customer: { id: "c" },
@@ -248,7 +199,7 @@ describe("Mrr", () => {
   });
 
   it("sums active and past_due subscriptions per currency, exactly, and leaves out the rest", async () => {
-    const tenant = await createTenant(server);
+    const tenant = await createTenant(ctx.server);
     const subs: [string, Record<string, unknown>][] = [
       ["USD", subscription("s1", "day", 1)],
       ["USD", subscription("s2", "week", 10, { status: "past_due" })],

@@ -10,36 +10,24 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AdminService } from "../../gen/ingest/v1/admin_pb.js";
 import { runAdminCli } from "../helpers/cli.js";
 import { PROTOCOLS, rpcClient, rpcError } from "../helpers/rpc-clients.js";
-import {
-  ADMIN_TOKEN,
-  createTenant,
-  startTestServer,
-  type Tenant,
-  type TestServer,
-} from "../helpers/test-server.js";
+import { ADMIN_TOKEN } from "../helpers/test-server.js";
+import { useTestServer } from "../helpers/use-test-server.js";
 
 const SECRET = "whsec_test_0123456789abcdefSECRET";
 const auth = { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } };
 
 describe("AdminService connectors", () => {
-  let server: TestServer;
-  let tenant: Tenant;
-
-  beforeAll(async () => {
-    server = await startTestServer();
-    tenant = await createTenant(server);
-  });
-  afterAll(() => server.close());
+  const ctx = useTestServer();
 
   for (const protocol of PROTOCOLS) {
     it(`creates, lists without the secret and deletes a connector over ${protocol}`, async () => {
-      const client = rpcClient(AdminService, server.url, protocol);
+      const client = rpcClient(AdminService, ctx.server.url, protocol);
       const created = await client.createConnector(
         {
-          siteId: tenant.siteId,
+          siteId: ctx.tenant.siteId,
           provider: "stripe",
           secret: SECRET,
-          actorUserId: tenant.ownerUserId,
+          actorUserId: ctx.tenant.ownerUserId,
         },
         auth,
       );
@@ -47,29 +35,29 @@ describe("AdminService connectors", () => {
       expect(created.urlPath).toBe(`/api/v1/connectors/${created.connectorId}`);
       expect(JSON.stringify(created)).not.toContain("SECRET");
 
-      const listed = await client.listConnectors({ siteId: tenant.siteId }, auth);
+      const listed = await client.listConnectors({ siteId: ctx.tenant.siteId }, auth);
       const mine = listed.connectors.find((c) => c.connectorId === created.connectorId);
       expect(mine).toMatchObject({
-        siteId: tenant.siteId,
+        siteId: ctx.tenant.siteId,
         provider: "stripe",
         urlPath: created.urlPath,
-        createdBy: tenant.ownerUserId,
+        createdBy: ctx.tenant.ownerUserId,
         createdAt: "2026-03-11T12:00:00.000Z",
       });
       expect(JSON.stringify(listed)).not.toContain("SECRET");
 
       const deleted = await client.deleteConnector(
-        { connectorId: created.connectorId, actorUserId: tenant.ownerUserId },
+        { connectorId: created.connectorId, actorUserId: ctx.tenant.ownerUserId },
         auth,
       );
       expect(deleted.connectorId).toBe(created.connectorId);
-      expect(await server.store.getConnector(created.connectorId)).toBeUndefined();
+      expect(await ctx.server.store.getConnector(created.connectorId)).toBeUndefined();
     });
   }
 
   it("refuses without the admin token", async () => {
-    const client = rpcClient(AdminService, server.url, "connect");
-    const e = await rpcError(client.listConnectors({ siteId: tenant.siteId }));
+    const client = rpcClient(AdminService, ctx.server.url, "connect");
+    const e = await rpcError(client.listConnectors({ siteId: ctx.tenant.siteId }));
     expect(e).toEqual({
       code: "unauthenticated",
       message: "missing or invalid admin token",
@@ -78,8 +66,8 @@ describe("AdminService connectors", () => {
   });
 
   it("refuses an unknown provider, a malformed secret and never quotes the secret", async () => {
-    const client = rpcClient(AdminService, server.url, "connect");
-    const base = { siteId: tenant.siteId, actorUserId: tenant.ownerUserId };
+    const client = rpcClient(AdminService, ctx.server.url, "connect");
+    const base = { siteId: ctx.tenant.siteId, actorUserId: ctx.tenant.ownerUserId };
     expect(
       await rpcError(
         client.createConnector({ ...base, provider: "shopify", secret: SECRET }, auth),
@@ -101,15 +89,20 @@ describe("AdminService connectors", () => {
   });
 
   it("lets only owners and admins create and delete, and creating needs the Scale plan", async () => {
-    const client = rpcClient(AdminService, server.url, "connect");
-    const { userId: memberId } = await server.admin.addMember({
-      accountId: tenant.accountId,
+    const client = rpcClient(AdminService, ctx.server.url, "connect");
+    const { userId: memberId } = await ctx.server.admin.addMember({
+      accountId: ctx.tenant.accountId,
       email: "member@example.com",
       role: "member",
     });
     const asMember = await rpcError(
       client.createConnector(
-        { siteId: tenant.siteId, provider: "polar", secret: "polar_whs_x", actorUserId: memberId },
+        {
+          siteId: ctx.tenant.siteId,
+          provider: "polar",
+          secret: "polar_whs_x",
+          actorUserId: memberId,
+        },
         auth,
       ),
     );
@@ -120,10 +113,10 @@ describe("AdminService connectors", () => {
     });
     const { connectorId } = await client.createConnector(
       {
-        siteId: tenant.siteId,
+        siteId: ctx.tenant.siteId,
         provider: "polar",
         secret: "polar_whs_x",
-        actorUserId: tenant.ownerUserId,
+        actorUserId: ctx.tenant.ownerUserId,
       },
       auth,
     );
@@ -134,29 +127,29 @@ describe("AdminService connectors", () => {
       `only owners and admins can delete connectors; user ${memberId} is a member`,
     );
 
-    await server.admin.setPlan({ accountId: tenant.accountId, plan: "growth" });
+    await ctx.server.admin.setPlan({ accountId: ctx.tenant.accountId, plan: "growth" });
     const onGrowth = await rpcError(
       client.createConnector(
         {
-          siteId: tenant.siteId,
+          siteId: ctx.tenant.siteId,
           provider: "paddle",
           secret: "pdl_x",
-          actorUserId: tenant.ownerUserId,
+          actorUserId: ctx.tenant.ownerUserId,
         },
         auth,
       ),
     );
     expect(onGrowth).toEqual({
       code: "failed_precondition",
-      message: `creating connectors requires the scale plan; account ${tenant.accountId} is on the growth plan`,
+      message: `creating connectors requires the scale plan; account ${ctx.tenant.accountId} is on the growth plan`,
       reason: "forbidden",
     });
     // Deleting works on any plan, so a downgraded account can still disconnect.
-    await client.deleteConnector({ connectorId, actorUserId: tenant.ownerUserId }, auth);
-    await server.admin.setPlan({ accountId: tenant.accountId, plan: "scale" });
+    await client.deleteConnector({ connectorId, actorUserId: ctx.tenant.ownerUserId }, auth);
+    await ctx.server.admin.setPlan({ accountId: ctx.tenant.accountId, plan: "scale" });
     expect(
       await rpcError(
-        client.deleteConnector({ connectorId, actorUserId: tenant.ownerUserId }, auth),
+        client.deleteConnector({ connectorId, actorUserId: ctx.tenant.ownerUserId }, auth),
       ),
     ).toEqual({
       code: "not_found",

@@ -2,45 +2,32 @@
  * A connector's signing secret never reaches the logs, an answer after
  * creation, or an error: over AdminService, the webhook door and failures.
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { AdminService } from "../../gen/ingest/v1/admin_pb.js";
 import { rpcClient, rpcError } from "../helpers/rpc-clients.js";
 import { charge, signStripe, stripeEvent } from "../helpers/stripe-events.js";
-import {
-  ADMIN_TOKEN,
-  createTenant,
-  postJson,
-  startTestServer,
-  type Tenant,
-  type TestServer,
-} from "../helpers/test-server.js";
+import { ADMIN_TOKEN, postJson } from "../helpers/test-server.js";
+import { useTestServer } from "../helpers/use-test-server.js";
 
 const SECRET = "whsec_NEVER_IN_LOGS_0123456789";
 const NOW_S = 1773230400;
 const auth = { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } };
 
 describe("connector secrets", () => {
-  let server: TestServer;
-  let tenant: Tenant;
   const lines: string[] = [];
-
-  beforeAll(async () => {
-    server = await startTestServer({
-      env: { LOG_LEVEL: "debug" },
-      logStream: { write: (line) => lines.push(line) },
-    });
-    tenant = await createTenant(server);
+  const ctx = useTestServer({
+    env: { LOG_LEVEL: "debug" },
+    logStream: { write: (line) => lines.push(line) },
   });
-  afterAll(() => server.close());
 
   it("is not logged, returned or quoted, whatever happens to the requests that carry it", async () => {
-    const client = rpcClient(AdminService, server.url, "connect");
+    const client = rpcClient(AdminService, ctx.server.url, "connect");
     const created = await client.createConnector(
       {
-        siteId: tenant.siteId,
+        siteId: ctx.tenant.siteId,
         provider: "stripe",
         secret: SECRET,
-        actorUserId: tenant.ownerUserId,
+        actorUserId: ctx.tenant.ownerUserId,
       },
       auth,
     );
@@ -50,20 +37,20 @@ describe("connector secrets", () => {
           siteId: "site_nope",
           provider: "stripe",
           secret: SECRET,
-          actorUserId: tenant.ownerUserId,
+          actorUserId: ctx.tenant.ownerUserId,
         },
         auth,
       ),
     );
     expect(refused.message).toBe("site site_nope not found");
-    const listed = await client.listConnectors({ siteId: tenant.siteId }, auth);
+    const listed = await client.listConnectors({ siteId: ctx.tenant.siteId }, auth);
 
     const { payload, header } = signStripe(
       stripeEvent("charge.succeeded", charge(), NOW_S),
       SECRET,
       NOW_S,
     );
-    const path = `${server.url}${created.urlPath}`;
+    const path = `${ctx.server.url}${created.urlPath}`;
     const ok = await postJson(path, payload, { headers: { "stripe-signature": header } });
     expect(ok.status).toBe(200);
     const wrong = await postJson(path, payload.replace("usd", "eur"), {

@@ -4,7 +4,7 @@
  * Standard Webhooks' own `sign`), checked against the store exactly.
  */
 import { Paddle, Webhooks } from "@paddle/paddle-node-sdk";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import {
   lemonEvent,
   lemonInvoice,
@@ -23,13 +23,8 @@ import {
   signPaddle,
   signPolar,
 } from "../helpers/provider-events.js";
-import {
-  createTenant,
-  postJson,
-  startTestServer,
-  type Tenant,
-  type TestServer,
-} from "../helpers/test-server.js";
+import { postJson } from "../helpers/test-server.js";
+import { useTestServer } from "../helpers/use-test-server.js";
 
 const NOW_S = 1773230400; // TEST_NOW in Unix seconds
 const PADDLE_SECRET = "pdl_ntfset_01hv8x2acma2gz8he4ywsfmbrn_0123456789abcdef";
@@ -44,32 +39,28 @@ const error = (status: number, message: string) => ({
 });
 const pick = (r: Res) => ({ status: r.status, body: r.body });
 
-let server: TestServer;
-let tenant: Tenant;
 const paths: Record<string, string> = {};
+const ctx = useTestServer();
 
 beforeAll(async () => {
-  server = await startTestServer();
-  tenant = await createTenant(server);
   for (const [provider, secret] of [
     ["paddle", PADDLE_SECRET],
     ["lemonsqueezy", LEMON_SECRET],
     ["polar", POLAR_SECRET],
   ]) {
-    const c = await server.admin.createConnector({
-      siteId: tenant.siteId,
+    const c = await ctx.server.admin.createConnector({
+      siteId: ctx.tenant.siteId,
       provider: provider as string,
       secret: secret as string,
-      actorUserId: tenant.ownerUserId,
+      actorUserId: ctx.tenant.ownerUserId,
     });
-    paths[provider as string] = `${server.url}${c.urlPath}`;
+    paths[provider as string] = `${ctx.server.url}${c.urlPath}`;
   }
 });
-afterAll(() => server.close());
 
-const payment = (id: string) => server.store.getPayment(tenant.siteId, id);
-const sub = (id: string) => server.store.getSubscription(tenant.siteId, id);
-const customer = (id: string) => server.store.getCustomer(tenant.siteId, id);
+const payment = (id: string) => ctx.server.store.getPayment(ctx.tenant.siteId, id);
+const sub = (id: string) => ctx.server.store.getSubscription(ctx.tenant.siteId, id);
+const customer = (id: string) => ctx.server.store.getCustomer(ctx.tenant.siteId, id);
 
 describe("Paddle connector", () => {
   function deliver(event: Record<string, unknown>, options: { ts?: number; secret?: string } = {}) {

@@ -12,13 +12,8 @@
 import { type Browser, type BrowserContext, chromium } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { charge, checkoutSession, signStripe, stripeEvent } from "../helpers/stripe-events.js";
-import {
-  createTenant,
-  postJson,
-  startTestServer,
-  type Tenant,
-  type TestServer,
-} from "../helpers/test-server.js";
+import { postJson } from "../helpers/test-server.js";
+import { useTestServer } from "../helpers/use-test-server.js";
 
 const CHROMIUM = process.env.CHROMIUM_PATH || "/usr/bin/chromium";
 const DESKTOP_UA =
@@ -30,8 +25,7 @@ const PAYMENT_LINK = "https://buy.stripe.com/test_28o5lR0cX";
 declare const ingest: { visitorId(): Promise<string | undefined> };
 declare const window: Record<string, unknown>;
 
-let server: TestServer;
-let tenant: Tenant;
+const ctx = useTestServer();
 let browser: Browser;
 let context: BrowserContext;
 let path: string;
@@ -41,7 +35,7 @@ const opened: string[] = [];
 /** The shop's page: the tracker snippet and a Buy button that adds the visitor id to the Payment Link. */
 function shopPage(siteId: string): string {
   return `<!doctype html><html><head><title>Shop</title>
-<script defer src="${server.url}/js/script.js" data-site="${siteId}"></script>
+<script defer src="${ctx.server.url}/js/script.js" data-site="${siteId}"></script>
 <script>window.ingest=window.ingest||((...a)=>new Promise((r)=>{ingest.q=ingest.q||[];ingest.q.push([a,r])}));for(const m of["track","identify","visitorId"])ingest[m]=ingest[m]||((...a)=>ingest(m,...a));</script>
 </head><body><a id="buy" href="${PAYMENT_LINK}">Buy</a>
 <script>
@@ -54,14 +48,12 @@ document.getElementById("buy").addEventListener("click", async (e) => {
 }
 
 beforeAll(async () => {
-  server = await startTestServer();
-  tenant = await createTenant(server);
   path = (
-    await server.admin.createConnector({
-      siteId: tenant.siteId,
+    await ctx.server.admin.createConnector({
+      siteId: ctx.tenant.siteId,
       provider: "stripe",
       secret: SECRET,
-      actorUserId: tenant.ownerUserId,
+      actorUserId: ctx.tenant.ownerUserId,
     })
   ).urlPath;
   browser = await chromium.launch({
@@ -86,7 +78,7 @@ beforeAll(async () => {
     route.fulfill({
       status: 200,
       contentType: "text/html; charset=utf-8",
-      body: shopPage(tenant.siteId),
+      body: shopPage(ctx.tenant.siteId),
     }),
   );
   await context.route(/^https:\/\/buy\.stripe\.com\//, (route) => {
@@ -97,7 +89,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await browser?.close();
-  await server?.close();
 });
 
 describe("Stripe Checkout attribution in Chromium", () => {
@@ -132,13 +123,13 @@ describe("Stripe Checkout attribution in Chromium", () => {
       stripeEvent("charge.succeeded", ch, NOW_S + 1),
     ]) {
       const { payload, header } = signStripe(event, SECRET, NOW_S);
-      const res = await postJson(`${server.url}${path}`, payload, {
+      const res = await postJson(`${ctx.server.url}${path}`, payload, {
         headers: { "stripe-signature": header },
       });
       expect(res.status).toBe(200);
     }
 
-    const payment = await server.store.getPayment(tenant.siteId, ch.id as string);
+    const payment = await ctx.server.store.getPayment(ctx.tenant.siteId, ch.id as string);
     expect(payment).toMatchObject({
       customerId: "guest_pi_browser_1",
       currency: "EUR",
@@ -153,7 +144,9 @@ describe("Stripe Checkout attribution in Chromium", () => {
       visitorId,
       via: "visitor_id",
     });
-    expect(await server.store.getCustomer(tenant.siteId, "guest_pi_browser_1")).toMatchObject({
+    expect(
+      await ctx.server.store.getCustomer(ctx.tenant.siteId, "guest_pi_browser_1"),
+    ).toMatchObject({
       visitorId,
       // The charge's billing details came last, and a guest keeps them.
       email: "ada@example.com",

@@ -5,7 +5,7 @@
  */
 import { join } from "node:path";
 import Database from "better-sqlite3";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { createMetrics, type Metrics } from "../../src/metrics/metrics.js";
 import { STORE_UNAVAILABLE } from "../helpers/fixtures.js";
 import {
@@ -20,44 +20,36 @@ import {
   stripeEvent,
   subscription,
 } from "../helpers/stripe-events.js";
-import {
-  createTenant,
-  postJson,
-  startTestServer,
-  type Tenant,
-  type TestServer,
-} from "../helpers/test-server.js";
+import { postJson, type TestServer } from "../helpers/test-server.js";
+import { useTestServer } from "../helpers/use-test-server.js";
 
 const SECRET = "whsec_test_stripe_signing_secret_0123456789";
 const NOW_S = 1773230400; // TEST_NOW in Unix seconds
 
 describe("Stripe connector", () => {
-  let server: TestServer;
-  let tenant: Tenant;
-  let metrics: Metrics;
+  const metrics: Metrics = createMetrics();
   let path: string;
+  const ctx = useTestServer({ metrics, env: { SQLITE_BUSY_TIMEOUT_MS: "300" } });
 
   beforeAll(async () => {
-    metrics = createMetrics();
-    server = await startTestServer({ metrics, env: { SQLITE_BUSY_TIMEOUT_MS: "300" } });
-    tenant = await createTenant(server);
-    const c = await server.admin.createConnector({
-      siteId: tenant.siteId,
+    const c = await ctx.server.admin.createConnector({
+      siteId: ctx.tenant.siteId,
       provider: "stripe",
       secret: SECRET,
-      actorUserId: tenant.ownerUserId,
+      actorUserId: ctx.tenant.ownerUserId,
     });
     path = c.urlPath;
   });
-  afterAll(() => server.close());
 
   /** Delivers `event` as Stripe does: raw JSON, signed now (or at `at`). */
   function deliver(event: Record<string, unknown>, options: { at?: number; secret?: string } = {}) {
     const { payload, header } = signStripe(event, options.secret ?? SECRET, options.at ?? NOW_S);
-    return postJson(`${server.url}${path}`, payload, { headers: { "stripe-signature": header } });
+    return postJson(`${ctx.server.url}${path}`, payload, {
+      headers: { "stripe-signature": header },
+    });
   }
 
-  const payment = (id: string) => server.store.getPayment(tenant.siteId, id);
+  const payment = (id: string) => ctx.server.store.getPayment(ctx.tenant.siteId, id);
 
   it("records charge.succeeded as a charge with its customer, amount, status and metadata", async () => {
     const ch = charge({ metadata: { order: "A-1" } });
@@ -93,11 +85,13 @@ describe("Stripe connector", () => {
     const ch = charge({ customer: null, payment_intent: "pi_guest_1" });
     await deliver(stripeEvent("charge.succeeded", ch, NOW_S));
     expect((await payment(ch.id as string))?.customerId).toBe("guest_pi_guest_1");
-    expect(await server.store.getCustomer(tenant.siteId, "guest_pi_guest_1")).toMatchObject({
-      email: "ada@example.com",
-      name: "Ada Lovelace",
-      country: "GB",
-    });
+    expect(await ctx.server.store.getCustomer(ctx.tenant.siteId, "guest_pi_guest_1")).toMatchObject(
+      {
+        email: "ada@example.com",
+        name: "Ada Lovelace",
+        country: "GB",
+      },
+    );
   });
 
   it("stores the fee of an expanded balance transaction in the charge's currency, none otherwise", async () => {
@@ -217,7 +211,9 @@ describe("Stripe connector", () => {
       metadata: { ingest_visitor_id: "v_sub_1" },
     });
     await deliver(stripeEvent("customer.subscription.created", sub, NOW_S));
-    expect(await server.store.getSubscription(tenant.siteId, sub.id as string)).toMatchObject({
+    expect(
+      await ctx.server.store.getSubscription(ctx.tenant.siteId, sub.id as string),
+    ).toMatchObject({
       customerId: "cus_NffrFeUfNV2Hib",
       currency: "USD",
       plan: "Seats",
@@ -227,9 +223,9 @@ describe("Stripe connector", () => {
       startedAt: 1773230000_000,
       currentPeriodEnd: 1775908400_000,
     });
-    expect((await server.store.getCustomer(tenant.siteId, "cus_NffrFeUfNV2Hib"))?.visitorId).toBe(
-      "v_sub_1",
-    );
+    expect(
+      (await ctx.server.store.getCustomer(ctx.tenant.siteId, "cus_NffrFeUfNV2Hib"))?.visitorId,
+    ).toBe("v_sub_1");
 
     await deliver(
       stripeEvent(
@@ -238,7 +234,9 @@ describe("Stripe connector", () => {
         NOW_S + 60,
       ),
     );
-    expect(await server.store.getSubscription(tenant.siteId, sub.id as string)).toMatchObject({
+    expect(
+      await ctx.server.store.getSubscription(ctx.tenant.siteId, sub.id as string),
+    ).toMatchObject({
       status: "canceled",
       canceledAt: 1773300000_000,
       endedAt: 1773300000_000,
@@ -255,9 +253,9 @@ describe("Stripe connector", () => {
   ])("maps Stripe's %s subscription status to %s", async (stripeStatus, status) => {
     const sub = subscription({ status: stripeStatus });
     await deliver(stripeEvent("customer.subscription.updated", sub, NOW_S));
-    expect((await server.store.getSubscription(tenant.siteId, sub.id as string))?.status).toBe(
-      status,
-    );
+    expect(
+      (await ctx.server.store.getSubscription(ctx.tenant.siteId, sub.id as string))?.status,
+    ).toBe(status);
   });
 
   it("reads the current period from the subscription itself in API versions before basil", async () => {
@@ -266,7 +264,8 @@ describe("Stripe connector", () => {
       stripeEvent("customer.subscription.created", sub, NOW_S, { apiVersion: OLD_API }),
     );
     expect(
-      (await server.store.getSubscription(tenant.siteId, sub.id as string))?.currentPeriodEnd,
+      (await ctx.server.store.getSubscription(ctx.tenant.siteId, sub.id as string))
+        ?.currentPeriodEnd,
     ).toBe(1775908400_000);
   });
 
@@ -281,7 +280,9 @@ describe("Stripe connector", () => {
       stripeEvent("invoice.paid", inv, NOW_S, { apiVersion: basil ? undefined : OLD_API }),
     );
     expect(res.status).toBe(200);
-    expect(await server.store.getSubscription(tenant.siteId, sub.id as string)).toMatchObject({
+    expect(
+      await ctx.server.store.getSubscription(ctx.tenant.siteId, sub.id as string),
+    ).toMatchObject({
       status: "active",
       currentPeriodEnd: 1778500000_000,
       amountMinor: 2900,
@@ -308,7 +309,7 @@ describe("Stripe connector", () => {
     };
     await deliver(stripeEvent("customer.created", customer, NOW_S - 10));
     await deliver(stripeEvent("customer.updated", { ...customer, name: "Marie S. Curie" }, NOW_S));
-    expect(await server.store.getCustomer(tenant.siteId, "cus_profile_1")).toMatchObject({
+    expect(await ctx.server.store.getCustomer(ctx.tenant.siteId, "cus_profile_1")).toMatchObject({
       email: "marie@example.com",
       name: "Marie S. Curie",
       country: "FR",
@@ -395,7 +396,7 @@ describe("Stripe connector", () => {
     it("answers 404 for an unknown or deleted connector", async () => {
       const { payload, header } = signStripe(event(), SECRET, NOW_S);
       for (const id of ["conn_000000000000000000000000", "nope", "conn_%2e%2e"]) {
-        const r = await postJson(`${server.url}/api/v1/connectors/${id}`, payload, {
+        const r = await postJson(`${ctx.server.url}/api/v1/connectors/${id}`, payload, {
           headers: { "stripe-signature": header },
         });
         expect(pick(r)).toEqual(error(404, "not_found", "unknown connector"));
@@ -406,7 +407,7 @@ describe("Stripe connector", () => {
       const e = event();
       const { payload } = signStripe(e, SECRET, NOW_S);
       const post = (headers: Record<string, string>) =>
-        postJson(`${server.url}${path}`, payload, { headers }).then(pick);
+        postJson(`${ctx.server.url}${path}`, payload, { headers }).then(pick);
       expect(await post({})).toEqual(
         error(400, "invalid_input", "missing Stripe-Signature header"),
       );
@@ -421,7 +422,7 @@ describe("Stripe connector", () => {
       );
       // A body altered after signing.
       const { header } = signStripe(e, SECRET, NOW_S);
-      const altered = await postJson(`${server.url}${path}`, payload.replace("2999", "1"), {
+      const altered = await postJson(`${ctx.server.url}${path}`, payload.replace("2999", "1"), {
         headers: { "stripe-signature": header },
       });
       expect(pick(altered)).toEqual(
@@ -437,7 +438,7 @@ describe("Stripe connector", () => {
         secret: SECRET,
         timestamp: NOW_S,
       });
-      const r = await postJson(`${server.url}${path}`, payload, {
+      const r = await postJson(`${ctx.server.url}${path}`, payload, {
         headers: { "stripe-signature": header },
       });
       expect(pick(r)).toEqual(
@@ -447,11 +448,11 @@ describe("Stripe connector", () => {
 
     it("answers 413 for a body over 1 MB, and 405 for another method", async () => {
       const big = JSON.stringify({ pad: "x".repeat(1024 * 1024) });
-      const r = await postJson(`${server.url}${path}`, big, {
+      const r = await postJson(`${ctx.server.url}${path}`, big, {
         headers: { "stripe-signature": "t=1,v1=0" },
       });
       expect(pick(r)).toEqual(error(413, "invalid_input", "request body larger than 1024 KB"));
-      const get = await fetch(`${server.url}${path}`);
+      const get = await fetch(`${ctx.server.url}${path}`);
       expect(get.status).toBe(405);
       expect(get.headers.get("allow")).toBe("POST");
     });
@@ -460,7 +461,7 @@ describe("Stripe connector", () => {
   it("answers 503 while the store is unavailable, and applies the provider's retry afterwards", async () => {
     const ch = charge();
     const event = stripeEvent("charge.succeeded", ch, NOW_S);
-    const other = new Database(join(server.dir, "ingest.sqlite"));
+    const other = new Database(join(ctx.server.dir, "ingest.sqlite"));
     other.exec("BEGIN IMMEDIATE");
     try {
       const r = await deliver(event);
@@ -479,18 +480,18 @@ describe("Stripe connector", () => {
   it("credits a payment to the campaign its visitor landed from, through the Checkout Session's client_reference_id", async () => {
     // The visitor lands from a campaign (the tracker's pageview, sent server-side here).
     const landing = await postJson(
-      `${server.url}/api/v1/events`,
+      `${ctx.server.url}/api/v1/events`,
       {
-        s: tenant.siteId,
+        s: ctx.tenant.siteId,
         e: "pageview",
         u: "https://example.com/pricing?utm_source=newsletter&utm_medium=email&utm_campaign=spring",
         ip: "203.0.113.7",
         ua: "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/126.0 Safari/537.36",
       },
-      { key: tenant.key },
+      { key: ctx.tenant.key },
     );
     expect(landing.status).toBe(204);
-    const visitorId = await firstVisitorId(server, tenant.siteId);
+    const visitorId = await firstVisitorId(ctx.server, ctx.tenant.siteId);
     const session = checkoutSession({
       client_reference_id: visitorId,
       payment_intent: "pi_campaign",

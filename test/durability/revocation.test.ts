@@ -2,28 +2,22 @@
  * A key deleted through the CLI while requests stream fails from the next
  * request on. Runs on every store of this run (test/helpers/stores.ts).
  */
-import { afterAll, beforeAll, expect, it } from "vitest";
+import { expect, it } from "vitest";
 import { runAdminCli } from "../helpers/cli.js";
 import { validPayment } from "../helpers/fixtures.js";
 import { describeEachStore, freshStore, type StoreUnderTest } from "../helpers/stores.js";
-import {
-  createTenant,
-  postJson,
-  startTestServer,
-  type TestServer,
-} from "../helpers/test-server.js";
+import { createTenant, postJson } from "../helpers/test-server.js";
+import { useTestServer } from "../helpers/use-test-server.js";
 
 describeEachStore("key revocation under load", (kind) => {
-  let server: TestServer;
   let sut: StoreUnderTest;
-  beforeAll(async () => {
+  const ctx = useTestServer(async () => {
     sut = await freshStore(kind);
-    server = await startTestServer({ store: sut });
+    return { store: sut, tenant: false };
   });
-  afterAll(() => server.close());
 
   it("answers 401 to every request sent after `key delete` returned, and never 5xx", async () => {
-    const tenant = await createTenant(server);
+    const tenant = await createTenant(ctx.server);
     const results: { sentAt: number; status: number; message?: string }[] = [];
     let stop = false;
     const stream = async () => {
@@ -32,7 +26,7 @@ describeEachStore("key revocation under load", (kind) => {
         i += 1;
         const sentAt = performance.now();
         const res = await postJson(
-          `${server.url}/api/v1/payments`,
+          `${ctx.url}/api/v1/payments`,
           validPayment(`pay_${Math.random().toString(16).slice(2)}_${i}`),
           { key: tenant.key },
         );

@@ -7,25 +7,18 @@
  * store and classified by the adapter's one classifier (src/store/mongo/errors.ts).
  */
 import { Code } from "@connectrpc/connect";
-import { afterAll, beforeAll, expect, it } from "vitest";
+import { expect, it } from "vitest";
 import { StoreUnavailableError } from "../../src/domain/store-errors.js";
 import { classifyErrors } from "../../src/store/mongo/errors.js";
 import type { EventGroup, EventGroupResult, Store } from "../../src/store/port.js";
 import { STORE_UNAVAILABLE, validEvent, validPayment } from "../helpers/fixtures.js";
+import { networkError, serverError } from "../helpers/mongo/driver-errors.js";
+import { connectTransport, rpcRecordPayment } from "../helpers/payment-clients.js";
 import { describeEachStore, freshStore } from "../helpers/stores.js";
-import {
-  createTenant,
-  postJson,
-  startTestServer,
-  type Tenant,
-  type TestServer,
-} from "../helpers/test-server.js";
-import { connectTransport, rpcRecordPayment } from "../payments/clients.js";
-import { networkError, serverError } from "../store/mongo/driver-errors.js";
+import { postJson } from "../helpers/test-server.js";
+import { useTestServer } from "../helpers/use-test-server.js";
 
 describeEachStore("MongoDB errors through both doors", (kind) => {
-  let server: TestServer;
-  let tenant: Tenant;
   const logs: string[] = [];
   /** What the next commit throws: a raw driver error, classified on the way out. */
   const fault: { next?: () => Error } = {};
@@ -51,22 +44,18 @@ describeEachStore("MongoDB errors through both doors", (kind) => {
     });
   }
 
-  beforeAll(async () => {
-    server = await startTestServer({
-      store: await freshStore(kind),
-      env: { LOG_LEVEL: "error" },
-      wrapStore: faulty,
-      logStream: { write: (line) => void logs.push(line) },
-    });
-    tenant = await createTenant(server);
-  });
-  afterAll(() => server.close());
+  const ctx = useTestServer(async () => ({
+    store: await freshStore(kind),
+    env: { LOG_LEVEL: "error" },
+    wrapStore: faulty,
+    logStream: { write: (line) => void logs.push(line) },
+  }));
 
   it("a validator's refusal is 500 internal, no retry advice, cause logged without its message", async () => {
     fault.next = () => serverError(121, "Document failed validation: amount_minor 'pay_secret'");
     logs.length = 0;
-    const res = await postJson(`${server.url}/api/v1/payments`, validPayment("pay_secret"), {
-      key: tenant.key,
+    const res = await postJson(`${ctx.url}/api/v1/payments`, validPayment("pay_secret"), {
+      key: ctx.key,
     });
     fault.next = undefined;
     expect(res.status).toBe(500);
@@ -82,16 +71,16 @@ describeEachStore("MongoDB errors through both doors", (kind) => {
 
   it("a RangeError in an event commit is 500 over REST and internal over Connect", async () => {
     fault.next = () => new RangeError("amount is not a safe integer");
-    const res = await postJson(`${server.url}/api/v1/events`, validEvent(tenant.siteId), {
-      key: tenant.key,
+    const res = await postJson(`${ctx.url}/api/v1/events`, validEvent(ctx.siteId), {
+      key: ctx.key,
     });
     expect(res.status).toBe(500);
     expect(res.headers.get("retry-after")).toBeNull();
     expect(res.body).toEqual({ ok: false, error: { code: "internal", message: "internal error" } });
     const rpc = await rpcRecordPayment(
-      connectTransport(server),
+      connectTransport(ctx.server),
       validPayment("pay_rpc_refused"),
-      tenant.key,
+      ctx.key,
     );
     fault.next = undefined;
     expect(rpc).toMatchObject({ ok: false, code: Code.Internal, reason: "internal" });
@@ -99,31 +88,27 @@ describeEachStore("MongoDB errors through both doors", (kind) => {
 
   it("a network error is 503 unavailable with Retry-After, through both doors", async () => {
     fault.next = networkError;
-    const res = await postJson(`${server.url}/api/v1/payments`, validPayment("pay_net"), {
-      key: tenant.key,
+    const res = await postJson(`${ctx.url}/api/v1/payments`, validPayment("pay_net"), {
+      key: ctx.key,
     });
     expect(res.status).toBe(503);
     expect(res.headers.get("retry-after")).toBe("2");
     expect(res.body).toEqual(STORE_UNAVAILABLE);
-    const ev = await postJson(`${server.url}/api/v1/events`, validEvent(tenant.siteId), {
-      key: tenant.key,
-    });
+    const ev = await postJson(`${ctx.url}/api/v1/events`, validEvent(ctx.siteId), { key: ctx.key });
     expect(ev.status).toBe(503);
     const rpc = await rpcRecordPayment(
-      connectTransport(server),
+      connectTransport(ctx.server),
       validPayment("pay_rpc_net"),
-      tenant.key,
+      ctx.key,
     );
     fault.next = undefined;
     expect(rpc).toMatchObject({ ok: false, code: Code.Unavailable, reason: "unavailable" });
     // And nothing of them was written.
-    expect(await server.store.getPayment(tenant.siteId, "pay_net")).toBeUndefined();
+    expect(await ctx.store.getPayment(ctx.siteId, "pay_net")).toBeUndefined();
   });
 });
 
 describeEachStore("one request of a group commit failing alone", (kind) => {
-  let server: TestServer;
-  let tenant: Tenant;
   const batchSizes: number[] = [];
 
   /** Writes the groups of a batch, except those with a `doomed` event, which fail as MongoDB's would. */
@@ -146,24 +131,20 @@ describeEachStore("one request of a group commit failing alone", (kind) => {
     });
   }
 
-  beforeAll(async () => {
-    // A long flush delay, so that concurrent requests share one batch.
-    server = await startTestServer({
-      store: await freshStore(kind),
-      env: { INGEST_FLUSH_MS: "200" },
-      wrapStore: perRequest,
-    });
-    tenant = await createTenant(server);
-  });
-  afterAll(() => server.close());
+  // A long flush delay, so that concurrent requests share one batch.
+  const ctx = useTestServer(async () => ({
+    store: await freshStore(kind),
+    env: { INGEST_FLUSH_MS: "200" },
+    wrapStore: perRequest,
+  }));
 
   it("answers 503 to the request that did not land and 204 to the one that did, from one batch", async () => {
     const [landed, failed] = await Promise.all([
-      postJson(`${server.url}/api/v1/events`, validEvent(tenant.siteId), { key: tenant.key }),
+      postJson(`${ctx.url}/api/v1/events`, validEvent(ctx.siteId), { key: ctx.key }),
       postJson(
-        `${server.url}/api/v1/events`,
-        { ...validEvent(tenant.siteId), e: "doomed" },
-        { key: tenant.key },
+        `${ctx.url}/api/v1/events`,
+        { ...validEvent(ctx.siteId), e: "doomed" },
+        { key: ctx.key },
       ),
     ]);
     expect(batchSizes).toContain(2);
@@ -171,7 +152,7 @@ describeEachStore("one request of a group commit failing alone", (kind) => {
     expect(failed.status).toBe(503);
     expect(failed.headers.get("retry-after")).toBe("2");
     expect(failed.body).toEqual(STORE_UNAVAILABLE);
-    const stored = await server.store.listEvents(tenant.siteId, 10);
+    const stored = await ctx.store.listEvents(ctx.siteId, 10);
     expect(stored.map((e) => e.name)).toEqual(["pageview"]);
   });
 });

@@ -13,6 +13,7 @@ import { createWalSync, fdatasyncFile } from "../../src/store/sqlite/wal-sync.js
 import { paymentWrite, STORE_UNAVAILABLE, validEvent, validPayment } from "../helpers/fixtures.js";
 import { useTempDirs } from "../helpers/temp-dirs.js";
 import { createTenant, postJson, startTestServer, TEST_NOW } from "../helpers/test-server.js";
+import { withTestServer } from "../helpers/use-test-server.js";
 
 /** A syncFile whose calls wait until the test settles them. */
 function heldSyncs() {
@@ -113,39 +114,38 @@ describe("through the REST door", () => {
     // Syncs pass until the test holds them.
     let hold = false;
     const held: (() => void)[] = [];
-    const server = await startTestServer({
+    const holding = {
       syncFile: () =>
         hold ? new Promise<void>((resolve) => held.push(resolve)) : Promise.resolve(),
+    };
+    await withTestServer(holding, async (server, tenant) => {
+      try {
+        hold = true;
+        const event = postJson(`${server.url}/api/v1/events`, validEvent(tenant.siteId), {
+          key: tenant.key,
+        });
+        // Its commit reaches the held sync, however slow the machine.
+        while (held.length === 0) await new Promise((r) => setTimeout(r, 5));
+        expect(await settled(event)).toBe(false);
+        hold = false;
+        for (const release of held.splice(0)) release();
+        expect((await event).status).toBe(204);
+      } finally {
+        hold = false;
+        for (const release of held.splice(0)) release();
+      }
     });
-    try {
-      const tenant = await createTenant(server);
-      hold = true;
-      const event = postJson(`${server.url}/api/v1/events`, validEvent(tenant.siteId), {
-        key: tenant.key,
-      });
-      // Its commit reaches the held sync, however slow the machine.
-      while (held.length === 0) await new Promise((r) => setTimeout(r, 5));
-      expect(await settled(event)).toBe(false);
-      hold = false;
-      for (const release of held.splice(0)) release();
-      expect((await event).status).toBe(204);
-    } finally {
-      hold = false;
-      for (const release of held.splice(0)) release();
-      await server.close();
-    }
   });
 
   it("a failed sync answers 503 unavailable, turns /readyz 503 and acknowledges nothing more", async () => {
     let fail = false;
-    const server = await startTestServer({
+    const failing = {
       syncFile: () =>
         fail
           ? Promise.reject(Object.assign(new Error("EIO: i/o error"), { code: "EIO" }))
           : Promise.resolve(),
-    });
-    try {
-      const tenant = await createTenant(server);
+    };
+    await withTestServer(failing, async (server, tenant) => {
       expect((await fetch(`${server.url}/readyz`)).status).toBe(200);
       fail = true;
       const res = await postJson(`${server.url}/api/v1/payments`, validPayment("pay_x"), {
@@ -162,9 +162,7 @@ describe("through the REST door", () => {
       });
       expect(after.status).toBe(503);
       expect((await fetch(`${server.url}/readyz`)).status).toBe(503);
-    } finally {
-      await server.close();
-    }
+    });
   });
 
   it.each([

@@ -1,39 +1,20 @@
-/**
- * EventsService.RecordEvents over Connect, gRPC-Web and gRPC: the same
- * implementation as REST, so the same rules and messages. ReportsService
- * ListEvents shows what was stored.
- */
-import { createClient } from "@connectrpc/connect";
-import { createConnectTransport } from "@connectrpc/connect-node";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { EventsService } from "../../gen/ingest/v1/events_pb.js";
 import { ReportsService } from "../../gen/ingest/v1/reports_pb.js";
-import { PROTOCOLS, rpcClient, rpcError } from "../helpers/rpc-clients.js";
-import {
-  ADMIN_TOKEN,
-  createTenant,
-  createTestClock,
-  startTestServer,
-  type Tenant,
-  type TestServer,
-} from "../helpers/test-server.js";
-import { BROWSER_UA, IPHONE_UA, listEvents, presetUsage } from "./support.js";
+import { BROWSER_UA, IPHONE_UA, listEvents, presetUsage } from "../helpers/events.js";
+import { PROTOCOLS, rpcError } from "../helpers/rpc-clients.js";
+import { createTenant, createTestClock, type Tenant } from "../helpers/test-server.js";
+import { useTestServer } from "../helpers/use-test-server.js";
 
-let server: TestServer;
-let tenant: Tenant;
-beforeAll(async () => {
-  server = await startTestServer();
-  tenant = await createTenant(server);
-});
-afterAll(() => server.close());
+const ctx = useTestServer();
 
 const auth = (t: Pick<Tenant, "key">) => ({ headers: { authorization: `Bearer ${t.key}` } });
 
 describe.each(PROTOCOLS)("RecordEvents over %s", (protocol) => {
-  const client = () => rpcClient(EventsService, server.url, protocol);
+  const client = () => ctx.client(EventsService, protocol);
 
   it("records an enriched event and answers with the counts and the allowance", async () => {
-    const t = await createTenant(server);
+    const t = await createTenant(ctx.server);
     const headers: Record<string, string> = {};
     const res = await client().recordEvents(
       {
@@ -56,7 +37,7 @@ describe.each(PROTOCOLS)("RecordEvents over %s", (protocol) => {
     expect(res.dropped).toBe(0);
     expect(res.quotaRemaining).toBe(19_999_999n);
     expect(headers["x-quota-remaining"]).toBe("19999999");
-    const [ev] = await listEvents(server.url, t.siteId);
+    const [ev] = await listEvents(ctx.url, t.siteId);
     expect(ev).toMatchObject({
       name: "signup",
       width: 390,
@@ -70,7 +51,7 @@ describe.each(PROTOCOLS)("RecordEvents over %s", (protocol) => {
   });
 
   it("drops the client's own user agent as a bot when no ua is forwarded", async () => {
-    const t = await createTenant(server);
+    const t = await createTenant(ctx.server);
     const headers: Record<string, string> = {};
     const res = await client().recordEvents(
       { s: t.siteId, e: "pageview", u: "https://example.com/" },
@@ -83,11 +64,11 @@ describe.each(PROTOCOLS)("RecordEvents over %s", (protocol) => {
     );
     expect({ accepted: res.accepted, dropped: res.dropped }).toEqual({ accepted: 0, dropped: 1 });
     expect(headers["x-ingest-dropped"]).toBe("1 bot");
-    expect(await listEvents(server.url, t.siteId)).toEqual([]);
+    expect(await listEvents(ctx.url, t.siteId)).toEqual([]);
   });
 
   it("stores a batch of 50 and refuses 51 with the REST message", async () => {
-    const t = await createTenant(server);
+    const t = await createTenant(ctx.server);
     const ev = (i: number) => ({ e: "pageview", u: `https://example.com/${i}`, ua: BROWSER_UA });
     const ok = await client().recordEvents(
       { s: t.siteId, b: Array.from({ length: 50 }, (_, i) => ev(i)) },
@@ -105,22 +86,22 @@ describe.each(PROTOCOLS)("RecordEvents over %s", (protocol) => {
       message: "invalid event input: b: must hold 1 to 50 events",
       reason: "invalid_input",
     });
-    expect(await listEvents(server.url, t.siteId)).toHaveLength(50);
+    expect(await listEvents(ctx.url, t.siteId)).toHaveLength(50);
   });
 
   it("refuses a foreign host, an unknown site, another site and a missing key", async () => {
-    const other = await createTenant(server);
-    const body = { s: tenant.siteId, e: "pageview", u: "https://evil.com/", ua: BROWSER_UA };
-    expect(await rpcError(client().recordEvents(body, auth(tenant)))).toEqual({
+    const other = await createTenant(ctx.server);
+    const body = { s: ctx.siteId, e: "pageview", u: "https://evil.com/", ua: BROWSER_UA };
+    expect(await rpcError(client().recordEvents(body, auth(ctx.tenant)))).toEqual({
       code: "invalid_argument",
       message: "invalid event input: u: host evil.com is not one of the site's hostnames",
       reason: "invalid_input",
     });
     expect(
-      await rpcError(client().recordEvents({ ...body, s: "site_nope" }, auth(tenant))),
+      await rpcError(client().recordEvents({ ...body, s: "site_nope" }, auth(ctx.tenant))),
     ).toEqual({ code: "not_found", message: "unknown site", reason: "not_found" });
     expect(
-      await rpcError(client().recordEvents({ ...body, s: other.siteId }, auth(tenant))),
+      await rpcError(client().recordEvents({ ...body, s: other.siteId }, auth(ctx.tenant))),
     ).toEqual({
       code: "permission_denied",
       message: "api key does not belong to this site",
@@ -134,8 +115,8 @@ describe.each(PROTOCOLS)("RecordEvents over %s", (protocol) => {
   });
 
   it("applies the ts tolerance to int64 times", async () => {
-    const t = await createTenant(server);
-    const now = server.clock.now();
+    const t = await createTenant(ctx.server);
+    const now = ctx.clock.now();
     const at = (minutes: number) => BigInt(now - minutes * 60_000);
     const headers: Record<string, string> = {};
     await client().recordEvents(
@@ -154,59 +135,54 @@ describe.each(PROTOCOLS)("RecordEvents over %s", (protocol) => {
       },
     );
     expect(headers["x-ingest-ts-replaced"]).toBe("1");
-    const [b, a] = await listEvents(server.url, t.siteId);
+    const [b, a] = await listEvents(ctx.url, t.siteId);
     expect(a?.ts).toBe(at(59));
     expect(b?.ts).toBe(b?.receivedAt);
   });
 });
 
 describe("quota over Connect", () => {
+  const quota = useTestServer({
+    clock: createTestClock(Date.UTC(2025, 5, 30, 23, 0, 0)),
+    tenant: { plan: "free" },
+  });
+
   it("is resource_exhausted with Retry-After", async () => {
-    const clock = createTestClock(Date.UTC(2025, 5, 30, 23, 0, 0));
-    const s = await startTestServer({ clock });
+    const t = quota.tenant;
+    await presetUsage(quota.store, t.accountId, "2025-06", 11_000);
+    const client = quota.client(EventsService);
+    let retryAfter: string | null = null;
     try {
-      const t = await createTenant(s, { plan: "free" });
-      await presetUsage(s.store, t.accountId, "2025-06", 11_000);
-      const client = rpcClient(EventsService, s.url, "connect");
-      let retryAfter: string | null = null;
-      try {
-        await client.recordEvents(
+      await client.recordEvents(
+        { s: t.siteId, e: "pageview", u: "https://example.com/", ua: BROWSER_UA },
+        auth(t),
+      );
+    } catch (err) {
+      retryAfter = (err as { metadata: Headers }).metadata.get("retry-after");
+    }
+    expect(retryAfter).toBe("3600");
+    expect(
+      await rpcError(
+        client.recordEvents(
           { s: t.siteId, e: "pageview", u: "https://example.com/", ua: BROWSER_UA },
           auth(t),
-        );
-      } catch (err) {
-        retryAfter = (err as { metadata: Headers }).metadata.get("retry-after");
-      }
-      expect(retryAfter).toBe("3600");
-      expect(
-        await rpcError(
-          client.recordEvents(
-            { s: t.siteId, e: "pageview", u: "https://example.com/", ua: BROWSER_UA },
-            auth(t),
-          ),
         ),
-      ).toEqual({
-        code: "resource_exhausted",
-        message: "monthly event quota exceeded",
-        reason: "quota_exceeded",
-      });
-    } finally {
-      await s.close();
-    }
+      ),
+    ).toEqual({
+      code: "resource_exhausted",
+      message: "monthly event quota exceeded",
+      reason: "quota_exceeded",
+    });
   });
 });
 
 describe("ReportsService.ListEvents", () => {
-  const reports = () =>
-    createClient(
-      ReportsService,
-      createConnectTransport({ baseUrl: server.url, httpVersion: "1.1" }),
-    );
-  const admin = { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } };
+  const reports = () => ctx.client(ReportsService);
+  const admin = { headers: ctx.adminHeaders };
 
   it("returns the newest first, up to the limit", async () => {
-    const t = await createTenant(server);
-    const client = rpcClient(EventsService, server.url, "connect");
+    const t = await createTenant(ctx.server);
+    const client = ctx.client(EventsService);
     for (const e of ["one", "two", "three"]) {
       await client.recordEvents(
         { s: t.siteId, e, u: "https://example.com/", ua: BROWSER_UA },
@@ -219,18 +195,16 @@ describe("ReportsService.ListEvents", () => {
 
   it("allows a limit of at most 1000 and needs the admin token", async () => {
     expect(
-      (await reports().listEvents({ siteId: tenant.siteId, limit: 1000 }, admin)).events,
+      (await reports().listEvents({ siteId: ctx.siteId, limit: 1000 }, admin)).events,
     ).toBeDefined();
     expect(
-      await rpcError(reports().listEvents({ siteId: tenant.siteId, limit: 1001 }, admin)),
+      await rpcError(reports().listEvents({ siteId: ctx.siteId, limit: 1001 }, admin)),
     ).toMatchObject({
       code: "invalid_argument",
       message: "limit must be from 1 to 1000",
     });
-    expect(await rpcError(reports().listEvents({ siteId: tenant.siteId, limit: 1 }))).toMatchObject(
-      {
-        code: "unauthenticated",
-      },
-    );
+    expect(await rpcError(reports().listEvents({ siteId: ctx.siteId, limit: 1 }))).toMatchObject({
+      code: "unauthenticated",
+    });
   });
 });

@@ -10,8 +10,8 @@ import { createAdmin } from "../../src/domain/admin.js";
 import { utcMonth } from "../../src/domain/plans.js";
 import { createSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
 import { type ChildServer, startChildServer } from "../helpers/child-server.js";
+import { listEvents, pageview, presetUsage, sendEvents } from "../helpers/events.js";
 import { ADMIN_TOKEN, createTestClock, TEST_NOW } from "../helpers/test-server.js";
-import { listEvents, pageview, presetUsage, sendEvents } from "./support.js";
 
 let dir: string;
 let dbPath: string;

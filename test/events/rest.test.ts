@@ -5,19 +5,10 @@
  */
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { computeVisitorId, utcDay } from "../../src/domain/events/visitor-id.js";
 import { utcMonth } from "../../src/domain/plans.js";
 import type { Store } from "../../src/store/port.js";
-import {
-  createTenant,
-  createTestClock,
-  postJson,
-  startTestServer,
-  TEST_NOW,
-  type Tenant,
-  type TestServer,
-} from "../helpers/test-server.js";
 import {
   BROWSER_UA,
   batchOf,
@@ -26,39 +17,36 @@ import {
   listEvents,
   pageview,
   sendEvents,
-} from "./support.js";
+} from "../helpers/events.js";
+import { createTenant, createTestClock, postJson, TEST_NOW } from "../helpers/test-server.js";
+import { useTestServer } from "../helpers/use-test-server.js";
 
 const SCALE_CEILING = 20_000_000;
 
-let server: TestServer;
 let commits = 0;
 const clock = createTestClock();
-let tenant: Tenant;
 
-beforeAll(async () => {
-  server = await startTestServer({
-    clock,
-    wrapStore: (store: Store): Store => ({
-      ...store,
-      commitEvents(groups) {
-        commits++;
-        return store.commitEvents(groups);
-      },
-    }),
-  });
-  tenant = await createTenant(server);
+const ctx = useTestServer({
+  clock,
+  wrapStore: (store: Store): Store => ({
+    ...store,
+    commitEvents(groups) {
+      commits++;
+      return store.commitEvents(groups);
+    },
+  }),
 });
-afterAll(() => server.close());
 
 /** A fresh tenant, for tests that count what is stored. */
-const fresh = (options: Parameters<typeof createTenant>[1] = {}) => createTenant(server, options);
+const fresh = (options: Parameters<typeof createTenant>[1] = {}) =>
+  createTenant(ctx.server, options);
 
 describe("recording", () => {
   it("records a pageview with the forwarded ip and ua, enriched", async () => {
     const t = await fresh();
-    const before = server.clock.now();
+    const before = ctx.clock.now();
     const res = await sendEvents(
-      server.url,
+      ctx.url,
       t,
       {
         s: t.siteId,
@@ -75,13 +63,13 @@ describe("recording", () => {
       // The server's own client is a library: the forwarded ua is what counts.
       { "user-agent": "node-fetch/1.0" },
     );
-    const after = server.clock.now();
+    const after = ctx.clock.now();
     expect(res.status).toBe(204);
     expect(res.text).toBe("");
     expect(res.headers.get("x-quota-remaining")).toBe(String(SCALE_CEILING - 1));
     expect(res.headers.get("x-ingest-dropped")).toBeNull();
 
-    const [ev, ...rest] = await listEvents(server.url, t.siteId);
+    const [ev, ...rest] = await listEvents(ctx.url, t.siteId);
     expect(rest).toHaveLength(0);
     expect(ev).toMatchObject({
       siteId: t.siteId,
@@ -113,40 +101,40 @@ describe("recording", () => {
 
   it("stores a batch of 50, in order, counting 50", async () => {
     const t = await fresh();
-    const res = await sendEvents(server.url, t, batchOf(t.siteId, 50));
+    const res = await sendEvents(ctx.url, t, batchOf(t.siteId, 50));
     expect(res.status).toBe(204);
     expect(res.headers.get("x-quota-remaining")).toBe(String(SCALE_CEILING - 50));
-    const stored = await listEvents(server.url, t.siteId);
+    const stored = await listEvents(ctx.url, t.siteId);
     expect(stored.map((e) => e.props?.i)).toEqual(Array.from({ length: 50 }, (_, i) => 49 - i));
-    expect(await server.store.getUsage(t.accountId, utcMonth(server.clock.now()))).toBe(50);
+    expect(await ctx.store.getUsage(t.accountId, utcMonth(ctx.clock.now()))).toBe(50);
   });
 
   it("accepts a batch of one and batch elements that repeat the site", async () => {
     const t = await fresh();
-    const res = await sendEvents(server.url, t, {
+    const res = await sendEvents(ctx.url, t, {
       s: t.siteId,
       b: [{ s: t.siteId, e: "signup", u: "https://example.com/" }],
     });
     expect(res.status).toBe(204);
-    expect((await listEvents(server.url, t.siteId)).map((e) => e.name)).toEqual(["signup"]);
+    expect((await listEvents(ctx.url, t.siteId)).map((e) => e.name)).toEqual(["signup"]);
   });
 
   it("$identify links the visitor to the uid and is not counted", async () => {
     const t = await fresh();
     const visitor = { ip: "203.0.113.7", ua: BROWSER_UA };
-    expect((await sendEvents(server.url, t, pageview(t.siteId, visitor))).status).toBe(204);
+    expect((await sendEvents(ctx.url, t, pageview(t.siteId, visitor))).status).toBe(204);
     const res = await sendEvents(
-      server.url,
+      ctx.url,
       t,
       pageview(t.siteId, { ...visitor, e: "$identify", uid: "user-42" }),
     );
     expect(res.status).toBe(204);
     // Still one counted event.
     expect(res.headers.get("x-quota-remaining")).toBe(String(SCALE_CEILING - 1));
-    const [identify, view] = await listEvents(server.url, t.siteId);
+    const [identify, view] = await listEvents(ctx.url, t.siteId);
     expect(identify).toMatchObject({ name: "$identify", userId: "user-42" });
     expect(identify?.visitorId).toBe(view?.visitorId);
-    const links = await server.store.findVisitorsByUser(t.siteId, "user-42");
+    const links = await ctx.store.findVisitorsByUser(t.siteId, "user-42");
     expect(links).toEqual([
       { siteId: t.siteId, userId: "user-42", visitorId: view?.visitorId, ts: Number(identify?.ts) },
     ]);
@@ -156,16 +144,16 @@ describe("recording", () => {
 describe("refusals", () => {
   it("refuses 51 events and stores none", async () => {
     const t = await fresh();
-    const res = await sendEvents(server.url, t, batchOf(t.siteId, 51));
+    const res = await sendEvents(ctx.url, t, batchOf(t.siteId, 51));
     expect(res.status).toBe(400);
     expect(res.body).toEqual(
       envelope("invalid_input", "invalid event input: b: must hold 1 to 50 events"),
     );
-    expect(await listEvents(server.url, t.siteId)).toEqual([]);
+    expect(await listEvents(ctx.url, t.siteId)).toEqual([]);
   });
 
   it("refuses an empty batch", async () => {
-    const res = await sendEvents(server.url, tenant, { s: tenant.siteId, b: [] });
+    const res = await sendEvents(ctx.url, ctx.tenant, { s: ctx.siteId, b: [] });
     expect(res.body).toEqual(
       envelope("invalid_input", "invalid event input: b: must hold 1 to 50 events"),
     );
@@ -173,7 +161,7 @@ describe("refusals", () => {
 
   it("refuses a host that is not the site's, alone or in a batch, storing nothing", async () => {
     const t = await fresh();
-    const res = await sendEvents(server.url, t, pageview(t.siteId, { u: "https://evil.com/x" }));
+    const res = await sendEvents(ctx.url, t, pageview(t.siteId, { u: "https://evil.com/x" }));
     expect(res.status).toBe(400);
     expect(res.body).toEqual(
       envelope(
@@ -183,20 +171,20 @@ describe("refusals", () => {
     );
     const batch = batchOf(t.siteId, 5);
     (batch.b[3] as Record<string, unknown>).u = "https://shop.example.com/";
-    const res2 = await sendEvents(server.url, t, batch);
+    const res2 = await sendEvents(ctx.url, t, batch);
     expect(res2.body).toEqual(
       envelope(
         "invalid_input",
         "invalid event input: b[3].u: host shop.example.com is not one of the site's hostnames",
       ),
     );
-    expect(await listEvents(server.url, t.siteId)).toEqual([]);
+    expect(await listEvents(ctx.url, t.siteId)).toEqual([]);
   });
 
   it("refuses an element naming another site", async () => {
-    const batch = batchOf(tenant.siteId, 3);
+    const batch = batchOf(ctx.siteId, 3);
     (batch.b[1] as Record<string, unknown>).s = "site_other";
-    const res = await sendEvents(server.url, tenant, batch);
+    const res = await sendEvents(ctx.url, ctx.tenant, batch);
     expect(res.status).toBe(400);
     expect(res.body).toEqual(
       envelope("invalid_input", "invalid event input: b[1].s: must be the batch's site"),
@@ -204,27 +192,27 @@ describe("refusals", () => {
   });
 
   it("refuses unknown fields at any depth with invalid JSON", async () => {
-    const res = await sendEvents(server.url, tenant, pageview(tenant.siteId, { x: 1 }));
+    const res = await sendEvents(ctx.url, ctx.tenant, pageview(ctx.siteId, { x: 1 }));
     expect(res.status).toBe(400);
     expect(res.body).toEqual(envelope("invalid_input", 'invalid JSON: unknown field "x"'));
-    const batch = batchOf(tenant.siteId, 2);
+    const batch = batchOf(ctx.siteId, 2);
     (batch.b[1] as Record<string, unknown>).referer = "typo";
-    const res2 = await sendEvents(server.url, tenant, batch);
+    const res2 = await sendEvents(ctx.url, ctx.tenant, batch);
     expect(res2.body).toEqual(
       envelope("invalid_input", 'invalid JSON: unknown field "b[1].referer"'),
     );
   });
 
   it("refuses a wrong JSON type with invalid JSON", async () => {
-    const res = await sendEvents(server.url, tenant, pageview(tenant.siteId, { w: "1280" }));
+    const res = await sendEvents(ctx.url, ctx.tenant, pageview(ctx.siteId, { w: "1280" }));
     expect(res.body).toEqual(
       envelope("invalid_input", "invalid JSON: w must be an integer, got string"),
     );
   });
 
   it("reports every invalid field at once, sorted", async () => {
-    const res = await sendEvents(server.url, tenant, {
-      s: tenant.siteId,
+    const res = await sendEvents(ctx.url, ctx.tenant, {
+      s: ctx.siteId,
       e: "sign.up",
       u: "ftp://example.com/",
       w: 32_768,
@@ -245,10 +233,10 @@ describe("refusals", () => {
   });
 
   it("requires s, and event fields are not allowed beside b", async () => {
-    const res = await sendEvents(server.url, tenant, { e: "pageview", u: "https://example.com/" });
+    const res = await sendEvents(ctx.url, ctx.tenant, { e: "pageview", u: "https://example.com/" });
     expect(res.body).toEqual(envelope("invalid_input", "invalid event input: s: required"));
-    const res2 = await sendEvents(server.url, tenant, {
-      ...batchOf(tenant.siteId, 1),
+    const res2 = await sendEvents(ctx.url, ctx.tenant, {
+      ...batchOf(ctx.siteId, 1),
       ua: BROWSER_UA,
     });
     expect(res2.body).toEqual(
@@ -261,7 +249,7 @@ describe("refusals", () => {
 });
 
 describe("order of checks: key → scope → size → JSON → site unknown → site not the key's → fields", () => {
-  const url = () => `${server.url}/api/v1/events`;
+  const url = () => `${ctx.url}/api/v1/events`;
   const big = () => `{"s":"${"x".repeat(9000)}"`; // too large and not JSON
 
   it("401 before everything", async () => {
@@ -272,34 +260,34 @@ describe("order of checks: key → scope → size → JSON → site unknown → 
 
   it("403 scope before size", async () => {
     const t = await fresh({ scopes: ["payments"] });
-    const res = await sendEvents(server.url, t, big());
+    const res = await sendEvents(ctx.url, t, big());
     expect(res.status).toBe(403);
     expect(res.body).toEqual(envelope("forbidden", "API key lacks the events scope"));
   });
 
   it("413 before JSON", async () => {
-    const res = await sendEvents(server.url, tenant, big());
+    const res = await sendEvents(ctx.url, ctx.tenant, big());
     expect(res.status).toBe(413);
     expect(res.body).toEqual(envelope("invalid_input", "request body larger than 8 KB"));
   });
 
   it("400 JSON before the site", async () => {
-    const res = await sendEvents(server.url, tenant, '{"s":"site_unknown",');
+    const res = await sendEvents(ctx.url, ctx.tenant, '{"s":"site_unknown",');
     expect(res.status).toBe(400);
     expect((res.body as { error: { message: string } }).error.message).toMatch(/^invalid JSON: /);
-    const res2 = await sendEvents(server.url, tenant, { s: "site_unknown", bogus: true });
+    const res2 = await sendEvents(ctx.url, ctx.tenant, { s: "site_unknown", bogus: true });
     expect(res2.body).toEqual(envelope("invalid_input", 'invalid JSON: unknown field "bogus"'));
   });
 
   it("404 unknown site before fields", async () => {
-    const res = await sendEvents(server.url, tenant, { s: "site_unknown", e: "bad!", w: -1 });
+    const res = await sendEvents(ctx.url, ctx.tenant, { s: "site_unknown", e: "bad!", w: -1 });
     expect(res.status).toBe(404);
     expect(res.body).toEqual(envelope("not_found", "unknown site"));
   });
 
   it("403 another site before fields", async () => {
     const other = await fresh();
-    const res = await sendEvents(server.url, tenant, { s: other.siteId, e: "bad!", w: -1 });
+    const res = await sendEvents(ctx.url, ctx.tenant, { s: other.siteId, e: "bad!", w: -1 });
     expect(res.status).toBe(403);
     expect(res.body).toEqual(envelope("forbidden", "api key does not belong to this site"));
   });
@@ -316,12 +304,12 @@ describe("limits at their boundaries", () => {
 
   it("a body of exactly 8 KB is accepted; one byte more is 413", async () => {
     const t = await fresh();
-    const ok = await sendEvents(server.url, t, bodyOfSize(t.siteId, 8192));
+    const ok = await sendEvents(ctx.url, t, bodyOfSize(t.siteId, 8192));
     expect(ok.status).toBe(204);
-    const tooBig = await sendEvents(server.url, t, bodyOfSize(t.siteId, 8193));
+    const tooBig = await sendEvents(ctx.url, t, bodyOfSize(t.siteId, 8193));
     expect(tooBig.status).toBe(413);
     expect(tooBig.body).toEqual(envelope("invalid_input", "request body larger than 8 KB"));
-    const stored = await listEvents(server.url, t.siteId);
+    const stored = await listEvents(ctx.url, t.siteId);
     expect(stored).toHaveLength(1);
     expect(stored[0]?.title).toBe("a".repeat(512));
   });
@@ -332,33 +320,33 @@ describe("limits at their boundaries", () => {
     const t513 = `${"a".repeat(511)}ü`; // 513 bytes: the ü does not fit
     const t600 = "€".repeat(200); // 600 bytes: 170 whole euros fit
     for (const title of [t512, t513, t600]) {
-      expect((await sendEvents(server.url, t, pageview(t.siteId, { t: title }))).status).toBe(204);
+      expect((await sendEvents(ctx.url, t, pageview(t.siteId, { t: title }))).status).toBe(204);
     }
-    const titles = (await listEvents(server.url, t.siteId)).map((e) => e.title).reverse();
+    const titles = (await listEvents(ctx.url, t.siteId)).map((e) => e.title).reverse();
     expect(titles).toEqual([t512, "a".repeat(511), "€".repeat(170)]);
     expect(titles.map((x) => Buffer.byteLength(x ?? ""))).toEqual([512, 511, 510]);
   });
 
   it("a language tag is cut at 35 bytes", async () => {
     const t = await fresh();
-    await sendEvents(server.url, t, pageview(t.siteId, { l: `${"x".repeat(34)}é` }));
-    expect((await listEvents(server.url, t.siteId))[0]?.language).toBe("x".repeat(34));
+    await sendEvents(ctx.url, t, pageview(t.siteId, { l: `${"x".repeat(34)}é` }));
+    expect((await listEvents(ctx.url, t.siteId))[0]?.language).toBe("x".repeat(34));
   });
 
   it("ts 59 minutes old is kept, 61 minutes old is replaced by the receipt time", async () => {
     const t = await fresh();
-    const now = server.clock.now();
+    const now = ctx.clock.now();
     const ts59 = now - 59 * 60_000;
     const ts61 = now - 61 * 60_000;
     const inFuture = now + 5 * 60_000;
     const sent = [
-      await sendEvents(server.url, t, pageview(t.siteId, { ts: ts59, p: { k: 59 } })),
-      await sendEvents(server.url, t, pageview(t.siteId, { ts: ts61, p: { k: 61 } })),
-      await sendEvents(server.url, t, pageview(t.siteId, { ts: inFuture, p: { k: 5 } })),
+      await sendEvents(ctx.url, t, pageview(t.siteId, { ts: ts59, p: { k: 59 } })),
+      await sendEvents(ctx.url, t, pageview(t.siteId, { ts: ts61, p: { k: 61 } })),
+      await sendEvents(ctx.url, t, pageview(t.siteId, { ts: inFuture, p: { k: 5 } })),
     ];
     // The answer says when ts was replaced.
     expect(sent.map((r) => r.headers.get("x-ingest-ts-replaced"))).toEqual([null, "1", "1"]);
-    const [future, old61, old59] = await listEvents(server.url, t.siteId);
+    const [future, old61, old59] = await listEvents(ctx.url, t.siteId);
     expect(Number(old59?.ts)).toBe(ts59);
     expect(Number(old61?.ts)).toBe(Number(old61?.receivedAt));
     expect(Number(old61?.ts)).toBeGreaterThanOrEqual(now);
@@ -367,8 +355,8 @@ describe("limits at their boundaries", () => {
 
   it("counts the events of a batch whose ts was replaced in X-Ingest-Ts-Replaced (ts in seconds)", async () => {
     const t = await fresh();
-    const seconds = Math.floor(server.clock.now() / 1000);
-    const res = await sendEvents(server.url, t, {
+    const seconds = Math.floor(ctx.clock.now() / 1000);
+    const res = await sendEvents(ctx.url, t, {
       s: t.siteId,
       b: [
         { e: "pageview", u: "https://example.com/a", ua: BROWSER_UA, ts: seconds },
@@ -381,19 +369,19 @@ describe("limits at their boundaries", () => {
     // Two stored events had their ts replaced; the absent ts and the dropped bot do not count.
     expect(res.headers.get("x-ingest-ts-replaced")).toBe("2");
     expect(res.headers.get("x-ingest-dropped")).toBe("1 bot");
-    const stored = await listEvents(server.url, t.siteId);
-    expect(stored.map((e) => Number(e.ts))).toEqual(new Array(3).fill(server.clock.now()));
+    const stored = await listEvents(ctx.url, t.siteId);
+    expect(stored.map((e) => Number(e.ts))).toEqual(new Array(3).fill(ctx.clock.now()));
   });
 
   it("w 32767 is accepted, 32768 is refused", async () => {
     const t = await fresh();
-    expect((await sendEvents(server.url, t, pageview(t.siteId, { w: 32_767 }))).status).toBe(204);
-    const res = await sendEvents(server.url, t, pageview(t.siteId, { w: 32_768 }));
+    expect((await sendEvents(ctx.url, t, pageview(t.siteId, { w: 32_767 }))).status).toBe(204);
+    const res = await sendEvents(ctx.url, t, pageview(t.siteId, { w: 32_768 }));
     expect(res.status).toBe(400);
     expect(res.body).toEqual(
       envelope("invalid_input", "invalid event input: w: must be an integer from 0 to 32767"),
     );
-    expect((await listEvents(server.url, t.siteId)).map((e) => e.width)).toEqual([32_767]);
+    expect((await listEvents(ctx.url, t.siteId)).map((e) => e.width)).toEqual([32_767]);
   });
 
   it("p of 2048 bytes is accepted, 2049 refused; u of 2048 bytes accepted, 2049 refused", async () => {
@@ -403,17 +391,9 @@ describe("limits at their boundaries", () => {
       const prefix = "https://example.com/";
       return prefix + "a".repeat(n - prefix.length);
     };
-    expect((await sendEvents(server.url, t, pageview(t.siteId, { p: props(2048) }))).status).toBe(
-      204,
-    );
-    expect((await sendEvents(server.url, t, pageview(t.siteId, { u: url(2048) }))).status).toBe(
-      204,
-    );
-    const res = await sendEvents(
-      server.url,
-      t,
-      pageview(t.siteId, { p: props(2049), u: url(2049) }),
-    );
+    expect((await sendEvents(ctx.url, t, pageview(t.siteId, { p: props(2048) }))).status).toBe(204);
+    expect((await sendEvents(ctx.url, t, pageview(t.siteId, { u: url(2048) }))).status).toBe(204);
+    const res = await sendEvents(ctx.url, t, pageview(t.siteId, { p: props(2049), u: url(2049) }));
     expect(res.body).toEqual(
       envelope(
         "invalid_input",
@@ -428,23 +408,23 @@ describe("bot filter", () => {
     const t = await fresh();
     const before = commits;
     for (const ua of ["curl/8.4.0", "python-requests/2.31.0", "Go-http-client/1.1", ""]) {
-      const res = await sendEvents(server.url, t, pageview(t.siteId), { "user-agent": ua });
+      const res = await sendEvents(ctx.url, t, pageview(t.siteId), { "user-agent": ua });
       expect(res.status).toBe(204);
       expect(res.headers.get("x-ingest-dropped")).toBe("1 bot");
       expect(res.headers.get("x-quota-remaining")).toBe(String(SCALE_CEILING));
     }
     // A forwarded ua is checked too, whatever the caller's own header.
     const crawler = "Mozilla/5.0 (compatible; Googlebot/2.1; +http://www.google.com/bot.html)";
-    const res = await sendEvents(server.url, t, pageview(t.siteId, { ua: crawler }));
+    const res = await sendEvents(ctx.url, t, pageview(t.siteId, { ua: crawler }));
     expect(res.headers.get("x-ingest-dropped")).toBe("1 bot");
     expect(commits).toBe(before);
-    expect(await listEvents(server.url, t.siteId)).toEqual([]);
-    expect(await server.store.getUsage(t.accountId, utcMonth(server.clock.now()))).toBe(0);
+    expect(await listEvents(ctx.url, t.siteId)).toEqual([]);
+    expect(await ctx.store.getUsage(t.accountId, utcMonth(ctx.clock.now()))).toBe(0);
   });
 
   it("a request without a User-Agent header and without ua is dropped", async () => {
     const t = await fresh();
-    const res = await fetch(`${server.url}/api/v1/events`, {
+    const res = await fetch(`${ctx.url}/api/v1/events`, {
       method: "POST",
       headers: { authorization: `Bearer ${t.key}`, "content-type": "application/json" },
       body: JSON.stringify(pageview(t.siteId)),
@@ -459,15 +439,15 @@ describe("bot filter", () => {
     const batch = batchOf(t.siteId, 4);
     (batch.b[1] as Record<string, unknown>).ua = "Wget/1.21";
     (batch.b[3] as Record<string, unknown>).ua = "okhttp/4.12.0";
-    const res = await sendEvents(server.url, t, batch);
+    const res = await sendEvents(ctx.url, t, batch);
     expect(res.status).toBe(204);
     expect(res.headers.get("x-ingest-dropped")).toBe("2 bot");
     expect(res.headers.get("x-quota-remaining")).toBe(String(SCALE_CEILING - 2));
-    expect((await listEvents(server.url, t.siteId)).map((e) => e.props?.i)).toEqual([2, 0]);
+    expect((await listEvents(ctx.url, t.siteId)).map((e) => e.props?.i)).toEqual([2, 0]);
   });
 
   it("bots are checked after the fields: an invalid bot request is still 400", async () => {
-    const res = await sendEvents(server.url, tenant, pageview(tenant.siteId, { w: -1 }), {
+    const res = await sendEvents(ctx.url, ctx.tenant, pageview(ctx.siteId, { w: -1 }), {
       "user-agent": "curl/8.4.0",
     });
     expect(res.status).toBe(400);
@@ -478,16 +458,16 @@ describe("visitor id and privacy", () => {
   it("is the same for the same ip and ua on the same day, whoever sends them", async () => {
     const t = await fresh();
     const ip = "81.2.69.142";
-    await sendEvents(server.url, t, pageview(t.siteId, { ip, ua: IPHONE_UA, p: { n: 1 } }));
-    await sendEvents(server.url, t, pageview(t.siteId, { ip, ua: IPHONE_UA, p: { n: 2 } }));
-    await sendEvents(server.url, t, pageview(t.siteId, { ip: "81.2.69.143", ua: IPHONE_UA }));
-    await sendEvents(server.url, t, pageview(t.siteId, { ip, ua: BROWSER_UA }));
-    const [otherUa, otherIp, second, first] = await listEvents(server.url, t.siteId);
+    await sendEvents(ctx.url, t, pageview(t.siteId, { ip, ua: IPHONE_UA, p: { n: 1 } }));
+    await sendEvents(ctx.url, t, pageview(t.siteId, { ip, ua: IPHONE_UA, p: { n: 2 } }));
+    await sendEvents(ctx.url, t, pageview(t.siteId, { ip: "81.2.69.143", ua: IPHONE_UA }));
+    await sendEvents(ctx.url, t, pageview(t.siteId, { ip, ua: BROWSER_UA }));
+    const [otherUa, otherIp, second, first] = await listEvents(ctx.url, t.siteId);
     expect(second?.visitorId).toBe(first?.visitorId);
     expect(otherIp?.visitorId).not.toBe(first?.visitorId);
     expect(otherUa?.visitorId).not.toBe(first?.visitorId);
     // The day's salt is in the store, shared by every process.
-    const salt = await server.store.ensureSalt(utcDay(server.clock.now()), "not-used");
+    const salt = await ctx.store.ensureSalt(utcDay(ctx.clock.now()), "not-used");
     expect(first?.visitorId).toBe(computeVisitorId(salt, t.siteId, ip, IPHONE_UA));
   });
 
@@ -505,7 +485,7 @@ describe("visitor id and privacy", () => {
         u: `https://example.com/${i}`,
         ...extra,
       });
-      const res = await sendEvents(server.url, t, {
+      const res = await sendEvents(ctx.url, t, {
         s: t.siteId,
         b: [
           page(0, gb),
@@ -518,9 +498,9 @@ describe("visitor id and privacy", () => {
         ],
       });
       expect(res.status).toBe(204);
-      const stored = (await listEvents(server.url, t.siteId)).reverse();
-      const today = await server.store.ensureSalt(utcDay(midnight), "not-used");
-      const yesterday = await server.store.ensureSalt(utcDay(late), "not-used");
+      const stored = (await listEvents(ctx.url, t.siteId)).reverse();
+      const today = await ctx.store.ensureSalt(utcDay(midnight), "not-used");
+      const yesterday = await ctx.store.ensureSalt(utcDay(late), "not-used");
       const id = (salt: string, c: { ip: string; ua: string }) =>
         computeVisitorId(salt, t.siteId, c.ip, c.ua);
       const iphone = { country: "GB", browser: "Mobile Safari", os: "iOS", device: "mobile" };
@@ -564,37 +544,33 @@ describe("visitor id and privacy", () => {
   it("never stores the raw IP", async () => {
     const t = await fresh();
     const ip = "81.2.69.160";
-    await sendEvents(server.url, t, pageview(t.siteId, { ip, ua: IPHONE_UA }));
-    const [ev] = await listEvents(server.url, t.siteId);
+    await sendEvents(ctx.url, t, pageview(t.siteId, { ip, ua: IPHONE_UA }));
+    const [ev] = await listEvents(ctx.url, t.siteId);
     expect(ev?.country).toBe("GB");
     expect(JSON.stringify(ev, (_k, v) => (typeof v === "bigint" ? String(v) : v))).not.toContain(
       ip,
     );
     // Nor anywhere in the database files (main file and WAL).
-    for (const f of readdirSync(server.dir)) {
-      expect(readFileSync(join(server.dir, f)).includes(Buffer.from(ip))).toBe(false);
+    for (const f of readdirSync(ctx.server.dir)) {
+      expect(readFileSync(join(ctx.server.dir, f)).includes(Buffer.from(ip))).toBe(false);
     }
   });
 
   it("without TRUST_PROXY, X-Forwarded-For is ignored: the socket address is used", async () => {
     const t = await fresh();
-    await sendEvents(server.url, t, pageview(t.siteId), { "x-forwarded-for": "81.2.69.142" });
-    const [ev] = await listEvents(server.url, t.siteId);
-    const salt = await server.store.ensureSalt(utcDay(server.clock.now()), "not-used");
+    await sendEvents(ctx.url, t, pageview(t.siteId), { "x-forwarded-for": "81.2.69.142" });
+    const [ev] = await listEvents(ctx.url, t.siteId);
+    const salt = await ctx.store.ensureSalt(utcDay(ctx.clock.now()), "not-used");
     expect(ev?.visitorId).toBe(computeVisitorId(salt, t.siteId, "127.0.0.1", BROWSER_UA));
     expect(ev?.country).toBeUndefined();
   });
 });
 
 describe("with TRUST_PROXY", () => {
-  let proxied: TestServer;
-  beforeAll(async () => {
-    proxied = await startTestServer({ env: { TRUST_PROXY: "127.0.0.1" } });
-  });
-  afterAll(() => proxied.close());
+  const proxied = useTestServer({ env: { TRUST_PROXY: "127.0.0.1" } });
 
   it("uses X-Forwarded-For and the User-Agent header: the same visitor as a server forwarding ip and ua", async () => {
-    const t = await createTenant(proxied);
+    const t = proxied.tenant;
     const ip = "2a00:1450:4001::1";
     // As the browser would arrive through the proxy.
     const viaProxy = await sendEvents(proxied.url, t, pageview(t.siteId, { p: { via: "proxy" } }), {

@@ -1,51 +1,27 @@
 import { fromJson } from "@bufbuild/protobuf";
 import type { ServiceError } from "@grpc/grpc-js";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { EventsService } from "../../gen/ingest/v1/events_pb.js";
 import { PaymentsService, RecordPaymentRequestSchema } from "../../gen/ingest/v1/payments_pb.js";
 import { validEvent, validPayment } from "../helpers/fixtures.js";
-import { bufCurl, grpcJsClient, PROTOCOLS, rpcClient, rpcError } from "../helpers/rpc-clients.js";
-import {
-  createTenant,
-  postJson,
-  startTestServer,
-  type Tenant,
-  type TestServer,
-} from "../helpers/test-server.js";
+import { bufCurl, grpcJsClient, PROTOCOLS, rpcError } from "../helpers/rpc-clients.js";
+import { postJson } from "../helpers/test-server.js";
+import { useTestServer } from "../helpers/use-test-server.js";
 
 const UNKNOWN_KEY = `mk_live_${"ab".repeat(24)}`;
 
-let server: TestServer;
-let tenant: Tenant;
+const ctx = useTestServer();
 let eventsOnlyKey: string;
 let paymentsOnlyKey: string;
 
 beforeAll(async () => {
-  server = await startTestServer();
-  tenant = await createTenant(server);
-  eventsOnlyKey = (
-    await server.admin.createKey({
-      siteId: tenant.siteId,
-      name: "events only",
-      scopes: ["events"],
-      actorUserId: tenant.ownerUserId,
-    })
-  ).key;
-  paymentsOnlyKey = (
-    await server.admin.createKey({
-      siteId: tenant.siteId,
-      name: "payments only",
-      scopes: ["payments"],
-      actorUserId: tenant.ownerUserId,
-    })
-  ).key;
+  eventsOnlyKey = await ctx.keyWith(["events"]);
+  paymentsOnlyKey = await ctx.keyWith(["payments"]);
 });
-
-afterAll(() => server.close());
 
 const ENDPOINTS = [
   { path: "/api/v1/payments", scope: "payments", body: () => validPayment() },
-  { path: "/api/v1/events", scope: "events", body: () => validEvent(tenant.siteId) },
+  { path: "/api/v1/events", scope: "events", body: () => validEvent(ctx.siteId) },
 ] as const;
 
 describe.each(ENDPOINTS)("REST $path authentication", ({ path, scope, body }) => {
@@ -88,14 +64,14 @@ describe.each(ENDPOINTS)("REST $path authentication", ({ path, scope, body }) =>
     ],
   ];
   it.each(cases)("rejects %s", async (_name, headers, status, code, message) => {
-    const res = await postJson(server.url + path, body(), { headers });
+    const res = await postJson(ctx.url + path, body(), { headers });
     expect(res.status).toBe(status);
     expect(res.body).toEqual({ ok: false, error: { code, message } });
   });
 
   it("rejects a key without the endpoint's scope with 403", async () => {
     const key = scope === "events" ? paymentsOnlyKey : eventsOnlyKey;
-    const res = await postJson(server.url + path, body(), { key });
+    const res = await postJson(ctx.url + path, body(), { key });
     expect(res.status).toBe(403);
     expect(res.body).toEqual({
       ok: false,
@@ -104,7 +80,7 @@ describe.each(ENDPOINTS)("REST $path authentication", ({ path, scope, body }) =>
   });
 
   it("checks the key before the body size", async () => {
-    const res = await postJson(server.url + path, "x".repeat(200 * 1024), {
+    const res = await postJson(ctx.url + path, "x".repeat(200 * 1024), {
       headers: { authorization: `Bearer ${UNKNOWN_KEY}` },
     });
     expect(res.status).toBe(401);
@@ -117,7 +93,7 @@ describe.each(ENDPOINTS)("REST $path authentication", ({ path, scope, body }) =>
 
 describe.each(PROTOCOLS)("%s authentication", (protocol) => {
   it("rejects a missing key as unauthenticated with the REST message", async () => {
-    const client = rpcClient(PaymentsService, server.url, protocol);
+    const client = ctx.client(PaymentsService, protocol);
     expect(
       await rpcError(client.recordPayment(fromJson(RecordPaymentRequestSchema, validPayment()))),
     ).toEqual({
@@ -128,9 +104,9 @@ describe.each(PROTOCOLS)("%s authentication", (protocol) => {
   });
 
   it("rejects an unknown key", async () => {
-    const client = rpcClient(EventsService, server.url, protocol);
+    const client = ctx.client(EventsService, protocol);
     const headers = { authorization: `Bearer ${UNKNOWN_KEY}` };
-    expect(await rpcError(client.recordEvents({ s: tenant.siteId }, { headers }))).toEqual({
+    expect(await rpcError(client.recordEvents({ s: ctx.siteId }, { headers }))).toEqual({
       code: "unauthenticated",
       message: "unknown or revoked API key",
       reason: "unauthorized",
@@ -138,9 +114,9 @@ describe.each(PROTOCOLS)("%s authentication", (protocol) => {
   });
 
   it("rejects a key without the scope as permission_denied", async () => {
-    const client = rpcClient(EventsService, server.url, protocol);
+    const client = ctx.client(EventsService, protocol);
     const headers = { authorization: `Bearer ${paymentsOnlyKey}` };
-    expect(await rpcError(client.recordEvents({ s: tenant.siteId }, { headers }))).toEqual({
+    expect(await rpcError(client.recordEvents({ s: ctx.siteId }, { headers }))).toEqual({
       code: "permission_denied",
       message: "API key lacks the events scope",
       reason: "forbidden",
@@ -151,7 +127,7 @@ describe.each(PROTOCOLS)("%s authentication", (protocol) => {
 describe("buf curl", () => {
   it.each(PROTOCOLS)("gets the 403 over %s", async (protocol) => {
     const res = await bufCurl(
-      `${server.url}/ingest.v1.PaymentsService/RecordPayment`,
+      `${ctx.url}/ingest.v1.PaymentsService/RecordPayment`,
       validPayment(),
       { protocol, authorization: `Bearer ${eventsOnlyKey}` },
     );
@@ -165,7 +141,7 @@ describe("buf curl", () => {
 
 describe("grpc-js client", () => {
   it("gets UNAUTHENTICATED with the spec's message", async () => {
-    const c = grpcJsClient("payments.proto", "PaymentsService", server.port);
+    const c = grpcJsClient("payments.proto", "PaymentsService", ctx.server.port);
     try {
       const err = (await c
         .call("RecordPayment", validPayment())
@@ -178,10 +154,10 @@ describe("grpc-js client", () => {
   });
 
   it("gets PERMISSION_DENIED for a key without the scope", async () => {
-    const c = grpcJsClient("events.proto", "EventsService", server.port);
+    const c = grpcJsClient("events.proto", "EventsService", ctx.server.port);
     try {
       const err = (await c
-        .call("RecordEvents", { s: tenant.siteId }, { authorization: `Bearer ${paymentsOnlyKey}` })
+        .call("RecordEvents", { s: ctx.siteId }, { authorization: `Bearer ${paymentsOnlyKey}` })
         .catch((e: ServiceError) => e)) as ServiceError;
       expect(err.code).toBe(7);
       expect(err.details).toBe("API key lacks the events scope");
@@ -193,22 +169,22 @@ describe("grpc-js client", () => {
 
 describe("key deletion", () => {
   it("fails the very next request after the key is deleted", async () => {
-    const { key, keyId } = await server.admin.createKey({
-      siteId: tenant.siteId,
+    const { key, keyId } = await ctx.server.admin.createKey({
+      siteId: ctx.siteId,
       name: "to delete",
       scopes: ["payments"],
-      actorUserId: tenant.ownerUserId,
+      actorUserId: ctx.tenant.ownerUserId,
     });
-    const before = await postJson(`${server.url}/api/v1/payments`, { bogus: 1 }, { key });
+    const before = await postJson(`${ctx.url}/api/v1/payments`, { bogus: 1 }, { key });
     expect(before.status).toBe(400);
-    await server.admin.deleteKey({ keyId, actorUserId: tenant.ownerUserId });
-    const after = await postJson(`${server.url}/api/v1/payments`, { bogus: 1 }, { key });
+    await ctx.server.admin.deleteKey({ keyId, actorUserId: ctx.tenant.ownerUserId });
+    const after = await postJson(`${ctx.url}/api/v1/payments`, { bogus: 1 }, { key });
     expect(after.status).toBe(401);
     expect(after.body).toEqual({
       ok: false,
       error: { code: "unauthorized", message: "unknown or revoked API key" },
     });
-    const rpc = rpcClient(PaymentsService, server.url, "grpc");
+    const rpc = ctx.client(PaymentsService, "grpc");
     expect(
       await rpcError(
         rpc.recordPayment(fromJson(RecordPaymentRequestSchema, validPayment()), {
@@ -219,15 +195,15 @@ describe("key deletion", () => {
   });
 
   it("records when a key was last used", async () => {
-    const { key, keyId } = await server.admin.createKey({
-      siteId: tenant.siteId,
+    const { key, keyId } = await ctx.server.admin.createKey({
+      siteId: ctx.siteId,
       name: "usage",
       scopes: ["payments"],
-      actorUserId: tenant.ownerUserId,
+      actorUserId: ctx.tenant.ownerUserId,
     });
-    expect((await server.store.getKey(keyId))?.lastUsedAt).toBeUndefined();
-    await postJson(`${server.url}/api/v1/payments`, { bogus: 1 }, { key });
+    expect((await ctx.store.getKey(keyId))?.lastUsedAt).toBeUndefined();
+    await postJson(`${ctx.url}/api/v1/payments`, { bogus: 1 }, { key });
     await new Promise((r) => setTimeout(r, 50));
-    expect((await server.store.getKey(keyId))?.lastUsedAt).toEqual(expect.any(Number));
+    expect((await ctx.store.getKey(keyId))?.lastUsedAt).toEqual(expect.any(Number));
   });
 });

@@ -1,29 +1,17 @@
 /** Connect JSON requests are decoded as strictly as REST bodies, with the same messages. */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { EventsService } from "../../gen/ingest/v1/events_pb.js";
 import { BROWSER_UA, validPayment } from "../helpers/fixtures.js";
-import { rpcClient } from "../helpers/rpc-clients.js";
-import {
-  createTenant,
-  postJson,
-  startTestServer,
-  type Tenant,
-  type TestServer,
-} from "../helpers/test-server.js";
+import { postJson } from "../helpers/test-server.js";
+import { useTestServer } from "../helpers/use-test-server.js";
 
-let server: TestServer;
-let tenant: Tenant;
-beforeAll(async () => {
-  server = await startTestServer();
-  tenant = await createTenant(server);
-});
-afterAll(() => server.close());
+const ctx = useTestServer();
 
 const CONNECT_PAYMENTS = "/ingest.v1.PaymentsService/RecordPayment";
 
 async function both(body: string) {
-  const rest = await postJson(`${server.url}/api/v1/payments`, body, { key: tenant.key });
-  const connect = await postJson(`${server.url}${CONNECT_PAYMENTS}`, body, { key: tenant.key });
+  const rest = await postJson(`${ctx.url}/api/v1/payments`, body, { key: ctx.key });
+  const connect = await postJson(`${ctx.url}${CONNECT_PAYMENTS}`, body, { key: ctx.key });
   return { rest, connect };
 }
 
@@ -58,12 +46,12 @@ describe("Connect JSON decoding", () => {
   });
 
   it("accepts both proto names and lowerCamelCase JSON names", async () => {
-    const snake = await postJson(`${server.url}${CONNECT_PAYMENTS}`, validPayment("pay_snake"), {
-      key: tenant.key,
+    const snake = await postJson(`${ctx.url}${CONNECT_PAYMENTS}`, validPayment("pay_snake"), {
+      key: ctx.key,
     });
     expect(snake.body).toEqual({ paymentId: "pay_snake" });
     const camel = await postJson(
-      `${server.url}${CONNECT_PAYMENTS}`,
+      `${ctx.url}${CONNECT_PAYMENTS}`,
       {
         paymentId: "pay_camel",
         customer: { id: "c", userId: "u1" },
@@ -72,21 +60,21 @@ describe("Connect JSON decoding", () => {
         kind: "charge",
         paidAt: "2024-01-15T10:30:00Z",
       },
-      { key: tenant.key },
+      { key: ctx.key },
     );
     expect(camel.body).toEqual({ paymentId: "pay_camel" });
-    expect((await server.store.getCustomer(tenant.siteId, "c"))?.userId).toBe("u1");
+    expect((await ctx.store.getCustomer(ctx.siteId, "c"))?.userId).toBe("u1");
   });
 
   it("refuses an events body over 8 KB like the REST door", async () => {
     const body = {
-      s: tenant.siteId,
+      s: ctx.siteId,
       e: "pageview",
       u: "https://example.com/",
       t: "x".repeat(8200),
     };
-    const res = await postJson(`${server.url}/ingest.v1.EventsService/RecordEvents`, body, {
-      key: tenant.key,
+    const res = await postJson(`${ctx.url}/ingest.v1.EventsService/RecordEvents`, body, {
+      key: ctx.key,
     });
     expect(res.status).toBe(400);
     expect(res.body).toMatchObject({
@@ -96,17 +84,17 @@ describe("Connect JSON decoding", () => {
   });
 
   it("takes 64-bit integers as strings, as protobuf JSON writes them", async () => {
-    const client = rpcClient(EventsService, server.url, "connect");
+    const client = ctx.client(EventsService);
     const res = await client.recordEvents(
       {
-        s: tenant.siteId,
+        s: ctx.siteId,
         e: "pageview",
         u: "https://example.com/",
         ua: BROWSER_UA,
         ip: "192.0.2.1",
-        ts: BigInt(server.clock.now() - 1000),
+        ts: BigInt(ctx.clock.now() - 1000),
       },
-      { headers: { authorization: `Bearer ${tenant.key}` } },
+      { headers: { authorization: `Bearer ${ctx.key}` } },
     );
     expect(res.accepted).toBe(1);
   });

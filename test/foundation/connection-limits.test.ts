@@ -7,16 +7,11 @@
  */
 import http2 from "node:http2";
 import net from "node:net";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { loadConfig } from "../../src/config.js";
 import { validEvent } from "../helpers/fixtures.js";
-import {
-  createTenant,
-  startTestServer,
-  type Tenant,
-  type TestServer,
-} from "../helpers/test-server.js";
-import { parseHttpResponse } from "../robustness/support.js";
+import { parseHttpResponse } from "../helpers/robustness.js";
+import { useTestServer } from "../helpers/use-test-server.js";
 
 const LIMITS = {
   HEADERS_TIMEOUT_MS: "400",
@@ -25,14 +20,7 @@ const LIMITS = {
   HTTP2_MAX_STREAMS: "4",
 };
 
-let server: TestServer;
-let tenant: Tenant;
-
-beforeAll(async () => {
-  server = await startTestServer({ env: LIMITS });
-  tenant = await createTenant(server);
-});
-afterAll(() => server.close());
+const ctx = useTestServer({ env: LIMITS });
 
 interface Closed {
   /** Milliseconds from connecting to the server closing the socket. */
@@ -70,7 +58,7 @@ function untilClosed(
 describe("HTTP/1.1", () => {
   it("a slowloris client (headers that never finish) gets 408 and is cut", async () => {
     let drip: NodeJS.Timeout | undefined;
-    const closed = await untilClosed(server.port, (socket) => {
+    const closed = await untilClosed(ctx.server.port, (socket) => {
       socket.write("POST /api/v1/events HTTP/1.1\r\nHost: x\r\n");
       drip = setInterval(() => socket.write("X-Slow: 1\r\n"), 100);
     });
@@ -85,10 +73,10 @@ describe("HTTP/1.1", () => {
   });
 
   it("a body that stops arriving is cut after the request timeout", async () => {
-    const body = JSON.stringify(validEvent(tenant.siteId));
-    const closed = await untilClosed(server.port, (socket) => {
+    const body = JSON.stringify(validEvent(ctx.siteId));
+    const closed = await untilClosed(ctx.server.port, (socket) => {
       socket.write(
-        `POST /api/v1/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${tenant.key}\r\n` +
+        `POST /api/v1/events HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer ${ctx.key}\r\n` +
           `Content-Type: application/json\r\nContent-Length: ${body.length}\r\n\r\n${body.slice(0, 10)}`,
       );
     });
@@ -97,14 +85,14 @@ describe("HTTP/1.1", () => {
   });
 
   it("a socket that never sends a byte is closed", async () => {
-    const closed = await untilClosed(server.port, () => {});
+    const closed = await untilClosed(ctx.server.port, () => {});
     expect(closed.data.length).toBe(0);
     expect(closed.afterMs).toBeGreaterThanOrEqual(350);
     expect(closed.afterMs).toBeLessThan(3_000);
   });
 
   it("an idle keep-alive connection is closed after its request", async () => {
-    const closed = await untilClosed(server.port, (socket) =>
+    const closed = await untilClosed(ctx.server.port, (socket) =>
       socket.write("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"),
     );
     expect(parseHttpResponse(closed.data).status).toBe(200);
@@ -115,7 +103,7 @@ describe("HTTP/1.1", () => {
 
 describe("HTTP/2", () => {
   it("an idle session is closed (GOAWAY)", async () => {
-    const session = http2.connect(server.url);
+    const session = http2.connect(ctx.url);
     const started = performance.now();
     const res = await new Promise<{ goaway: boolean; ms: number }>((resolve, reject) => {
       let goaway = false;
@@ -134,7 +122,7 @@ describe("HTTP/2", () => {
   });
 
   it("the server announces its stream limit, and streams past it are refused", async () => {
-    const session = http2.connect(server.url, {
+    const session = http2.connect(ctx.url, {
       // Ignore the server's limit on our side, so the server has to enforce it.
       peerMaxConcurrentStreams: 1_000,
     });
@@ -150,7 +138,7 @@ describe("HTTP/2", () => {
           ":method": "POST",
           ":path": "/api/v1/events",
           "content-type": "application/json",
-          authorization: `Bearer ${tenant.key}`,
+          authorization: `Bearer ${ctx.key}`,
         });
         req.write("{");
         return new Promise<string>((resolve) => {
@@ -169,7 +157,7 @@ describe("HTTP/2", () => {
   });
 
   it("the receive windows take a 64 KB body per stream and many bodies per connection", async () => {
-    const session = http2.connect(server.url);
+    const session = http2.connect(ctx.url);
     session.on("error", () => {});
     const settings = await new Promise<http2.Settings>((resolve) =>
       session.once("remoteSettings", resolve),
@@ -183,13 +171,13 @@ describe("HTTP/2", () => {
   });
 
   it("a stream whose body never ends is cancelled after the request timeout", async () => {
-    const session = http2.connect(server.url);
+    const session = http2.connect(ctx.url);
     session.on("error", () => {});
     const req = session.request({
       ":method": "POST",
       ":path": "/api/v1/events",
       "content-type": "application/json",
-      authorization: `Bearer ${tenant.key}`,
+      authorization: `Bearer ${ctx.key}`,
     });
     req.on("error", () => {});
     req.write("{");
@@ -207,20 +195,21 @@ describe("HTTP/2", () => {
 });
 
 describe("MAX_CONNECTIONS", () => {
+  const capped = useTestServer({ env: { MAX_CONNECTIONS: "2" }, tenant: false });
+
   it("a connection past the cap is closed at once, without an answer", async () => {
-    const capped = await startTestServer({ env: { MAX_CONNECTIONS: "2" } });
     const held: net.Socket[] = [];
     try {
       for (let i = 0; i < 2; i++) {
         held.push(
           await new Promise<net.Socket>((resolve) => {
-            const s = net.connect(capped.port, "127.0.0.1", () => resolve(s));
+            const s = net.connect(capped.server.port, "127.0.0.1", () => resolve(s));
             s.on("error", () => {});
           }),
         );
       }
       const third = await untilClosed(
-        capped.port,
+        capped.server.port,
         (s) => s.write("GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n"),
         3_000,
       );
@@ -231,7 +220,6 @@ describe("MAX_CONNECTIONS", () => {
       expect((await fetch(`${capped.url}/healthz`)).status).toBe(200);
     } finally {
       for (const s of held) s.destroy();
-      await capped.close();
     }
   });
 });

@@ -5,28 +5,19 @@
  */
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { validEvent, validPayment } from "../helpers/fixtures.js";
 import { PROTOCOLS, ROOT } from "../helpers/rpc-clients.js";
-import {
-  ADMIN_TOKEN,
-  createTenant,
-  startTestServer,
-  type Tenant,
-  type TestServer,
-} from "../helpers/test-server.js";
+import { ADMIN_TOKEN, createTenant, type Tenant } from "../helpers/test-server.js";
+import { useTestServer } from "../helpers/use-test-server.js";
 
 const run = promisify(execFile);
-let server: TestServer;
-let tenant: Tenant;
 let other: Tenant;
 
+const ctx = useTestServer();
 beforeAll(async () => {
-  server = await startTestServer();
-  tenant = await createTenant(server);
-  other = await createTenant(server);
+  other = await createTenant(ctx.server);
 });
-afterAll(() => server.close());
 
 /** curl sends repeated -H headers as they are, over HTTP/1.1 or HTTP/2 (prior knowledge). */
 async function curl(args: string[]): Promise<{ status: number; body: string }> {
@@ -44,7 +35,7 @@ async function bufCurl(protocol: string, path: string, headers: string[], data: 
   const args = ["curl", "--schema", ROOT, "--protocol", protocol];
   if (protocol === "grpc") args.push("--http2-prior-knowledge");
   for (const h of headers) args.push("-H", h);
-  args.push("-d", JSON.stringify(data), `${server.url}${path}`);
+  args.push("-d", JSON.stringify(data), `${ctx.url}${path}`);
   try {
     const { stdout } = await run(`${ROOT}/node_modules/.bin/buf`, args);
     return { ok: true, out: JSON.parse(stdout) as Record<string, unknown> };
@@ -65,9 +56,9 @@ describe("REST", () => {
   for (const http of ["--http1.1", "--http2-prior-knowledge"]) {
     it(`two bearer headers are 401 over ${http}, the valid key first or second`, async () => {
       for (const pair of [
-        [tenant.key, other.key],
-        [tenant.key, tenant.key],
-        ["mk_live_x", tenant.key],
+        [ctx.key, other.key],
+        [ctx.key, ctx.key],
+        ["mk_live_x", ctx.key],
       ]) {
         const res = await curl([
           http,
@@ -81,12 +72,12 @@ describe("REST", () => {
           // Over h2 the 401 comes before the body is read, and curl 7.88 reports the stream
           // reset that ends an unread upload (RST_STREAM NO_ERROR) as an error: send none.
           http === "--http1.1" ? JSON.stringify(validPayment("pay_dup")) : "",
-          `${server.url}/api/v1/payments`,
+          `${ctx.url}/api/v1/payments`,
         ]);
         expect(res.status).toBe(401);
         expect(JSON.parse(res.body)).toEqual(MISSING);
       }
-      expect(await server.store.getPayment(tenant.siteId, "pay_dup")).toBeUndefined();
+      expect(await ctx.store.getPayment(ctx.siteId, "pay_dup")).toBeUndefined();
     });
   }
 
@@ -96,10 +87,10 @@ describe("REST", () => {
       "-H",
       "Content-Type: application/json",
       "-H",
-      `Authorization: Bearer ${tenant.key}`,
+      `Authorization: Bearer ${ctx.key}`,
       "-d",
-      JSON.stringify(validEvent(tenant.siteId)),
-      `${server.url}/api/v1/events`,
+      JSON.stringify(validEvent(ctx.siteId)),
+      `${ctx.url}/api/v1/events`,
     ]);
     expect(res.status).toBe(204);
   });
@@ -110,7 +101,7 @@ describe.each(PROTOCOLS)("%s (buf curl)", (protocol) => {
     const res = await bufCurl(
       protocol,
       "/ingest.v1.PaymentsService/RecordPayment",
-      [`Authorization: Bearer ${tenant.key}`, `Authorization: Bearer ${other.key}`],
+      [`Authorization: Bearer ${ctx.key}`, `Authorization: Bearer ${other.key}`],
       validPayment(`pay_dup_${protocol}`),
     );
     expect(res.ok).toBe(false);
@@ -118,7 +109,7 @@ describe.each(PROTOCOLS)("%s (buf curl)", (protocol) => {
       code: "unauthenticated",
       message: "missing or malformed API key",
     });
-    expect(await server.store.getPayment(tenant.siteId, `pay_dup_${protocol}`)).toBeUndefined();
+    expect(await ctx.store.getPayment(ctx.siteId, `pay_dup_${protocol}`)).toBeUndefined();
   });
 
   it("two admin tokens are refused by the admin API", async () => {
@@ -126,7 +117,7 @@ describe.each(PROTOCOLS)("%s (buf curl)", (protocol) => {
       protocol,
       "/ingest.v1.ReportsService/ListEvents",
       [`Authorization: Bearer ${ADMIN_TOKEN}`, `Authorization: Bearer ${ADMIN_TOKEN}`],
-      { site_id: tenant.siteId, limit: 1 },
+      { site_id: ctx.siteId, limit: 1 },
     );
     expect(res.out).toMatchObject({
       code: "unauthenticated",

@@ -4,43 +4,32 @@
  * gRPC-Web, gRPC, `buf curl` and an independent grpc-js client.
  */
 import { fromJson } from "@bufbuild/protobuf";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { EventsService } from "../../gen/ingest/v1/events_pb.js";
 import { PaymentsService, RecordPaymentRequestSchema } from "../../gen/ingest/v1/payments_pb.js";
 import { validEvent, validPayment } from "../helpers/fixtures.js";
 import { bufCurl, grpcJsClient, PROTOCOLS, rpcClient } from "../helpers/rpc-clients.js";
-import {
-  createTenant,
-  postJson,
-  startTestServer,
-  type Tenant,
-  type TestServer,
-} from "../helpers/test-server.js";
+import { postJson } from "../helpers/test-server.js";
+import { useTestServer } from "../helpers/use-test-server.js";
 
-let server: TestServer;
-let tenant: Tenant;
-const auth = () => ({ authorization: `Bearer ${tenant.key}` });
+const auth = () => ({ authorization: `Bearer ${ctx.key}` });
 /** The fixture as a message: connect-es clients take messages, not the REST JSON. */
 const paymentMessage = (id: string) => fromJson(RecordPaymentRequestSchema, validPayment(id));
 
-beforeAll(async () => {
-  server = await startTestServer();
-  tenant = await createTenant(server);
-});
-afterAll(() => server.close());
+const ctx = useTestServer();
 
 describe("REST", () => {
   it("records a payment over HTTP/1.1", async () => {
-    const res = await postJson(`${server.url}/api/v1/payments`, validPayment("pay_rest"), {
-      key: tenant.key,
+    const res = await postJson(`${ctx.url}/api/v1/payments`, validPayment("pay_rest"), {
+      key: ctx.key,
     });
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ ok: true, data: { payment_id: "pay_rest" } });
   });
 
   it("records an event over HTTP/1.1", async () => {
-    const res = await postJson(`${server.url}/api/v1/events`, validEvent(tenant.siteId), {
-      key: tenant.key,
+    const res = await postJson(`${ctx.url}/api/v1/events`, validEvent(ctx.siteId), {
+      key: ctx.key,
     });
     expect(res.status).toBe(204);
     expect(res.text).toBe("");
@@ -49,17 +38,15 @@ describe("REST", () => {
 
 describe.each(PROTOCOLS)("connect-es client over %s", (protocol) => {
   it("records a payment", async () => {
-    const client = rpcClient(PaymentsService, server.url, protocol);
+    const client = ctx.client(PaymentsService, protocol);
     const res = await client.recordPayment(paymentMessage(`pay_${protocol}`), { headers: auth() });
     expect(res.paymentId).toBe(`pay_${protocol}`);
-    expect((await server.store.getPayment(tenant.siteId, `pay_${protocol}`))?.amountMinor).toBe(
-      2999,
-    );
+    expect((await ctx.store.getPayment(ctx.siteId, `pay_${protocol}`))?.amountMinor).toBe(2999);
   });
 
   it("records an event", async () => {
-    const client = rpcClient(EventsService, server.url, protocol);
-    const res = await client.recordEvents(validEvent(tenant.siteId), { headers: auth() });
+    const client = ctx.client(EventsService, protocol);
+    const res = await client.recordEvents(validEvent(ctx.siteId), { headers: auth() });
     expect(res.accepted).toBe(1);
     expect(res.dropped).toBe(0);
   });
@@ -67,7 +54,7 @@ describe.each(PROTOCOLS)("connect-es client over %s", (protocol) => {
 
 describe("Connect with the binary format", () => {
   it("records a payment", async () => {
-    const client = rpcClient(PaymentsService, server.url, "connect", { useBinaryFormat: true });
+    const client = rpcClient(PaymentsService, ctx.url, "connect", { useBinaryFormat: true });
     const res = await client.recordPayment(paymentMessage("pay_binary"), { headers: auth() });
     expect(res.paymentId).toBe("pay_binary");
   });
@@ -76,9 +63,9 @@ describe("Connect with the binary format", () => {
 describe("buf curl", () => {
   it.each(PROTOCOLS)("records a payment over %s", async (protocol) => {
     const res = await bufCurl(
-      `${server.url}/ingest.v1.PaymentsService/RecordPayment`,
+      `${ctx.url}/ingest.v1.PaymentsService/RecordPayment`,
       validPayment(`pay_buf_${protocol}`),
-      { protocol, authorization: `Bearer ${tenant.key}` },
+      { protocol, authorization: `Bearer ${ctx.key}` },
     );
     expect(res.stderr).toBe("");
     expect(res.output).toEqual({ paymentId: `pay_buf_${protocol}` });
@@ -86,9 +73,9 @@ describe("buf curl", () => {
 
   it.each(PROTOCOLS)("records an event over %s", async (protocol) => {
     const res = await bufCurl(
-      `${server.url}/ingest.v1.EventsService/RecordEvents`,
-      validEvent(tenant.siteId),
-      { protocol, authorization: `Bearer ${tenant.key}` },
+      `${ctx.url}/ingest.v1.EventsService/RecordEvents`,
+      validEvent(ctx.siteId),
+      { protocol, authorization: `Bearer ${ctx.key}` },
     );
     expect(res.exitCode).toBe(0);
     expect(res.output).toMatchObject({ accepted: 1 });
@@ -97,8 +84,8 @@ describe("buf curl", () => {
 
 describe("grpc-js client", () => {
   it("records a payment and an event", async () => {
-    const payments = grpcJsClient("payments.proto", "PaymentsService", server.port);
-    const events = grpcJsClient("events.proto", "EventsService", server.port);
+    const payments = grpcJsClient("payments.proto", "PaymentsService", ctx.server.port);
+    const events = grpcJsClient("events.proto", "EventsService", ctx.server.port);
     try {
       const p = await payments.call<{ payment_id: string }>(
         "RecordPayment",
@@ -108,7 +95,7 @@ describe("grpc-js client", () => {
       expect(p.payment_id).toBe("pay_grpcjs");
       const e = await events.call<{ accepted: number }>(
         "RecordEvents",
-        validEvent(tenant.siteId),
+        validEvent(ctx.siteId),
         auth(),
       );
       expect(e.accepted).toBe(1);

@@ -6,32 +6,20 @@
  * Transfer-Encoding is refused.
  */
 import { brotliCompressSync, deflateRawSync, deflateSync, gzipSync } from "node:zlib";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { validEvent, validPayment } from "../helpers/fixtures.js";
 import { h2Request } from "../helpers/raw-h2.js";
-import {
-  createTenant,
-  startTestServer,
-  type Tenant,
-  type TestServer,
-} from "../helpers/test-server.js";
-import { frame, parseHttpResponse, rawExchange, rawPost } from "../robustness/support.js";
+import { frame, parseHttpResponse, rawExchange, rawPost } from "../helpers/robustness.js";
+import { useTestServer } from "../helpers/use-test-server.js";
 
-let server: TestServer;
-let tenant: Tenant;
-
-beforeAll(async () => {
-  server = await startTestServer();
-  tenant = await createTenant(server);
-});
-afterAll(() => server.close());
+const ctx = useTestServer();
 
 async function post(path: string, body: Uint8Array, headers: Record<string, string> = {}) {
-  const res = await fetch(server.url + path, {
+  const res = await fetch(ctx.url + path, {
     method: "POST",
     headers: {
       "content-type": "application/json",
-      authorization: `Bearer ${tenant.key}`,
+      authorization: `Bearer ${ctx.key}`,
       ...headers,
     },
     body,
@@ -60,11 +48,11 @@ describe("compressed REST bodies", () => {
       "content-encoding": enc,
     });
     expect(res).toEqual({ status: 200, body: { ok: true, data: { payment_id: id } } });
-    expect((await server.store.getPayment(tenant.siteId, id))?.amountMinor).toBe(2999);
+    expect((await ctx.store.getPayment(ctx.siteId, id))?.amountMinor).toBe(2999);
   });
 
   it("an event batch sent gzipped is recorded (204)", async () => {
-    const batch = { s: tenant.siteId, b: [validEvent(tenant.siteId), validEvent(tenant.siteId)] };
+    const batch = { s: ctx.siteId, b: [validEvent(ctx.siteId), validEvent(ctx.siteId)] };
     const res = await post("/api/v1/events", gzipSync(Buffer.from(JSON.stringify(batch))), {
       "content-encoding": "gzip",
     });
@@ -73,7 +61,7 @@ describe("compressed REST bodies", () => {
 
   it("the 8 KB events limit applies after decompression", async () => {
     // 9 KB of JSON that gzips to a few hundred bytes.
-    const event = { ...validEvent(tenant.siteId), u: `https://example.com/${"a".repeat(9_000)}` };
+    const event = { ...validEvent(ctx.siteId), u: `https://example.com/${"a".repeat(9_000)}` };
     const zipped = gzipSync(Buffer.from(JSON.stringify(event)));
     expect(zipped.length).toBeLessThan(1024);
     const res = await post("/api/v1/events", zipped, { "content-encoding": "gzip" });
@@ -81,7 +69,7 @@ describe("compressed REST bodies", () => {
   });
 
   it("a body of exactly the limit decompressed is not refused for its size", async () => {
-    const base = JSON.stringify({ ...validEvent(tenant.siteId), u: "https://example.com/" });
+    const base = JSON.stringify({ ...validEvent(ctx.siteId), u: "https://example.com/" });
     const pad = 8 * 1024 - Buffer.byteLength(base);
     const exact = base.replace(
       '"u":"https://example.com/"',
@@ -182,11 +170,11 @@ describe("invalid UTF-8", () => {
       status: 400,
       body: envelope(`invalid JSON: the body is not valid UTF-8 (at byte ${at})`),
     });
-    expect(await server.store.getPayment(tenant.siteId, "pay_utf8")).toBeUndefined();
+    expect(await ctx.store.getPayment(ctx.siteId, "pay_utf8")).toBeUndefined();
   });
 
   it("in a REST event (text/plain too) is 400 as well", async () => {
-    const text = Buffer.from(JSON.stringify(validEvent(tenant.siteId)));
+    const text = Buffer.from(JSON.stringify(validEvent(ctx.siteId)));
     const bytes = Buffer.concat([text.subarray(0, 10), Buffer.from([0xfe]), text.subarray(10)]);
     for (const type of ["application/json", "text/plain"]) {
       const res = await post("/api/v1/events", bytes, { "content-type": type });
@@ -222,8 +210,8 @@ describe("invalid UTF-8", () => {
   it("gRPC-Web JSON frames get the same message", async () => {
     const { bytes, at } = damagedPayment([0x80]);
     const ans = await rawPost(
-      `${server.url}/ingest.v1.PaymentsService/RecordPayment`,
-      { "content-type": "application/grpc-web+json", authorization: `Bearer ${tenant.key}` },
+      `${ctx.url}/ingest.v1.PaymentsService/RecordPayment`,
+      { "content-type": "application/grpc-web+json", authorization: `Bearer ${ctx.key}` },
       frame(bytes),
     );
     expect(ans.headers["grpc-status"]).toBe("3");
@@ -235,12 +223,12 @@ describe("invalid UTF-8", () => {
   it("gRPC JSON frames get the same message", async () => {
     const { bytes, at } = damagedPayment([0xff]);
     const ans = await h2Request(
-      server.url,
+      ctx.url,
       "/ingest.v1.PaymentsService/RecordPayment",
       {
         "content-type": "application/grpc+json",
         te: "trailers",
-        authorization: `Bearer ${tenant.key}`,
+        authorization: `Bearer ${ctx.key}`,
       },
       frame(bytes),
     );
@@ -256,22 +244,22 @@ describe("request framing", () => {
   it("Content-Length together with Transfer-Encoding is 400 with the envelope", async () => {
     const body = JSON.stringify(validPayment("pay_smuggle"));
     const raw = await rawExchange(
-      server.port,
+      ctx.server.port,
       Buffer.from(
         "POST /api/v1/payments HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n" +
-          `Authorization: Bearer ${tenant.key}\r\nContent-Length: ${body.length}\r\n` +
+          `Authorization: Bearer ${ctx.key}\r\nContent-Length: ${body.length}\r\n` +
           `Transfer-Encoding: chunked\r\nConnection: close\r\n\r\n${body.length.toString(16)}\r\n${body}\r\n0\r\n\r\n`,
       ),
     );
     const res = parseHttpResponse(raw);
     expect(res.status).toBe(400);
     expect(JSON.parse(res.body)).toEqual(envelope("the request could not be read"));
-    expect(await server.store.getPayment(tenant.siteId, "pay_smuggle")).toBeUndefined();
+    expect(await ctx.store.getPayment(ctx.siteId, "pay_smuggle")).toBeUndefined();
   });
 
   it("headers larger than 16 KB are 431 with the envelope", async () => {
     const raw = await rawExchange(
-      server.port,
+      ctx.server.port,
       Buffer.from(
         `POST /api/v1/events HTTP/1.1\r\nHost: x\r\nX-Big: ${"a".repeat(17 * 1024)}\r\nConnection: close\r\n\r\n`,
       ),

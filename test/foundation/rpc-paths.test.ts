@@ -8,28 +8,15 @@ import { create, toBinary } from "@bufbuild/protobuf";
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import * as grpc from "@grpc/grpc-js";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { EventsService, RecordEventsRequestSchema } from "../../gen/ingest/v1/events_pb.js";
 import { ReportsService } from "../../gen/ingest/v1/reports_pb.js";
 import { h2Request } from "../helpers/raw-h2.js";
-import { grpcJsClient, rpcClient, rpcError } from "../helpers/rpc-clients.js";
-import {
-  ADMIN_TOKEN,
-  createTenant,
-  startTestServer,
-  type Tenant,
-  type TestServer,
-} from "../helpers/test-server.js";
-import { frame, grpcWebTrailer, rawPost } from "../robustness/support.js";
+import { frame, grpcWebTrailer, rawPost } from "../helpers/robustness.js";
+import { grpcJsClient, rpcError } from "../helpers/rpc-clients.js";
+import { useTestServer } from "../helpers/use-test-server.js";
 
-let server: TestServer;
-let tenant: Tenant;
-
-beforeAll(async () => {
-  server = await startTestServer();
-  tenant = await createTenant(server);
-});
-afterAll(() => server.close());
+const ctx = useTestServer();
 
 /** Spellings of /ingest.v1.EventsService/RecordEvents that reach the same route. */
 const SPELLINGS = [
@@ -42,7 +29,7 @@ const SPELLINGS = [
 /** An event whose URL makes the body about 30 KB, past the 8 KB limit. */
 function bigEvent() {
   return {
-    s: tenant.siteId,
+    s: ctx.siteId,
     e: "pageview",
     u: `https://example.com/${"a".repeat(30_000)}`,
     ua: "Mozilla/5.0",
@@ -50,7 +37,7 @@ function bigEvent() {
 }
 
 async function eventCount(): Promise<number> {
-  return (await server.store.listEvents(tenant.siteId, 1000)).length;
+  return (await ctx.store.listEvents(ctx.siteId, 1000)).length;
 }
 
 describe("encoded RPC paths keep their method's limits", () => {
@@ -58,9 +45,9 @@ describe("encoded RPC paths keep their method's limits", () => {
     "Connect JSON on %s: 30 KB is 400 invalid_argument, nothing stored",
     async (path) => {
       const before = await eventCount();
-      const res = await fetch(server.url + path, {
+      const res = await fetch(ctx.url + path, {
         method: "POST",
-        headers: { "content-type": "application/json", authorization: `Bearer ${tenant.key}` },
+        headers: { "content-type": "application/json", authorization: `Bearer ${ctx.key}` },
         body: JSON.stringify(bigEvent()),
       });
       expect(res.status).toBe(400);
@@ -74,9 +61,9 @@ describe("encoded RPC paths keep their method's limits", () => {
   it.each(SPELLINGS)(
     "Connect binary on %s: garbage is 400 invalid_argument, not 500",
     async (path) => {
-      const res = await fetch(server.url + path, {
+      const res = await fetch(ctx.url + path, {
         method: "POST",
-        headers: { "content-type": "application/proto", authorization: `Bearer ${tenant.key}` },
+        headers: { "content-type": "application/proto", authorization: `Bearer ${ctx.key}` },
         body: new Uint8Array([0xff, 0xff, 0xff, 0xff]),
       });
       expect(res.status).toBe(400);
@@ -90,8 +77,8 @@ describe("encoded RPC paths keep their method's limits", () => {
   it("gRPC-Web on an encoded path: 30 KB is invalid_argument in the trailers", async () => {
     const msg = toBinary(RecordEventsRequestSchema, create(RecordEventsRequestSchema, bigEvent()));
     const ans = await rawPost(
-      `${server.url}${SPELLINGS[0]}`,
-      { "content-type": "application/grpc-web+proto", authorization: `Bearer ${tenant.key}` },
+      `${ctx.url}${SPELLINGS[0]}`,
+      { "content-type": "application/grpc-web+proto", authorization: `Bearer ${ctx.key}` },
       frame(msg),
     );
     expect(ans.status).toBe(200);
@@ -103,9 +90,9 @@ describe("encoded RPC paths keep their method's limits", () => {
 
   it("gRPC on an encoded path: a malformed frame is invalid_argument, not internal", async () => {
     const ans = await h2Request(
-      server.url,
+      ctx.url,
       SPELLINGS[0] as string,
-      { "content-type": "application/grpc", te: "trailers", authorization: `Bearer ${tenant.key}` },
+      { "content-type": "application/grpc", te: "trailers", authorization: `Bearer ${ctx.key}` },
       frame(new Uint8Array([0xff, 0xff, 0xff])),
     );
     expect(ans.status).toBe(200);
@@ -119,9 +106,9 @@ describe("encoded RPC paths keep their method's limits", () => {
   it("gRPC on an encoded path: 30 KB is invalid_argument", async () => {
     const msg = toBinary(RecordEventsRequestSchema, create(RecordEventsRequestSchema, bigEvent()));
     const ans = await h2Request(
-      server.url,
+      ctx.url,
       SPELLINGS[1] as string,
-      { "content-type": "application/grpc", te: "trailers", authorization: `Bearer ${tenant.key}` },
+      { "content-type": "application/grpc", te: "trailers", authorization: `Bearer ${ctx.key}` },
       frame(msg),
     );
     expect(ans.trailers["grpc-status"]).toBe("3");
@@ -135,9 +122,9 @@ describe("encoded REST paths keep their route's limit", () => {
   it.each(["/api/v1/%65vents", "/api/v1/event%73", "/%61pi/v1/events"])(
     "%s: 30 KB is 413 with the envelope",
     async (path) => {
-      const res = await fetch(server.url + path, {
+      const res = await fetch(ctx.url + path, {
         method: "POST",
-        headers: { "content-type": "application/json", authorization: `Bearer ${tenant.key}` },
+        headers: { "content-type": "application/json", authorization: `Bearer ${ctx.key}` },
         body: JSON.stringify(bigEvent()),
       });
       expect(res.status).toBe(413);
@@ -155,7 +142,7 @@ describe("every answer on an RPC path is a Connect error", () => {
   it.each(["GET", "PUT", "DELETE", "PATCH"])(
     "%s gets 405, Allow: POST and a Connect error body",
     async (method) => {
-      const res = await fetch(server.url + path, { method });
+      const res = await fetch(ctx.url + path, { method });
       expect(res.status).toBe(405);
       expect(res.headers.get("allow")).toBe("POST");
       expect(res.headers.get("content-type")).toMatch(/^application\/json/);
@@ -168,7 +155,7 @@ describe("every answer on an RPC path is a Connect error", () => {
   );
 
   it("GET on an encoded spelling gets the same 405", async () => {
-    const res = await fetch(`${server.url}/ingest.v1.EventsService/Record%45vents`);
+    const res = await fetch(`${ctx.url}/ingest.v1.EventsService/Record%45vents`);
     expect(res.status).toBe(405);
     expect(res.headers.get("allow")).toBe("POST");
   });
@@ -178,7 +165,7 @@ describe("every answer on an RPC path is a Connect error", () => {
     ["a form", "application/x-www-form-urlencoded"],
     ["Connect streaming on a unary method", "application/connect+json"],
   ])("%s gets 415 with a Connect error body", async (_name, type) => {
-    const res = await fetch(server.url + path, {
+    const res = await fetch(ctx.url + path, {
       method: "POST",
       headers: { "content-type": type },
       body: "{}",
@@ -193,7 +180,7 @@ describe("every answer on an RPC path is a Connect error", () => {
   });
 
   it("a missing Content-Type gets the Connect 415, not the REST envelope", async () => {
-    const res = await fetch(server.url + path, { method: "POST", body: new Uint8Array([1, 2]) });
+    const res = await fetch(ctx.url + path, { method: "POST", body: new Uint8Array([1, 2]) });
     expect(res.status).toBe(415);
     const body = (await res.json()) as Record<string, unknown>;
     expect(body).not.toHaveProperty("ok");
@@ -203,14 +190,14 @@ describe("every answer on an RPC path is a Connect error", () => {
   it("side-effect-free methods take Connect GET, and say so in Allow", async () => {
     const client = createClient(
       ReportsService,
-      createConnectTransport({ baseUrl: server.url, httpVersion: "1.1", useHttpGet: true }),
+      createConnectTransport({ baseUrl: ctx.url, httpVersion: "1.1", useHttpGet: true }),
     );
     const res = await client.listEvents(
-      { siteId: tenant.siteId, limit: 1 },
-      { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } },
+      { siteId: ctx.siteId, limit: 1 },
+      { headers: ctx.adminHeaders },
     );
     expect(res.events).toEqual([]);
-    const put = await fetch(`${server.url}/ingest.v1.ReportsService/ListEvents`, { method: "PUT" });
+    const put = await fetch(`${ctx.url}/ingest.v1.ReportsService/ListEvents`, { method: "PUT" });
     expect(put.status).toBe(405);
     expect(put.headers.get("allow")).toBe("GET, POST");
     expect(((await put.json()) as { message: string }).message).toBe(
@@ -219,8 +206,8 @@ describe("every answer on an RPC path is a Connect error", () => {
   });
 
   it("connect-es clients still work on the canonical path", async () => {
-    const client = rpcClient(EventsService, server.url, "connect");
-    const err = await rpcError(client.recordEvents({ s: tenant.siteId, e: "pageview" }));
+    const client = ctx.client(EventsService);
+    const err = await rpcError(client.recordEvents({ s: ctx.siteId, e: "pageview" }));
     expect(err).toEqual({
       code: "unauthenticated",
       message: "missing or malformed API key",
@@ -234,7 +221,7 @@ describe("an RPC path that names no method is unimplemented, in the caller's pro
   const message = "unknown method Nope for service ingest.v1.EventsService";
 
   it("Connect JSON: 501 (Connect's status for unimplemented) with a Connect error body", async () => {
-    const res = await fetch(server.url + path, {
+    const res = await fetch(ctx.url + path, {
       method: "POST",
       headers: { "content-type": "application/json" },
       body: "{}",
@@ -246,7 +233,7 @@ describe("an RPC path that names no method is unimplemented, in the caller's pro
   });
 
   it("gRPC-Web: 200 with grpc-status 12 (unimplemented)", async () => {
-    const res = await fetch(`${server.url}/ingest.v1.NoSuchService/Record`, {
+    const res = await fetch(`${ctx.url}/ingest.v1.NoSuchService/Record`, {
       method: "POST",
       headers: { "content-type": "application/grpc-web+proto" },
       body: frame(new Uint8Array()),
@@ -259,7 +246,10 @@ describe("an RPC path that names no method is unimplemented, in the caller's pro
   });
 
   it("gRPC through an independent grpc-js client: status 12 UNIMPLEMENTED", async () => {
-    const client = new grpc.Client(`127.0.0.1:${server.port}`, grpc.credentials.createInsecure());
+    const client = new grpc.Client(
+      `127.0.0.1:${ctx.server.port}`,
+      grpc.credentials.createInsecure(),
+    );
     try {
       const err = await new Promise<grpc.ServiceError>((resolve, reject) => {
         client.makeUnaryRequest(
@@ -278,10 +268,10 @@ describe("an RPC path that names no method is unimplemented, in the caller's pro
   });
 
   it("grpc-js reads errors the body guard answers (a 30 KB event) as INVALID_ARGUMENT", async () => {
-    const events = grpcJsClient("events.proto", "EventsService", server.port);
+    const events = grpcJsClient("events.proto", "EventsService", ctx.server.port);
     try {
       const err = (await events
-        .call("RecordEvents", bigEvent(), { authorization: `Bearer ${tenant.key}` })
+        .call("RecordEvents", bigEvent(), { authorization: `Bearer ${ctx.key}` })
         .then(
           () => undefined,
           (e: grpc.ServiceError) => e,
@@ -296,7 +286,7 @@ describe("an RPC path that names no method is unimplemented, in the caller's pro
   });
 
   it("REST paths keep the REST 404", async () => {
-    const res = await fetch(`${server.url}/api/v1/nope`, { method: "POST" });
+    const res = await fetch(`${ctx.url}/api/v1/nope`, { method: "POST" });
     expect(res.status).toBe(404);
     expect(await res.json()).toEqual({
       ok: false,
@@ -307,7 +297,7 @@ describe("an RPC path that names no method is unimplemented, in the caller's pro
 
 describe("probes", () => {
   it.each(["/healthz", "/readyz"])("POST %s gets 405 with Allow: GET, HEAD", async (path) => {
-    const res = await fetch(server.url + path, { method: "POST" });
+    const res = await fetch(ctx.url + path, { method: "POST" });
     expect(res.status).toBe(405);
     expect(res.headers.get("allow")).toBe("GET, HEAD");
     expect(await res.json()).toEqual({

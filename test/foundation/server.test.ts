@@ -1,17 +1,11 @@
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import { AdminService } from "../../gen/ingest/v1/admin_pb.js";
 import { ReportsService } from "../../gen/ingest/v1/reports_pb.js";
 import type { Store } from "../../src/store/port.js";
 import { STORE_UNAVAILABLE, validEvent } from "../helpers/fixtures.js";
-import { PROTOCOLS, rpcClient, rpcError } from "../helpers/rpc-clients.js";
-import {
-  ADMIN_TOKEN,
-  createTenant,
-  postJson,
-  startTestServer,
-  type Tenant,
-  type TestServer,
-} from "../helpers/test-server.js";
+import { PROTOCOLS, rpcError } from "../helpers/rpc-clients.js";
+import { ADMIN_TOKEN, createTenant, postJson } from "../helpers/test-server.js";
+import { useTestServer } from "../helpers/use-test-server.js";
 
 /** A store whose failures a test can switch on. */
 function faultyStore(inner: Store) {
@@ -36,36 +30,30 @@ function faultyStore(inner: Store) {
   return { store, state };
 }
 
-let server: TestServer;
-let tenant: Tenant;
 let faults: ReturnType<typeof faultyStore>["state"];
 
-beforeAll(async () => {
-  server = await startTestServer({
-    wrapStore: (s) => {
-      const f = faultyStore(s);
-      faults = f.state;
-      return f.store;
-    },
-  });
-  tenant = await createTenant(server);
+const ctx = useTestServer({
+  wrapStore: (s) => {
+    const f = faultyStore(s);
+    faults = f.state;
+    return f.store;
+  },
 });
-afterAll(() => server.close());
 
 describe("health", () => {
   it("answers /healthz", async () => {
-    const res = await fetch(`${server.url}/healthz`);
+    const res = await fetch(`${ctx.url}/healthz`);
     expect(res.status).toBe(200);
     expect(await res.json()).toEqual({ ok: true, data: { status: "alive" } });
   });
 
   it("answers /readyz 200 while the store answers and 503 while it does not", async () => {
-    const ok = await fetch(`${server.url}/readyz`);
+    const ok = await fetch(`${ctx.url}/readyz`);
     expect(ok.status).toBe(200);
     expect(await ok.json()).toEqual({ ok: true, data: { status: "ready", store: "sqlite" } });
     faults.down = true;
     try {
-      const down = await fetch(`${server.url}/readyz`);
+      const down = await fetch(`${ctx.url}/readyz`);
       expect(down.status).toBe(503);
       expect(await down.json()).toEqual({
         ok: false,
@@ -79,7 +67,7 @@ describe("health", () => {
 
 describe("error envelope", () => {
   it("answers an unknown route with 404 not_found", async () => {
-    const res = await fetch(`${server.url}/api/v2/payments`, { method: "POST" });
+    const res = await fetch(`${ctx.url}/api/v2/payments`, { method: "POST" });
     expect(res.status).toBe(404);
     expect(await res.json()).toEqual({
       ok: false,
@@ -88,7 +76,7 @@ describe("error envelope", () => {
   });
 
   it("answers a wrong method with 405 and Allow", async () => {
-    const res = await fetch(`${server.url}/api/v1/events`, { method: "GET" });
+    const res = await fetch(`${ctx.url}/api/v1/events`, { method: "GET" });
     expect(res.status).toBe(405);
     expect(res.headers.get("allow")).toBe("POST");
     expect(await res.json()).toEqual({
@@ -101,8 +89,8 @@ describe("error envelope", () => {
   });
 
   it("refuses a body that is not JSON by its Content-Type with 415", async () => {
-    const res = await postJson(`${server.url}/api/v1/payments`, "a=1", {
-      key: tenant.key,
+    const res = await postJson(`${ctx.url}/api/v1/payments`, "a=1", {
+      key: ctx.key,
       headers: { "content-type": "application/x-www-form-urlencoded" },
     });
     expect(res.status).toBe(415);
@@ -113,8 +101,8 @@ describe("error envelope", () => {
   });
 
   it("answers malformed JSON with invalid JSON and no echo of the body", async () => {
-    const res = await postJson(`${server.url}/api/v1/payments`, '{"payment_id": "secret-abc",', {
-      key: tenant.key,
+    const res = await postJson(`${ctx.url}/api/v1/payments`, '{"payment_id": "secret-abc",', {
+      key: ctx.key,
     });
     expect(res.status).toBe(400);
     expect(res.body).toEqual({
@@ -128,10 +116,10 @@ describe("error envelope", () => {
 
   it("hides the cause of a 500 and shows no stack", async () => {
     // A new tenant: its key is not in the process's directory cache yet, so it is read.
-    const fresh = await createTenant(server);
+    const fresh = await createTenant(ctx.server);
     faults.brokenKeys = true;
     try {
-      const res = await postJson(`${server.url}/api/v1/payments`, {}, { key: fresh.key });
+      const res = await postJson(`${ctx.url}/api/v1/payments`, {}, { key: fresh.key });
       expect(res.status).toBe(500);
       expect(res.body).toEqual({
         ok: false,
@@ -143,15 +131,15 @@ describe("error envelope", () => {
   });
 
   it("answers 503 unavailable when the store fails during authentication", async () => {
-    const inner = server.store;
+    const inner = ctx.store;
     // A new tenant: its key is not in the process's directory cache yet, so it is read.
-    const fresh = await createTenant(server);
+    const fresh = await createTenant(ctx.server);
     const res = await (async () => {
       const original = inner.findKeyByHash;
       (inner as { findKeyByHash: Store["findKeyByHash"] }).findKeyByHash = () =>
         Promise.reject(new Error("connection refused"));
       try {
-        return await postJson(`${server.url}/api/v1/payments`, {}, { key: fresh.key });
+        return await postJson(`${ctx.url}/api/v1/payments`, {}, { key: fresh.key });
       } finally {
         (inner as { findKeyByHash: Store["findKeyByHash"] }).findKeyByHash = original;
       }
@@ -162,9 +150,9 @@ describe("error envelope", () => {
   });
 
   it("answers 503 unavailable when the directory version cannot be read, even for a cached key", async () => {
-    const inner = server.store;
-    const warm = await postJson(`${server.url}/api/v1/events`, validEvent(tenant.siteId), {
-      key: tenant.key,
+    const inner = ctx.store;
+    const warm = await postJson(`${ctx.url}/api/v1/events`, validEvent(ctx.siteId), {
+      key: ctx.key,
     });
     expect(warm.status).toBe(204);
     const original = inner.directoryVersion;
@@ -172,9 +160,7 @@ describe("error envelope", () => {
       Promise.reject(new Error("connection refused"));
     let res: Awaited<ReturnType<typeof postJson>>;
     try {
-      res = await postJson(`${server.url}/api/v1/events`, validEvent(tenant.siteId), {
-        key: tenant.key,
-      });
+      res = await postJson(`${ctx.url}/api/v1/events`, validEvent(ctx.siteId), { key: ctx.key });
     } finally {
       (inner as { directoryVersion: Store["directoryVersion"] }).directoryVersion = original;
     }
@@ -185,13 +171,10 @@ describe("error envelope", () => {
   it("hides internal RPC causes too", async () => {
     faults.garbage = true;
     try {
-      const client = rpcClient(ReportsService, server.url, "connect");
+      const client = ctx.client(ReportsService);
       expect(
         await rpcError(
-          client.getPayment(
-            { siteId: tenant.siteId, paymentId: "p" },
-            { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } },
-          ),
+          client.getPayment({ siteId: ctx.siteId, paymentId: "p" }, { headers: ctx.adminHeaders }),
         ),
       ).toEqual({ code: "internal", message: "internal error", reason: "internal" });
     } finally {
@@ -202,14 +185,9 @@ describe("error envelope", () => {
   it("answers unavailable over RPC when the store fails", async () => {
     faults.down = true;
     try {
-      const client = rpcClient(ReportsService, server.url, "grpc");
+      const client = ctx.client(ReportsService, "grpc");
       expect(
-        await rpcError(
-          client.listEvents(
-            { siteId: tenant.siteId },
-            { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } },
-          ),
-        ),
+        await rpcError(client.listEvents({ siteId: ctx.siteId }, { headers: ctx.adminHeaders })),
       ).toEqual({
         code: "unavailable",
         message: "the store is unavailable, retry later",
@@ -221,9 +199,9 @@ describe("error envelope", () => {
   });
 
   it("echoes a safe X-Request-Id and makes one otherwise", async () => {
-    const given = await fetch(`${server.url}/healthz`, { headers: { "x-request-id": "abc-123" } });
+    const given = await fetch(`${ctx.url}/healthz`, { headers: { "x-request-id": "abc-123" } });
     expect(given.headers.get("x-request-id")).toBe("abc-123");
-    const unsafe = await fetch(`${server.url}/healthz`, {
+    const unsafe = await fetch(`${ctx.url}/healthz`, {
       headers: { "x-request-id": "bad id with spaces" },
     });
     expect(unsafe.headers.get("x-request-id")).toMatch(/^[0-9a-f-]{36}$/);
@@ -232,11 +210,11 @@ describe("error envelope", () => {
 
 describe("AdminService token", () => {
   it.each(PROTOCOLS)("refuses a wrong token over %s", async (protocol) => {
-    const client = rpcClient(AdminService, server.url, protocol);
+    const client = ctx.client(AdminService, protocol);
     expect(
       await rpcError(
         client.getUsage(
-          { accountId: tenant.accountId },
+          { accountId: ctx.tenant.accountId },
           { headers: { authorization: "Bearer wrong-token-0123456789" } },
         ),
       ),
@@ -248,10 +226,10 @@ describe("AdminService token", () => {
   });
 
   it("answers with the right token", async () => {
-    const client = rpcClient(AdminService, server.url, "grpc");
+    const client = ctx.client(AdminService, "grpc");
     const usage = await client.getUsage(
-      { accountId: tenant.accountId },
-      { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } },
+      { accountId: ctx.tenant.accountId },
+      { headers: ctx.adminHeaders },
     );
     expect(usage.plan).toBe("scale");
     expect(usage.allowance).toBe(10_000_000n);
@@ -259,7 +237,7 @@ describe("AdminService token", () => {
   });
 
   it("creates accounts, sites and keys the same way the CLI does", async () => {
-    const client = rpcClient(AdminService, server.url, "connect");
+    const client = ctx.client(AdminService);
     const headers = { authorization: `Bearer ${ADMIN_TOKEN}` };
     const acc = await client.createAccount(
       { name: "Via RPC", plan: "starter", ownerEmail: "rpc@example.com" },
@@ -294,22 +272,19 @@ describe("AdminService token", () => {
 });
 
 describe("AdminService without ADMIN_TOKEN", () => {
+  const bare = useTestServer({ env: { ADMIN_TOKEN: "" }, tenant: false });
+
   it("refuses every call", async () => {
-    const bare = await startTestServer({ env: { ADMIN_TOKEN: "" } });
-    try {
-      const client = rpcClient(AdminService, bare.url, "connect");
-      expect(
-        await rpcError(
-          client.getUsage({ accountId: "x" }, { headers: { authorization: "Bearer anything" } }),
-        ),
-      ).toEqual({
-        code: "unauthenticated",
-        message: "admin API is disabled: ADMIN_TOKEN is not set",
-        reason: "unauthorized",
-      });
-    } finally {
-      await bare.close();
-    }
+    const client = bare.client(AdminService);
+    expect(
+      await rpcError(
+        client.getUsage({ accountId: "x" }, { headers: { authorization: "Bearer anything" } }),
+      ),
+    ).toEqual({
+      code: "unauthenticated",
+      message: "admin API is disabled: ADMIN_TOKEN is not set",
+      reason: "unauthorized",
+    });
   });
 });
 
@@ -317,7 +292,7 @@ describe("wrong methods", () => {
   it.each(["PUT", "PATCH", "DELETE"])(
     "answers %s with a form body 405, not 415",
     async (method) => {
-      const res = await fetch(`${server.url}/api/v1/payments`, {
+      const res = await fetch(`${ctx.url}/api/v1/payments`, {
         method,
         headers: { "content-type": "application/x-www-form-urlencoded" },
         body: "a=1",

@@ -11,9 +11,9 @@ import type { Document } from "mongodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { redactStoreUrl } from "../../src/start-up.js";
 import { freePort, startChildServer } from "../helpers/child-server.js";
+import { startFakeMongo } from "../helpers/mongo/fake-server.js";
 import { ROOT } from "../helpers/rpc-clients.js";
 import { ADMIN_TOKEN } from "../helpers/test-server.js";
-import { startFakeMongo } from "../store/mongo/fake-server.js";
 
 let dir: string;
 let storeUrl: string;

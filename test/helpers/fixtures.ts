@@ -1,9 +1,23 @@
 /** Valid request bodies for tests that need "a request that passes". */
-import { toPaymentWrite } from "../../src/domain/payments/record-payment.js";
+import { toPaymentWrite } from "../../src/domain/payments/to-payment-write.js";
 import { validatePayment } from "../../src/domain/payments/validate-payment.js";
 
-export const BROWSER_UA =
-  "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36";
+/** Real browsers' User-Agent strings: none is a bot, each names its device and browser. */
+export const USER_AGENTS = {
+  chromeWindows:
+    "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36",
+  safariIphone:
+    "Mozilla/5.0 (iPhone; CPU iPhone OS 17_0 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.0 Mobile/15E148 Safari/604.1",
+  safariIpad:
+    "Mozilla/5.0 (iPad; CPU OS 17_0 like Mac OS X) AppleWebKit/605.1.15 (KHTML, like Gecko) Version/17.0 Mobile/15E148 Safari/604.1",
+  firefoxLinux: "Mozilla/5.0 (X11; Linux x86_64; rv:109.0) Gecko/20100101 Firefox/120.0",
+  edge: "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36 Edg/120.0.0.0",
+  chromeAndroid:
+    "Mozilla/5.0 (Linux; Android 10; K) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Mobile Safari/537.36",
+} as const;
+
+export const BROWSER_UA = USER_AGENTS.chromeWindows;
+export const IPHONE_UA = USER_AGENTS.safariIphone;
 
 export function validPayment(paymentId = `pay_${Math.random().toString(16).slice(2)}`) {
   return {

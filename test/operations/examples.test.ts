@@ -6,15 +6,11 @@
  */
 import { execFile } from "node:child_process";
 import { promisify } from "node:util";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { Store } from "../../src/store/port.js";
 import { ROOT } from "../helpers/rpc-clients.js";
-import {
-  createTenant,
-  startTestServer,
-  type Tenant,
-  type TestServer,
-} from "../helpers/test-server.js";
+import { createTenant, type Tenant } from "../helpers/test-server.js";
+import { useTestServer } from "../helpers/use-test-server.js";
 
 const run = promisify(execFile);
 
@@ -26,33 +22,27 @@ const EXAMPLES = {
 
 describe("client examples", () => {
   const faults = { failPayments: 0, overQuota: false, usageCalls: 0, commits: 0 };
-  let server: TestServer;
-  let tenant: Tenant;
 
-  beforeAll(async () => {
-    server = await startTestServer({
-      wrapStore: (store: Store): Store => ({
-        ...store,
-        commitPayments: (...a) => {
-          faults.commits++;
-          if (faults.failPayments > 0) {
-            faults.failPayments--;
-            return Promise.reject(new Error("database is down"));
-          }
-          return store.commitPayments(...a);
-        },
-        getUsage: (...a) => {
-          faults.usageCalls++;
-          return faults.overQuota ? Promise.resolve(1e12) : store.getUsage(...a);
-        },
-      }),
-    });
-    tenant = await createTenant(server);
+  const ctx = useTestServer({
+    wrapStore: (store: Store): Store => ({
+      ...store,
+      commitPayments: (...a) => {
+        faults.commits++;
+        if (faults.failPayments > 0) {
+          faults.failPayments--;
+          return Promise.reject(new Error("database is down"));
+        }
+        return store.commitPayments(...a);
+      },
+      getUsage: (...a) => {
+        faults.usageCalls++;
+        return faults.overQuota ? Promise.resolve(1e12) : store.getUsage(...a);
+      },
+    }),
   });
-  afterAll(() => server.close());
 
   /** Runs an example; resolves with its exit code and output. */
-  async function example(name: keyof typeof EXAMPLES, paymentId: string, as: Tenant = tenant) {
+  async function example(name: keyof typeof EXAMPLES, paymentId: string, as: Tenant = ctx.tenant) {
     const [cmd, ...args] = EXAMPLES[name];
     try {
       const { stdout, stderr } = await run(cmd, args, {
@@ -60,7 +50,7 @@ describe("client examples", () => {
         timeout: 60_000,
         env: {
           ...process.env,
-          INGEST_URL: server.url,
+          INGEST_URL: ctx.url,
           INGEST_KEY: as.key,
           INGEST_SITE: as.siteId,
           INGEST_HOST: "example.com",
@@ -76,7 +66,7 @@ describe("client examples", () => {
 
   for (const name of Object.keys(EXAMPLES) as (keyof typeof EXAMPLES)[]) {
     it(`${name}: records a payment and a batch of events`, async () => {
-      const before = (await server.store.listEvents(tenant.siteId, 10_000)).length;
+      const before = (await ctx.store.listEvents(ctx.siteId, 10_000)).length;
       const id = `pay_ex_${name.replace("-", "_")}`;
       const res = await example(name, id);
       expect(res.stderr).toBe("");
@@ -84,13 +74,13 @@ describe("client examples", () => {
       expect(res.stdout).toMatch(
         new RegExp(`^payment ${id} recorded\\n3 events recorded; quota remaining \\d+\\n$`),
       );
-      expect(await server.store.getPayment(tenant.siteId, id)).toMatchObject({
+      expect(await ctx.store.getPayment(ctx.siteId, id)).toMatchObject({
         amountMinor: 2999,
         currency: "USD",
         customerId: "cus_42",
         kind: "charge",
       });
-      const events = await server.store.listEvents(tenant.siteId, 10_000);
+      const events = await ctx.store.listEvents(ctx.siteId, 10_000);
       expect(events.length - before).toBe(3);
       expect(events.map((e) => e.name)).toEqual(
         expect.arrayContaining(["pageview", "signup", "$identify"]),
@@ -109,13 +99,13 @@ describe("client examples", () => {
       // The server said Retry-After: 2.
       expect(performance.now() - started).toBeGreaterThanOrEqual(2_000);
       expect(faults.commits).toBe(2);
-      expect(await server.store.getPayment(tenant.siteId, id)).toMatchObject({ amountMinor: 2999 });
+      expect(await ctx.store.getPayment(ctx.siteId, id)).toMatchObject({ amountMinor: 2999 });
     });
 
     it(`${name}: stops on 429 without retrying`, async () => {
       // An account of its own: the server reads the counter (and so meets the
       // fault) only while its own commits do not show that a request fits.
-      const full = await createTenant(server);
+      const full = await createTenant(ctx.server);
       faults.overQuota = true;
       faults.usageCalls = 0;
       try {

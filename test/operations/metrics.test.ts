@@ -21,15 +21,8 @@ import {
 import type { Store } from "../../src/store/port.js";
 import { freePort, startChildServer } from "../helpers/child-server.js";
 import { BROWSER_UA, validEvent, validPayment } from "../helpers/fixtures.js";
-import { rpcClient } from "../helpers/rpc-clients.js";
-import {
-  createTenant,
-  postJson,
-  seedTenantFile,
-  startTestServer,
-  type Tenant,
-  type TestServer,
-} from "../helpers/test-server.js";
+import { createTenant, postJson, seedTenantFile } from "../helpers/test-server.js";
+import { useTestServer } from "../helpers/use-test-server.js";
 
 type Sample = { name: string; labels: Record<string, string>; value: number };
 
@@ -66,44 +59,38 @@ async function scrape(url: string): Promise<Sample[]> {
 
 describe("metrics of one process", () => {
   const faults = { usage: false, gate: undefined as Promise<void> | undefined, ping: false };
-  let server: TestServer;
-  let tenant: Tenant;
   const metrics = createMetrics();
   let listener: MetricsServer;
   let url: string;
 
+  const ctx = useTestServer({
+    wrapStore: (store: Store): Store => ({
+      ...store,
+      getUsage: (...a) => (faults.usage ? Promise.resolve(1e12) : store.getUsage(...a)),
+      commitEvents: async (groups) => {
+        await faults.gate;
+        return store.commitEvents(groups);
+      },
+      ping: () => (faults.ping ? Promise.reject(new Error("down")) : store.ping()),
+    }),
+    env: { INGEST_QUEUE_CAPACITY: "1" },
+    metrics,
+  });
   beforeAll(async () => {
-    server = await startTestServer({
-      wrapStore: (store: Store): Store => ({
-        ...store,
-        getUsage: (...a) => (faults.usage ? Promise.resolve(1e12) : store.getUsage(...a)),
-        commitEvents: async (groups) => {
-          await faults.gate;
-          return store.commitEvents(groups);
-        },
-        ping: () => (faults.ping ? Promise.reject(new Error("down")) : store.ping()),
-      }),
-      env: { INGEST_QUEUE_CAPACITY: "1" },
-      metrics,
-    });
-    tenant = await createTenant(server);
     listener = await startMetricsServer(registrySource(metrics.registry), "127.0.0.1", 0);
     url = `http://127.0.0.1:${listener.port}/metrics`;
   });
-  afterAll(async () => {
-    await listener.close();
-    await server.close();
-  });
+  afterAll(() => listener.close());
 
   it("counts requests by route, protocol and status, with the real gRPC code", async () => {
-    const pay = `${server.url}/api/v1/payments`;
-    expect((await postJson(pay, validPayment(), { key: tenant.key })).status).toBe(200);
-    expect((await postJson(pay, validPayment(), { key: tenant.key })).status).toBe(200);
+    const pay = `${ctx.url}/api/v1/payments`;
+    expect((await postJson(pay, validPayment(), { key: ctx.key })).status).toBe(200);
+    expect((await postJson(pay, validPayment(), { key: ctx.key })).status).toBe(200);
     expect((await postJson(pay, validPayment())).status).toBe(401);
-    expect((await fetch(`${server.url}/nowhere`)).status).toBe(404);
-    const headers = { authorization: `Bearer ${tenant.key}` };
+    expect((await fetch(`${ctx.url}/nowhere`)).status).toBe(404);
+    const headers = { authorization: `Bearer ${ctx.key}` };
     for (const protocol of ["connect", "grpcweb", "grpc"] as const) {
-      const c = rpcClient(PaymentsService, server.url, protocol);
+      const c = ctx.client(PaymentsService, protocol);
       const payment = () => fromJson(RecordPaymentRequestSchema, validPayment());
       await c.recordPayment(payment(), { headers });
       await expect(c.recordPayment(payment())).rejects.toThrow("missing or malformed API key");
@@ -139,25 +126,25 @@ describe("metrics of one process", () => {
 
   it("counts events accepted and dropped by reason", async () => {
     const send = (body: unknown, ua = BROWSER_UA) =>
-      postJson(`${server.url}/api/v1/events`, body, {
-        key: tenant.key,
+      postJson(`${ctx.url}/api/v1/events`, body, {
+        key: ctx.key,
         headers: { "user-agent": ua },
       });
-    const ev = validEvent(tenant.siteId);
+    const ev = validEvent(ctx.siteId);
     expect((await send(ev)).status).toBe(204);
-    expect(
-      (await send({ s: tenant.siteId, b: [ev, ev, { ...ev, ua: "curl/8.5.0" }] })).status,
-    ).toBe(204);
+    expect((await send({ s: ctx.siteId, b: [ev, ev, { ...ev, ua: "curl/8.5.0" }] })).status).toBe(
+      204,
+    );
     expect((await send({ ...ev, w: -1 })).status).toBe(400);
 
     // Over quota: the store's counter says the month is full. Another account:
     // this process reads the counter only while its own commits do not show
-    // that a request fits (src/domain/events/record-events.ts).
-    const full = await createTenant(server);
+    // that a request fits (src/domain/events/quota-gate.ts).
+    const full = await createTenant(ctx.server);
     const fullEv = validEvent(full.siteId);
     faults.usage = true;
     const refused = await postJson(
-      `${server.url}/api/v1/events`,
+      `${ctx.url}/api/v1/events`,
       { s: full.siteId, b: [fullEv, fullEv] },
       { key: full.key, headers: { "user-agent": BROWSER_UA } },
     );

@@ -7,17 +7,12 @@
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { validate } from "@readme/openapi-parser";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { ERROR_TABLE } from "../../src/domain/errors.js";
+import { describe, expect, it } from "vitest";
+import { HTTP_ERRORS } from "../../src/edge/http-errors.js";
 import { BROWSER_UA } from "../helpers/fixtures.js";
 import { ROOT } from "../helpers/rpc-clients.js";
-import {
-  createTenant,
-  postJson,
-  startTestServer,
-  type Tenant,
-  type TestServer,
-} from "../helpers/test-server.js";
+import { postJson } from "../helpers/test-server.js";
+import { useTestServer } from "../helpers/use-test-server.js";
 
 interface Operation {
   "x-body-limit-bytes"?: number;
@@ -57,14 +52,7 @@ const isRpc = (path: string) => /^\/[a-z0-9_.]+\.[A-Z]\w*\/[A-Z]\w*$/.test(path)
 const isUiAsset = (path: string) => path.startsWith("/docs/");
 
 describe("OpenAPI document", () => {
-  let server: TestServer;
-  let tenant: Tenant;
-
-  beforeAll(async () => {
-    server = await startTestServer();
-    tenant = await createTenant(server, { hostnames: ["acme.test"] });
-  });
-  afterAll(() => server.close());
+  const ctx = useTestServer({ tenant: { hostnames: ["acme.test"] } });
 
   it("is valid OpenAPI 3.1", async () => {
     expect(committed.openapi).toBe("3.1.0");
@@ -74,23 +62,23 @@ describe("OpenAPI document", () => {
   });
 
   it("is served at /openapi.json as committed and rendered at /docs", async () => {
-    const res = await fetch(`${server.url}/openapi.json`);
+    const res = await fetch(`${ctx.url}/openapi.json`);
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toBe("application/json; charset=utf-8");
     expect(await res.json()).toEqual(committed);
 
-    const ui = await fetch(`${server.url}/docs`);
+    const ui = await fetch(`${ctx.url}/docs`);
     expect(ui.status).toBe(200);
     expect(ui.headers.get("content-type")).toContain("text/html");
     expect(await ui.text()).toContain("swagger-ui");
-    const init = await fetch(`${server.url}/docs/static/swagger-initializer.js`);
+    const init = await fetch(`${ctx.url}/docs/static/swagger-initializer.js`);
     expect(init.status).toBe(200);
-    const uiDoc = await fetch(`${server.url}/docs/json`);
+    const uiDoc = await fetch(`${ctx.url}/docs/json`);
     expect(await uiDoc.json()).toEqual(committed);
   });
 
   it("documents every REST route the server serves, and serves every documented one", async () => {
-    const served = servedRoutes(server.app.fastify.printRoutes({ commonPrefix: false }))
+    const served = servedRoutes(ctx.server.app.fastify.printRoutes({ commonPrefix: false }))
       .filter(([method, path]) => method !== "HEAD" && !isRpc(path) && !isUiAsset(path))
       .map(([method, path]) => `${method} ${path}`);
     const documented = Object.entries(committed.paths).flatMap(([path, ops]) =>
@@ -100,7 +88,7 @@ describe("OpenAPI document", () => {
     const extra = served.filter((r) => !documented.includes(r));
     for (const route of extra) {
       const [method, path] = route.split(" ") as [string, string];
-      const res = await fetch(`${server.url}${path}`, { method });
+      const res = await fetch(`${ctx.url}${path}`, { method });
       expect(res.status, route).toBe(405);
       expect(((await res.json()) as { error: { code: string } }).error.code).toBe(
         "method_not_allowed",
@@ -121,12 +109,10 @@ describe("OpenAPI document", () => {
       const examples = json.examples ?? { example: { value: json.example } };
       for (const [name, example] of Object.entries(examples)) {
         // Examples name a placeholder site; this tenant's site stands in for it.
-        const body = JSON.parse(
-          JSON.stringify(example.value).replaceAll("site_123", tenant.siteId),
-        );
+        const body = JSON.parse(JSON.stringify(example.value).replaceAll("site_123", ctx.siteId));
         // As a browser would send it (the collect endpoint drops library user agents as bots).
-        const res = await postJson(`${server.url}${path}`, body, {
-          key: tenant.key,
+        const res = await postJson(`${ctx.url}${path}`, body, {
+          key: ctx.key,
           headers: { "user-agent": BROWSER_UA },
         });
         expect(`${path} ${name}: ${res.status} ${res.text}`).toBe(
@@ -147,7 +133,7 @@ describe("OpenAPI document", () => {
     });
     for (const [path, limit] of limits) {
       const over = JSON.stringify({ pad: "x".repeat(limit) });
-      const res = await postJson(`${server.url}${path}`, over, { key: tenant.key });
+      const res = await postJson(`${ctx.url}${path}`, over, { key: ctx.key });
       expect(res.status).toBe(413);
       expect(res.body).toEqual({
         ok: false,
@@ -165,7 +151,7 @@ describe("OpenAPI document", () => {
           const examples = response.content?.["application/json"]?.examples ?? {};
           for (const { value } of Object.values(examples)) {
             const { code } = (value as { error: { code: string } }).error;
-            const allowed = Object.values(ERROR_TABLE).filter((e) => e.status === Number(status));
+            const allowed = Object.values(HTTP_ERRORS).filter((e) => e.status === Number(status));
             expect(
               allowed.map((e) => e.code),
               `${status} ${code}`,

@@ -5,7 +5,7 @@
  */
 import { createClient } from "@connectrpc/connect";
 import { createGrpcTransport } from "@connectrpc/connect-node";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import {
   Health,
   HealthCheckResponse_ServingStatus as Status,
@@ -13,12 +13,7 @@ import {
 import type { Store } from "../../src/store/port.js";
 import { validPayment } from "../helpers/fixtures.js";
 import { runBuf } from "../helpers/rpc-clients.js";
-import {
-  createTenant,
-  startTestServer,
-  type Tenant,
-  type TestServer,
-} from "../helpers/test-server.js";
+import { useTestServer } from "../helpers/use-test-server.js";
 
 const SERVICES = [
   "grpc.health.v1.Health",
@@ -52,23 +47,17 @@ function breakablePing(down: { value: boolean }) {
 
 describe("gRPC reflection and health", () => {
   const down = { value: false };
-  let server: TestServer;
-  let tenant: Tenant;
 
-  beforeAll(async () => {
-    server = await startTestServer({ wrapStore: breakablePing(down) });
-    tenant = await createTenant(server);
-  });
-  afterAll(() => server.close());
+  const ctx = useTestServer({ wrapStore: breakablePing(down) });
 
   for (const [name, flags] of Object.entries(TRANSPORTS)) {
     it(`buf curl --list-services and --list-methods over ${name} without --schema`, async () => {
-      const services = await runBuf(["curl", ...flags, "--list-services", server.url]);
+      const services = await runBuf(["curl", ...flags, "--list-services", ctx.url]);
       expect(services.stderr).toBe("");
       expect(services.exitCode).toBe(0);
       expect(services.stdout.trim().split("\n")).toEqual(SERVICES);
 
-      const methods = await runBuf(["curl", ...flags, "--list-methods", server.url]);
+      const methods = await runBuf(["curl", ...flags, "--list-methods", ctx.url]);
       expect(methods.exitCode).toBe(0);
       const listed = methods.stdout.trim().split("\n");
       expect(listed).toContain("ingest.v1.PaymentsService/RecordPayment");
@@ -84,15 +73,15 @@ describe("gRPC reflection and health", () => {
         "curl",
         ...flags,
         "-H",
-        `Authorization: Bearer ${tenant.key}`,
+        `Authorization: Bearer ${ctx.key}`,
         "-d",
         JSON.stringify(validPayment(id)),
-        `${server.url}/ingest.v1.PaymentsService/RecordPayment`,
+        `${ctx.url}/ingest.v1.PaymentsService/RecordPayment`,
       ]);
       expect(res.stderr).toBe("");
       expect(res.exitCode).toBe(0);
       expect(JSON.parse(res.stdout)).toEqual({ paymentId: id });
-      const stored = await server.store.getPayment(tenant.siteId, id);
+      const stored = await ctx.store.getPayment(ctx.siteId, id);
       expect(stored).toMatchObject({ amountMinor: 2999, currency: "USD", customerId: "cus_1" });
     });
 
@@ -103,7 +92,7 @@ describe("gRPC reflection and health", () => {
           ...flags,
           "-d",
           JSON.stringify({ service }),
-          `${server.url}/grpc.health.v1.Health/Check`,
+          `${ctx.url}/grpc.health.v1.Health/Check`,
         ]);
       const all = await check("");
       expect(all.exitCode).toBe(0);
@@ -136,14 +125,14 @@ describe("gRPC reflection and health", () => {
       "--reflect-protocol",
       "grpc-v1alpha",
       "--list-services",
-      server.url,
+      ctx.url,
     ]);
     expect(res.exitCode).toBe(0);
     expect(res.stdout.trim().split("\n")).toEqual(SERVICES);
   });
 
   it("Health/Watch sends the status, then each change, and ends at shutdown", async () => {
-    const client = createClient(Health, createGrpcTransport({ baseUrl: server.url }));
+    const client = createClient(Health, createGrpcTransport({ baseUrl: ctx.url }));
     const stream = client.watch({ service: "" })[Symbol.asyncIterator]();
     const next = async () => (await stream.next()).value?.status;
     expect(await next()).toBe(Status.SERVING);
@@ -151,18 +140,18 @@ describe("gRPC reflection and health", () => {
     // A probe that sees the store down (here: /readyz) reaches every watcher at once.
     down.value = true;
     try {
-      expect((await fetch(`${server.url}/readyz`)).status).toBe(503);
+      expect((await fetch(`${ctx.url}/readyz`)).status).toBe(503);
       expect(await next()).toBe(Status.NOT_SERVING);
     } finally {
       down.value = false;
     }
-    expect((await fetch(`${server.url}/readyz`)).status).toBe(200);
+    expect((await fetch(`${ctx.url}/readyz`)).status).toBe(200);
     expect(await next()).toBe(Status.SERVING);
 
     const unknown = client.watch({ service: "nope.v1.Nothing" })[Symbol.asyncIterator]();
     expect((await unknown.next()).value?.status).toBe(Status.SERVICE_UNKNOWN);
 
-    const closed = server.close();
+    const closed = ctx.server.close();
     expect(await next()).toBe(Status.NOT_SERVING);
     expect((await stream.next()).done).toBe(true);
     expect((await unknown.next()).done).toBe(true);
@@ -171,14 +160,10 @@ describe("gRPC reflection and health", () => {
 });
 
 describe("GRPC_REFLECTION=false", () => {
-  let server: TestServer;
-  beforeAll(async () => {
-    server = await startTestServer({ env: { GRPC_REFLECTION: "false" } });
-  });
-  afterAll(() => server.close());
+  const ctx = useTestServer({ env: { GRPC_REFLECTION: "false" }, tenant: false });
 
   it("serves no reflection, and health still answers", async () => {
-    const res = await runBuf(["curl", ...TRANSPORTS.grpc, "--list-services", server.url]);
+    const res = await runBuf(["curl", ...TRANSPORTS.grpc, "--list-services", ctx.url]);
     expect(res.exitCode).not.toBe(0);
     expect(res.stderr).toContain("unimplemented");
 
@@ -189,7 +174,7 @@ describe("GRPC_REFLECTION=false", () => {
       ".",
       "-d",
       "{}",
-      `${server.url}/grpc.health.v1.Health/Check`,
+      `${ctx.url}/grpc.health.v1.Health/Check`,
     ]);
     expect(check.exitCode).toBe(0);
     expect(JSON.parse(check.stdout)).toEqual({ status: "SERVING" });

@@ -4,41 +4,33 @@
  * strict JSON, the 64 KB limit, idempotent re-sends, concurrency and exact
  * money (read back through ReportsService.GetPayment and the store).
  */
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { PaymentWrite, Store } from "../../src/store/port.js";
+import { countPaymentRows, getPayment, postPayment } from "../helpers/payment-clients.js";
 import {
-  createTenant,
-  createTestClock,
-  startTestServer,
-  type Tenant,
-  type TestServer,
-} from "../helpers/test-server.js";
-import { countPaymentRows, getPayment, postPayment } from "./clients.js";
-import { fullPayment, MESSAGE_TABLE, minimalPayment, withField } from "./fixtures.js";
+  FULL_PAYMENT_CUSTOMER,
+  FULL_PAYMENT_SUBSCRIPTION,
+  fullPayment,
+  MESSAGE_TABLE,
+  minimalPayment,
+  withField,
+} from "../helpers/payment-fixtures.js";
+import { createTenant, createTestClock } from "../helpers/test-server.js";
+import { useTestServer } from "../helpers/use-test-server.js";
 
 const clock = createTestClock(Date.UTC(2024, 5, 1, 12, 0, 0));
 /** Every batch the store was asked to commit, in order. */
 const committed: PaymentWrite[] = [];
 
-let server: TestServer;
-let tenant: Tenant;
-
-beforeAll(async () => {
-  server = await startTestServer({
-    clock,
-    wrapStore: (store: Store) =>
-      Object.assign(Object.create(store) as Store, {
-        async commitPayments(writes: PaymentWrite[]) {
-          await store.commitPayments(writes);
-          committed.push(...writes);
-        },
-      }),
-  });
-  tenant = await createTenant(server);
-});
-
-afterAll(async () => {
-  await server?.close();
+const ctx = useTestServer({
+  clock,
+  wrapStore: (store: Store) =>
+    Object.assign(Object.create(store) as Store, {
+      async commitPayments(writes: PaymentWrite[]) {
+        await store.commitPayments(writes);
+        committed.push(...writes);
+      },
+    }),
 });
 
 function expectInvalid(res: { status: number; body: unknown }, message: string) {
@@ -48,14 +40,14 @@ function expectInvalid(res: { status: number; body: unknown }, message: string) 
 
 describe("success", () => {
   it("records a payment and answers the success envelope", async () => {
-    const res = await postPayment(server, fullPayment(), tenant.key);
+    const res = await postPayment(ctx.server, fullPayment(), ctx.key);
     expect(res.status).toBe(200);
     expect(res.headers.get("content-type")).toMatch(/^application\/json/);
     expect(res.text).toBe('{"ok":true,"data":{"payment_id":"pay_001"}}');
 
-    const p = await getPayment(server, tenant.siteId, "pay_001");
+    const p = await getPayment(ctx.server, ctx.siteId, "pay_001");
     expect(p).toMatchObject({
-      siteId: tenant.siteId,
+      siteId: ctx.siteId,
       paymentId: "pay_001",
       customerId: "cus_001",
       amount: { currency: "USD", minorUnits: 2999n, decimal: "29.99" },
@@ -69,30 +61,20 @@ describe("success", () => {
   });
 
   it("upserts the customer with a lower-case email", async () => {
-    await postPayment(server, fullPayment({ payment_id: "pay_cust" }), tenant.key);
-    expect(await server.store.getCustomer(tenant.siteId, "cus_001")).toMatchObject({
+    await postPayment(ctx.server, fullPayment({ payment_id: "pay_cust" }), ctx.key);
+    expect(await ctx.store.getCustomer(ctx.siteId, "cus_001")).toMatchObject({
       customerId: "cus_001",
-      email: "ada@example.com",
-      userId: "user-42",
-      name: "Ada Lovelace",
-      country: "GB",
-      visitorId: "v_abc123",
-      metadata: { tier: "gold" },
+      ...FULL_PAYMENT_CUSTOMER,
     });
   });
 
   it("upserts the subscription linked to the customer, in the payment's currency", async () => {
-    await postPayment(server, fullPayment({ payment_id: "pay_sub" }), tenant.key);
-    expect(await server.store.getSubscription(tenant.siteId, "sub_001")).toMatchObject({
+    await postPayment(ctx.server, fullPayment({ payment_id: "pay_sub" }), ctx.key);
+    expect(await ctx.store.getSubscription(ctx.siteId, "sub_001")).toMatchObject({
       subscriptionId: "sub_001",
       customerId: "cus_001",
       currency: "USD",
-      plan: "pro",
-      interval: "month",
-      status: "active",
-      amountMinor: 2999,
-      startedAt: Date.UTC(2024, 0, 15, 10, 30),
-      currentPeriodEnd: Date.UTC(2024, 1, 15, 10, 30),
+      ...FULL_PAYMENT_SUBSCRIPTION,
     });
   });
 
@@ -102,9 +84,9 @@ describe("success", () => {
       paid_at: "2024-03-10T08:00:00+02:00",
       subscription: { id: "sub_defaults" },
     });
-    expect((await postPayment(server, body, tenant.key)).status).toBe(200);
-    expect((await getPayment(server, tenant.siteId, "pay_defaults"))?.status).toBe("succeeded");
-    expect(await server.store.getSubscription(tenant.siteId, "sub_defaults")).toMatchObject({
+    expect((await postPayment(ctx.server, body, ctx.key)).status).toBe(200);
+    expect((await getPayment(ctx.server, ctx.siteId, "pay_defaults"))?.status).toBe("succeeded");
+    expect(await ctx.store.getSubscription(ctx.siteId, "sub_defaults")).toMatchObject({
       status: "active",
       startedAt: Date.UTC(2024, 2, 10, 6, 0),
       customerId: "cus_min",
@@ -118,13 +100,13 @@ describe("success", () => {
       amount: 12.5,
       status: "pending",
     });
-    expect((await postPayment(server, body, tenant.key)).status).toBe(200);
-    expect(await getPayment(server, tenant.siteId, "pay_refund")).toMatchObject({
+    expect((await postPayment(ctx.server, body, ctx.key)).status).toBe(200);
+    expect(await getPayment(ctx.server, ctx.siteId, "pay_refund")).toMatchObject({
       kind: "refund",
       status: "pending",
       amount: { minorUnits: 1250n, decimal: "12.50" },
     });
-    const negative = await postPayment(server, { ...body, amount: -12.5 }, tenant.key);
+    const negative = await postPayment(ctx.server, { ...body, amount: -12.5 }, ctx.key);
     expectInvalid(negative, "invalid payment input: amount: must be greater than 0");
   });
 
@@ -133,8 +115,8 @@ describe("success", () => {
     ["charge", "failed"],
   ])("keeps kind %s with status %s", async (kind, status) => {
     const id = `pay_${kind}_${status}`;
-    await postPayment(server, minimalPayment({ payment_id: id, kind, status }), tenant.key);
-    expect(await getPayment(server, tenant.siteId, id)).toMatchObject({ kind, status });
+    await postPayment(ctx.server, minimalPayment({ payment_id: id, kind, status }), ctx.key);
+    expect(await getPayment(ctx.server, ctx.siteId, id)).toMatchObject({ kind, status });
   });
 });
 
@@ -151,12 +133,12 @@ describe("exact money", () => {
   ])("%s %d round-trips exactly", async (currency, amount, minor, decimal, fee, feeMinor) => {
     const id = `pay_money_${currency}_${minor}`;
     const res = await postPayment(
-      server,
+      ctx.server,
       minimalPayment({ payment_id: id, currency, amount, fee }),
-      tenant.key,
+      ctx.key,
     );
     expect(res.status).toBe(200);
-    expect(await getPayment(server, tenant.siteId, id)).toMatchObject({
+    expect(await getPayment(ctx.server, ctx.siteId, id)).toMatchObject({
       amount: { currency, minorUnits: minor, decimal },
       fee: { currency, minorUnits: feeMinor },
     });
@@ -169,8 +151,8 @@ describe("exact money", () => {
       amount: 3.5,
       subscription: { id: "sub_kwd", amount: 3.5, interval: "month" },
     });
-    expect((await postPayment(server, body, tenant.key)).status).toBe(200);
-    expect(await server.store.getSubscription(tenant.siteId, "sub_kwd")).toMatchObject({
+    expect((await postPayment(ctx.server, body, ctx.key)).status).toBe(200);
+    expect(await ctx.store.getSubscription(ctx.siteId, "sub_kwd")).toMatchObject({
       currency: "KWD",
       amountMinor: 3500,
     });
@@ -183,14 +165,14 @@ describe("exact money", () => {
     [{ fee: 0.125 }, "fee: must have at most 2 decimal places for USD"],
     [{ amount: 1e13 }, "amount: must be at most 9999999999999.99 for USD"],
   ])("refuses %j", async (overrides, message) => {
-    const res = await postPayment(server, minimalPayment(overrides), tenant.key);
+    const res = await postPayment(ctx.server, minimalPayment(overrides), ctx.key);
     expectInvalid(res, `invalid payment input: ${message}`);
   });
 });
 
 describe("validation messages", () => {
   it.each(MESSAGE_TABLE)("$field ($note)", async ({ field, value, message }) => {
-    const res = await postPayment(server, withField(fullPayment(), field, value), tenant.key);
+    const res = await postPayment(ctx.server, withField(fullPayment(), field, value), ctx.key);
     expectInvalid(res, `invalid payment input: ${field}: ${message}`);
   });
 
@@ -201,7 +183,7 @@ describe("validation messages", () => {
       customer: { id: "c", email: "nope" },
     });
     expectInvalid(
-      await postPayment(server, body, tenant.key),
+      await postPayment(ctx.server, body, ctx.key),
       "invalid payment input: currency: must be a 3-letter ISO 4217 code; " +
         "customer.email: must be an email address; " +
         "paid_at: must be RFC 3339, e.g. 2024-01-15T10:30:00Z",
@@ -216,7 +198,7 @@ describe("validation messages", () => {
       payment_id: "bad id",
     });
     expectInvalid(
-      await postPayment(server, body, tenant.key),
+      await postPayment(ctx.server, body, ctx.key),
       "invalid payment input: fee: must not be negative; " +
         "payment_id: required, 1-128 chars of [A-Za-z0-9_-:.]; " +
         "status: must be one of succeeded, pending, failed; " +
@@ -227,11 +209,11 @@ describe("validation messages", () => {
 
   it("stores nothing for a refused payment", async () => {
     await postPayment(
-      server,
+      ctx.server,
       minimalPayment({ payment_id: "pay_refused", kind: "sale" }),
-      tenant.key,
+      ctx.key,
     );
-    expect(await getPayment(server, tenant.siteId, "pay_refused")).toBeUndefined();
+    expect(await getPayment(ctx.server, ctx.siteId, "pay_refused")).toBeUndefined();
   });
 });
 
@@ -254,11 +236,11 @@ describe("strict JSON", () => {
       'invalid JSON: unknown field "paymentId"',
     ],
   ])("refuses the unknown field %s", async (_name, body, message) => {
-    expectInvalid(await postPayment(server, body, tenant.key), message);
+    expectInvalid(await postPayment(ctx.server, body, ctx.key), message);
   });
 
   it("refuses a misspelled field even when everything else is wrong too", async () => {
-    const res = await postPayment(server, { ammount: 5, currency: "usd" }, tenant.key);
+    const res = await postPayment(ctx.server, { ammount: 5, currency: "usd" }, ctx.key);
     expectInvalid(res, 'invalid JSON: unknown field "ammount"');
   });
 
@@ -295,7 +277,7 @@ describe("strict JSON", () => {
       "invalid JSON: subscription.amount must be a number, got string",
     ],
   ])("refuses %s, naming the field", async (_name, overrides, message) => {
-    expectInvalid(await postPayment(server, minimalPayment(overrides), tenant.key), message);
+    expectInvalid(await postPayment(ctx.server, minimalPayment(overrides), ctx.key), message);
   });
 
   it.each([
@@ -304,7 +286,7 @@ describe("strict JSON", () => {
     ["a trailing comma", '{"payment_id": "p",}'],
     ["an empty body", ""],
   ])("refuses %s as invalid JSON", async (_name, text) => {
-    const res = await postPayment(server, text, tenant.key);
+    const res = await postPayment(ctx.server, text, ctx.key);
     expect(res.status).toBe(400);
     const body = res.body as { ok: boolean; error: { code: string; message: string } };
     expect(body.ok).toBe(false);
@@ -314,7 +296,7 @@ describe("strict JSON", () => {
 
   it("refuses a JSON array as the body", async () => {
     expectInvalid(
-      await postPayment(server, "[]", tenant.key),
+      await postPayment(ctx.server, "[]", ctx.key),
       "invalid JSON: the body must be a JSON object",
     );
   });
@@ -326,8 +308,8 @@ describe("strict JSON", () => {
       status: null,
       subscription: null,
     });
-    expect((await postPayment(server, body, tenant.key)).status).toBe(200);
-    const p = await getPayment(server, tenant.siteId, "pay_nulls");
+    expect((await postPayment(ctx.server, body, ctx.key)).status).toBe(200);
+    const p = await getPayment(ctx.server, ctx.siteId, "pay_nulls");
     expect(p?.fee).toBeUndefined();
     expect(p?.status).toBe("succeeded");
     expect(p?.subscriptionId).toBeUndefined();
@@ -346,26 +328,26 @@ describe("the 64 KB body limit", () => {
   }
 
   it("accepts a valid body of exactly 65536 bytes", async () => {
-    const res = await postPayment(server, paddedBody("pay_64k", 65536), tenant.key);
+    const res = await postPayment(ctx.server, paddedBody("pay_64k", 65536), ctx.key);
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ ok: true, data: { payment_id: "pay_64k" } });
     const base = JSON.stringify(minimalPayment({ payment_id: "pay_64k", metadata: { pad: "" } }));
-    const p = await getPayment(server, tenant.siteId, "pay_64k");
+    const p = await getPayment(ctx.server, ctx.siteId, "pay_64k");
     expect(p?.metadata.pad).toBe("x".repeat(65536 - base.length));
   });
 
   it("refuses 65537 bytes with 413 invalid_input, without storing it", async () => {
-    const res = await postPayment(server, paddedBody("pay_64k_plus", 65537), tenant.key);
+    const res = await postPayment(ctx.server, paddedBody("pay_64k_plus", 65537), ctx.key);
     expect(res.status).toBe(413);
     expect(res.body).toEqual({
       ok: false,
       error: { code: "invalid_input", message: "request body larger than 64 KB" },
     });
-    expect(await getPayment(server, tenant.siteId, "pay_64k_plus")).toBeUndefined();
+    expect(await getPayment(ctx.server, ctx.siteId, "pay_64k_plus")).toBeUndefined();
   });
 
   it("does not parse a body over the limit", async () => {
-    const res = await postPayment(server, `{${"x".repeat(70_000)}`, tenant.key);
+    const res = await postPayment(ctx.server, `{${"x".repeat(70_000)}`, ctx.key);
     expect(res.status).toBe(413);
     expect((res.body as { error: { message: string } }).error.message).toBe(
       "request body larger than 64 KB",
@@ -382,8 +364,8 @@ describe("idempotency", () => {
       metadata: { v: "1" },
       subscription: { id: "sub_resend" },
     });
-    expect((await postPayment(server, first, tenant.key)).status).toBe(200);
-    const before = await getPayment(server, tenant.siteId, "pay_resend");
+    expect((await postPayment(ctx.server, first, ctx.key)).status).toBe(200);
+    const before = await getPayment(ctx.server, ctx.siteId, "pay_resend");
 
     clock.advance(60_000);
     const second = minimalPayment({
@@ -395,11 +377,11 @@ describe("idempotency", () => {
       paid_at: "2024-01-16T09:00:00Z",
       metadata: { v: "2" },
     });
-    const res = await postPayment(server, second, tenant.key);
+    const res = await postPayment(ctx.server, second, ctx.key);
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ ok: true, data: { payment_id: "pay_resend" } });
 
-    const after = await getPayment(server, tenant.siteId, "pay_resend");
+    const after = await getPayment(ctx.server, ctx.siteId, "pay_resend");
     expect(after).toMatchObject({
       amount: { currency: "EUR", minorUnits: 2550n, decimal: "25.50" },
       kind: "chargeback",
@@ -414,15 +396,21 @@ describe("idempotency", () => {
     expect(after?.updatedAt).toBe(
       new Date(Date.parse(before?.createdAt ?? "") + 60_000).toISOString(),
     );
-    expect(countPaymentRows(server, tenant.siteId, "pay_resend")).toBe(1);
+    expect(countPaymentRows(ctx.server, ctx.siteId, "pay_resend")).toBe(1);
   });
 
   it("a payment_id is unique per site, not across sites", async () => {
-    const other = await createTenant(server);
-    await postPayment(server, minimalPayment({ payment_id: "pay_shared", amount: 1 }), tenant.key);
-    await postPayment(server, minimalPayment({ payment_id: "pay_shared", amount: 2 }), other.key);
-    expect((await getPayment(server, tenant.siteId, "pay_shared"))?.amount?.minorUnits).toBe(100n);
-    expect((await getPayment(server, other.siteId, "pay_shared"))?.amount?.minorUnits).toBe(200n);
+    const other = await createTenant(ctx.server);
+    await postPayment(ctx.server, minimalPayment({ payment_id: "pay_shared", amount: 1 }), ctx.key);
+    await postPayment(
+      ctx.server,
+      minimalPayment({ payment_id: "pay_shared", amount: 2 }),
+      other.key,
+    );
+    expect((await getPayment(ctx.server, ctx.siteId, "pay_shared"))?.amount?.minorUnits).toBe(100n);
+    expect((await getPayment(ctx.server, other.siteId, "pay_shared"))?.amount?.minorUnits).toBe(
+      200n,
+    );
   });
 
   it("20 concurrent sends of one new payment_id store one payment with the last-written values", async () => {
@@ -430,16 +418,16 @@ describe("idempotency", () => {
     const bodies = Array.from({ length: 20 }, (_, i) =>
       minimalPayment({ payment_id: id, amount: i + 1, metadata: { attempt: String(i) } }),
     );
-    const results = await Promise.all(bodies.map((b) => postPayment(server, b, tenant.key)));
+    const results = await Promise.all(bodies.map((b) => postPayment(ctx.server, b, ctx.key)));
     for (const r of results) expect(r.body).toEqual({ ok: true, data: { payment_id: id } });
 
-    expect(countPaymentRows(server, tenant.siteId, id)).toBe(1);
+    expect(countPaymentRows(ctx.server, ctx.siteId, id)).toBe(1);
     const writes = committed.filter(
-      (w) => w.payment.siteId === tenant.siteId && w.payment.paymentId === id,
+      (w) => w.payment.siteId === ctx.siteId && w.payment.paymentId === id,
     );
     expect(writes).toHaveLength(20);
     const last = writes.at(-1)?.payment;
-    const stored = await getPayment(server, tenant.siteId, id);
+    const stored = await getPayment(ctx.server, ctx.siteId, id);
     expect(stored?.amount?.minorUnits).toBe(BigInt(last?.amountMinor ?? -1));
     expect(stored?.metadata).toEqual(last?.metadata);
   });
@@ -451,21 +439,21 @@ describe("customer and subscription upserts", () => {
       payment_id: "pay_c1",
       customer: { ...(fullPayment().customer as object), id: "cus_merge" },
     });
-    await postPayment(server, full, tenant.key);
+    await postPayment(ctx.server, full, ctx.key);
     await postPayment(
-      server,
+      ctx.server,
       minimalPayment({
         payment_id: "pay_c2",
         customer: { id: "cus_merge", name: "Ada King", email: "ADA@king.org" },
       }),
-      tenant.key,
+      ctx.key,
     );
     await postPayment(
-      server,
+      ctx.server,
       minimalPayment({ payment_id: "pay_c3", customer: { id: "cus_merge" } }),
-      tenant.key,
+      ctx.key,
     );
-    expect(await server.store.getCustomer(tenant.siteId, "cus_merge")).toMatchObject({
+    expect(await ctx.store.getCustomer(ctx.siteId, "cus_merge")).toMatchObject({
       email: "ada@king.org",
       userId: "user-42",
       name: "Ada King",
@@ -477,22 +465,22 @@ describe("customer and subscription upserts", () => {
 
   it("an empty string does not erase a known customer field", async () => {
     await postPayment(
-      server,
+      ctx.server,
       minimalPayment({
         payment_id: "pay_e1",
         customer: { id: "cus_empty", name: "Grace", user_id: "u1" },
       }),
-      tenant.key,
+      ctx.key,
     );
     await postPayment(
-      server,
+      ctx.server,
       minimalPayment({
         payment_id: "pay_e2",
         customer: { id: "cus_empty", name: "", user_id: "", metadata: {} },
       }),
-      tenant.key,
+      ctx.key,
     );
-    expect(await server.store.getCustomer(tenant.siteId, "cus_empty")).toMatchObject({
+    expect(await ctx.store.getCustomer(ctx.siteId, "cus_empty")).toMatchObject({
       name: "Grace",
       userId: "u1",
     });
@@ -501,42 +489,42 @@ describe("customer and subscription upserts", () => {
   it("customer metadata is replaced as a whole when sent", async () => {
     const send = (id: string, metadata?: Record<string, string>) =>
       postPayment(
-        server,
+        ctx.server,
         minimalPayment({ payment_id: id, customer: { id: "cus_meta", metadata } }),
-        tenant.key,
+        ctx.key,
       );
     await send("pay_m1", { a: "1", b: "2" });
     await send("pay_m2", { c: "3" });
-    expect((await server.store.getCustomer(tenant.siteId, "cus_meta"))?.metadata).toEqual({
+    expect((await ctx.store.getCustomer(ctx.siteId, "cus_meta"))?.metadata).toEqual({
       c: "3",
     });
     await send("pay_m3");
-    expect((await server.store.getCustomer(tenant.siteId, "cus_meta"))?.metadata).toEqual({
+    expect((await ctx.store.getCustomer(ctx.siteId, "cus_meta"))?.metadata).toEqual({
       c: "3",
     });
   });
 
   it("a later payment updates the subscription; status and started_at defaults apply only on first insert", async () => {
     await postPayment(
-      server,
+      ctx.server,
       minimalPayment({
         payment_id: "pay_s1",
         paid_at: "2024-01-01T00:00:00Z",
         subscription: { id: "sub_life", plan: "basic", interval: "month", amount: 10 },
       }),
-      tenant.key,
+      ctx.key,
     );
     await postPayment(
-      server,
+      ctx.server,
       minimalPayment({
         payment_id: "pay_s2",
         paid_at: "2024-02-01T00:00:00Z",
         subscription: { id: "sub_life", plan: "pro", amount: 20, status: "past_due" },
       }),
-      tenant.key,
+      ctx.key,
     );
     await postPayment(
-      server,
+      ctx.server,
       minimalPayment({
         payment_id: "pay_s3",
         paid_at: "2024-03-01T00:00:00Z",
@@ -547,9 +535,9 @@ describe("customer and subscription upserts", () => {
           ended_at: "2024-04-01T00:00:00Z",
         },
       }),
-      tenant.key,
+      ctx.key,
     );
-    expect(await server.store.getSubscription(tenant.siteId, "sub_life")).toMatchObject({
+    expect(await ctx.store.getSubscription(ctx.siteId, "sub_life")).toMatchObject({
       plan: "pro",
       interval: "month",
       amountMinor: 2000,
@@ -558,13 +546,13 @@ describe("customer and subscription upserts", () => {
       canceledAt: Date.UTC(2024, 2, 5),
       endedAt: Date.UTC(2024, 3, 1),
     });
-    expect((await getPayment(server, tenant.siteId, "pay_s3"))?.subscriptionId).toBe("sub_life");
+    expect((await getPayment(ctx.server, ctx.siteId, "pay_s3"))?.subscriptionId).toBe("sub_life");
   });
 });
 
 describe("authentication comes first", () => {
   it("401 without a key, before the body is looked at", async () => {
-    const res = await postPayment(server, { ammount: 1 }, "");
+    const res = await postPayment(ctx.server, { ammount: 1 }, "");
     expect(res.status).toBe(401);
     expect(res.body).toEqual({
       ok: false,
@@ -573,8 +561,8 @@ describe("authentication comes first", () => {
   });
 
   it("403 for a key without the payments scope", async () => {
-    const eventsOnly = await createTenant(server, { scopes: ["events"] });
-    const res = await postPayment(server, minimalPayment(), eventsOnly.key);
+    const eventsOnly = await createTenant(ctx.server, { scopes: ["events"] });
+    const res = await postPayment(ctx.server, minimalPayment(), eventsOnly.key);
     expect(res.status).toBe(403);
     expect(res.body).toEqual({
       ok: false,
@@ -592,18 +580,18 @@ describe("times at the edge of the four-digit-year range", () => {
   ])("paid_at %s is stored and read back as %s", async (paidAt, stored) => {
     const id = `pay_edge_${paidAt.replace(/\W/g, "")}`;
     const res = await postPayment(
-      server,
+      ctx.server,
       minimalPayment({ payment_id: id, paid_at: paidAt }),
-      tenant.key,
+      ctx.key,
     );
     expect(res.status).toBe(200);
-    expect((await getPayment(server, tenant.siteId, id))?.paidAt).toBe(stored);
+    expect((await getPayment(ctx.server, ctx.siteId, id))?.paidAt).toBe(stored);
   });
 
   it.each(["9999-12-31T23:59:59-00:01", "0000-01-01T00:00:00+00:01", "10000-01-01T00:00:00Z"])(
     "paid_at %s, outside years 0000-9999 in UTC, is refused",
     async (paidAt) => {
-      const res = await postPayment(server, minimalPayment({ paid_at: paidAt }), tenant.key);
+      const res = await postPayment(ctx.server, minimalPayment({ paid_at: paidAt }), ctx.key);
       expect(res.status).toBe(400);
       expect(res.body).toEqual({
         ok: false,

@@ -4,45 +4,35 @@
  * body gets the same code and message through every door.
  */
 import { Code } from "@connectrpc/connect";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  createTenant,
-  startTestServer,
-  type Tenant,
-  type TestServer,
-} from "../helpers/test-server.js";
+import { describe, expect, it } from "vitest";
 import {
   connectTransport,
   getPayment,
   grpcTransport,
   postPayment,
   rpcRecordPayment,
-} from "./clients.js";
-import { fullPayment, MESSAGE_TABLE, minimalPayment, withField } from "./fixtures.js";
+} from "../helpers/payment-clients.js";
+import {
+  fullPayment,
+  MESSAGE_TABLE,
+  minimalPayment,
+  withField,
+} from "../helpers/payment-fixtures.js";
+import { useTestServer } from "../helpers/use-test-server.js";
 
-let server: TestServer;
-let tenant: Tenant;
-
-beforeAll(async () => {
-  server = await startTestServer();
-  tenant = await createTenant(server);
-});
-
-afterAll(async () => {
-  await server?.close();
-});
+const ctx = useTestServer();
 
 const doors = [
-  { name: "Connect", transport: () => connectTransport(server) },
-  { name: "gRPC", transport: () => grpcTransport(server) },
+  { name: "Connect", transport: () => connectTransport(ctx.server) },
+  { name: "gRPC", transport: () => grpcTransport(ctx.server) },
 ];
 
 describe.each(doors)("RecordPayment over $name", ({ name, transport }) => {
   it("records a payment and answers its payment_id", async () => {
     const id = `pay_rpc_${name}`;
-    const res = await rpcRecordPayment(transport(), fullPayment({ payment_id: id }), tenant.key);
+    const res = await rpcRecordPayment(transport(), fullPayment({ payment_id: id }), ctx.key);
     expect(res).toEqual({ ok: true, paymentId: id });
-    expect(await getPayment(server, tenant.siteId, id)).toMatchObject({
+    expect(await getPayment(ctx.server, ctx.siteId, id)).toMatchObject({
       paymentId: id,
       customerId: "cus_001",
       amount: { currency: "USD", minorUnits: 2999n, decimal: "29.99" },
@@ -57,31 +47,27 @@ describe.each(doors)("RecordPayment over $name", ({ name, transport }) => {
 
   it("re-sending updates the stored payment", async () => {
     const id = `pay_rpc_resend_${name}`;
-    await rpcRecordPayment(transport(), minimalPayment({ payment_id: id, amount: 5 }), tenant.key);
-    await rpcRecordPayment(
-      transport(),
-      minimalPayment({ payment_id: id, amount: 7.25 }),
-      tenant.key,
-    );
-    expect((await getPayment(server, tenant.siteId, id))?.amount?.decimal).toBe("7.25");
+    await rpcRecordPayment(transport(), minimalPayment({ payment_id: id, amount: 5 }), ctx.key);
+    await rpcRecordPayment(transport(), minimalPayment({ payment_id: id, amount: 7.25 }), ctx.key);
+    expect((await getPayment(ctx.server, ctx.siteId, id))?.amount?.decimal).toBe("7.25");
   });
 
   it("JPY and KWD round-trip exactly", async () => {
     await rpcRecordPayment(
       transport(),
       minimalPayment({ payment_id: `pay_jpy_${name}`, currency: "JPY", amount: 123456 }),
-      tenant.key,
+      ctx.key,
     );
     await rpcRecordPayment(
       transport(),
       minimalPayment({ payment_id: `pay_kwd_${name}`, currency: "KWD", amount: 7.125 }),
-      tenant.key,
+      ctx.key,
     );
-    expect((await getPayment(server, tenant.siteId, `pay_jpy_${name}`))?.amount).toMatchObject({
+    expect((await getPayment(ctx.server, ctx.siteId, `pay_jpy_${name}`))?.amount).toMatchObject({
       minorUnits: 123456n,
       decimal: "123456",
     });
-    expect((await getPayment(server, tenant.siteId, `pay_kwd_${name}`))?.amount).toMatchObject({
+    expect((await getPayment(ctx.server, ctx.siteId, `pay_kwd_${name}`))?.amount).toMatchObject({
       minorUnits: 7125n,
       decimal: "7.125",
     });
@@ -92,14 +78,14 @@ describe.each(doors)("RecordPayment over $name", ({ name, transport }) => {
     await rpcRecordPayment(
       transport(),
       minimalPayment({ payment_id: `pay_rc1_${name}`, customer }),
-      tenant.key,
+      ctx.key,
     );
     await rpcRecordPayment(
       transport(),
       minimalPayment({ payment_id: `pay_rc2_${name}`, customer: { id: customer.id } }),
-      tenant.key,
+      ctx.key,
     );
-    expect(await server.store.getCustomer(tenant.siteId, customer.id)).toMatchObject({
+    expect(await ctx.store.getCustomer(ctx.siteId, customer.id)).toMatchObject({
       email: "grace@navy.mil",
       name: "Grace",
     });
@@ -109,7 +95,7 @@ describe.each(doors)("RecordPayment over $name", ({ name, transport }) => {
     const nan = await rpcRecordPayment(
       transport(),
       minimalPayment({ amount: "NaN", fee: "-Infinity" }),
-      tenant.key,
+      ctx.key,
     );
     expect(nan).toMatchObject({
       ok: false,
@@ -145,14 +131,14 @@ const BAD_BODIES: [string, Record<string, unknown>][] = [
 
 describe("the same bad body gets the same code and message over REST, Connect and gRPC", () => {
   it.each(BAD_BODIES)("%s", async (_name, body) => {
-    const rest = await postPayment(server, body, tenant.key);
+    const rest = await postPayment(ctx.server, body, ctx.key);
     expect(rest.status).toBe(400);
     const { error } = rest.body as { error: { code: string; message: string } };
     expect(error.code).toBe("invalid_input");
     expect(error.message).toMatch(/^invalid payment input: /);
 
     for (const door of doors) {
-      const rpc = await rpcRecordPayment(door.transport(), body, tenant.key);
+      const rpc = await rpcRecordPayment(door.transport(), body, ctx.key);
       expect(rpc, door.name).toEqual({
         ok: false,
         code: Code.InvalidArgument,

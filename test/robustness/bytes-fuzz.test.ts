@@ -10,15 +10,9 @@
  */
 import { brotliCompressSync, deflateSync, gzipSync } from "node:zlib";
 import fc from "fast-check";
-import { afterAll, beforeAll, describe, it } from "vitest";
+import { beforeAll, describe, it } from "vitest";
 import { validEvent } from "../helpers/fixtures.js";
 import { h2Request } from "../helpers/raw-h2.js";
-import {
-  createTenant,
-  startTestServer,
-  type Tenant,
-  type TestServer,
-} from "../helpers/test-server.js";
 import {
   describeRequest,
   frame,
@@ -27,17 +21,13 @@ import {
   runs,
   SEED,
   TEST_TIMEOUT,
-} from "./support.js";
+} from "../helpers/robustness.js";
+import { useTestServer } from "../helpers/use-test-server.js";
 
-let server: TestServer;
-let tenant: Tenant;
-
+const ctx = useTestServer();
 beforeAll(async () => {
   console.info(`bytes-fuzz: fast-check seed ${SEED} (replay with FC_SEED=${SEED})`);
-  server = await startTestServer();
-  tenant = await createTenant(server);
 });
-afterAll(() => server?.close());
 
 type Protocol = "rest" | "connect" | "grpcweb" | "grpc";
 type Compression = "none" | "gzip" | "br" | "deflate";
@@ -96,7 +86,7 @@ async function send(
   payload: Buffer,
   compression: Compression,
 ): Promise<{ outcome: Outcome; context: string }> {
-  const url = server.url + path;
+  const url = ctx.url + path;
   const encoded = compress(payload, compression);
   const h = { ...headers };
   let body: Buffer;
@@ -112,7 +102,7 @@ async function send(
   const context = describeRequest({ url, headers: h, body });
   if (protocol === "grpc") {
     h.te = "trailers";
-    const ans = await h2Request(server.url, path, h as Record<string, string>, body);
+    const ans = await h2Request(ctx.url, path, h as Record<string, string>, body);
     const status = String(ans.headers["grpc-status"] ?? ans.trailers["grpc-status"]);
     const message = decodeURIComponent(
       String(ans.headers["grpc-message"] ?? ans.trailers["grpc-message"] ?? ""),
@@ -174,7 +164,7 @@ describe("byte- and header-level abuse on every protocol", () => {
       await fc.assert(
         fc.asyncProperty(arb, async (c) => {
           const text = JSON.stringify({
-            ...validEvent(tenant.siteId),
+            ...validEvent(ctx.siteId),
             u: `https://example.com/${c.pathSuffix}`,
           });
           // The damage goes inside the URL string, so only its bytes are wrong.
@@ -189,7 +179,7 @@ describe("byte- and header-level abuse on every protocol", () => {
                 plain.subarray(at),
               ])
             : plain;
-          const key = `Bearer ${tenant.key}`;
+          const key = `Bearer ${ctx.key}`;
           const headers: Record<string, string | string[]> = {
             authorization: c.duplicateAuth ? [key, key] : key,
           };

@@ -18,22 +18,13 @@ import {
 } from "@bufbuild/protobuf";
 import { Code, ConnectError } from "@connectrpc/connect";
 import fc from "fast-check";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { ErrorInfoSchema } from "../../gen/google/rpc/error_details_pb.js";
 import { AdminService } from "../../gen/ingest/v1/admin_pb.js";
 import { EventsService } from "../../gen/ingest/v1/events_pb.js";
 import { PaymentsService } from "../../gen/ingest/v1/payments_pb.js";
 import { ReportsService } from "../../gen/ingest/v1/reports_pb.js";
 import { BROWSER_UA, validEvent, validPayment } from "../helpers/fixtures.js";
-import { rpcClient } from "../helpers/rpc-clients.js";
-import {
-  ADMIN_TOKEN,
-  createTenant,
-  startTestServer,
-  TEST_NOW,
-  type Tenant,
-  type TestServer,
-} from "../helpers/test-server.js";
 import {
   anyJsonText,
   assertRestError,
@@ -51,19 +42,14 @@ import {
   SERVER_FAULT_GRPC,
   send,
   TEST_TIMEOUT,
-} from "./support.js";
+} from "../helpers/robustness.js";
+import { rpcClient } from "../helpers/rpc-clients.js";
+import { ADMIN_TOKEN, TEST_NOW } from "../helpers/test-server.js";
+import { useTestServer } from "../helpers/use-test-server.js";
 
-let server: TestServer;
-let tenant: Tenant;
-
+const ctx = useTestServer();
 beforeAll(async () => {
   console.info(`connect-fuzz: fast-check seed ${SEED} (replay with FC_SEED=${SEED})`);
-  server = await startTestServer();
-  tenant = await createTenant(server);
-});
-
-afterAll(async () => {
-  await server?.close();
 });
 
 const SERVICES: DescService[] = [PaymentsService, EventsService, ReportsService, AdminService];
@@ -80,9 +66,9 @@ function stringsArb(): fc.Arbitrary<string> {
     {
       weight: 2,
       arbitrary: fc.constantFrom(
-        tenant.siteId,
-        tenant.accountId,
-        tenant.ownerUserId,
+        ctx.siteId,
+        ctx.tenant.accountId,
+        ctx.tenant.ownerUserId,
         "",
         "pay_1",
         "cus_1",
@@ -411,9 +397,7 @@ describe("raw requests to the Connect routes", () => {
           else if (b.kind === "valid") {
             payload = Buffer.from(
               JSON.stringify(
-                c.path.includes("Events")
-                  ? validEvent(tenant.siteId)
-                  : validPayment("pay_raw_valid"),
+                c.path.includes("Events") ? validEvent(ctx.siteId) : validPayment("pay_raw_valid"),
               ),
             );
           } else {
@@ -444,12 +428,12 @@ describe("raw requests to the Connect routes", () => {
             Buffer.from(body.buffer, body.byteOffset, body.byteLength).writeUInt32BE(declared, 1);
           }
           const headers: Record<string, string> = { "content-type": c.contentType };
-          if (c.auth === "key") headers.authorization = `Bearer ${tenant.key}`;
+          if (c.auth === "key") headers.authorization = `Bearer ${ctx.key}`;
           if (c.auth === "admin") headers.authorization = `Bearer ${ADMIN_TOKEN}`;
           if (c.auth === "garbage") headers.authorization = "Bearer mk_live_0";
           if (/grpc/.test(c.contentType)) headers.te = "trailers";
           if (c.extra) headers[c.extra.name] = c.extra.value;
-          const url = `${server.url}${c.path}`;
+          const url = `${ctx.url}${c.path}`;
           const answer = await rawPost(url, headers, body);
           const context = describeRequest({ url, headers, body });
           const kind = checkRpcAnswer(answer, context);
@@ -488,7 +472,7 @@ describe("random messages through connect-es clients (Connect JSON/binary, gRPC-
         for (const s of SERVICES) {
           clients.set(
             `${p.name} ${s.typeName}`,
-            rpcClient(s, server.url, p.protocol, { useBinaryFormat: p.binary }) as never,
+            rpcClient(s, ctx.url, p.protocol, { useBinaryFormat: p.binary }) as never,
           );
         }
       }
@@ -522,7 +506,7 @@ describe("random messages through connect-es clients (Connect JSON/binary, gRPC-
           const auth = c.auth === "right" ? (keyed ? "key" : "admin") : c.auth;
           const authorization =
             auth === "key"
-              ? `Bearer ${tenant.key}`
+              ? `Bearer ${ctx.key}`
               : auth === "admin"
                 ? `Bearer ${ADMIN_TOKEN}`
                 : auth === "garbage"
@@ -567,15 +551,15 @@ describe("random messages through connect-es clients (Connect JSON/binary, gRPC-
 // ---------------------------------------------------------------------------
 // Defects the fuzzing found, kept as plain tests now that they are fixed.
 
-describe("formerly known defects, now guarded by src/http/rpc-body-guard.ts", () => {
+describe("formerly known defects, now guarded by src/rpc/body-guard.ts", () => {
   /** grpc-status of a gRPC answer: in the trailers, or in the headers of a trailers-only answer. */
   const grpcStatus = (a: { headers: Record<string, unknown>; trailers: Record<string, unknown> }) =>
     a.trailers["grpc-status"] ?? a.headers["grpc-status"];
 
   it("an undecodable protobuf request is invalid_argument, not internal", async () => {
     const garbage = new Uint8Array([0x01, 0x02, 0x03, 0xff, 0x00, 0x09]);
-    const headers = { authorization: `Bearer ${tenant.key}` };
-    const url = `${server.url}/ingest.v1.PaymentsService/RecordPayment`;
+    const headers = { authorization: `Bearer ${ctx.key}` };
+    const url = `${ctx.url}/ingest.v1.PaymentsService/RecordPayment`;
     const connect = await rawPost(
       url,
       { ...headers, "content-type": "application/proto" },
@@ -598,8 +582,8 @@ describe("formerly known defects, now guarded by src/http/rpc-body-guard.ts", ()
   const answers = async (json: string) => {
     for (const contentType of ["application/grpc-web+json", "application/grpc+json"]) {
       const a = await rawPost(
-        `${server.url}/ingest.v1.PaymentsService/RecordPayment`,
-        { "content-type": contentType, authorization: `Bearer ${tenant.key}`, te: "trailers" },
+        `${ctx.url}/ingest.v1.PaymentsService/RecordPayment`,
+        { "content-type": contentType, authorization: `Bearer ${ctx.key}`, te: "trailers" },
         frame(Buffer.from(json)),
         2_000,
       );
@@ -617,20 +601,17 @@ describe("formerly known defects, now guarded by src/http/rpc-body-guard.ts", ()
 
   it("an event whose p nests deeper than protobuf's limit is refused, so ListEvents stays readable", async () => {
     const depth = 150;
-    const body = JSON.stringify({ ...validEvent(tenant.siteId), p: { x: "__DEEP__" } }).replace(
+    const body = JSON.stringify({ ...validEvent(ctx.siteId), p: { x: "__DEEP__" } }).replace(
       '"__DEEP__"',
       "[".repeat(depth) + "]".repeat(depth),
     );
-    const posted = await send(`${server.url}/api/v1/events`, {
-      headers: { authorization: `Bearer ${tenant.key}`, "content-type": "application/json" },
+    const posted = await send(`${ctx.url}/api/v1/events`, {
+      headers: { authorization: `Bearer ${ctx.key}`, "content-type": "application/json" },
       body,
     });
     expect(posted.status).toBe(400);
-    const reports = rpcClient(ReportsService, server.url, "connect");
-    await reports.listEvents(
-      { siteId: tenant.siteId, limit: 5 },
-      { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } },
-    );
+    const reports = ctx.client(ReportsService);
+    await reports.listEvents({ siteId: ctx.siteId, limit: 5 }, { headers: ctx.adminHeaders });
   });
 });
 
@@ -639,14 +620,14 @@ describe("formerly known defects, now guarded by src/http/rpc-body-guard.ts", ()
 
 describe("after the fuzzing", () => {
   it("the server still answers /healthz and records payments over REST and Connect", async () => {
-    expect((await send(`${server.url}/healthz`, { method: "GET" })).status).toBe(200);
-    const headers = { authorization: `Bearer ${tenant.key}`, "content-type": "application/json" };
-    const rest = await send(`${server.url}/api/v1/payments`, {
+    expect((await send(`${ctx.url}/healthz`, { method: "GET" })).status).toBe(200);
+    const headers = { authorization: `Bearer ${ctx.key}`, "content-type": "application/json" };
+    const rest = await send(`${ctx.url}/api/v1/payments`, {
       headers,
       body: JSON.stringify(validPayment("pay_after_connect_fuzz")),
     });
     expect(rest.status).toBe(200);
-    const connect = await send(`${server.url}/ingest.v1.PaymentsService/RecordPayment`, {
+    const connect = await send(`${ctx.url}/ingest.v1.PaymentsService/RecordPayment`, {
       headers,
       body: JSON.stringify(validPayment("pay_after_connect_fuzz_rpc")),
     });

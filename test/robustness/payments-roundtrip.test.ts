@@ -7,37 +7,23 @@
  */
 import { Code, ConnectError } from "@connectrpc/connect";
 import fc from "fast-check";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { ReportsService, type StoredPayment } from "../../gen/ingest/v1/reports_pb.js";
 import { validPayment } from "../helpers/fixtures.js";
-import { rpcClient } from "../helpers/rpc-clients.js";
-import {
-  ADMIN_TOKEN,
-  createTenant,
-  startTestServer,
-  type Tenant,
-  type TestServer,
-} from "../helpers/test-server.js";
-import { runs, SEED, send, TEST_TIMEOUT } from "./support.js";
+import { runs, SEED, send, TEST_TIMEOUT } from "../helpers/robustness.js";
+import { ADMIN_TOKEN } from "../helpers/test-server.js";
+import { useTestServer } from "../helpers/use-test-server.js";
 
-let server: TestServer;
-let tenant: Tenant;
-
+const ctx = useTestServer();
 beforeAll(async () => {
   console.info(`payments-roundtrip: fast-check seed ${SEED} (replay with FC_SEED=${SEED})`);
-  server = await startTestServer();
-  tenant = await createTenant(server);
-});
-
-afterAll(async () => {
-  await server?.close();
 });
 
 async function getPayment(paymentId: string): Promise<StoredPayment | undefined> {
-  const client = rpcClient(ReportsService, server.url, "connect");
+  const client = ctx.client(ReportsService);
   try {
     const res = await client.getPayment(
-      { siteId: tenant.siteId, paymentId },
+      { siteId: ctx.siteId, paymentId },
       { headers: { authorization: `Bearer ${ADMIN_TOKEN}` }, timeoutMs: 10_000 },
     );
     return res.payment;
@@ -299,18 +285,18 @@ describe("valid random payments round-trip exactly through GetPayment", () => {
         fc.asyncProperty(paymentArb, async (p) => {
           const body = paymentJson(p);
           const headers = {
-            authorization: `Bearer ${tenant.key}`,
+            authorization: `Bearer ${ctx.key}`,
             "content-type": "application/json",
           };
           const context = `${p.door} ${body}`;
           if (p.door === "rest") {
-            const res = await send(`${server.url}/api/v1/payments`, { headers, body });
+            const res = await send(`${ctx.url}/api/v1/payments`, { headers, body });
             expect([res.status, res.text], context).toEqual([
               200,
               JSON.stringify({ ok: true, data: { payment_id: p.paymentId } }),
             ]);
           } else {
-            const res = await send(`${server.url}/ingest.v1.PaymentsService/RecordPayment`, {
+            const res = await send(`${ctx.url}/ingest.v1.PaymentsService/RecordPayment`, {
               headers,
               body,
             });
@@ -397,9 +383,9 @@ describe("valid random payments round-trip exactly through GetPayment", () => {
 
 describe("after the round trips", () => {
   it("the server still answers /healthz and records a valid payment", async () => {
-    expect((await send(`${server.url}/healthz`, { method: "GET" })).status).toBe(200);
-    const res = await send(`${server.url}/api/v1/payments`, {
-      headers: { authorization: `Bearer ${tenant.key}`, "content-type": "application/json" },
+    expect((await send(`${ctx.url}/healthz`, { method: "GET" })).status).toBe(200);
+    const res = await send(`${ctx.url}/api/v1/payments`, {
+      headers: { authorization: `Bearer ${ctx.key}`, "content-type": "application/json" },
       body: JSON.stringify(validPayment("pay_after_roundtrip")),
     });
     expect(res.status).toBe(200);

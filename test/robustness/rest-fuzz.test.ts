@@ -6,15 +6,9 @@
  * non-envelope body, a crash or a hang.
  */
 import fc from "fast-check";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { BROWSER_UA, validEvent } from "../helpers/fixtures.js";
-import {
-  createTenant,
-  startTestServer,
-  TEST_NOW,
-  type Tenant,
-  type TestServer,
-} from "../helpers/test-server.js";
+import { fullPayment } from "../helpers/payment-fixtures.js";
 import {
   type Answer,
   anyJsonText,
@@ -27,29 +21,25 @@ import {
   SEED,
   send,
   TEST_TIMEOUT,
-} from "./support.js";
+} from "../helpers/robustness.js";
+import { TEST_NOW } from "../helpers/test-server.js";
+import { useTestServer } from "../helpers/use-test-server.js";
 
-let server: TestServer;
-let tenant: Tenant;
 /** A key of the same site with only the events scope. */
 let eventsOnlyKey: string;
 
+const ctx = useTestServer();
 beforeAll(async () => {
   console.info(`rest-fuzz: fast-check seed ${SEED} (replay with FC_SEED=${SEED})`);
-  server = await startTestServer();
-  tenant = await createTenant(server);
+
   eventsOnlyKey = (
-    await server.admin.createKey({
-      siteId: tenant.siteId,
+    await ctx.server.admin.createKey({
+      siteId: ctx.siteId,
       name: "events only",
       scopes: ["events"],
-      actorUserId: tenant.ownerUserId,
+      actorUserId: ctx.tenant.ownerUserId,
     })
   ).key;
-});
-
-afterAll(async () => {
-  await server?.close();
 });
 
 // ---------------------------------------------------------------------------
@@ -77,37 +67,6 @@ const EVENTS: Endpoint = {
 const ENDPOINTS = [PAYMENTS, EVENTS];
 
 type Json = null | boolean | number | string | Json[] | { [k: string]: Json };
-
-function fullPayment(id: string): Json {
-  return {
-    payment_id: id,
-    customer: {
-      id: "cus_fuzz",
-      email: "Ada@Example.com",
-      user_id: "user-1",
-      name: "Ada",
-      country: "GB",
-      visitor_id: "v_1",
-      metadata: { tier: "gold" },
-    },
-    amount: 29.99,
-    currency: "USD",
-    fee: 1.17,
-    kind: "charge",
-    paid_at: "2024-01-15T10:30:00Z",
-    status: "succeeded",
-    metadata: { order: "A-1" },
-    subscription: {
-      id: "sub_fuzz",
-      plan: "pro",
-      interval: "month",
-      status: "active",
-      amount: 29.99,
-      started_at: "2024-01-15T10:30:00Z",
-      current_period_end: "2024-02-15T10:30:00Z",
-    },
-  };
-}
 
 function minimalPayment(id: string): Json {
   return {
@@ -139,16 +98,16 @@ function fullEvent(siteId: string): Json {
 
 /** The valid bodies mutations start from. */
 function bases(): { endpoint: Endpoint; body: Json }[] {
-  const ev = validEvent(tenant.siteId) as Json;
+  const ev = validEvent(ctx.siteId) as Json;
   return [
-    { endpoint: PAYMENTS, body: fullPayment("pay_fuzz_full") },
+    { endpoint: PAYMENTS, body: fullPayment({ payment_id: "pay_fuzz_full" }) as Json },
     { endpoint: PAYMENTS, body: minimalPayment("pay_fuzz_min") },
     { endpoint: EVENTS, body: ev },
-    { endpoint: EVENTS, body: fullEvent(tenant.siteId) },
+    { endpoint: EVENTS, body: fullEvent(ctx.siteId) },
     {
       endpoint: EVENTS,
       body: {
-        s: tenant.siteId,
+        s: ctx.siteId,
         b: [
           { e: "pageview", u: "https://example.com/", ua: BROWSER_UA },
           { e: "$identify", u: "https://example.com/", uid: "u1", ua: BROWSER_UA },
@@ -167,8 +126,8 @@ const utf8 = (s: string) => new Uint8Array(Buffer.from(s, "utf8"));
  * 4xx envelope (400/403/404 for events, 400 for payments).
  */
 async function postAndCheck(endpoint: Endpoint, body: Uint8Array, label: string): Promise<Answer> {
-  const headers = { authorization: `Bearer ${tenant.key}`, "content-type": "application/json" };
-  const url = `${server.url}${endpoint.path}`;
+  const headers = { authorization: `Bearer ${ctx.key}`, "content-type": "application/json" };
+  const url = `${ctx.url}${endpoint.path}`;
   const answer = await send(url, { headers, body });
   const context = `${label}\n  ${describeRequest({ url, headers, body })}`;
   const input = Buffer.from(body).toString("utf8");
@@ -562,7 +521,7 @@ describe("REST bodies: any body gets a success or a 4xx envelope", () => {
               : "[".repeat(depth) + "]".repeat(depth);
           const text =
             shape === "inP"
-              ? `{"s":${JSON.stringify(tenant.siteId)},"e":"pageview","u":"https://example.com/","ua":${JSON.stringify(BROWSER_UA)},"p":{"x":${nested}}}`
+              ? `{"s":${JSON.stringify(ctx.siteId)},"e":"pageview","u":"https://example.com/","ua":${JSON.stringify(BROWSER_UA)},"p":{"x":${nested}}}`
               : shape === "inMetadata"
                 ? `{"payment_id":"pay_deep","metadata":{"x":${nested}}}`
                 : nested;
@@ -710,7 +669,7 @@ describe("REST bodies: any body gets a success or a 4xx envelope", () => {
         fc.asyncProperty(arb, async ({ endpoint, body }) => {
           const text = (JSON.stringify(body) ?? "null")
             .split('"__SITE__"')
-            .join(JSON.stringify(tenant.siteId));
+            .join(JSON.stringify(ctx.siteId));
           await postAndCheck(endpoint, utf8(text), `typed random ${endpoint.name}`);
         }),
         runs(300),
@@ -789,7 +748,7 @@ const authArb: fc.Arbitrary<AuthSpec> = fc.oneof(
 );
 
 function renderAuth(spec: AuthSpec): string | undefined {
-  const key = tenant.key;
+  const key = ctx.key;
   const hex = key.slice("mk_live_".length);
   switch (spec.kind) {
     case "absent":
@@ -971,9 +930,9 @@ describe("REST headers and methods: always a 4xx envelope unless genuinely valid
           const bodyText =
             c.endpoint === PAYMENTS
               ? JSON.stringify(c.validBody ? minimalPayment(`pay_hdr_${n}`) : { junk: c.junkBody })
-              : JSON.stringify(c.validBody ? validEvent(tenant.siteId) : { junk: c.junkBody });
+              : JSON.stringify(c.validBody ? validEvent(ctx.siteId) : { junk: c.junkBody });
           const hasBody = method !== "GET" && method !== "HEAD";
-          const url = `${server.url}${c.endpoint.path}`;
+          const url = `${ctx.url}${c.endpoint.path}`;
           const answer = await send(url, {
             method,
             headers,
@@ -986,7 +945,7 @@ describe("REST headers and methods: always a 4xx envelope unless genuinely valid
             body: hasBody ? bodyText : undefined,
           });
           const ok = answer.status >= 200 && answer.status < 300;
-          const authOk = carriesKey(authValue, tenant.key);
+          const authOk = carriesKey(authValue, ctx.key);
           const eventsKeyOk = carriesKey(authValue, eventsOnlyKey);
           const jsonType = ["application/json", "text/plain"].includes(essence(c.contentType));
 
@@ -1067,7 +1026,7 @@ describe("REST headers and methods: always a 4xx envelope unless genuinely valid
           const request = Buffer.concat([
             Buffer.from(c.method),
             Buffer.from(` ${c.endpoint.path} HTTP/1.1\r\nHost: 127.0.0.1\r\n`),
-            c.withKey ? Buffer.from(`Authorization: Bearer ${tenant.key}\r\n`) : Buffer.alloc(0),
+            c.withKey ? Buffer.from(`Authorization: Bearer ${ctx.key}\r\n`) : Buffer.alloc(0),
             Buffer.from(c.headerName),
             Buffer.from(": "),
             Buffer.from(c.headerValue),
@@ -1076,7 +1035,7 @@ describe("REST headers and methods: always a 4xx envelope unless genuinely valid
             ),
           ]);
           const context = JSON.stringify(request.toString("latin1"));
-          const raw = await rawExchange(server.port, request);
+          const raw = await rawExchange(ctx.server.port, request);
           if (raw.length === 0) throw new Error(`connection closed without an answer: ${context}`);
           const res = parseHttpResponse(raw);
           const isHead = Buffer.from(c.method).toString("latin1") === "HEAD";
@@ -1097,7 +1056,7 @@ describe("REST headers and methods: always a 4xx envelope unless genuinely valid
 /** A valid body of exactly `size` bytes: valid JSON padded with whitespace. */
 function paddedBody(endpoint: Endpoint, size: number, pad: string, n: number): Uint8Array {
   const json = JSON.stringify(
-    endpoint === PAYMENTS ? minimalPayment(`pay_size_${n}`) : validEvent(tenant.siteId),
+    endpoint === PAYMENTS ? minimalPayment(`pay_size_${n}`) : validEvent(ctx.siteId),
   );
   const room = size - Buffer.byteLength(json);
   if (room < 0) throw new Error("base body larger than the wanted size");
@@ -1136,10 +1095,10 @@ describe("REST sizes: around and far beyond the limits", () => {
           const body = paddedBody(c.endpoint, size, c.pad, n);
           expect(body.length).toBe(size);
           const headers = {
-            authorization: `Bearer ${tenant.key}`,
+            authorization: `Bearer ${ctx.key}`,
             "content-type": "application/json",
           };
-          const url = `${server.url}${c.endpoint.path}`;
+          const url = `${ctx.url}${c.endpoint.path}`;
           const answer = await send(url, {
             headers,
             body: c.chunked ? streamOf(body, c.chunk) : body,
@@ -1174,11 +1133,11 @@ describe("REST sizes: around and far beyond the limits", () => {
           const body = new Uint8Array(c.size).fill(0x20);
           body[0] = 0x7b; // "{"
           const headers = {
-            authorization: c.keyValid ? `Bearer ${tenant.key}` : "Bearer mk_live_nope",
+            authorization: c.keyValid ? `Bearer ${ctx.key}` : "Bearer mk_live_nope",
             "content-type": "application/json",
           };
           const context = `${c.size} bytes ${c.chunked ? "chunked" : "with content-length"} to ${c.endpoint.name}, key ${c.keyValid ? "valid" : "unknown"}`;
-          const answer = await send(`${server.url}${c.endpoint.path}`, {
+          const answer = await send(`${ctx.url}${c.endpoint.path}`, {
             headers,
             body: c.chunked ? streamOf(body, 64 * 1024) : body,
           });
@@ -1196,9 +1155,9 @@ describe("REST sizes: around and far beyond the limits", () => {
   it("a declared Content-Length over the limit is refused at once, before any body byte", async () => {
     for (const endpoint of ENDPOINTS) {
       const raw = await rawExchange(
-        server.port,
+        ctx.server.port,
         Buffer.from(
-          `POST ${endpoint.path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${tenant.key}\r\n` +
+          `POST ${endpoint.path} HTTP/1.1\r\nHost: 127.0.0.1\r\nAuthorization: Bearer ${ctx.key}\r\n` +
             `Content-Type: application/json\r\nContent-Length: ${endpoint.limit * 100}\r\nConnection: close\r\n\r\n`,
         ),
       );
@@ -1219,8 +1178,8 @@ describe("REST sizes: around and far beyond the limits", () => {
           // …and never closes.
         },
       });
-      const answer = await send(`${server.url}${endpoint.path}`, {
-        headers: { authorization: `Bearer ${tenant.key}`, "content-type": "application/json" },
+      const answer = await send(`${ctx.url}${endpoint.path}`, {
+        headers: { authorization: `Bearer ${ctx.key}`, "content-type": "application/json" },
         body: stalled,
         timeoutMs: 5_000,
       });
@@ -1235,10 +1194,10 @@ describe("REST sizes: around and far beyond the limits", () => {
 
 describe("after the fuzzing", () => {
   it("the server still answers /healthz and records a valid payment and event", async () => {
-    const health = await send(`${server.url}/healthz`, { method: "GET" });
+    const health = await send(`${ctx.url}/healthz`, { method: "GET" });
     expect(health.status).toBe(200);
-    const headers = { authorization: `Bearer ${tenant.key}`, "content-type": "application/json" };
-    const pay = await send(`${server.url}/api/v1/payments`, {
+    const headers = { authorization: `Bearer ${ctx.key}`, "content-type": "application/json" };
+    const pay = await send(`${ctx.url}/api/v1/payments`, {
       headers,
       body: JSON.stringify(minimalPayment("pay_after_rest_fuzz")),
     });
@@ -1246,9 +1205,9 @@ describe("after the fuzzing", () => {
       200,
       { ok: true, data: { payment_id: "pay_after_rest_fuzz" } },
     ]);
-    const ev = await send(`${server.url}/api/v1/events`, {
+    const ev = await send(`${ctx.url}/api/v1/events`, {
       headers,
-      body: JSON.stringify(validEvent(tenant.siteId)),
+      body: JSON.stringify(validEvent(ctx.siteId)),
     });
     expect(ev.status).toBe(204);
   });

@@ -5,54 +5,52 @@
  * requests are in flight.
  */
 import { join } from "node:path";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { describe, expect, it } from "vitest";
 import type { Store } from "../../src/store/port.js";
 import { createSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
-import { pageview, sendEvents } from "../events/support.js";
-import { createTenant, startTestServer, type TestServer } from "../helpers/test-server.js";
+import { pageview, sendEvents } from "../helpers/events.js";
+import { createTenant } from "../helpers/test-server.js";
+import { useTestServer } from "../helpers/use-test-server.js";
 
-let server: TestServer;
 let versionReads = 0;
-beforeAll(async () => {
-  server = await startTestServer({
-    wrapStore: (store: Store): Store => ({
-      ...store,
-      directoryVersion() {
-        versionReads += 1;
-        return store.directoryVersion();
-      },
-    }),
-  });
+const ctx = useTestServer({
+  wrapStore: (store: Store): Store => ({
+    ...store,
+    directoryVersion() {
+      versionReads += 1;
+      return store.directoryVersion();
+    },
+  }),
+  tenant: false,
 });
-afterAll(() => server.close());
 
 describe("the directory version", () => {
   it("is read once for a request's three lookups (key, site, account)", async () => {
-    const t = await createTenant(server);
+    const t = await createTenant(ctx.server);
     // Warm: the records are cached, so only version reads remain.
-    expect((await sendEvents(server.url, t, pageview(t.siteId))).status).toBe(204);
+    expect((await sendEvents(ctx.url, t, pageview(t.siteId))).status).toBe(204);
     for (let i = 0; i < 5; i += 1) {
       const before = versionReads;
-      expect((await sendEvents(server.url, t, pageview(t.siteId))).status).toBe(204);
+      expect((await sendEvents(ctx.url, t, pageview(t.siteId))).status).toBe(204);
       expect(versionReads - before).toBe(1);
     }
   });
 
   it("a key deleted through another connection is refused by the next request, under load", async () => {
-    const t = await createTenant(server);
-    const other = createSqliteStore(join(server.dir, "ingest.sqlite"));
+    const t = await createTenant(ctx.server);
+    const other = createSqliteStore(join(ctx.server.dir, "ingest.sqlite"));
     try {
       // Requests of another tenant keep the server busy throughout.
-      const busy = await createTenant(server);
+      const busy = await createTenant(ctx.server);
       let stop = false;
       const load = Array.from({ length: 8 }, async () => {
-        while (!stop) await sendEvents(server.url, busy, pageview(busy.siteId));
+        while (!stop) await sendEvents(ctx.url, busy, pageview(busy.siteId));
       });
       for (let i = 0; i < 5; i += 1) {
-        expect((await sendEvents(server.url, t, pageview(t.siteId))).status).toBe(204);
+        expect((await sendEvents(ctx.url, t, pageview(t.siteId))).status).toBe(204);
       }
       expect(await other.deleteKey(t.keyId)).toBe(true);
-      const res = await sendEvents(server.url, t, pageview(t.siteId));
+      const res = await sendEvents(ctx.url, t, pageview(t.siteId));
       stop = true;
       await Promise.all(load);
       expect(res.status).toBe(401);

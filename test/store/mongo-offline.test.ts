@@ -55,7 +55,7 @@ import type {
   SubscriptionPatch,
   VisitorTouch,
 } from "../../src/store/port.js";
-import { aggregate, applyPipeline, type Doc, matches } from "./mongo-model.js";
+import { aggregate, applyPipeline, type Doc, matches } from "../helpers/mongo/model.js";
 
 const T0 = Date.UTC(2025, 5, 1);
 
@@ -227,6 +227,7 @@ describe("mongodb adapter without a server", () => {
       "payments",
       "visitor_touches",
       "customer_visitors",
+      "visitor_stitches",
       "connectors",
       "connector_events",
       "connector_objects",
@@ -250,6 +251,7 @@ describe("mongodb adapter without a server", () => {
       "payments.site_payment_unique",
       "visitor_touches.site_visitor_unique",
       "customer_visitors.site_customer_visitor_unique",
+      "visitor_stitches.site_visitor_unique",
       "connector_events.connector_event_unique",
       "connector_objects.site_object_unique",
     ]);
@@ -550,6 +552,21 @@ describe("mongodb adapter without a server", () => {
   });
 
   describe("attribution", () => {
+    /** A succeeded charge of 1 USD on site_1 at T0. */
+    const pay = (paymentId: string, customerId = "cus_1"): PaymentRecord => ({
+      siteId: "site_1",
+      paymentId,
+      customerId,
+      currency: "USD",
+      amountMinor: 100,
+      kind: "charge",
+      status: "succeeded",
+      paidAt: T0,
+      metadata: {},
+      createdAt: T0,
+      updatedAt: T0,
+    });
+
     /**
      * A collection of the model: the operations the attribution code uses,
      * each checking what it writes against the collection's validator.
@@ -803,19 +820,6 @@ describe("mongodb adapter without a server", () => {
     it("sets and clears the attribution of a customer and its payments; re-sends keep it", async () => {
       const { f, c } = fakeCollections();
       const store = createMongoAttribution(c);
-      const pay = (paymentId: string, customerId: string): PaymentRecord => ({
-        siteId: "site_1",
-        paymentId,
-        customerId,
-        currency: "USD",
-        amountMinor: 100,
-        kind: "charge",
-        status: "succeeded",
-        paidAt: T0,
-        metadata: {},
-        createdAt: T0,
-        updatedAt: T0,
-      });
       f.payments.docs = [
         run("payments", undefined, paymentUpsert([pay("p1", "cus_1")])),
         run("payments", undefined, paymentUpsert([pay("p2", "cus_1")])),
@@ -874,19 +878,6 @@ describe("mongodb adapter without a server", () => {
     it("a stale writer cannot replace a better attribution (conditional on rank, per document)", async () => {
       const { f, c } = fakeCollections();
       const store = createMongoAttribution(c);
-      const pay = (paymentId: string): PaymentRecord => ({
-        siteId: "site_1",
-        paymentId,
-        customerId: "cus_1",
-        currency: "USD",
-        amountMinor: 100,
-        kind: "charge",
-        status: "succeeded",
-        paidAt: T0,
-        metadata: {},
-        createdAt: T0,
-        updatedAt: T0,
-      });
       f.payments.docs = [run("payments", undefined, paymentUpsert([pay("p1")]))];
       f.customers.docs = [
         run(

@@ -9,7 +9,8 @@ import { MongoClient } from "mongodb";
 import { afterAll, describe, it } from "vitest";
 import { createMongoStore } from "../../src/store/mongo/mongo-store.js";
 import { describeConnectorsContract } from "./connectors-contract.js";
-import { describeStoreContract } from "./contract.js";
+import { describeStoreContract } from "./contract/index.js";
+import { describePersistentVisitorContract } from "./persistent-visitor-contract.js";
 
 const uri = process.env.MONGODB_URI;
 
@@ -33,6 +34,9 @@ describe.skipIf(!uri)("mongodb adapter", () => {
 
   // A fresh database: migrated first, as a deployer runs `admin store migrate`.
   describeStoreContract("mongodb", () =>
+    createMongoStore(uri as string, { dbName, migrate: () => {} }),
+  );
+  describePersistentVisitorContract("mongodb", () =>
     createMongoStore(uri as string, { dbName, migrate: () => {} }),
   );
   describeConnectorsContract("mongodb", () =>

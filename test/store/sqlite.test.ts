@@ -5,7 +5,8 @@ import { join } from "node:path";
 import { afterAll, beforeAll, describe } from "vitest";
 import { createSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
 import { describeConnectorsContract } from "./connectors-contract.js";
-import { describeStoreContract } from "./contract.js";
+import { describeStoreContract } from "./contract/index.js";
+import { describePersistentVisitorContract } from "./persistent-visitor-contract.js";
 
 describe("sqlite adapter", () => {
   let dir: string;
@@ -24,6 +25,7 @@ describe("sqlite adapter", () => {
     opened += 1;
     return createSqliteStore(join(dir, `store-${opened}.db`));
   });
+  describePersistentVisitorContract("sqlite", async () => createSqliteStore(join(dir, "vid.db")));
   describeConnectorsContract("sqlite", async () => {
     opened += 1;
     return createSqliteStore(join(dir, `store-${opened}.db`));

@@ -1,27 +1,10 @@
-/**
- * The tracking script in real headless Chromium (Debian's `chromium`, driven
- * by playwright-core) against the real service on port 0. Pages are served
- * on the site's hostnames through request interception, so `Origin` and `u`
- * are what a real visitor's browser sends. One browser for the whole file.
- *
- * There is no skip: without Chromium these tests fail (`.ci/run` installs it).
- */
-import { createClient } from "@connectrpc/connect";
-import { createConnectTransport } from "@connectrpc/connect-node";
 import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { ReportsService, type StoredEvent } from "../../gen/ingest/v1/reports_pb.js";
-import { listEvents } from "../events/support.js";
 import { freePort } from "../helpers/child-server.js";
-import {
-  ADMIN_TOKEN,
-  createTenant,
-  createTestClock,
-  postJson,
-  startTestServer,
-  type Tenant,
-  type TestServer,
-} from "../helpers/test-server.js";
+import { listEvents } from "../helpers/events.js";
+import { createTenant, createTestClock, postJson, type Tenant } from "../helpers/test-server.js";
+import { useTestServer } from "../helpers/use-test-server.js";
 
 const CHROMIUM = process.env.CHROMIUM_PATH || "/usr/bin/chromium";
 /** A normal desktop user agent: the default one says HeadlessChrome, which the bot filter drops. */
@@ -55,7 +38,6 @@ declare const localStorage: { setItem(k: string, v: string): void; removeItem(k:
 declare const location: { href: string; hash: string };
 declare const navigator: object;
 
-let server: TestServer;
 let browser: Browser;
 let context: BrowserContext;
 let launchError: unknown;
@@ -109,8 +91,9 @@ async function newPage(): Promise<Page> {
   return page;
 }
 
+const ctx = useTestServer({ clock, tenant: false });
+
 beforeAll(async () => {
-  server = await startTestServer({ clock });
   // A missing browser fails every test with this reason (never a skip).
   try {
     browser = await launchChromium();
@@ -129,7 +112,7 @@ beforeAll(async () => {
       // A proxy under the site's own domain, as docs/tracker.md sets up with nginx or Caddy.
       proxied.push(route.request().postData() ?? "");
       return route
-        .fetch({ url: `${server.url}/api/v1/collect` })
+        .fetch({ url: `${ctx.url}/api/v1/collect` })
         .then((response) => route.fulfill({ response }));
     }
     const html = pages.get(url);
@@ -143,7 +126,6 @@ beforeAll(async () => {
 
 afterAll(async () => {
   await browser?.close();
-  await server?.close();
 });
 
 afterEach(async () => {
@@ -163,7 +145,7 @@ function servePage(
   pages.set(
     url.split(/[?#]/)[0] as string,
     `<!doctype html><html><head><title>${options.title ?? "Test page"}</title>${options.head ?? ""}` +
-      `<script defer src="${server.url}/js/script.js" data-site="${siteId}" ${options.attrs ?? ""}></script>` +
+      `<script defer src="${ctx.url}/js/script.js" data-site="${siteId}" ${options.attrs ?? ""}></script>` +
       `</head><body>${options.body ?? ""}</body></html>`,
   );
   return url;
@@ -183,7 +165,7 @@ async function visit(url: string, referer?: string): Promise<Page> {
   const sent: Sent[] = [];
   sentBy.set(page, sent);
   page.on("request", (r) => {
-    if (!r.url().startsWith(`${server.url}/api/v1/collect`)) return;
+    if (!r.url().startsWith(`${ctx.url}/api/v1/collect`)) return;
     sent.push({ method: r.method(), type: r.resourceType(), headers: r.allHeaders() });
   });
   await page.goto(url, referer ? { referer } : {});
@@ -195,7 +177,7 @@ async function visit(url: string, referer?: string): Promise<Page> {
 async function eventsOf(siteId: string, n: number): Promise<StoredEvent[]> {
   let events: StoredEvent[] = [];
   for (let i = 0; i < 100; i++) {
-    events = await listEvents(server.url, siteId);
+    events = await listEvents(ctx.url, siteId);
     if (events.length >= n) break;
     await new Promise((r) => setTimeout(r, 50));
   }
@@ -203,12 +185,11 @@ async function eventsOf(siteId: string, n: number): Promise<StoredEvent[]> {
   return events;
 }
 
-const reports = () =>
-  createClient(ReportsService, createConnectTransport({ baseUrl: server.url, httpVersion: "1.1" }));
+const reports = () => ctx.client(ReportsService);
 
 async function pay(tenant: Tenant, paymentId: string, customer: Record<string, string>) {
   const res = await postJson(
-    `${server.url}/api/v1/payments`,
+    `${ctx.url}/api/v1/payments`,
     {
       payment_id: paymentId,
       customer,
@@ -222,14 +203,14 @@ async function pay(tenant: Tenant, paymentId: string, customer: Record<string, s
   expect(res.status).toBe(200);
   const { payment } = await reports().getPayment(
     { siteId: tenant.siteId, paymentId },
-    { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } },
+    { headers: ctx.adminHeaders },
   );
   return payment;
 }
 
 describe("the tracking script in Chromium", () => {
   it("sends a pageview on load with url, title, width, language and referrer; no cookies", async () => {
-    const tenant = await createTenant(server);
+    const tenant = await createTenant(ctx.server);
     const url = servePage("https://example.com/landing?utm_source=newsletter", tenant, {
       title: "Landing",
     });
@@ -270,7 +251,7 @@ describe("the tracking script in Chromium", () => {
   });
 
   it("keeps the hash and counts hash changes with data-hash", async () => {
-    const tenant = await createTenant(server);
+    const tenant = await createTenant(ctx.server);
     const page = await visit(
       servePage("https://example.com/app#/inbox", tenant, { attrs: "data-hash" }),
     );
@@ -286,7 +267,7 @@ describe("the tracking script in Chromium", () => {
   });
 
   it("counts single-page navigations (pushState, replaceState, popstate), not the same path twice in a row", async () => {
-    const tenant = await createTenant(server);
+    const tenant = await createTenant(ctx.server);
     const page = await visit(servePage("https://example.com/a", tenant));
     await eventsOf(tenant.siteId, 1);
     await page.evaluate(() => {
@@ -303,7 +284,7 @@ describe("the tracking script in Chromium", () => {
   });
 
   it("tracks custom events with properties and identify calls, and never throws on bad input", async () => {
-    const tenant = await createTenant(server);
+    const tenant = await createTenant(ctx.server);
     const page = await visit(servePage("https://example.com/app", tenant));
     await eventsOf(tenant.siteId, 1);
     await page.evaluate(() => {
@@ -322,7 +303,7 @@ describe("the tracking script in Chromium", () => {
   });
 
   it("attributes a payment with customer.visitor_id to the browser's landing (Email)", async () => {
-    const tenant = await createTenant(server);
+    const tenant = await createTenant(ctx.server);
     const page = await visit(
       servePage("https://example.com/?utm_source=newsletter&utm_medium=email", tenant),
     );
@@ -344,7 +325,7 @@ describe("the tracking script in Chromium", () => {
   });
 
   it("attributes a payment with customer.user_id after ingest.identify", async () => {
-    const tenant = await createTenant(server);
+    const tenant = await createTenant(ctx.server);
     const page = await visit(
       servePage("https://www.example.com/offer?utm_source=newsletter&utm_medium=email", tenant),
     );
@@ -359,20 +340,20 @@ describe("the tracking script in Chromium", () => {
   });
 
   it("records nothing from a page on another hostname", async () => {
-    const tenant = await createTenant(server);
+    const tenant = await createTenant(ctx.server);
     const page = await visit(servePage("https://other.test/copied-snippet", tenant));
     await page.evaluate(() => ingest.track("Signup"));
     expect(await page.evaluate(() => ingest.visitorId())).toBeUndefined();
     await new Promise((r) => setTimeout(r, 300));
-    expect(await listEvents(server.url, tenant.siteId)).toEqual([]);
+    expect(await listEvents(ctx.url, tenant.siteId)).toEqual([]);
   });
 
   it("sends to data-api (a proxy under the site's domain) instead of the script's origin", async () => {
-    const tenant = await createTenant(server);
+    const tenant = await createTenant(ctx.server);
     const direct: string[] = [];
     const page = await newPage();
     page.on("request", (r) => {
-      if (r.url().startsWith(`${server.url}/api/v1/collect`)) direct.push(r.url());
+      if (r.url().startsWith(`${ctx.url}/api/v1/collect`)) direct.push(r.url());
     });
     await page.goto(
       servePage("https://example.com/proxied", tenant, { attrs: 'data-api="/stats/api/event"' }),
@@ -386,7 +367,7 @@ describe("the tracking script in Chromium", () => {
   });
 
   it("replays calls queued by the stub before the script loaded", async () => {
-    const tenant = await createTenant(server);
+    const tenant = await createTenant(ctx.server);
     const page = await visit(
       servePage("https://example.com/queued", tenant, {
         head:
@@ -402,7 +383,7 @@ describe("the tracking script in Chromium", () => {
   });
 
   it("counts outbound links, downloads and tagged elements when asked", async () => {
-    const tenant = await createTenant(server);
+    const tenant = await createTenant(ctx.server);
     pages.set("https://other.test/away", "<!doctype html><title>away</title>");
     const page = await visit(
       servePage("https://example.com/links", tenant, {
@@ -431,7 +412,7 @@ describe("the tracking script in Chromium", () => {
   });
 
   it("sends nothing from localhost or after the localStorage opt-out, saying why once", async () => {
-    const tenant = await createTenant(server);
+    const tenant = await createTenant(ctx.server);
     const warnings: string[] = [];
     const page = await newPage();
     page.on("console", (m) => {
@@ -459,13 +440,13 @@ describe("the tracking script in Chromium", () => {
     expect(warnings.at(-1)).toBe("ingest: not sending events: automated browser");
     // Only the opt-out page's first load (before the opt-out) was recorded.
     await new Promise((r) => setTimeout(r, 300));
-    expect((await listEvents(server.url, tenant.siteId)).map((e) => e.url)).toEqual([
+    expect((await listEvents(ctx.url, tenant.siteId)).map((e) => e.url)).toEqual([
       "https://example.com/owner",
     ]);
   });
 
   it("never throws into the page when the endpoint is down", async () => {
-    const tenant = await createTenant(server);
+    const tenant = await createTenant(ctx.server);
     const closed = await freePort();
     const page = await visit(
       servePage("https://example.com/down", tenant, {
@@ -482,9 +463,9 @@ describe("the tracking script in Chromium", () => {
   });
 
   it("lets a page read the collect endpoint's answers and errors (CORS), with and without preflight", async () => {
-    const tenant = await createTenant(server);
+    const tenant = await createTenant(ctx.server);
     const page = await visit(servePage("https://example.com/cors", tenant));
-    const endpoint = `${server.url}/api/v1/collect`;
+    const endpoint = `${ctx.url}/api/v1/collect`;
     const answers = await page.evaluate(
       async ([endpoint, siteId]) => {
         const send = async (body: unknown, contentType: string) => {

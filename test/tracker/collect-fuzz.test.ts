@@ -5,13 +5,8 @@
  * (Access-Control-Allow-Origin: *); never a 5xx, a crash or a hang.
  */
 import fc from "fast-check";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import {
-  createTenant,
-  startTestServer,
-  type Tenant,
-  type TestServer,
-} from "../helpers/test-server.js";
+import { beforeAll, describe, expect, it } from "vitest";
+import { BROWSER_UA } from "../helpers/collect.js";
 import {
   anyJsonText,
   assertRestError,
@@ -20,17 +15,13 @@ import {
   SEED,
   send,
   TEST_TIMEOUT,
-} from "../robustness/support.js";
-import { BROWSER_UA } from "./support.js";
+} from "../helpers/robustness.js";
+import { useTestServer } from "../helpers/use-test-server.js";
 
-let server: TestServer;
-let tenant: Tenant;
+const ctx = useTestServer({ env: { COLLECT_RATE_LIMIT: "0" } });
 beforeAll(async () => {
   console.info(`collect-fuzz: fast-check seed ${SEED} (replay with FC_SEED=${SEED})`);
-  server = await startTestServer({ env: { COLLECT_RATE_LIMIT: "0" } });
-  tenant = await createTenant(server);
 });
-afterAll(() => server?.close());
 
 /** Event-shaped bodies with fields that are sometimes right, sometimes not. */
 const eventish = (siteId: string) =>
@@ -65,7 +56,7 @@ describe("collect robustness", () => {
     async () => {
       await fc.assert(
         fc.asyncProperty(
-          fc.oneof(eventish(tenant.siteId), anyJsonText, fc.string({ maxLength: 9000 })),
+          fc.oneof(eventish(ctx.siteId), anyJsonText, fc.string({ maxLength: 9000 })),
           fc.constantFrom(
             "text/plain;charset=UTF-8",
             "application/json",
@@ -82,7 +73,7 @@ describe("collect robustness", () => {
               "user-agent": BROWSER_UA,
               ...(origin ? { origin } : {}),
             };
-            const url = `${server.url}/api/v1/collect`;
+            const url = `${ctx.url}/api/v1/collect`;
             const context = describeRequest({ url, headers, body });
             const answer = await send(url, { headers, body });
             expect(answer.headers.get("access-control-allow-origin"), context).toBe("*");

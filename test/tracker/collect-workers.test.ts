@@ -9,8 +9,8 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { startChildServer } from "../helpers/child-server.js";
+import { BROWSER_UA } from "../helpers/collect.js";
 import { seedTenantFile } from "../helpers/test-server.js";
-import { BROWSER_UA } from "./support.js";
 
 let dir: string;
 let path: string;

@@ -4,10 +4,10 @@
  */
 import { request } from "node:http";
 import { brotliDecompressSync, gunzipSync, gzipSync } from "node:zlib";
-import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { pickEncoding } from "../../src/http/tracker-script.js";
 import { buildTracker } from "../../tracker/build.js";
-import { startTestServer, type TestServer } from "../helpers/test-server.js";
+import { useTestServer } from "../helpers/use-test-server.js";
 
 /** A raw GET (fetch would decode the body and hide Content-Encoding handling). */
 function get(url: string, headers: Record<string, string> = {}) {
@@ -31,13 +31,11 @@ function get(url: string, headers: Record<string, string> = {}) {
 }
 
 describe("the tracking script", () => {
-  let server: TestServer;
   let bundle: string;
+  const ctx = useTestServer({ tenant: false });
   beforeAll(async () => {
     bundle = await buildTracker();
-    server = await startTestServer();
   });
-  afterAll(() => server.close());
 
   it("stays within its size budget", () => {
     const gzipped = gzipSync(Buffer.from(bundle), { level: 9 }).length;
@@ -47,7 +45,7 @@ describe("the tracking script", () => {
   });
 
   it("is served with its type, an ETag and an hour of caching", async () => {
-    const res = await get(`${server.url}/js/script.js`);
+    const res = await get(`${ctx.url}/js/script.js`);
     expect(res.status).toBe(200);
     expect(res.headers["content-type"]).toBe("text/javascript; charset=utf-8");
     expect(res.headers["cache-control"]).toBe("public, max-age=3600, stale-while-revalidate=86400");
@@ -58,24 +56,24 @@ describe("the tracking script", () => {
   });
 
   it("answers 304 to a matching If-None-Match", async () => {
-    const { headers } = await get(`${server.url}/js/script.js`);
+    const { headers } = await get(`${ctx.url}/js/script.js`);
     const etag = headers.etag as string;
-    const res = await get(`${server.url}/js/script.js`, { "if-none-match": `W/${etag}` });
+    const res = await get(`${ctx.url}/js/script.js`, { "if-none-match": `W/${etag}` });
     expect(res.status).toBe(304);
     expect(res.body.length).toBe(0);
     expect(res.headers.etag).toBe(etag);
-    const stale = await get(`${server.url}/js/script.js`, { "if-none-match": '"old"' });
+    const stale = await get(`${ctx.url}/js/script.js`, { "if-none-match": '"old"' });
     expect(stale.status).toBe(200);
   });
 
   it("is compressed with brotli or gzip when asked", async () => {
-    const br = await get(`${server.url}/js/script.js`, { "accept-encoding": "gzip, deflate, br" });
+    const br = await get(`${ctx.url}/js/script.js`, { "accept-encoding": "gzip, deflate, br" });
     expect(br.headers["content-encoding"]).toBe("br");
     expect(brotliDecompressSync(br.body).toString()).toBe(bundle);
-    const gz = await get(`${server.url}/js/script.js`, { "accept-encoding": "gzip" });
+    const gz = await get(`${ctx.url}/js/script.js`, { "accept-encoding": "gzip" });
     expect(gz.headers["content-encoding"]).toBe("gzip");
     expect(gunzipSync(gz.body).toString()).toBe(bundle);
-    const none = await get(`${server.url}/js/script.js`, { "accept-encoding": "br;q=0, gzip;q=0" });
+    const none = await get(`${ctx.url}/js/script.js`, { "accept-encoding": "br;q=0, gzip;q=0" });
     expect(none.headers["content-encoding"]).toBeUndefined();
     expect(none.body.toString()).toBe(bundle);
   });

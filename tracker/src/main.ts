@@ -7,6 +7,10 @@
  *    promise it hands out resolves (to undefined when something failed);
  *  - it sends text/plain JSON (a CORS "simple request": no preflight) and
  *    never custom headers or cookies;
+ *  - cookieless by default; with consent (`data-persist`, `ingest.consent(true)`,
+ *    or the `ingest_vid` cookie a consent left) it keeps a random visitor id in
+ *    that first-party cookie and sends it as `vid`; never under Global Privacy
+ *    Control;
  *  - the first event goes with fetch, whose answer (readable thanks to CORS)
  *    carries the visitor id the service stored; later events use
  *    navigator.sendBeacon, which survives page unloads but cannot read answers.
@@ -30,6 +34,10 @@ const endpoint = attr("api") || `${script ? new URL(script.src).origin : ""}/api
 const hashRouting = has("hash");
 
 let visitor: string | undefined;
+/** The persistent visitor id while persisting (the `ingest_vid` cookie's). */
+let vid: string | undefined;
+/** Whether an event of this page went without `vid` (consent then carries the visit over). */
+let cookieless = false;
 /** The fetch that will tell the visitor id, while it runs. */
 let inFlight: Promise<string | undefined> | undefined;
 let sent = false;
@@ -80,6 +88,7 @@ function send(name: string, extra?: { p?: Props; uid?: string }): void {
         s: site,
         e: name,
         u: hashRouting ? loc.href : loc.href.split("#")[0],
+        vid,
         r: d.referrer || undefined,
         t: d.title || undefined,
         w: w.innerWidth,
@@ -89,13 +98,15 @@ function send(name: string, extra?: { p?: Props; uid?: string }): void {
     ),
   );
   sent = true;
-  if (visitor || inFlight) {
+  cookieless = cookieless || !vid;
+  if (vid || visitor || inFlight) {
     // sendBeacon returns false when it cannot queue the body: fall back to fetch.
     if (!nav.sendBeacon?.(endpoint, body)) post(body);
     return;
   }
   const request = post(body).then((id) => {
-    visitor = visitor || id;
+    // Only a cookieless event's answer is the daily id (a vid's is the vid).
+    visitor = visitor || (vid ? undefined : id);
     inFlight = undefined;
     for (const resolve of waiting.splice(0)) resolve(visitor);
     return visitor;
@@ -108,6 +119,35 @@ function pageview(): void {
   if (path === lastPath) return;
   lastPath = path;
   send("pageview");
+}
+
+/** Writes the `ingest_vid` cookie for `age` seconds (0 deletes it). */
+function cookie(value: string, age: number): void {
+  const domain = attr("cookie-domain");
+  // biome-ignore lint/suspicious/noDocumentCookie: the Cookie Store API is missing from Firefox and Safari before 18.4, and the value is our own [0-9a-f] id.
+  d.cookie = `ingest_vid=${value};Path=/;Max-Age=${age};SameSite=Lax${domain ? `;Domain=${domain}` : ""}${loc.protocol === "https:" ? ";Secure" : ""}`;
+}
+
+/**
+ * Consent on: the cookie's id, or a new one (17 random bytes, 34 hex
+ * characters: never the 32 of a daily id), renewed for 400 days; a page that
+ * already sent cookieless events sends `Consent` with the id, which joins
+ * them to it. Off, under Global Privacy Control, or on an excluded page (the
+ * opt-out, localhost, automation): the cookie is deleted.
+ */
+function consent(on: unknown): void {
+  if (on && !(nav as { globalPrivacyControl?: boolean }).globalPrivacyControl && !exclusion()) {
+    vid =
+      (/(?:^|; )ingest_vid=([\w-]{16,64})(;|$)/.exec(d.cookie) || [])[1] ||
+      Array.from(crypto.getRandomValues(new Uint8Array(17)), (b) =>
+        (b | 256).toString(16).slice(1),
+      ).join("");
+    cookie(vid, 34560000);
+    if (cookieless) send("Consent");
+  } else {
+    vid = undefined;
+    cookie("", 0);
+  }
 }
 
 /** Runs `fn`, swallowing anything it throws: the page must never see our errors. */
@@ -126,13 +166,15 @@ const api = {
   track: guard((name: string, props?: Props) => send(String(name), props ? { p: props } : {})),
   /** Links this visitor to the site's own user id. */
   identify: guard((userId: string) => send("$identify", { uid: String(userId) })),
-  /** The visitor id the service stores with this browser's events (undefined when none). */
+  /** The persistent id while persisting, else the daily id the service stores (undefined when none). */
   visitorId: guard(
     (): Promise<string | undefined> =>
-      visitor || exclusion() || (sent && !inFlight)
-        ? Promise.resolve(visitor)
+      vid || visitor || exclusion() || (sent && !inFlight)
+        ? Promise.resolve(exclusion() ? undefined : vid || visitor)
         : inFlight || new Promise((resolve) => waiting.push(resolve as Resolve)),
   ),
+  /** Consent to the persistent visitor id (true) or its withdrawal (false). */
+  consent: guard(consent),
 };
 
 /** `ingest("track", "Signup", {plan: "pro"})`: the same as `ingest.track("Signup", …)`. */
@@ -147,6 +189,8 @@ const ingest = Object.assign(
 guard(() => {
   const queued = (w.ingest as { q?: Queued[] } | undefined)?.q || [];
   w.ingest = ingest;
+  // data-persist, or a consent given on an earlier page (its cookie): persistent from the first event.
+  if (has("persist") || /(^|; )ingest_vid=/.test(d.cookie)) api.consent(1);
 
   const patch = (method: "pushState" | "replaceState") => {
     const original = history[method];

@@ -12,7 +12,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file ingest/v1/events.proto.
  */
 export const file_ingest_v1_events: GenFile = /*@__PURE__*/
-  fileDesc("ChZpbmdlc3QvdjEvZXZlbnRzLnByb3RvEglpbmdlc3QudjEi0gIKE1JlY29yZEV2ZW50c1JlcXVlc3QSCQoBcxgBIAEoCRIOCgFlGAIgASgJSACIAQESDgoBdRgDIAEoCUgBiAEBEg4KAXIYBCABKAlIAogBARIOCgF0GAUgASgJSAOIAQESDgoBdxgGIAEoBUgEiAEBEg4KAWwYByABKAlIBYgBARIQCgN1aWQYCCABKAlIBogBARInCgFwGAkgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdEgHiAEBEg8KAnRzGAogASgDSAiIAQESDwoCaXAYCyABKAlICYgBARIPCgJ1YRgMIAEoCUgKiAEBEhsKAWIYDSADKAsyEC5pbmdlc3QudjEuRXZlbnRCBAoCX2VCBAoCX3VCBAoCX3JCBAoCX3RCBAoCX3dCBAoCX2xCBgoEX3VpZEIECgJfcEIFCgNfdHNCBQoDX2lwQgUKA191YSKcAgoFRXZlbnQSDgoBcxgBIAEoCUgAiAEBEgkKAWUYAiABKAkSCQoBdRgDIAEoCRIOCgFyGAQgASgJSAGIAQESDgoBdBgFIAEoCUgCiAEBEg4KAXcYBiABKAVIA4gBARIOCgFsGAcgASgJSASIAQESEAoDdWlkGAggASgJSAWIAQESJwoBcBgJIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3RIBogBARIPCgJ0cxgKIAEoA0gHiAEBEg8KAmlwGAsgASgJSAiIAQESDwoCdWEYDCABKAlICYgBAUIECgJfc0IECgJfckIECgJfdEIECgJfd0IECgJfbEIGCgRfdWlkQgQKAl9wQgUKA190c0IFCgNfaXBCBQoDX3VhIlIKFFJlY29yZEV2ZW50c1Jlc3BvbnNlEhAKCGFjY2VwdGVkGAEgASgFEg8KB2Ryb3BwZWQYAiABKAUSFwoPcXVvdGFfcmVtYWluaW5nGAMgASgDMnsKDUV2ZW50c1NlcnZpY2USagoMUmVjb3JkRXZlbnRzEh4uaW5nZXN0LnYxLlJlY29yZEV2ZW50c1JlcXVlc3QaHy5pbmdlc3QudjEuUmVjb3JkRXZlbnRzUmVzcG9uc2UiGYLT5JMCEzoBKiIOL2FwaS92MS9ldmVudHNiBnByb3RvMw", [file_google_api_annotations, file_google_protobuf_struct]);
+  fileDesc("ChZpbmdlc3QvdjEvZXZlbnRzLnByb3RvEglpbmdlc3QudjEi7AIKE1JlY29yZEV2ZW50c1JlcXVlc3QSCQoBcxgBIAEoCRIOCgFlGAIgASgJSACIAQESDgoBdRgDIAEoCUgBiAEBEg4KAXIYBCABKAlIAogBARIOCgF0GAUgASgJSAOIAQESDgoBdxgGIAEoBUgEiAEBEg4KAWwYByABKAlIBYgBARIQCgN1aWQYCCABKAlIBogBARInCgFwGAkgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdEgHiAEBEg8KAnRzGAogASgDSAiIAQESDwoCaXAYCyABKAlICYgBARIPCgJ1YRgMIAEoCUgKiAEBEhsKAWIYDSADKAsyEC5pbmdlc3QudjEuRXZlbnQSEAoDdmlkGA4gASgJSAuIAQFCBAoCX2VCBAoCX3VCBAoCX3JCBAoCX3RCBAoCX3dCBAoCX2xCBgoEX3VpZEIECgJfcEIFCgNfdHNCBQoDX2lwQgUKA191YUIGCgRfdmlkIrYCCgVFdmVudBIOCgFzGAEgASgJSACIAQESCQoBZRgCIAEoCRIJCgF1GAMgASgJEg4KAXIYBCABKAlIAYgBARIOCgF0GAUgASgJSAKIAQESDgoBdxgGIAEoBUgDiAEBEg4KAWwYByABKAlIBIgBARIQCgN1aWQYCCABKAlIBYgBARInCgFwGAkgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdEgGiAEBEg8KAnRzGAogASgDSAeIAQESDwoCaXAYCyABKAlICIgBARIPCgJ1YRgMIAEoCUgJiAEBEhAKA3ZpZBgNIAEoCUgKiAEBQgQKAl9zQgQKAl9yQgQKAl90QgQKAl93QgQKAl9sQgYKBF91aWRCBAoCX3BCBQoDX3RzQgUKA19pcEIFCgNfdWFCBgoEX3ZpZCJSChRSZWNvcmRFdmVudHNSZXNwb25zZRIQCghhY2NlcHRlZBgBIAEoBRIPCgdkcm9wcGVkGAIgASgFEhcKD3F1b3RhX3JlbWFpbmluZxgDIAEoAzJ7Cg1FdmVudHNTZXJ2aWNlEmoKDFJlY29yZEV2ZW50cxIeLmluZ2VzdC52MS5SZWNvcmRFdmVudHNSZXF1ZXN0Gh8uaW5nZXN0LnYxLlJlY29yZEV2ZW50c1Jlc3BvbnNlIhmC0+STAhM6ASoiDi9hcGkvdjEvZXZlbnRzYgZwcm90bzM", [file_google_api_annotations, file_google_protobuf_struct]);
 
 /**
  * RecordEventsRequest is either one event (its fields at the top level) or
@@ -93,6 +93,14 @@ export type RecordEventsRequest = Message<"ingest.v1.RecordEventsRequest"> & {
    * @generated from field: repeated ingest.v1.Event b = 13;
    */
   b: Event[];
+
+  /**
+   * A persistent visitor id issued by the tracking script (cookie ingest_vid):
+   * 16 to 64 characters of A-Z a-z 0-9 _ -.
+   *
+   * @generated from field: optional string vid = 14;
+   */
+  vid?: string | undefined;
 };
 
 /**
@@ -169,6 +177,13 @@ export type Event = Message<"ingest.v1.Event"> & {
    * @generated from field: optional string ua = 12;
    */
   ua?: string | undefined;
+
+  /**
+   * A persistent visitor id, as in RecordEventsRequest.
+   *
+   * @generated from field: optional string vid = 13;
+   */
+  vid?: string | undefined;
 };
 
 /**

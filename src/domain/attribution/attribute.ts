@@ -12,9 +12,10 @@ import type {
   EventGroupResult,
   LinkKind,
   Store,
+  VisitorTouch,
 } from "../store/store.js";
-import { attributionRank, linkRank, UNATTRIBUTED_RANK } from "./ranking.js";
-import { isBetter } from "./touches.js";
+import { attributionRank, creditedTouch, linkRank, UNATTRIBUTED_RANK } from "./ranking.js";
+import { customerVisitorIds, joinStitchedVisitors } from "./stitched-visitors.js";
 
 export interface Attributor {
   /**
@@ -26,6 +27,20 @@ export interface Attributor {
   afterEvents(groups: EventGroup[], results: EventGroupResult[]): Promise<void>;
   /** Attributes the customers of a batch of payments. */
   afterPayments(customers: { siteId: string; customerId: string }[]): Promise<void>;
+}
+
+/** The attribution a touch gives, found through a link of kind `via`. */
+function attributionOf(t: VisitorTouch, via: LinkKind): Attribution {
+  return {
+    channel: t.channel,
+    landingPage: t.landingPage,
+    visitorId: t.visitorId,
+    via,
+    touchedAt: t.ts,
+    ...(t.source !== undefined ? { source: t.source } : {}),
+    ...(t.medium !== undefined ? { medium: t.medium } : {}),
+    ...(t.campaign !== undefined ? { campaign: t.campaign } : {}),
+  };
 }
 
 export function createAttributor(deps: { store: Store; clock: Clock }): Attributor {
@@ -47,7 +62,10 @@ export function createAttributor(deps: { store: Store; clock: Clock }): Attribut
         add(l.visitorId, "user_id");
       }
     }
-    if (customer.visitorId) add(customer.visitorId, "visitor_id");
+    // A daily id, a vid from the ingest_vid cookie or its stored form p:<vid>.
+    for (const id of await customerVisitorIds(store, siteId, customer.visitorId)) {
+      add(id, "visitor_id");
+    }
     const fresh: CustomerVisitorLink[] = [...links].map(([visitorId, via]) => ({
       visitorId,
       via,
@@ -56,38 +74,25 @@ export function createAttributor(deps: { store: Store; clock: Clock }): Attribut
     for (const known of await store.getCustomerVisitors(siteId, customerId)) {
       add(known.visitorId, "customer");
     }
+    // Persistent and daily ids of one browser are one visitor; remembered like the others.
+    for (const visitorId of await joinStitchedVisitors(store, siteId, links)) {
+      fresh.push({ visitorId, via: links.get(visitorId) as LinkKind, linkedAt: clock.now() });
+    }
     // Nothing to write: links are only ever added, so a customer with none was never
     // attributed, and its payments were stored unattributed. Most server-side payments
     // (a webhook naming no visitor) end here, without a write transaction of their own.
     if (links.size === 0 && customer.attribution === undefined) return undefined;
 
-    let best: Attribution | undefined;
-    let bestTouch: Parameters<typeof isBetter>[0] | undefined;
-    for (const t of await store.getFirstTouches(siteId, [...links.keys()])) {
-      const via = links.get(t.visitorId) as LinkKind;
-      const better =
-        !bestTouch ||
-        isBetter(t, bestTouch) ||
-        (t.internal === bestTouch.internal &&
-          t.ts === bestTouch.ts &&
-          linkRank(via) < linkRank((best as Attribution).via));
-      if (!better) continue;
-      bestTouch = t;
-      best = {
-        channel: t.channel,
-        landingPage: t.landingPage,
-        visitorId: t.visitorId,
-        via,
-        touchedAt: t.ts,
-        ...(t.source !== undefined ? { source: t.source } : {}),
-        ...(t.medium !== undefined ? { medium: t.medium } : {}),
-        ...(t.campaign !== undefined ? { campaign: t.campaign } : {}),
-      };
-    }
+    const credited = creditedTouch(
+      await store.getFirstTouches(siteId, [...links.keys()]),
+      (visitorId) => links.get(visitorId) as LinkKind,
+    );
+    const best = credited && attributionOf(credited.touch, credited.via);
     // Conditional: a writer that read older links and touches cannot replace
     // a better attribution another process stored meanwhile.
-    const rank =
-      best && bestTouch ? attributionRank(bestTouch, best.via, best.visitorId) : UNATTRIBUTED_RANK;
+    const rank = credited
+      ? attributionRank(credited.touch, credited.via, credited.touch.visitorId)
+      : UNATTRIBUTED_RANK;
     await store.setAttribution(siteId, customerId, best, rank);
     // Remembered so a later payment that names another visitor keeps this one. Written after
     // the attribution: a write may wait for its disk sync (SQLite), and a wait between the
@@ -115,6 +120,10 @@ export function createAttributor(deps: { store: Store; clock: Clock }): Attribut
         if (!r?.ok) return;
         for (const l of g.links) {
           entry(l.siteId).userIds.push(l.userId);
+        }
+        // A new stitch joins two visitors: customers of either may have a better touch now.
+        for (const st of g.stitches ?? []) {
+          entry(st.siteId).visitorIds.push(st.visitorId, st.persistentId);
         }
         const siteId = g.events[0]?.siteId;
         if (siteId && r.firstTouches) entry(siteId).visitorIds.push(...r.firstTouches);

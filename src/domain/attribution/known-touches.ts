@@ -10,11 +10,12 @@
  * candidate that does not beat the bound cannot beat the stored touch and
  * changes nothing. After a restart the memory is empty and every candidate
  * is written, as before. Visitor ids change with each UTC day's salt, so old
- * entries simply stop being asked for; the memory is bounded and starts
- * again empty when full.
+ * entries simply stop being asked for and leave the bounded map
+ * (src/lib/bounded-map.ts) first.
  */
+import { createBoundedMap } from "../../lib/bounded-map.js";
 import type { VisitorTouch } from "../store/records.js";
-import { isBetter } from "./touches.js";
+import { isBetterTouch } from "./ranking.js";
 
 /** Most visitors remembered per process (~100 bytes each). */
 const MAX_VISITORS = 50_000;
@@ -27,38 +28,25 @@ export interface KnownTouches {
 }
 
 export function createKnownTouches(options: { maxVisitors?: number } = {}): KnownTouches {
-  const maxVisitors = options.maxVisitors ?? MAX_VISITORS;
-  // Site → visitor → touch: no key string to build per event.
-  const known = new Map<string, Map<string, VisitorTouch>>();
-  let size = 0;
+  // By visitor id alone, so no key string is built per event: a visitor id is
+  // a hash that includes its site, and a touch of another site with the same
+  // id (a collision, or a test) is simply not a bound for this one.
+  const known = createBoundedMap<string, VisitorTouch>(options.maxVisitors ?? MAX_VISITORS);
+  let empty = true;
   return {
     filter(touches) {
-      if (size === 0) return touches;
+      if (empty) return touches;
       return touches.filter((t) => {
-        const k = known.get(t.siteId)?.get(t.visitorId);
-        return k === undefined || isBetter(t, k);
+        const k = known.get(t.visitorId);
+        return k === undefined || k.siteId !== t.siteId || isBetterTouch(t, k);
       });
     },
     remember(touches) {
       for (const t of touches) {
-        let visitors = known.get(t.siteId);
-        if (!visitors) {
-          visitors = new Map();
-          known.set(t.siteId, visitors);
-        }
-        const k = visitors.get(t.visitorId);
-        if (k !== undefined && !isBetter(t, k)) continue;
-        if (k === undefined) {
-          // Full: start again (the store stays right; only some upserts come back for a while).
-          if (size >= maxVisitors) {
-            known.clear();
-            size = 0;
-            visitors = new Map();
-            known.set(t.siteId, visitors);
-          }
-          size += 1;
-        }
-        visitors.set(t.visitorId, t);
+        const k = known.get(t.visitorId);
+        if (k !== undefined && k.siteId === t.siteId && !isBetterTouch(t, k)) continue;
+        known.set(t.visitorId, t);
+        empty = false;
       }
     },
   };

@@ -6,10 +6,9 @@
  * tests check the translation against these functions.
  */
 import type { VisitorTouch } from "../store/records.js";
-import type { LinkKind } from "../vocabulary.js";
+import { LINK_KINDS, type LinkKind } from "../vocabulary.js";
 
-/** Link kinds, strongest first: the index is the rank (lower is stronger). */
-export const LINK_KINDS: readonly LinkKind[] = ["user_id", "visitor_id", "customer"];
+export { LINK_KINDS };
 
 /** The rank of a link kind: lower is stronger. */
 export function linkRank(kind: LinkKind): number {
@@ -24,6 +23,41 @@ export function isBetterTouch(a: TouchRank, b: TouchRank | undefined): boolean {
   if (b === undefined) return true;
   if (a.internal !== b.internal) return !a.internal;
   return a.ts < b.ts;
+}
+
+/**
+ * The order of first touches: earliest first, then by visitor id. Stores
+ * return a visitor's touches in any order; the domain sorts them.
+ */
+export function byTimeThenVisitor(
+  a: Pick<VisitorTouch, "ts" | "visitorId">,
+  b: Pick<VisitorTouch, "ts" | "visitorId">,
+): number {
+  return a.ts - b.ts || (a.visitorId < b.visitorId ? -1 : a.visitorId > b.visitorId ? 1 : 0);
+}
+
+/**
+ * The touch a customer is credited to, among the first touches of its
+ * linked visitors (`via` says how each visitor is linked): a non-internal
+ * touch first, then the earlier one, then the stronger link, then the
+ * visitor id; undefined when there is none.
+ */
+export function creditedTouch<T extends VisitorTouch>(
+  touches: readonly T[],
+  via: (visitorId: string) => LinkKind,
+): { touch: T; via: LinkKind } | undefined {
+  let best: { touch: T; via: LinkKind } | undefined;
+  for (const touch of [...touches].sort(byTimeThenVisitor)) {
+    const v = via(touch.visitorId);
+    const better =
+      best === undefined ||
+      isBetterTouch(touch, best.touch) ||
+      (touch.internal === best.touch.internal &&
+        touch.ts === best.touch.ts &&
+        linkRank(v) < linkRank(best.via));
+    if (better) best = { touch, via: v };
+  }
+  return best;
 }
 
 /** The rank of "unattributed": after every attribution. */

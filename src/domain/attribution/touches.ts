@@ -2,7 +2,7 @@
 import { parseUrl } from "../events/url-parts.js";
 import type { EventRecord, VisitorTouch } from "../store/records.js";
 import { classifyTouch } from "./channels.js";
-import { isBetterTouch, type TouchRank } from "./ranking.js";
+import { isBetterTouch } from "./ranking.js";
 
 /** The landing page without query or fragment: those carry click ids and sometimes personal data. */
 function landingPage(url: string): string {
@@ -46,10 +46,7 @@ export function touchesOf(events: EventRecord[], siteHostnames: string[]): Visit
     const t = touchOf(e, siteHostnames);
     if (!t) continue;
     const cur = best.get(t.visitorId);
-    if (!cur || isBetter(t, cur)) best.set(t.visitorId, t);
+    if (!cur || isBetterTouch(t, cur)) best.set(t.visitorId, t);
   }
   return [...best.values()];
 }
-
-/** Non-internal beats internal; then the earlier wins (the one rule: see ranking.ts). */
-export const isBetter: (a: TouchRank, b: TouchRank | undefined) => boolean = isBetterTouch;

@@ -2,11 +2,9 @@
  * What a connector is made of and how it is shown: the providers, the input
  * rules for creating one, and its public view (never its secret).
  */
-import { DomainError } from "../errors.js";
-import type { ConnectorRecord, Provider } from "../store/store.js";
-
-/** The providers, by the names users type (`--provider stripe`). */
-export const PROVIDERS: readonly Provider[] = ["stripe", "paddle", "lemonsqueezy", "polar"];
+import { errors } from "../errors.js";
+import type { ConnectorRecord } from "../store/store.js";
+import { isOneOf, PROVIDERS, type Provider } from "../vocabulary.js";
 
 /** The path a connector receives its provider's webhooks on. */
 export function connectorUrlPath(connectorId: string): string {
@@ -46,19 +44,14 @@ export function parseConnectorInput(input: { provider: string; secret: string })
   secret: string;
 } {
   const provider = input.provider.trim().toLowerCase();
-  if (!(PROVIDERS as readonly string[]).includes(provider)) {
-    throw new DomainError("invalid_input", `provider must be one of ${PROVIDERS.join(", ")}`);
-  }
+  if (!isOneOf(PROVIDERS, provider)) throw errors.unknownProvider(PROVIDERS);
   // Pasted secrets often carry a trailing newline; inner whitespace is never part of one.
   const secret = input.secret.trim();
   if (secret.length < 1 || secret.length > SECRET_MAX || /\s/.test(secret)) {
-    throw new DomainError(
-      "invalid_input",
-      `secret must be 1 to ${SECRET_MAX} characters without whitespace`,
-    );
+    throw errors.badConnectorSecret(SECRET_MAX);
   }
   if (provider === "stripe" && !secret.startsWith("whsec_")) {
-    throw new DomainError("invalid_input", "a Stripe signing secret starts with whsec_");
+    throw errors.stripeSecretPrefix();
   }
-  return { provider: provider as Provider, secret };
+  return { provider, secret };
 }

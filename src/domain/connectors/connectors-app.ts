@@ -5,7 +5,7 @@
  * /api/v1/payments). Signature checks are the door's (they need the
  * providers' SDKs); this sees only verified events.
  */
-import { DomainError } from "../errors.js";
+import { errors } from "../errors.js";
 import type { PaymentsApp } from "../payments/payments-app.js";
 import type { ConnectorRecord, Provider, Store } from "../store/store.js";
 import type { Obj } from "./json-access.js";
@@ -44,7 +44,7 @@ export function createConnectorsApp(deps: { store: Store; payments: PaymentsApp 
       const connector = /^conn_[0-9a-f]{24}$/.test(connectorId)
         ? await store.getConnector(connectorId)
         : undefined;
-      if (!connector) throw new DomainError("not_found", "unknown connector");
+      if (!connector) throw errors.unknownConnector();
       return connector;
     },
     async apply(connector, event, delivery = {}) {

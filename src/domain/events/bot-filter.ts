@@ -87,3 +87,31 @@ const isAutomatedCached = memoize((ua: string): boolean => {
   if (LIBRARY_CLIENTS.has(firstToken(ua))) return true;
   return isbot(ua);
 }, UA_CACHE);
+
+/** An event kept by the bot filter, with the client it is attributed to. */
+export interface HumanEvent<E> {
+  ev: E;
+  /** The effective address (the event's `ip`, else the connection's; "" when unknown). */
+  ip: string;
+  /** The effective user agent (the event's `ua`, else the connection's). */
+  ua: string;
+}
+
+/**
+ * Step 3 of the events application: the events whose effective user agent
+ * is a person's, event by event (a batch may mix visitors). `clientIp` is
+ * the connection's address, canonical.
+ */
+export function withoutBots<E extends { ua?: string; ip?: string }>(
+  events: readonly E[],
+  clientIp: string | undefined,
+  clientUserAgent: string | undefined,
+): HumanEvent<E>[] {
+  const kept: HumanEvent<E>[] = [];
+  for (const ev of events) {
+    const ua = ev.ua ?? clientUserAgent ?? "";
+    if (isAutomatedUserAgent(ua)) continue;
+    kept.push({ ev, ip: ev.ip ?? clientIp ?? "", ua });
+  }
+  return kept;
+}

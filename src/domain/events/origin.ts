@@ -5,7 +5,7 @@
  * page's HTML), so this stops other pages from writing to the site from
  * visitors' browsers. Non-browser clients send no Origin and are held to `u`.
  */
-import { DomainError } from "../errors.js";
+import { errors } from "../errors.js";
 import { hostOf } from "./url-parts.js";
 
 /** Throws 400 `invalid_input` unless `origin` is an http(s) origin on one of `hostnames`. */
@@ -19,8 +19,7 @@ export function checkOrigin(origin: string, hostnames: readonly string[]): void 
   }
   const hosts = new Set(hostnames.map((h) => h.toLowerCase().replace(/\.$/, "")));
   if (host === undefined || !hosts.has(host)) {
-    throw new DomainError(
-      "invalid_input",
+    throw errors.invalid(
       host === undefined
         ? "Origin must be the http or https origin of a page on one of the site's hostnames"
         : `Origin host ${host} is not one of the site's hostnames`,

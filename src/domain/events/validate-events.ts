@@ -8,7 +8,9 @@
  * door (REST: strict decoding; Connect: the proto), so these are the value
  * rules; the type checks here only guard direct callers.
  */
-import { DomainError } from "../errors.js";
+import { type DomainError, errors } from "../errors.js";
+import { BODY_EVENT_FIELDS, type BodyEventFields } from "../store/event-fields.js";
+import { VID_MESSAGE, VID_PATTERN } from "./persistent-visitor.js";
 import { parseUrl } from "./url-parts.js";
 import { truncateUtf8, utf8Length } from "./utf8.js";
 import { canonicalIp } from "./visitor-id.js";
@@ -52,35 +54,34 @@ export const FIELD_MESSAGES = {
   batchSite: "must be the batch's site",
   notWithBatch: "not allowed with b; set it on each event in b",
   fromConnection: "not accepted by the collect endpoint, which takes it from the connection",
+  vid: VID_MESSAGE,
 } as const;
 
 /** The prefix of the 400 message. */
 export const INVALID_EVENT_PREFIX = "invalid event input: ";
 
-/** The per-event fields (everything but `s` and `b`). */
-export const EVENT_FIELDS = ["e", "u", "r", "t", "w", "l", "uid", "p", "ts", "ip", "ua"] as const;
+/**
+ * The per-event fields (everything but `s` and `b`): the stored ones (event-fields.ts), then
+ * `ip`, `ua` and `vid`, which decide the visitor id and are not stored themselves.
+ */
+export const EVENT_FIELDS = [...BODY_EVENT_FIELDS, "ip", "ua", "vid"] as const;
 
-/** One event that passed every rule, with truncations and `ts` applied. */
-export interface ValidEvent {
-  name: string;
-  url: string;
-  referrer?: string;
-  /** At most 512 bytes. */
-  title?: string;
-  width?: number;
-  /** At most 35 bytes. */
-  language?: string;
-  userId?: string;
-  props?: Record<string, unknown>;
-  /** The event time: the caller's `ts` when within tolerance, else the receipt time. */
-  ts: number;
+/**
+ * One event that passed every rule, with truncations and `ts` applied: the
+ * body's fields as the record names them (`title` at most 512 bytes,
+ * `language` at most 35; `ts` the caller's when within tolerance, else the
+ * receipt time), and what only the request carries.
+ */
+export type ValidEvent = BodyEventFields & {
   /** True when the caller sent a `ts` outside the tolerance and it was replaced. */
   tsReplaced?: true;
   /** The `ip` field in canonical form; absent when the caller did not send one. */
   ip?: string;
   /** The `ua` field as sent (may be empty); absent when the caller did not send one. */
   ua?: string;
-}
+  /** The persistent visitor id (persistent-visitor.ts); absent for cookieless events. */
+  vid?: string;
+};
 
 /** A valid request: its site and its events, in order. */
 export interface ValidEvents {
@@ -193,6 +194,8 @@ function checkEvent(
   }
   const ua = ev.ua;
   if (ua !== undefined && typeof ua !== "string") bad("ua", FIELD_MESSAGES.notString);
+  const vid = text("vid");
+  if (vid !== undefined && !VID_PATTERN.test(vid)) bad("vid", FIELD_MESSAGES.vid);
 
   if (problems.length > before) return undefined;
   const out: ValidEvent = {
@@ -209,6 +212,7 @@ function checkEvent(
   if (p !== undefined) out.props = p as Record<string, unknown>;
   if (ip !== undefined) out.ip = ip;
   if (ua !== undefined) out.ua = ua as string;
+  if (vid !== undefined) out.vid = vid;
   return out;
 }
 
@@ -321,8 +325,7 @@ function forbidClientFields(
 /** The one 400 for a set of problems: sorted by path (code units), joined by `; `. */
 function invalidEvents(problems: Problems): DomainError {
   const sorted = [...problems].sort(([a], [b]) => (a < b ? -1 : a > b ? 1 : 0));
-  return new DomainError(
-    "invalid_input",
+  return errors.invalid(
     INVALID_EVENT_PREFIX + sorted.map(([path, message]) => `${path}: ${message}`).join("; "),
   );
 }

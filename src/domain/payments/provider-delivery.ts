@@ -5,7 +5,7 @@
  */
 import type { ProviderDelivery, ProviderWrite } from "../store/store.js";
 import type { ProviderChange, ProviderEventInput } from "./payments-app.js";
-import { toPaymentWrite } from "./record-payment.js";
+import { toPaymentWrite } from "./to-payment-write.js";
 import { type FieldIssue, invalidPaymentInput, validatePayment } from "./validate-payment.js";
 
 /** The store write of one change; throws the endpoint's 400 for invalid fields. */

@@ -7,13 +7,18 @@
  * Every invalid field is reported at once, sorted by field path.
  */
 
-import { DomainError } from "../errors.js";
-import type {
-  PaymentKind,
-  PaymentStatus,
-  SubscriptionInterval,
-  SubscriptionStatus,
-} from "../store/store.js";
+import { type DomainError, errors } from "../errors.js";
+import {
+  SUBSCRIPTION_INTERVALS as INTERVALS,
+  PAYMENT_KINDS as KINDS,
+  isOneOf as oneOf,
+  type PaymentKind,
+  type PaymentStatus,
+  PAYMENT_STATUSES as STATUSES,
+  SUBSCRIPTION_STATUSES as SUB_STATUSES,
+  type SubscriptionInterval,
+  type SubscriptionStatus,
+} from "../vocabulary.js";
 import { isCountry } from "./iso-countries.js";
 import {
   currencyExponent,
@@ -120,18 +125,6 @@ export type PaymentValidation =
   | { ok: true; payment: ValidPayment }
   | { ok: false; issues: FieldIssue[] };
 
-const KINDS: readonly PaymentKind[] = ["charge", "refund", "chargeback"];
-const STATUSES: readonly PaymentStatus[] = ["succeeded", "pending", "failed"];
-const INTERVALS: readonly SubscriptionInterval[] = ["day", "week", "month", "year"];
-const SUB_STATUSES: readonly SubscriptionStatus[] = [
-  "active",
-  "trialing",
-  "past_due",
-  "paused",
-  "canceled",
-  "ended",
-];
-
 const ID = /^[A-Za-z0-9_\-:.]{1,128}$/;
 // The spec only asks for an "@"; also refuse what can never be delivered to:
 // an empty side, a second "@", whitespace, more than RFC 5321's 254 chars.
@@ -144,10 +137,6 @@ function isObject(v: unknown): v is Record<string, unknown> {
 
 function isId(v: unknown): v is string {
   return typeof v === "string" && ID.test(v);
-}
-
-function oneOf<T extends string>(values: readonly T[], v: unknown): v is T {
-  return typeof v === "string" && (values as readonly string[]).includes(v);
 }
 
 /** Plain code-unit order, as the spec's "sorted by field name" (not locale order). */
@@ -388,5 +377,5 @@ export function formatIssues(issues: readonly FieldIssue[]): string {
 
 /** The one 400 `invalid_input` error for a payment's invalid fields. */
 export function invalidPaymentInput(issues: readonly FieldIssue[]): DomainError {
-  return new DomainError("invalid_input", formatIssues(issues));
+  return errors.invalid(formatIssues(issues));
 }

@@ -9,7 +9,7 @@ import type {
 
 /** The attribution and reports part of the store port. Every method may reject when the database is unreachable. */
 export interface StoreAttributionPart {
-  /** The first touches of these visitors (those that have one), earliest first. */
+  /** The first touches of these visitors (those that have one), in any order: the domain sorts them (ranking.ts). */
   getFirstTouches(siteId: string, visitorIds: string[]): Promise<VisitorTouch[]>;
   /**
    * Remembers links from a customer to visitors. A link already known keeps

@@ -1,8 +1,6 @@
 /** The payment-provider connectors part of the store port. */
+import type { Provider } from "../vocabulary.js";
 import type { CustomerPatch, PaymentRecord, SubscriptionPatch } from "./records.js";
-
-/** The payment providers whose webhooks a connector receives. */
-export type Provider = "stripe" | "paddle" | "lemonsqueezy" | "polar";
 
 /** A site's connection to one payment provider's webhooks. */
 export interface ConnectorRecord {

@@ -3,6 +3,7 @@
  * milliseconds. Money is integer minor units. Optional fields are
  * `undefined` when unknown; adapters never store `undefined`.
  */
+
 import type {
   LinkKind,
   PaymentKind,
@@ -12,6 +13,8 @@ import type {
   SubscriptionInterval,
   SubscriptionStatus,
 } from "../vocabulary.js";
+import type { EventRecord } from "./event-fields.js";
+import type { VisitorStitch } from "./persistent-visitors-port.js";
 
 export interface AccountRecord {
   id: string;
@@ -54,33 +57,8 @@ export interface KeyPrincipal extends ApiKeyRecord {
   accountId: string;
 }
 
-/** One enriched event as stored. */
-export interface EventRecord {
-  siteId: string;
-  name: string;
-  url: string;
-  referrer?: string;
-  title?: string;
-  width?: number;
-  language?: string;
-  props?: Record<string, unknown>;
-  ts: number;
-  receivedAt: number;
-  visitorId: string;
-  /** The uid of a `$identify` event. */
-  userId?: string;
-  country?: string;
-  browser?: string;
-  os?: string;
-  device?: string;
-  referrerHost?: string;
-  utmSource?: string;
-  utmMedium?: string;
-  utmCampaign?: string;
-  utmTerm?: string;
-  utmContent?: string;
-  clickIds?: Record<string, string>;
-}
+/** One enriched event as stored: declared once, as a table (event-fields.ts). */
+export type { EventRecord } from "./event-fields.js";
 
 /** A link from a visitor to the caller's user id, made by a `$identify` event. */
 export interface IdentityLink {
@@ -123,6 +101,8 @@ export interface EventGroup {
    * non-internal touch beats an internal one, then the earlier wins.
    */
   touches?: VisitorTouch[];
+  /** Daily ids joined to persistent ids by this group's events with a `vid`. */
+  stitches?: VisitorStitch[];
 }
 
 export type EventGroupResult =

@@ -9,9 +9,11 @@ import type { StoreAttributionPart } from "./attribution-port.js";
 import type { StoreConnectorsPart } from "./connectors-port.js";
 import type { StoreEventsPart } from "./events-port.js";
 import type { StorePaymentsPart } from "./payments-port.js";
+import type { StorePersistentVisitorsPart } from "./persistent-visitors-port.js";
 
 export * from "../vocabulary.js";
 export type * from "./connectors-port.js";
+export type { VisitorStitch } from "./persistent-visitors-port.js";
 export * from "./records.js";
 export type {
   StoreAccountsPart,
@@ -19,6 +21,7 @@ export type {
   StoreConnectorsPart,
   StoreEventsPart,
   StorePaymentsPart,
+  StorePersistentVisitorsPart,
 };
 
 /** The store port. Every method may reject when the database is unreachable. */
@@ -27,9 +30,18 @@ export interface Store
     StoreEventsPart,
     StorePaymentsPart,
     StoreAttributionPart,
+    StorePersistentVisitorsPart,
     StoreConnectorsPart {
   /** Which adapter this is, for logs and /readyz. */
   readonly kind: "sqlite" | "mongodb";
+  /**
+   * Whether writes started one after another commit in that order even when
+   * the next starts before the last one's commit is confirmed. SQLite: yes
+   * (a batch's transaction is applied when it starts; only the WAL sync is
+   * awaited). MongoDB: no (network writes may land out of order, and a payment
+   * re-sent in the next batch must win), so its batches go one at a time.
+   */
+  readonly commitsInOrder: boolean;
 
   /**
    * Readiness: resolves when the database can take a write now (not only

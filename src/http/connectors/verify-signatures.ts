@@ -10,8 +10,8 @@ import { createHmac, timingSafeEqual } from "node:crypto";
 import type { IncomingHttpHeaders } from "node:http";
 import { Webhook as StandardWebhook } from "standardwebhooks";
 import Stripe from "stripe";
-import { DomainError } from "../../domain/errors.js";
-import type { Provider } from "../../store/port.js";
+import { errors } from "../../domain/errors.js";
+import type { Provider } from "../../domain/vocabulary.js";
 
 /** Stripe's SDK default: a signed timestamp older than 5 minutes is refused. */
 export const STRIPE_TOLERANCE_SECONDS = 300;
@@ -28,8 +28,6 @@ export type Verifier = (
   nowMs: number,
 ) => void;
 
-const refuse = (message: string) => new DomainError("invalid_input", message);
-
 function header(headers: IncomingHttpHeaders, name: string): string | undefined {
   const v = headers[name];
   return typeof v === "string" && v !== "" ? v : undefined;
@@ -44,7 +42,7 @@ const stripeSignature = new Stripe("sk_test_unused_only_webhooks").webhooks.sign
  */
 function verifyStripe(raw: Buffer, headers: IncomingHttpHeaders, secret: string, nowMs: number) {
   const signature = header(headers, "stripe-signature");
-  if (!signature) throw refuse("missing Stripe-Signature header");
+  if (!signature) throw errors.signatureMissing("Stripe-Signature");
   // Never skipped: without the SDK's helper the request fails (500), it is not let through.
   if (!stripeSignature) throw new Error("the stripe SDK has no webhook signature helper");
   try {
@@ -59,14 +57,12 @@ function verifyStripe(raw: Buffer, headers: IncomingHttpHeaders, secret: string,
   } catch (err) {
     const message = err instanceof Error ? err.message : "";
     if (message.startsWith("Timestamp outside the tolerance zone")) {
-      throw refuse(
-        `Stripe-Signature timestamp is more than ${STRIPE_TOLERANCE_SECONDS} seconds old`,
-      );
+      throw errors.signatureStale("Stripe-Signature timestamp", STRIPE_TOLERANCE_SECONDS, "old");
     }
     if (message.startsWith("No signatures found matching")) {
-      throw refuse("Stripe-Signature does not match the body");
+      throw errors.signatureMismatch("Stripe-Signature");
     }
-    throw refuse("malformed Stripe-Signature header");
+    throw errors.signatureMalformed("Stripe-Signature");
   }
 }
 
@@ -78,7 +74,7 @@ function verifyStripe(raw: Buffer, headers: IncomingHttpHeaders, secret: string,
  */
 function verifyPaddle(raw: Buffer, headers: IncomingHttpHeaders, secret: string, nowMs: number) {
   const signature = header(headers, "paddle-signature");
-  if (!signature) throw refuse("missing Paddle-Signature header");
+  if (!signature) throw errors.signatureMissing("Paddle-Signature");
   let ts: string | undefined;
   const h1: string[] = [];
   for (const part of signature.split(";")) {
@@ -86,13 +82,13 @@ function verifyPaddle(raw: Buffer, headers: IncomingHttpHeaders, secret: string,
     if (k === "ts" && v && /^\d{1,12}$/.test(v)) ts = v;
     else if (k === "h1" && v) h1.push(v);
   }
-  if (!ts || h1.length === 0) throw refuse("malformed Paddle-Signature header");
+  if (!ts || h1.length === 0) throw errors.signatureMalformed("Paddle-Signature");
   const expected = createHmac("sha256", secret).update(`${ts}:`).update(raw).digest();
   if (!h1.some((h) => sameBytes(Buffer.from(h, "hex"), expected))) {
-    throw refuse("Paddle-Signature does not match the body");
+    throw errors.signatureMismatch("Paddle-Signature");
   }
   if (Math.abs(nowMs / 1000 - Number(ts)) > PADDLE_TOLERANCE_SECONDS) {
-    throw refuse(`Paddle-Signature timestamp is more than ${PADDLE_TOLERANCE_SECONDS} seconds off`);
+    throw errors.signatureStale("Paddle-Signature timestamp", PADDLE_TOLERANCE_SECONDS, "off");
   }
 }
 
@@ -103,10 +99,10 @@ function verifyPaddle(raw: Buffer, headers: IncomingHttpHeaders, secret: string,
  */
 function verifyLemonSqueezy(raw: Buffer, headers: IncomingHttpHeaders, secret: string) {
   const signature = header(headers, "x-signature");
-  if (!signature) throw refuse("missing X-Signature header");
+  if (!signature) throw errors.signatureMissing("X-Signature");
   const expected = createHmac("sha256", secret).update(raw).digest();
   if (!sameBytes(Buffer.from(signature, "hex"), expected)) {
-    throw refuse("X-Signature does not match the body");
+    throw errors.signatureMismatch("X-Signature");
   }
 }
 
@@ -122,11 +118,11 @@ function verifyPolar(raw: Buffer, headers: IncomingHttpHeaders, secret: string, 
   const timestamp = header(headers, "webhook-timestamp");
   const signature = header(headers, "webhook-signature");
   if (!id || !timestamp || !signature) {
-    throw refuse("missing webhook-id, webhook-timestamp or webhook-signature header");
+    throw errors.signatureMissing("webhook-id, webhook-timestamp or webhook-signature");
   }
-  if (!/^\d{1,12}$/.test(timestamp)) throw refuse("malformed webhook-timestamp header");
+  if (!/^\d{1,12}$/.test(timestamp)) throw errors.signatureMalformed("webhook-timestamp");
   if (Math.abs(nowMs / 1000 - Number(timestamp)) > POLAR_TOLERANCE_SECONDS) {
-    throw refuse(`webhook-timestamp is more than ${POLAR_TOLERANCE_SECONDS} seconds off`);
+    throw errors.signatureStale("webhook-timestamp", POLAR_TOLERANCE_SECONDS, "off");
   }
   const headersToCheck = {
     "webhook-id": id,
@@ -144,7 +140,7 @@ function verifyPolar(raw: Buffer, headers: IncomingHttpHeaders, secret: string, 
       if (err instanceof SyntaxError) return; // Signed, not JSON: the door reports that.
     }
   }
-  throw refuse("webhook-signature does not match the body");
+  throw errors.signatureMismatch("webhook-signature");
 }
 
 /**

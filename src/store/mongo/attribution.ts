@@ -14,6 +14,7 @@ import {
   linkRank,
   type TouchRank,
 } from "../../domain/attribution/ranking.js";
+import { RECURRING_STATUSES, UNATTRIBUTED } from "../../domain/vocabulary.js";
 import type {
   Attribution,
   CustomerVisitorLink,
@@ -33,9 +34,6 @@ import {
 } from "./documents.js";
 import { bulkUpsert, retryDuplicates } from "./retry.js";
 import type { Collections } from "./schema.js";
-
-/** The channel of a payment without attribution, in the revenue report. */
-export const UNATTRIBUTED = "unattributed";
 
 /**
  * A value as a constant of an aggregation expression. Without `$literal`, a
@@ -360,7 +358,7 @@ export function mrrPipeline(siteId: string, at: number): Document[] {
     {
       $match: {
         site_id: siteId,
-        status: { $in: ["active", "past_due"] },
+        status: { $in: [...RECURRING_STATUSES] },
         started_at: { $lte: toDate(at) },
         amount_minor: { $ne: null },
         interval: { $ne: null },
@@ -437,13 +435,7 @@ export function createMongoAttribution(c: Collections): StoreAttributionPart {
       const ids = [...new Set(visitorIds)];
       if (ids.length === 0) return [];
       const docs = await c.touches.find({ site_id: siteId, visitor_id: { $in: ids } }).toArray();
-      // Sorted here with the same comparison as the SQLite adapter.
-      return docs
-        .map(touchFromDoc)
-        .sort(
-          (a, b) =>
-            a.ts - b.ts || (a.visitorId < b.visitorId ? -1 : a.visitorId > b.visitorId ? 1 : 0),
-        );
+      return docs.map(touchFromDoc);
     },
 
     async linkCustomerVisitors(siteId, customerId, links) {

@@ -13,6 +13,7 @@
  */
 import { Long, type ObjectId } from "mongodb";
 import type { Plan } from "../../domain/plans.js";
+import type { StoredEventFields } from "../../domain/store/event-fields.js";
 import type {
   Attribution,
   LinkKind,
@@ -91,34 +92,22 @@ export interface SaltDoc {
   salt: string;
 }
 
-/** One event inside a bucket. */
-export interface EventDoc {
-  /** Insertion sequence: orders `listEvents` (see events.ts). */
-  q: number;
-  name: string;
-  url: string;
-  referrer?: string;
-  title?: string;
-  width?: number;
-  language?: string;
+/** How MongoDB stores each kind of event field (event-fields.ts). */
+export interface EventDocKinds {
+  text: string;
+  integer: number;
+  time: Date;
   /** The props object as JSON text: free-form caller JSON kept exactly. */
-  props?: string;
-  ts: Date;
-  received_at: Date;
-  visitor_id: string;
-  user_id?: string;
-  country?: string;
-  browser?: string;
-  os?: string;
-  device?: string;
-  referrer_host?: string;
-  utm_source?: string;
-  utm_medium?: string;
-  utm_campaign?: string;
-  utm_term?: string;
-  utm_content?: string;
-  click_ids?: Pair[];
+  json: string;
+  map: Pair[];
 }
+
+/**
+ * One event inside a bucket: its insertion sequence (orders `listEvents`,
+ * see events.ts) and the event-field table's fields by their stored names;
+ * the site is the bucket's.
+ */
+export type EventDoc = { q: number } & StoredEventFields<EventDocKinds>;
 
 /** A bucket of a site's events inserted in one UTC hour. */
 /** A server-side counter. */
@@ -152,6 +141,15 @@ export interface IdentityDoc {
   site_id: string;
   user_id: string;
   visitor_id: string;
+  ts: Date;
+}
+
+/** A daily visitor id stitched to a persistent one: one document per (site, daily id), the first wins. */
+export interface VisitorStitchDoc {
+  _id?: ObjectId;
+  site_id: string;
+  visitor_id: string;
+  persistent_id: string;
   ts: Date;
 }
 

@@ -7,13 +7,13 @@
  * against native time-series collections.
  */
 import type { AnyBulkWriteOperation, ObjectId } from "mongodb";
+import { EVENT_FIELD_TABLE, type EventFieldKind } from "../../domain/store/event-fields.js";
 import type { EventRecord } from "../port.js";
 import {
-  compact,
   type EventBucketDoc,
   type EventDoc,
   fromPairs,
-  opt,
+  type Pair,
   toDate,
   toPairs,
 } from "./documents.js";
@@ -27,66 +27,47 @@ export const BUCKET_CAP = 200;
 
 const HOUR_MS = 3_600_000;
 
-/** The stored form of an event, tagged with its insertion sequence. */
+/** A record's value as stored, by kind (undefined: not stored). */
+const TO_DOC: Record<EventFieldKind, (v: never) => unknown> = {
+  text: (v: string) => v,
+  integer: (v: number) => v,
+  time: (v: number) => toDate(v),
+  json: (v: Record<string, unknown>) => JSON.stringify(v),
+  // An empty map is stored as nothing, as in SQLite.
+  map: (v: Record<string, string>) => (Object.keys(v).length > 0 ? toPairs(v) : undefined),
+};
+
+/** A stored value back to the record's, by kind; null (by hand) reads as absent. */
+const FROM_DOC: Record<EventFieldKind, (v: never) => unknown> = {
+  text: (v: string) => v,
+  integer: (v: number) => v,
+  time: (v: Date) => v.getTime(),
+  json: (v: string) => JSON.parse(v),
+  map: (v: Pair[]) => fromPairs(v),
+};
+
+/** The stored form of an event, tagged with its insertion sequence (fields from event-fields.ts). */
 export function eventToDoc(e: EventRecord, q: number): EventDoc {
-  return compact<EventDoc>({
-    q,
-    name: e.name,
-    url: e.url,
-    referrer: e.referrer,
-    title: e.title,
-    width: e.width,
-    language: e.language,
-    props: e.props === undefined ? undefined : JSON.stringify(e.props),
-    ts: toDate(e.ts),
-    received_at: toDate(e.receivedAt),
-    visitor_id: e.visitorId,
-    user_id: e.userId,
-    country: e.country,
-    browser: e.browser,
-    os: e.os,
-    device: e.device,
-    referrer_host: e.referrerHost,
-    utm_source: e.utmSource,
-    utm_medium: e.utmMedium,
-    utm_campaign: e.utmCampaign,
-    utm_term: e.utmTerm,
-    utm_content: e.utmContent,
-    // An empty map is stored as nothing, as in SQLite.
-    click_ids: e.clickIds && Object.keys(e.clickIds).length > 0 ? toPairs(e.clickIds) : undefined,
-  });
+  const doc: Record<string, unknown> = { q };
+  const record = e as unknown as Record<string, unknown>;
+  for (const f of EVENT_FIELD_TABLE) {
+    const v = record[f.field];
+    if (v === undefined) continue;
+    const stored = TO_DOC[f.kind](v as never);
+    if (stored !== undefined) doc[f.stored] = stored;
+  }
+  return doc as EventDoc;
 }
 
 /** An event of a bucket of `siteId` back to the port's record. */
 export function eventFromDoc(siteId: string, d: EventDoc): EventRecord {
-  return {
-    siteId,
-    name: d.name,
-    url: d.url,
-    referrer: opt(d.referrer),
-    title: opt(d.title),
-    width: opt(d.width),
-    language: opt(d.language),
-    props:
-      d.props === undefined || d.props === null
-        ? undefined
-        : (JSON.parse(d.props) as Record<string, unknown>),
-    ts: d.ts.getTime(),
-    receivedAt: d.received_at.getTime(),
-    visitorId: d.visitor_id,
-    userId: opt(d.user_id),
-    country: opt(d.country),
-    browser: opt(d.browser),
-    os: opt(d.os),
-    device: opt(d.device),
-    referrerHost: opt(d.referrer_host),
-    utmSource: opt(d.utm_source),
-    utmMedium: opt(d.utm_medium),
-    utmCampaign: opt(d.utm_campaign),
-    utmTerm: opt(d.utm_term),
-    utmContent: opt(d.utm_content),
-    clickIds: d.click_ids ? fromPairs(d.click_ids) : undefined,
-  };
+  const e: Record<string, unknown> = { siteId };
+  const doc = d as unknown as Record<string, unknown>;
+  for (const f of EVENT_FIELD_TABLE) {
+    const v = doc[f.stored];
+    e[f.field] = v === undefined || v === null ? undefined : FROM_DOC[f.kind](v as never);
+  }
+  return e as EventRecord;
 }
 
 /** The events of one accepted group for one site. */

@@ -1,7 +1,18 @@
 /** Events, identity links, visitor salts and quota counters in MongoDB. */
 import { type AnyBulkWriteOperation, MongoBulkWriteError, ObjectId } from "mongodb";
-import { MAX_VISITORS_PER_USER, visitorToReplace } from "../identity-cap.js";
-import type { EventGroup, EventGroupResult, IdentityLink, StoreEventsPart } from "../port.js";
+import {
+  type LinkPlan,
+  linksByUser,
+  MAX_VISITORS_PER_USER,
+  planLinks,
+} from "../../domain/attribution/identity-cap.js";
+import type {
+  EventGroup,
+  EventGroupResult,
+  IdentityLink,
+  StoreEventsPart,
+  VisitorStitch,
+} from "../port.js";
 import { type TouchCandidates, writeTouches } from "./attribution.js";
 import type { IdentityDoc } from "./documents.js";
 import { classify, classifyWriteError } from "./errors.js";
@@ -13,6 +24,7 @@ import {
   planAppends,
   RECEIPT_TAKEN,
 } from "./event-buckets.js";
+import { writeStitches } from "./persistent-visitors.js";
 import { createQuotaCounters, quotaId } from "./quota.js";
 import { bulkUpsert, retryDuplicates } from "./retry.js";
 import type { Collections } from "./schema.js";
@@ -44,6 +56,7 @@ type AppendOutcome = true | Error;
 interface Projection {
   links: IdentityLink[];
   touches: TouchCandidates[];
+  stitches?: VisitorStitch[];
 }
 
 export function createMongoEvents(
@@ -172,6 +185,13 @@ export function createMongoEvents(
    */
   async function project(p: Projection): Promise<Map<number, string[]>> {
     const touched = await writeTouches(c, p.touches);
+    // After the touches (a daily id's landing counts at the cap); kept for a later try alone.
+    if (p.stitches && p.stitches.length > 0) {
+      const stitches = p.stitches;
+      await writeStitches(c, stitches).catch(() =>
+        keepPending([{ links: [], touches: [], stitches }]),
+      );
+    }
     // The touches are written: when only the links fail, they alone are tried again.
     if (p.links.length > 0) {
       await writeLinks(p.links).catch(() => keepPending([{ links: p.links, touches: [] }]));
@@ -222,46 +242,34 @@ export function createMongoEvents(
     if (operations.length > 0) await bulkUpsert(c.identities, operations);
   }
 
-  /** The links that fit the cap; unlinks the visitors they replace. Reads at most the cap per user. */
+  /** The links that fit the cap (identity-cap.ts plans them); unlinks the visitors they replace. Reads at most the cap per user. */
   async function withinCap(links: IdentityLink[]): Promise<IdentityLink[]> {
-    const byUser = new Map<string, IdentityLink[]>();
-    for (const l of links) {
-      const key = JSON.stringify([l.siteId, l.userId]);
-      byUser.set(key, [...(byUser.get(key) ?? []), l]);
-    }
     const kept: IdentityLink[] = [];
-    for (const group of byUser.values()) {
+    for (const group of linksByUser(links)) {
       const { siteId, userId } = group[0] as IdentityLink;
-      const linked = new Set(
-        (
-          await c.identities
-            .find({ site_id: siteId, user_id: userId }, { projection: { visitor_id: 1 } })
-            .limit(MAX_VISITORS_PER_USER + group.length)
-            .toArray()
-        ).map((d) => d.visitor_id),
-      );
-      for (const l of group) {
-        if (linked.has(l.visitorId) || linked.size < MAX_VISITORS_PER_USER) {
-          linked.add(l.visitorId);
-          kept.push(l);
-          continue;
-        }
-        const ids = [...linked, l.visitorId];
+      const candidates = group.map((l) => l.visitorId);
+      const linked = (
+        await c.identities
+          .find({ site_id: siteId, user_id: userId }, { projection: { visitor_id: 1 } })
+          .limit(MAX_VISITORS_PER_USER + group.length)
+          .toArray()
+      ).map((d) => d.visitor_id);
+      let plan = planLinks(linked, candidates);
+      if (plan === undefined) {
+        // A new visitor past the cap: the plan weighs first touches.
+        const ids = [...new Set([...linked, ...candidates])];
         const touches = new Map(
           (await c.touches.find({ site_id: siteId, visitor_id: { $in: ids } }).toArray()).map(
             (t) => [t.visitor_id, { internal: t.internal, ts: t.ts.getTime() }],
           ),
         );
-        const replaced = visitorToReplace(
-          [...linked].map((visitorId) => ({ visitorId, touch: touches.get(visitorId) })),
-          touches.get(l.visitorId),
-        );
-        if (replaced === undefined) continue;
-        await c.identities.deleteOne({ site_id: siteId, user_id: userId, visitor_id: replaced });
-        linked.delete(replaced);
-        linked.add(l.visitorId);
-        kept.push(l);
+        plan = planLinks(linked, candidates, (v) => touches.get(v)) as LinkPlan;
       }
+      for (const replaced of plan.unlink) {
+        await c.identities.deleteOne({ site_id: siteId, user_id: userId, visitor_id: replaced });
+      }
+      const keep = new Set(plan.link);
+      kept.push(...group.filter((l) => keep.has(l.visitorId)));
     }
     return kept;
   }
@@ -327,6 +335,7 @@ export function createMongoEvents(
           const t = groups[i]?.touches ?? [];
           return t.length > 0 ? [{ group: i, touches: t }] : [];
         }),
+        stitches: landed.flatMap((i) => groups[i]?.stitches ?? []),
       };
       let firstTouches = new Map<number, string[]>();
       try {

@@ -8,6 +8,7 @@ import { createMongoConnectors } from "./connectors.js";
 import { classifyErrors } from "./errors.js";
 import { createMongoEvents } from "./events.js";
 import { createMongoPayments } from "./payments.js";
+import { createMongoPersistentVisitors } from "./persistent-visitors.js";
 import {
   collections,
   type MigrationReport,
@@ -115,10 +116,12 @@ export async function createMongoStore(
     // anything else → a failure (500, cause logged).
     return classifyErrors<Store>({
       kind: "mongodb",
+      commitsInOrder: false,
       ...createMongoAccounts(c),
       ...createMongoEvents(c, { timeoutMs }),
       ...createMongoPayments(c),
       ...createMongoAttribution(c),
+      ...createMongoPersistentVisitors(c),
       ...createMongoConnectors(c),
       async ping() {
         await checkWritablePrimary(db, timeoutMs);

@@ -1,5 +1,12 @@
 /** Payments, customers and subscriptions in MongoDB. */
 import type { AnyBulkWriteOperation } from "mongodb";
+import {
+  type CustomerFields,
+  customerChange,
+  type SubscriptionFields,
+  subscriptionChange,
+} from "../../domain/store/patches.js";
+import { UNATTRIBUTED } from "../../domain/vocabulary.js";
 import type {
   CustomerPatch,
   CustomerRecord,
@@ -9,7 +16,6 @@ import type {
   SubscriptionPatch,
   SubscriptionRecord,
 } from "../port.js";
-import { UNATTRIBUTED } from "./attribution.js";
 import {
   attributionFromDoc,
   type CustomerDoc,
@@ -44,74 +50,66 @@ function byKey<T>(items: readonly T[], key: (item: T) => [string, string]): T[][
   return [...groups.values()];
 }
 
-/**
- * One upsert applying customer patches in order: present fields are `$set`
- * (later patches win, metadata replaced as a whole), absent ones leave the
- * stored values alone; created_at is the first patch's time, and a new
- * customer without metadata gets an empty map.
- */
+/** A customer change's fields as the document's (patches.ts decides which). */
+function customerDoc(f: Partial<CustomerFields>): Partial<CustomerDoc> {
+  const d: Partial<CustomerDoc> = {};
+  if (f.email !== undefined) d.email = f.email;
+  if (f.userId !== undefined) d.user_id = f.userId;
+  if (f.name !== undefined) d.name = f.name;
+  if (f.country !== undefined) d.country = f.country;
+  if (f.visitorId !== undefined) d.visitor_id = f.visitorId;
+  if (f.metadata !== undefined) d.metadata = toPairs(f.metadata);
+  if (f.createdAt !== undefined) d.created_at = toDate(f.createdAt);
+  if (f.updatedAt !== undefined) d.updated_at = toDate(f.updatedAt);
+  return d;
+}
+
+/** A subscription change's fields as the document's (patches.ts decides which). */
+function subscriptionDoc(f: Partial<SubscriptionFields>): Partial<SubscriptionDoc> {
+  const d: Partial<SubscriptionDoc> = {};
+  if (f.customerId !== undefined) d.customer_id = f.customerId;
+  if (f.currency !== undefined) d.currency = f.currency;
+  if (f.plan !== undefined) d.plan = f.plan;
+  if (f.interval !== undefined) d.interval = f.interval;
+  if (f.status !== undefined) d.status = f.status;
+  if (f.amountMinor !== undefined) d.amount_minor = toLong(f.amountMinor);
+  if (f.startedAt !== undefined) d.started_at = toDate(f.startedAt);
+  if (f.currentPeriodEnd !== undefined) d.current_period_end = toDate(f.currentPeriodEnd);
+  if (f.canceledAt !== undefined) d.canceled_at = toDate(f.canceledAt);
+  if (f.endedAt !== undefined) d.ended_at = toDate(f.endedAt);
+  if (f.createdAt !== undefined) d.created_at = toDate(f.createdAt);
+  if (f.updatedAt !== undefined) d.updated_at = toDate(f.updatedAt);
+  return d;
+}
+
+/** One upsert applying a batch's customer patches of one customer, in order (customerChange). */
 export function customerUpsert(
   patches: readonly CustomerPatch[],
 ): AnyBulkWriteOperation<CustomerDoc> {
   const first = patches[0] as CustomerPatch;
-  const set: Partial<CustomerDoc> = {};
-  for (const c of patches) {
-    if (c.email !== undefined) set.email = c.email;
-    if (c.userId !== undefined) set.user_id = c.userId;
-    if (c.name !== undefined) set.name = c.name;
-    if (c.country !== undefined) set.country = c.country;
-    if (c.visitorId !== undefined) set.visitor_id = c.visitorId;
-    if (c.metadata !== undefined) set.metadata = toPairs(c.metadata);
-    set.updated_at = toDate(c.at);
-  }
-  const setOnInsert: Partial<CustomerDoc> = { created_at: toDate(first.at) };
-  // A path may not be in both $set and $setOnInsert.
-  if (set.metadata === undefined) setOnInsert.metadata = [];
+  const change = customerChange(patches);
   return {
     updateOne: {
       filter: { site_id: first.siteId, customer_id: first.customerId },
-      update: { $set: set, $setOnInsert: setOnInsert },
+      update: { $set: customerDoc(change.set), $setOnInsert: customerDoc(change.setOnInsert) },
       upsert: true,
     },
   };
 }
 
-/**
- * One upsert applying subscription patches in order: customer always
- * replaced, currency only together with an amount (it is the amount's unit),
- * other present fields `$set`, absent ones kept; on insert
- * only, the first patch's defaults fill status and started_at when no patch
- * gave them.
- */
+/** One upsert applying a batch's patches of one subscription, in order (subscriptionChange). */
 export function subscriptionUpsert(
   patches: readonly SubscriptionPatch[],
 ): AnyBulkWriteOperation<SubscriptionDoc> {
   const first = patches[0] as SubscriptionPatch;
-  const set: Partial<SubscriptionDoc> = {};
-  for (const s of patches) {
-    set.customer_id = s.customerId;
-    if (s.plan !== undefined) set.plan = s.plan;
-    if (s.interval !== undefined) set.interval = s.interval;
-    if (s.status !== undefined) set.status = s.status;
-    if (s.amountMinor !== undefined) {
-      // The currency is the unit of the amount: they change together.
-      set.amount_minor = toLong(s.amountMinor);
-      set.currency = s.currency;
-    }
-    if (s.startedAt !== undefined) set.started_at = toDate(s.startedAt);
-    if (s.currentPeriodEnd !== undefined) set.current_period_end = toDate(s.currentPeriodEnd);
-    if (s.canceledAt !== undefined) set.canceled_at = toDate(s.canceledAt);
-    if (s.endedAt !== undefined) set.ended_at = toDate(s.endedAt);
-    set.updated_at = toDate(s.at);
-  }
-  const setOnInsert: Partial<SubscriptionDoc> = { created_at: toDate(first.at) };
-  if (set.currency === undefined) setOnInsert.currency = first.currency;
-  if (set.status === undefined) setOnInsert.status = first.defaults.status;
-  if (set.started_at === undefined) setOnInsert.started_at = toDate(first.defaults.startedAt);
+  const change = subscriptionChange(patches);
   return {
     updateOne: {
       filter: { site_id: first.siteId, subscription_id: first.subscriptionId },
-      update: { $set: set, $setOnInsert: setOnInsert },
+      update: {
+        $set: subscriptionDoc(change.set),
+        $setOnInsert: subscriptionDoc(change.setOnInsert),
+      },
       upsert: true,
     },
   };

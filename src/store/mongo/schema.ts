@@ -10,16 +10,18 @@ import {
   type IndexDescription,
   MongoServerError,
 } from "mongodb";
-import { PLANS } from "../../domain/plans.js";
-import type {
-  LinkKind,
-  PaymentKind,
-  PaymentStatus,
-  Role,
-  Scope,
-  SubscriptionInterval,
-  SubscriptionStatus,
-} from "../port.js";
+import { EVENT_FIELD_TABLE } from "../../domain/store/event-fields.js";
+import {
+  LINK_KINDS,
+  PAYMENT_KINDS,
+  PAYMENT_STATUSES,
+  PLANS,
+  PROVIDERS,
+  ROLES,
+  SCOPES,
+  SUBSCRIPTION_INTERVALS,
+  SUBSCRIPTION_STATUSES,
+} from "../../domain/vocabulary.js";
 import type { ConnectorDoc, ConnectorEventDoc, ConnectorObjectDoc } from "./connectors.js";
 import type {
   AccountDoc,
@@ -37,34 +39,13 @@ import type {
   SiteDoc,
   SubscriptionDoc,
   UserDoc,
+  VisitorStitchDoc,
   VisitorTouchDoc,
 } from "./documents.js";
 import { withTimeLimit } from "./time-limit.js";
 
-/** The values of a string union; `Record<T, true>` makes the compiler check that none is missing. */
-function valuesOf<T extends string>(values: Record<T, true>): T[] {
-  return Object.keys(values) as T[];
-}
-
-const ROLES = valuesOf<Role>({ owner: true, admin: true, member: true });
-const SCOPES = valuesOf<Scope>({ events: true, payments: true });
-const PAYMENT_KINDS = valuesOf<PaymentKind>({ charge: true, refund: true, chargeback: true });
-const PAYMENT_STATUSES = valuesOf<PaymentStatus>({ succeeded: true, pending: true, failed: true });
-const INTERVALS = valuesOf<SubscriptionInterval>({
-  day: true,
-  week: true,
-  month: true,
-  year: true,
-});
-const LINK_KINDS = valuesOf<LinkKind>({ user_id: true, visitor_id: true, customer: true });
-const SUBSCRIPTION_STATUSES = valuesOf<SubscriptionStatus>({
-  active: true,
-  trialing: true,
-  past_due: true,
-  paused: true,
-  canceled: true,
-  ended: true,
-});
+/** A validator's `enum`: the vocabulary's list (a copy: the driver may keep what it is given). */
+const oneOf = (values: readonly string[]) => ({ enum: [...values] });
 
 const str = { bsonType: "string" };
 const date = { bsonType: "date" };
@@ -93,7 +74,7 @@ const attribution = {
     campaign: str,
     landing_page: str,
     visitor_id: str,
-    via: { enum: LINK_KINDS },
+    via: oneOf(LINK_KINDS),
     touched_at: date,
   },
 };
@@ -116,7 +97,7 @@ export const COLLECTIONS: readonly CollectionSpec[] = [
     schema: object(["_id", "name", "plan", "created_at"], {
       _id: str,
       name: str,
-      plan: { enum: [...PLANS] },
+      plan: oneOf(PLANS),
       created_at: date,
     }),
     indexes: [],
@@ -131,7 +112,7 @@ export const COLLECTIONS: readonly CollectionSpec[] = [
     schema: object(["account_id", "user_id", "role"], {
       account_id: str,
       user_id: str,
-      role: { enum: ROLES },
+      role: oneOf(ROLES),
     }),
     indexes: [{ key: { account_id: 1, user_id: 1 }, name: "account_user_unique", unique: true }],
   },
@@ -164,7 +145,7 @@ export const COLLECTIONS: readonly CollectionSpec[] = [
         site_id: str,
         account_id: str,
         name: str,
-        scopes: { bsonType: "array", items: { enum: SCOPES } },
+        scopes: { bsonType: "array", items: oneOf(SCOPES) },
         hash: str,
         prefix: str,
         created_by: str,
@@ -208,7 +189,7 @@ export const COLLECTIONS: readonly CollectionSpec[] = [
         minItems: 1,
         items: {
           bsonType: "object",
-          required: ["q", "name", "url", "ts", "received_at", "visitor_id"],
+          required: ["q", ...EVENT_FIELD_TABLE.flatMap((f) => ("required" in f ? [f.stored] : []))],
         },
       },
     }),
@@ -285,8 +266,8 @@ export const COLLECTIONS: readonly CollectionSpec[] = [
         customer_id: str,
         currency: str,
         plan: str,
-        interval: { enum: INTERVALS },
-        status: { enum: SUBSCRIPTION_STATUSES },
+        interval: oneOf(SUBSCRIPTION_INTERVALS),
+        status: oneOf(SUBSCRIPTION_STATUSES),
         amount_minor: money,
         started_at: date,
         current_period_end: date,
@@ -325,8 +306,8 @@ export const COLLECTIONS: readonly CollectionSpec[] = [
         currency: str,
         amount_minor: money,
         fee_minor: money,
-        kind: { enum: PAYMENT_KINDS },
-        status: { enum: PAYMENT_STATUSES },
+        kind: oneOf(PAYMENT_KINDS),
+        status: oneOf(PAYMENT_STATUSES),
         paid_at: date,
         metadata: pairs,
         subscription_id: str,
@@ -369,7 +350,7 @@ export const COLLECTIONS: readonly CollectionSpec[] = [
       site_id: str,
       customer_id: str,
       visitor_id: str,
-      via: { enum: LINK_KINDS },
+      via: oneOf(LINK_KINDS),
       linked_at: date,
     }),
     indexes: [
@@ -384,11 +365,26 @@ export const COLLECTIONS: readonly CollectionSpec[] = [
     ],
   },
   {
+    name: "visitor_stitches",
+    schema: object(["site_id", "visitor_id", "persistent_id", "ts"], {
+      site_id: str,
+      visitor_id: str,
+      persistent_id: str,
+      ts: date,
+    }),
+    indexes: [
+      // One persistent id per daily id: the first stitch's upsert key.
+      { key: { site_id: 1, visitor_id: 1 }, name: "site_visitor_unique", unique: true },
+      // A persistent visitor's daily ids (attribution, the cap).
+      { key: { site_id: 1, persistent_id: 1 }, name: "site_persistent" },
+    ],
+  },
+  {
     name: "connectors",
     schema: object(["_id", "site_id", "provider", "secret", "created_by", "created_at"], {
       _id: str,
       site_id: str,
-      provider: { enum: ["stripe", "paddle", "lemonsqueezy", "polar"] },
+      provider: oneOf(PROVIDERS),
       secret: str,
       created_by: str,
       created_at: date,
@@ -565,6 +561,7 @@ export interface Collections {
   payments: Collection<PaymentDoc>;
   touches: Collection<VisitorTouchDoc>;
   customerVisitors: Collection<CustomerVisitorDoc>;
+  stitches: Collection<VisitorStitchDoc>;
   connectors: Collection<ConnectorDoc>;
   connectorEvents: Collection<ConnectorEventDoc>;
   connectorObjects: Collection<ConnectorObjectDoc>;
@@ -597,6 +594,7 @@ export function collections(db: Db, options: { maxTimeMS?: number } = {}): Colle
     payments: get<PaymentDoc>("payments"),
     touches: get<VisitorTouchDoc>("visitor_touches"),
     customerVisitors: get<CustomerVisitorDoc>("customer_visitors"),
+    stitches: get<VisitorStitchDoc>("visitor_stitches"),
     connectors: get<ConnectorDoc>("connectors"),
     connectorEvents: get<ConnectorEventDoc>("connector_events"),
     connectorObjects: get<ConnectorObjectDoc>("connector_objects"),

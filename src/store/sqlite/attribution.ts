@@ -1,6 +1,7 @@
 /** First touches, customer-visitor links, attribution and revenue reports in SQLite. */
 
-import { linkRank } from "../../domain/attribution/ranking.js";
+import { LINK_KINDS, linkRank } from "../../domain/attribution/ranking.js";
+import { RECURRING_STATUSES, UNATTRIBUTED } from "../../domain/vocabulary.js";
 import type {
   Attribution,
   CustomerVisitorLink,
@@ -54,6 +55,9 @@ export function createTouchWriter(db: Db): (t: VisitorTouch) => boolean {
     ).changes === 1;
 }
 
+/** The stored link's rank (the domain's linkRank, as SQL): the index of `via` in LINK_KINDS. */
+const STORED_LINK_RANK = `(CASE via ${LINK_KINDS.map((k, i) => `WHEN '${k}' THEN ${i}`).join(" ")} END)`;
+
 /** SQLite limits bound parameters; look ids up in chunks. */
 function chunks<T>(items: T[], size = 500): T[][] {
   const out: T[][] = [];
@@ -71,12 +75,11 @@ export function createSqliteAttribution(db: Db): StoreAttributionPart {
        VALUES (@site_id, @customer_id, @visitor_id, @via, @linked_at)
        ON CONFLICT (site_id, customer_id, visitor_id) DO UPDATE SET
          linked_at = min(linked_at, excluded.linked_at),
-         via = CASE WHEN @rank < (CASE via WHEN 'user_id' THEN 0 WHEN 'visitor_id' THEN 1 ELSE 2 END)
-                    THEN excluded.via ELSE via END
+         via = CASE WHEN @rank < ${STORED_LINK_RANK} THEN excluded.via ELSE via END
        -- A link that would not change is not rewritten: every payment re-links the
        -- customer's visitors, and unchanged rows must cost no page writes.
        WHERE excluded.linked_at < linked_at
-          OR @rank < (CASE via WHEN 'user_id' THEN 0 WHEN 'visitor_id' THEN 1 ELSE 2 END)`,
+          OR @rank < ${STORED_LINK_RANK}`,
     ),
     customersByUser: db.prepare(
       "SELECT customer_id FROM customers WHERE site_id = ? AND user_id = ?",
@@ -108,7 +111,7 @@ export function createSqliteAttribution(db: Db): StoreAttributionPart {
     mrr: db.prepare(
       `SELECT currency, interval, sum(amount_minor) AS amount, count(*) AS n
        FROM subscriptions
-       WHERE site_id = ? AND status IN ('active', 'past_due') AND amount_minor IS NOT NULL
+       WHERE site_id = ? AND status IN (${RECURRING_STATUSES.map((v) => `'${v}'`).join(", ")}) AND amount_minor IS NOT NULL
          AND interval IS NOT NULL AND started_at <= ? AND (ended_at IS NULL OR ended_at > ?)
        GROUP BY currency, interval ORDER BY currency, interval`,
     ),
@@ -132,7 +135,7 @@ export function createSqliteAttribution(db: Db): StoreAttributionPart {
   const setAll = db.transaction(
     (siteId: string, customerId: string, attribution: Attribution | undefined) => {
       const json = attribution === undefined ? null : JSON.stringify(attribution);
-      const channel = attribution?.channel ?? "unattributed";
+      const channel = attribution?.channel ?? UNATTRIBUTED;
       s.setCustomer.run({ json, site: siteId, customer: customerId });
       s.setPayments.run({ json, channel, site: siteId, customer: customerId });
     },
@@ -161,10 +164,7 @@ export function createSqliteAttribution(db: Db): StoreAttributionPart {
           });
         }
       }
-      return out.sort(
-        (a, b) =>
-          a.ts - b.ts || (a.visitorId < b.visitorId ? -1 : a.visitorId > b.visitorId ? 1 : 0),
-      );
+      return out;
     },
     async linkCustomerVisitors(siteId, customerId, links) {
       if (links.length > 0) linkAll.immediate(siteId, customerId, links);

@@ -1,42 +1,41 @@
 /** Events, identity links, visitor salts and quota counters in SQLite. */
 
-import { MAX_VISITORS_PER_USER, visitorToReplace } from "../identity-cap.js";
+import {
+  type LinkPlan,
+  linksByUser,
+  MAX_VISITORS_PER_USER,
+  planLinks,
+} from "../../domain/attribution/identity-cap.js";
+import {
+  EVENT_FIELD_TABLE,
+  type EventFieldKind,
+  type StoredNames,
+} from "../../domain/store/event-fields.js";
 import type { EventGroupResult, EventRecord, IdentityLink, StoreEventsPart } from "../port.js";
 import { createTouchWriter } from "./attribution.js";
-import { type Db, nul, opt } from "./open-sqlite.js";
+import { type Db, nul } from "./open-sqlite.js";
+import { createStitchWriter } from "./persistent-visitors.js";
 
-interface EventRow {
-  site_id: string;
-  name: string;
-  url: string;
-  referrer: string | null;
-  title: string | null;
-  width: number | null;
-  language: string | null;
-  props: string | null;
-  ts: number;
-  received_at: number;
-  visitor_id: string;
-  user_id: string | null;
-  country: string | null;
-  browser: string | null;
-  os: string | null;
-  device: string | null;
-  referrer_host: string | null;
-  utm_source: string | null;
-  utm_medium: string | null;
-  utm_campaign: string | null;
-  utm_term: string | null;
-  utm_content: string | null;
-  click_ids: string | null;
-}
+/** An events row: the site and the table's fields by column, NULL when absent. */
+type EventRow = { site_id: string } & {
+  [C in StoredNames[number]]: string | number | null;
+};
+
+/** The columns of the events table, in the order of the event-field table (event-fields.ts). */
+const EVENT_COLUMNS = [
+  "site_id",
+  ...EVENT_FIELD_TABLE.map((f) => f.stored),
+] as unknown as readonly ["site_id", ...StoredNames];
 
 /**
  * The insert's parameters, in EVENT_COLUMNS order. Positional, straight from
- * the record: binding 23 named parameters from an intermediate row object
- * cost ~40% more per event (docs/performance.md).
+ * the record, and written out rather than looped over the table: binding 23
+ * named parameters from an intermediate row object cost ~40% more per event
+ * (docs/performance.md), and a loop over the table ~0.4 µs more per event
+ * than these property reads. The return type has one element per column, so
+ * a field added to the table fails to compile here until it is bound.
  */
-function eventParams(e: EventRecord): unknown[] {
+function eventParams(e: EventRecord): OnePer<typeof EVENT_COLUMNS> {
   return [
     e.siteId,
     e.name,
@@ -64,60 +63,26 @@ function eventParams(e: EventRecord): unknown[] {
   ];
 }
 
-function eventFromRow(r: EventRow): EventRecord {
-  return {
-    siteId: r.site_id,
-    name: r.name,
-    url: r.url,
-    referrer: opt(r.referrer),
-    title: opt(r.title),
-    width: opt(r.width),
-    language: opt(r.language),
-    props: r.props === null ? undefined : (JSON.parse(r.props) as Record<string, unknown>),
-    ts: r.ts,
-    receivedAt: r.received_at,
-    visitorId: r.visitor_id,
-    userId: opt(r.user_id),
-    country: opt(r.country),
-    browser: opt(r.browser),
-    os: opt(r.os),
-    device: opt(r.device),
-    referrerHost: opt(r.referrer_host),
-    utmSource: opt(r.utm_source),
-    utmMedium: opt(r.utm_medium),
-    utmCampaign: opt(r.utm_campaign),
-    utmTerm: opt(r.utm_term),
-    utmContent: opt(r.utm_content),
-    clickIds:
-      r.click_ids === null ? undefined : (JSON.parse(r.click_ids) as Record<string, string>),
-  };
-}
+/** A tuple of one value per element of `T`. */
+type OnePer<T extends readonly unknown[]> = { -readonly [K in keyof T]: unknown };
 
-const EVENT_COLUMNS = [
-  "site_id",
-  "name",
-  "url",
-  "referrer",
-  "title",
-  "width",
-  "language",
-  "props",
-  "ts",
-  "received_at",
-  "visitor_id",
-  "user_id",
-  "country",
-  "browser",
-  "os",
-  "device",
-  "referrer_host",
-  "utm_source",
-  "utm_medium",
-  "utm_campaign",
-  "utm_term",
-  "utm_content",
-  "click_ids",
-] as const;
+/** A stored value back to the record's, by kind: JSON text for objects and maps. */
+const FROM_SQL: Record<EventFieldKind, (v: string | number) => unknown> = {
+  text: (v) => v,
+  integer: (v) => v,
+  time: (v) => v,
+  json: (v) => JSON.parse(v as string),
+  map: (v) => JSON.parse(v as string),
+};
+
+function eventFromRow(r: EventRow): EventRecord {
+  const e: Record<string, unknown> = { siteId: r.site_id };
+  for (const f of EVENT_FIELD_TABLE) {
+    const v = r[f.stored];
+    e[f.field] = v === null ? undefined : FROM_SQL[f.kind](v);
+  }
+  return e as EventRecord;
+}
 
 export function createSqliteEvents(db: Db): StoreEventsPart {
   const s = {
@@ -138,12 +103,9 @@ export function createSqliteEvents(db: Db): StoreEventsPart {
       `INSERT INTO identities (site_id, user_id, visitor_id, ts) VALUES (@siteId, @userId, @visitorId, @ts)
        ON CONFLICT (site_id, user_id, visitor_id) DO UPDATE SET ts = min(ts, excluded.ts)`,
     ),
-    linkExists: db.prepare(
-      "SELECT 1 FROM identities WHERE site_id = ? AND user_id = ? AND visitor_id = ?",
-    ),
-    // Counting stops at the cap: the cost is bounded however many links a caller tried.
-    linkCount: db.prepare(
-      "SELECT count(*) AS n FROM (SELECT 1 FROM identities WHERE site_id = ? AND user_id = ? LIMIT ?)",
+    // Reading stops past the cap: the cost is bounded however many links a caller tried.
+    linkedVisitors: db.prepare(
+      "SELECT visitor_id FROM identities WHERE site_id = ? AND user_id = ? LIMIT ?",
     ),
     linkedTouches: db.prepare(
       `SELECT i.visitor_id, t.internal, t.ts FROM identities i
@@ -169,29 +131,44 @@ export function createSqliteEvents(db: Db): StoreEventsPart {
   };
 
   const writeTouch = createTouchWriter(db);
+  const writeStitch = createStitchWriter(db);
 
   type TouchCols = { internal: number | null; ts: number | null };
   const touchFrom = (r: TouchCols | undefined) =>
     r?.ts == null ? undefined : { internal: r.internal === 1, ts: r.ts };
 
-  /** Writes an identity link within the cap on visitors per user id (see identity-cap.ts). */
-  function writeLink(l: IdentityLink): void {
-    const known = s.linkExists.get(l.siteId, l.userId, l.visitorId) !== undefined;
-    const count = known
-      ? 0
-      : (s.linkCount.get(l.siteId, l.userId, MAX_VISITORS_PER_USER) as { n: number }).n;
-    if (!known && count >= MAX_VISITORS_PER_USER) {
-      const candidate = touchFrom(s.touchOf.get(l.siteId, l.visitorId) as TouchCols | undefined);
-      // No touch yet: it cannot beat anything linked, so skip the read of the linked visitors.
-      if (candidate === undefined) return;
-      const linked = (
-        s.linkedTouches.all(l.siteId, l.userId) as ({ visitor_id: string } & TouchCols)[]
-      ).map((r) => ({ visitorId: r.visitor_id, touch: touchFrom(r) }));
-      const replaced = visitorToReplace(linked, candidate);
-      if (replaced === undefined) return;
-      s.unlink.run(l.siteId, l.userId, replaced);
+  /** The first touches the cap weighs: of the user's linked visitors and of the candidates. */
+  function touchesFor(siteId: string, userId: string, candidates: readonly string[]) {
+    const touches = new Map(
+      (s.linkedTouches.all(siteId, userId) as ({ visitor_id: string } & TouchCols)[]).map((r) => [
+        r.visitor_id,
+        touchFrom(r),
+      ]),
+    );
+    for (const v of candidates) {
+      if (!touches.has(v)) touches.set(v, touchFrom(s.touchOf.get(siteId, v) as TouchCols));
     }
-    s.insertLink.run(l);
+    return (visitorId: string) => touches.get(visitorId);
+  }
+
+  /** Writes identity links as the cap on visitors per user id plans them (identity-cap.ts). */
+  function writeLinks(links: readonly IdentityLink[]): void {
+    for (const group of linksByUser(links)) {
+      const { siteId, userId } = group[0] as IdentityLink;
+      const candidates = group.map((l) => l.visitorId);
+      const linked = (
+        s.linkedVisitors.all(siteId, userId, MAX_VISITORS_PER_USER + group.length) as {
+          visitor_id: string;
+        }[]
+      ).map((r) => r.visitor_id);
+      // Touches are read only when a new visitor is past the cap.
+      const plan =
+        planLinks(linked, candidates) ??
+        (planLinks(linked, candidates, touchesFor(siteId, userId, candidates)) as LinkPlan);
+      for (const v of plan.unlink) s.unlink.run(siteId, userId, v);
+      const keep = new Set(plan.link);
+      for (const l of group) if (keep.has(l.visitorId)) s.insertLink.run(l);
+    }
   }
   const usageOf = (account: string, month: string): number =>
     (s.usage.get(account, month) as { count: number } | undefined)?.count ?? 0;
@@ -222,7 +199,8 @@ export function createSqliteEvents(db: Db): StoreEventsPart {
       // Touches before links: a visitor's pageview in the same request counts when the cap
       // on visitors per user id decides whether its link is kept.
       const firstTouches = (g.touches ?? []).filter(writeTouch).map((t) => t.visitorId);
-      for (const l of g.links) writeLink(l);
+      writeLinks(g.links);
+      for (const st of g.stitches ?? []) writeStitch(st);
       results.push({
         ok: true,
         remaining: Math.max(0, g.ceiling - usageOf(g.accountId, g.month)),

@@ -241,6 +241,22 @@ DROP INDEX IF EXISTS subscriptions_status;
   },
   {
     version: 7,
+    description: "daily visitor ids stitched to persistent visitor ids (vid)",
+    // One persistent id per daily id (the primary key: the first stitch wins);
+    // a persistent id's daily ids by the second index (attribution joins them).
+    sql: `
+CREATE TABLE visitor_stitches (
+  site_id TEXT NOT NULL,
+  visitor_id TEXT NOT NULL,
+  persistent_id TEXT NOT NULL,
+  ts INTEGER NOT NULL,
+  PRIMARY KEY (site_id, visitor_id)
+) WITHOUT ROWID;
+CREATE INDEX visitor_stitches_persistent ON visitor_stitches(site_id, persistent_id);
+`,
+  },
+  {
+    version: 8,
     description: "payment-provider connectors, the events they applied, object versions",
     // connector_events: each provider event applied at most once per connector.
     // connector_objects: the provider's version of each object's stored state,

@@ -1,4 +1,11 @@
 /** Payments, customers and subscriptions in SQLite. */
+
+import {
+  type CustomerFields,
+  customerChange,
+  type SubscriptionFields,
+  subscriptionChange,
+} from "../../domain/store/patches.js";
 import type {
   Attribution,
   CustomerRecord,
@@ -11,6 +18,7 @@ import type {
   SubscriptionRecord,
   SubscriptionStatus,
 } from "../port.js";
+import { createChangeWriter } from "./change-writer.js";
 import { type Db, nul, opt } from "./open-sqlite.js";
 
 interface PaymentRow {
@@ -82,70 +90,53 @@ export function createSqlitePaymentWriter(
          status = excluded.status, paid_at = excluded.paid_at, metadata = excluded.metadata,
          subscription_id = excluded.subscription_id, updated_at = excluded.updated_at`,
     ),
-    // Absent (NULL) fields keep what is known; metadata is replaced only when sent.
-    upsertCustomer: db.prepare(
-      `INSERT INTO customers (site_id, customer_id, email, user_id, name, country, visitor_id, metadata,
-         created_at, updated_at)
-       VALUES (@site_id, @customer_id, @email, @user_id, @name, @country, @visitor_id,
-         coalesce(@metadata, '{}'), @at, @at)
-       ON CONFLICT (site_id, customer_id) DO UPDATE SET
-         email = coalesce(excluded.email, email), user_id = coalesce(excluded.user_id, user_id),
-         name = coalesce(excluded.name, name), country = coalesce(excluded.country, country),
-         visitor_id = coalesce(excluded.visitor_id, visitor_id),
-         metadata = coalesce(@metadata, metadata), updated_at = excluded.updated_at`,
-    ),
-    upsertSubscription: db.prepare(
-      `INSERT INTO subscriptions (site_id, subscription_id, customer_id, currency, plan, interval, status,
-         amount_minor, started_at, current_period_end, canceled_at, ended_at, created_at, updated_at)
-       VALUES (@site_id, @subscription_id, @customer_id, @currency, @plan, @interval,
-         coalesce(@status, @default_status), @amount_minor, coalesce(@started_at, @default_started_at),
-         @current_period_end, @canceled_at, @ended_at, @at, @at)
-       ON CONFLICT (site_id, subscription_id) DO UPDATE SET
-         customer_id = excluded.customer_id,
-         -- The currency is the unit of the amount: they change together.
-         currency = CASE WHEN @amount_minor IS NOT NULL THEN excluded.currency ELSE currency END,
-         plan = coalesce(@plan, plan), interval = coalesce(@interval, interval),
-         status = coalesce(@status, status), amount_minor = coalesce(@amount_minor, amount_minor),
-         started_at = coalesce(@started_at, started_at),
-         current_period_end = coalesce(@current_period_end, current_period_end),
-         canceled_at = coalesce(@canceled_at, canceled_at), ended_at = coalesce(@ended_at, ended_at),
-         updated_at = excluded.updated_at`,
-    ),
   };
+
+  // Customers and subscriptions change as the domain's patches say (patches.ts).
+  const writeCustomer = createChangeWriter<CustomerFields>(
+    db,
+    "customers",
+    ["site_id", "customer_id"],
+    [
+      { field: "email", column: "email" },
+      { field: "userId", column: "user_id" },
+      { field: "name", column: "name" },
+      { field: "country", column: "country" },
+      { field: "visitorId", column: "visitor_id" },
+      {
+        field: "metadata",
+        column: "metadata",
+        toSql: (m: Record<string, string>) => JSON.stringify(m),
+      },
+      { field: "createdAt", column: "created_at" },
+      { field: "updatedAt", column: "updated_at" },
+    ],
+  );
+  const writeSubscription = createChangeWriter<SubscriptionFields>(
+    db,
+    "subscriptions",
+    ["site_id", "subscription_id"],
+    [
+      { field: "customerId", column: "customer_id" },
+      { field: "currency", column: "currency" },
+      { field: "plan", column: "plan" },
+      { field: "interval", column: "interval" },
+      { field: "status", column: "status" },
+      { field: "amountMinor", column: "amount_minor" },
+      { field: "startedAt", column: "started_at" },
+      { field: "currentPeriodEnd", column: "current_period_end" },
+      { field: "canceledAt", column: "canceled_at" },
+      { field: "endedAt", column: "ended_at" },
+      { field: "createdAt", column: "created_at" },
+      { field: "updatedAt", column: "updated_at" },
+    ],
+  );
 
   return (w) => {
     const c = w.customer;
-    s.upsertCustomer.run({
-      site_id: c.siteId,
-      customer_id: c.customerId,
-      email: nul(c.email),
-      user_id: nul(c.userId),
-      name: nul(c.name),
-      country: nul(c.country),
-      visitor_id: nul(c.visitorId),
-      metadata: c.metadata === undefined ? null : JSON.stringify(c.metadata),
-      at: c.at,
-    });
+    writeCustomer([c.siteId, c.customerId], customerChange([c]));
     const sub = w.subscription;
-    if (sub) {
-      s.upsertSubscription.run({
-        site_id: sub.siteId,
-        subscription_id: sub.subscriptionId,
-        customer_id: sub.customerId,
-        currency: sub.currency,
-        plan: nul(sub.plan),
-        interval: nul(sub.interval),
-        status: nul(sub.status),
-        default_status: sub.defaults.status,
-        amount_minor: nul(sub.amountMinor),
-        started_at: nul(sub.startedAt),
-        default_started_at: sub.defaults.startedAt,
-        current_period_end: nul(sub.currentPeriodEnd),
-        canceled_at: nul(sub.canceledAt),
-        ended_at: nul(sub.endedAt),
-        at: sub.at,
-      });
-    }
+    if (sub) writeSubscription([sub.siteId, sub.subscriptionId], subscriptionChange([sub]));
     const p = w.payment;
     if (!p) return;
     s.upsertPayment.run({

@@ -7,6 +7,7 @@ import { createSqliteConnectors } from "./connectors.js";
 import { createSqliteEvents } from "./events.js";
 import { openSqlite } from "./open-sqlite.js";
 import { createSqlitePayments } from "./payments.js";
+import { createSqlitePersistentVisitors } from "./persistent-visitors.js";
 import { countChanges, createWalSync, type SyncFile } from "./wal-sync.js";
 
 export interface SqliteStoreOptions {
@@ -34,6 +35,7 @@ export function createSqliteStore(path: string, options: SqliteStoreOptions = {}
     ...createSqliteEvents(db),
     ...createSqlitePayments(db),
     ...createSqliteAttribution(db),
+    ...createSqlitePersistentVisitors(db),
     ...createSqliteConnectors(db),
   };
   // Every method that changed rows resolves only after the WAL is synced: the
@@ -49,7 +51,8 @@ export function createSqliteStore(path: string, options: SqliteStoreOptions = {}
   }
   return {
     kind: "sqlite",
-    ...(parts as unknown as Omit<Store, "kind" | "ping" | "close">),
+    commitsInOrder: true,
+    ...(parts as unknown as Omit<Store, "kind" | "commitsInOrder" | "ping" | "close">),
     async ping() {
       // A failed sync is sticky: nothing written since can be vouched for.
       if (wal?.failure) throw wal.failure;

@@ -11,8 +11,9 @@ import { StoreUnavailableError } from "../../../src/domain/store-errors.js";
 import { createMongoStore } from "../../../src/store/mongo/mongo-store.js";
 import type { EventGroup, Store } from "../../../src/store/port.js";
 import { STORE_UNAVAILABLE, validPayment } from "../../helpers/fixtures.js";
-import { postJson, startTestServer, type TestServer } from "../../helpers/test-server.js";
-import { type FakeMongo, startFakeMongo } from "./fake-server.js";
+import { type FakeMongo, startFakeMongo } from "../../helpers/mongo/fake-server.js";
+import { postJson } from "../../helpers/test-server.js";
+import { useTestServer } from "../../helpers/use-test-server.js";
 
 const group: EventGroup = {
   accountId: "acct_w",
@@ -146,10 +147,9 @@ describe("the MongoDB adapter on the wire (real driver, fake server)", () => {
 
 describe("REST through the real MongoDB driver (fake server)", () => {
   let fake: FakeMongo;
-  let server: TestServer;
   const key = generateApiKey();
 
-  beforeAll(async () => {
+  const ctx = useTestServer(async () => {
     fake = await startFakeMongo();
     const url = fake.url("ingest_wire_rest");
     // The key's document, for authentication (`find` on api_keys).
@@ -177,7 +177,7 @@ describe("REST through the real MongoDB driver (fake server)", () => {
       },
       ok: 1,
     }));
-    server = await startTestServer({
+    return {
       env: { STORE_TIMEOUT_MS: "400" },
       store: {
         kind: "mongodb",
@@ -185,12 +185,12 @@ describe("REST through the real MongoDB driver (fake server)", () => {
         open: () => createMongoStore(url, { timeoutMs: 400 }),
         cleanup: async () => fake.close(),
       },
-    });
+      tenant: false,
+    };
   });
-  afterAll(() => server.close());
 
   it("records a payment (200), answers a validator's refusal with 500, a silent server with 503", async () => {
-    const ok = await postJson(`${server.url}/api/v1/payments`, validPayment("pay_w1"), { key });
+    const ok = await postJson(`${ctx.url}/api/v1/payments`, validPayment("pay_w1"), { key });
     expect(ok.status).toBe(200);
 
     fake.answer.set("update", (cmd) => ({
@@ -200,7 +200,7 @@ describe("REST through the real MongoDB driver (fake server)", () => {
         { index: 0, code: 121, errmsg: `Document failed validation ${String(cmd.update)}` },
       ],
     }));
-    const refused = await postJson(`${server.url}/api/v1/payments`, validPayment("pay_w2"), {
+    const refused = await postJson(`${ctx.url}/api/v1/payments`, validPayment("pay_w2"), {
       key,
     });
     fake.answer.delete("update");
@@ -212,7 +212,7 @@ describe("REST through the real MongoDB driver (fake server)", () => {
     });
 
     fake.stall.add("update");
-    const silent = await postJson(`${server.url}/api/v1/payments`, validPayment("pay_w3"), { key });
+    const silent = await postJson(`${ctx.url}/api/v1/payments`, validPayment("pay_w3"), { key });
     fake.stall.delete("update");
     expect(silent.status).toBe(503);
     expect(silent.headers.get("retry-after")).toBe("2");

@@ -1,0 +1,87 @@
+/** Types of report.mjs, for the tests that call its pure functions. */
+
+/** A measured row of the table (bench/run.mjs builds it with `resultRow`). */
+export interface Row {
+  id: string;
+  label: string;
+  workers: number;
+  requestsPerSec: number;
+  eventsPerSec?: number;
+  ackedEventsPerSec?: number;
+  storedRows?: number;
+  p50Ms: number | null;
+  p99Ms: number | null;
+  non2xx: number;
+  rateLimited503: number;
+  errors: number;
+  peakRssMb: number;
+  cpu?: {
+    serverCores: number;
+    benchCores: number;
+    foreignCores: number;
+    serverUsPerRequest: number;
+  };
+  quietBefore?: number;
+  max?: unknown;
+  at70?: {
+    rate: number;
+    paced: { latencyMs: { p50: number | null; p99: number | null }; non2xx: number };
+    autocannon: { latencyMs: { p50: number | null; p99: number | null }; non2xx: number };
+  };
+}
+
+export interface Target {
+  target: string;
+  value: string;
+  met: boolean | undefined;
+}
+
+export interface Machine {
+  cpuModel: string | undefined;
+  cores: number;
+  totalMemoryGb: number | null;
+  node: string;
+  platform: string;
+}
+
+export interface ReportSettings {
+  duration: number;
+  warmup: number;
+  connections: number;
+  grpcConcurrency: number;
+  profDir?: string;
+  serverEnv: Record<string, string>;
+}
+
+export function fmt(x: number | null | undefined, d?: number): string;
+export function round(x: number | null | undefined, d?: number): number | null;
+export function resultRow(
+  scenario: { id: string; label: string; workers?: number },
+  measured: unknown,
+): Row;
+export function baselineRate(rows: readonly Row[]): number | undefined;
+export function targets(rows: readonly Row[], baselineRps?: number): Target[];
+export function renderTable(input: {
+  rows: readonly Row[];
+  baselineRps: number | undefined;
+  targets: readonly Target[];
+  machine: Machine;
+  settings: ReportSettings;
+  workersRan: boolean;
+}): string;
+export function resultDocument(input: {
+  startedAt: Date;
+  machine: Machine;
+  settings: ReportSettings;
+  rows: readonly Row[];
+  workersRan: boolean;
+}): {
+  startedAt: string;
+  machine: Machine;
+  settings: Record<string, unknown>;
+  baselineRequestsPerSec: number | undefined;
+  targets: Target[];
+  results: Row[];
+  table: string;
+};
+export function resultFileName(date: Date): string;

@@ -1,0 +1,132 @@
+/**
+ * The service without its doors: the store with its decorators (outage
+ * guard, directory cache), the domain applications and readiness. No
+ * Fastify, no Connect: src/server.ts hands these to each door.
+ */
+import type { RateLimiter } from "./cluster/rate-limiter.js";
+import type { Config } from "./config.js";
+import { type Admin, createAdmin } from "./domain/admin.js";
+import { createAttributor } from "./domain/attribution/attribute.js";
+import { type Authenticator, createAuthenticator } from "./domain/auth.js";
+import type { Clock } from "./domain/clock.js";
+import { type ConnectorsApp, createConnectorsApp } from "./domain/connectors/connectors-app.js";
+import type { EventsApp } from "./domain/events/events-app.js";
+import { createEventsApp } from "./domain/events/events-app.js";
+import type { PaymentsApp } from "./domain/payments/payments-app.js";
+import { createPaymentsApp } from "./domain/payments/payments-app.js";
+import { createReports, type Reports } from "./domain/reports.js";
+import type { TrackerBundle } from "./http/tracker-script.js";
+import { createReadiness, type Readiness } from "./lib/readiness.js";
+import { scrub } from "./lib/scrub.js";
+import { noopObserver, type Observer } from "./metrics/observer.js";
+import { cacheDirectory, type DirectoryCachedStore } from "./store/directory-cache.js";
+import { guardStore } from "./store/guarded-store.js";
+import type { Store } from "./store/port.js";
+
+/** What the service is built from: main.ts passes the real ones, tests their own. */
+export interface ServiceDeps {
+  config: Config;
+  store: Store;
+  clock: Clock;
+  /** Where the app reports what it does (metrics); nothing is observed when omitted. */
+  metrics?: Observer;
+  /**
+   * Where the collect endpoint's per-client limits are counted. Default: in
+   * this process, by `clock` (main.ts passes the cluster primary's under WORKERS).
+   */
+  collectLimiter?: RateLimiter;
+  /** The tracking script; default: the bundle `npm run build` wrote to dist/tracker/. */
+  trackerBundle?: TrackerBundle;
+}
+
+/** Where the services log what no request asked for (the store's outages). */
+export interface ServiceLog {
+  warn(fields: object, message: string): void;
+}
+
+/** Everything a door may be handed. */
+export interface Services {
+  config: Config;
+  clock: Clock;
+  /** The store, guarded (outages answer 503) and caching the directory. */
+  store: DirectoryCachedStore;
+  metrics: Observer;
+  auth: Authenticator;
+  admin: Admin;
+  reports: Reports;
+  payments: PaymentsApp;
+  events: EventsApp;
+  /** Payment-provider webhooks, recorded through `payments`. */
+  connectors: ConnectorsApp;
+  readiness: Readiness;
+  collectLimiter?: RateLimiter;
+  trackerBundle?: TrackerBundle;
+}
+
+/**
+ * Builds the services. `log` is asked for at each report (the server that
+ * owns the logger is built after the services).
+ */
+export async function buildServices(
+  deps: ServiceDeps,
+  log: () => ServiceLog | undefined,
+): Promise<Services> {
+  const { config, clock } = deps;
+  const metrics = deps.metrics ?? noopObserver;
+  // Database failures answer 503. No timer of our own: SQLite answers within
+  // its busy timeout, and MongoDB's driver and server enforce STORE_TIMEOUT_MS
+  // themselves, so the operation is really abandoned when the caller is told
+  // to retry (a parallel timer would answer 503 while the write goes on).
+  // An outage is logged once when it starts and once when the store answers again.
+  // Keys, sites and accounts come from memory while the store's directory version is unchanged.
+  const store = cacheDirectory(
+    guardStore(deps.store, {
+      onStateChange(available, cause) {
+        if (available) log()?.warn({ store: deps.store.kind }, "store available again");
+        else log()?.warn({ store: deps.store.kind, err: scrub(cause) }, "store unavailable");
+      },
+      onError: (operation) => metrics.storeError(operation),
+    }),
+  );
+  const queue = {
+    capacity: config.ingestQueueCapacity,
+    batchMax: config.ingestBatchMax,
+    flushMs: config.ingestFlushMs,
+    // Batches overlap only where commits keep their order (see Store.commitsInOrder).
+    inFlight: deps.store.commitsInOrder ? config.ingestBatchesInFlight : 1,
+  };
+  const attribution = createAttributor({ store, clock });
+  const payments = createPaymentsApp({
+    store,
+    clock,
+    queue: { ...queue, observer: metrics.queue("payments") },
+    attribution,
+  });
+  const events = metrics.observeEvents(
+    await createEventsApp({
+      store,
+      clock,
+      queue: { ...queue, observer: metrics.queue("events") },
+      geoipDb: config.geoipDb,
+      attribution,
+    }),
+  );
+  const readiness = createReadiness({ ping: () => store.ping(), timeoutMs: 2_000 });
+  metrics.setReadinessProbe(() => readiness.check());
+
+  return {
+    config,
+    clock,
+    store,
+    metrics,
+    auth: createAuthenticator({ store, clock }),
+    admin: createAdmin({ store, clock }),
+    reports: createReports({ store, clock }),
+    payments,
+    events,
+    connectors: createConnectorsApp({ store, payments }),
+    readiness,
+    ...(deps.collectLimiter ? { collectLimiter: deps.collectLimiter } : {}),
+    ...(deps.trackerBundle ? { trackerBundle: deps.trackerBundle } : {}),
+  };
+}

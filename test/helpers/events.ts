@@ -1,0 +1,79 @@
+/** Shared helpers of the events tests. */
+import { createClient } from "@connectrpc/connect";
+import { createConnectTransport } from "@connectrpc/connect-node";
+import { expect } from "vitest";
+import { ReportsService, type StoredEvent } from "../../gen/ingest/v1/reports_pb.js";
+import type { Store } from "../../src/store/port.js";
+import { BROWSER_UA, IPHONE_UA } from "./fixtures.js";
+import { ADMIN_TOKEN, postJson, type Tenant } from "./test-server.js";
+
+export { BROWSER_UA, IPHONE_UA };
+
+/** POSTs to /api/v1/events with the tenant's key and a browser User-Agent (unless overridden). */
+export function sendEvents(
+  baseUrl: string,
+  tenant: Pick<Tenant, "key">,
+  body: unknown,
+  headers: Record<string, string> = {},
+) {
+  return postJson(`${baseUrl}/api/v1/events`, body, {
+    key: tenant.key,
+    headers: { "user-agent": BROWSER_UA, ...headers },
+  });
+}
+
+/** A pageview on example.com. */
+export function pageview(siteId: string, extra: Record<string, unknown> = {}) {
+  return { s: siteId, e: "pageview", u: "https://example.com/", ...extra };
+}
+
+/** A batch of `n` pageviews, each with a distinct path and `p.i`. */
+export function batchOf(siteId: string, n: number, extra: Record<string, unknown> = {}) {
+  return {
+    s: siteId,
+    b: Array.from({ length: n }, (_, i) => ({
+      e: "pageview",
+      u: `https://example.com/${i}`,
+      p: { i },
+      ...extra,
+    })),
+  };
+}
+
+/** ReportsService.ListEvents over Connect, as an operator would call it. */
+export async function listEvents(
+  baseUrl: string,
+  siteId: string,
+  limit = 1000,
+): Promise<StoredEvent[]> {
+  const client = createClient(
+    ReportsService,
+    createConnectTransport({ baseUrl, httpVersion: "1.1" }),
+  );
+  const res = await client.listEvents(
+    { siteId, limit },
+    { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } },
+  );
+  return res.events;
+}
+
+/** The 400/403/404/… envelope of a response, for exact assertions. */
+export function errorOf(res: { status: number; body: unknown }) {
+  return { status: res.status, body: res.body };
+}
+
+export function envelope(code: string, message: string) {
+  return { ok: false, error: { code, message } };
+}
+
+/**
+ * Raises an account's counter by `n` directly in the store, as if `n` more
+ * events had been counted (by another process: the server under test does
+ * not see it happen).
+ */
+export async function presetUsage(store: Store, accountId: string, month: string, n: number) {
+  const [r] = await store.commitEvents([
+    { accountId, month, ceiling: Number.MAX_SAFE_INTEGER, countable: n, events: [], links: [] },
+  ]);
+  expect(r?.ok).toBe(true);
+}

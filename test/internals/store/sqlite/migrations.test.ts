@@ -1,0 +1,147 @@
+/**
+ * Lean rows: every index on the tables that events and payments write is
+ * used by a statement of the SQLite adapter (each index costs a B-tree write
+ * per row written). The statements are the adapter's own, recorded as it
+ * prepares them, and each is asked for its query plan.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import Database from "better-sqlite3";
+import { afterAll, describe, expect, it } from "vitest";
+import { MIGRATIONS } from "../../../../src/store/sqlite/migrations.js";
+import { createSqliteStore } from "../../../../src/store/sqlite/sqlite-store.js";
+
+/** The tables an events or payments request writes to. */
+const WRITTEN = [
+  "events",
+  "identities",
+  "visitor_touches",
+  "customer_visitors",
+  "quota_usage",
+  "payments",
+  "customers",
+  "subscriptions",
+  "visitor_stitches",
+];
+
+const dir = mkdtempSync(join(tmpdir(), "sqlite-indexes-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+/** Indexes declared by migrations (not the automatic ones of primary keys and UNIQUE). */
+function declaredIndexes(db: Database.Database): string[] {
+  const placeholders = WRITTEN.map(() => "?").join(",");
+  return (
+    db
+      .prepare(
+        `SELECT name FROM sqlite_master WHERE type = 'index' AND sql IS NOT NULL AND tbl_name IN (${placeholders}) ORDER BY name`,
+      )
+      .pluck()
+      .all(...WRITTEN) as string[]
+  ).sort();
+}
+
+/** Every SQL text the adapter prepares while it opens and serves the calls in `use`. */
+async function preparedStatements(
+  file: string,
+  use: (store: ReturnType<typeof createSqliteStore>) => Promise<void>,
+): Promise<string[]> {
+  const seen = new Set<string>();
+  const original = Database.prototype.prepare;
+  Database.prototype.prepare = function (this: Database.Database, sql: string) {
+    seen.add(sql);
+    return original.call(this, sql);
+  } as typeof original;
+  try {
+    const store = createSqliteStore(file);
+    try {
+      await use(store);
+    } finally {
+      await store.close();
+    }
+  } finally {
+    Database.prototype.prepare = original;
+  }
+  return [...seen];
+}
+
+/** The indexes a statement's plan searches, with every parameter bound to NULL. */
+function indexesUsed(db: Database.Database, sql: string): string[] {
+  if (!/^\s*(SELECT|INSERT|UPDATE|DELETE|WITH)\b/i.test(sql)) return [];
+  const named = [...new Set([...sql.matchAll(/[@:$](\w+)/g)].map((m) => m[1] as string))];
+  const positional = (sql.match(/\?/g) ?? []).length;
+  const stmt = db.prepare(`EXPLAIN QUERY PLAN ${sql}`);
+  const args: unknown[] = named.length > 0 ? [Object.fromEntries(named.map((n) => [n, null]))] : [];
+  for (let i = 0; i < positional; i += 1) args.push(null);
+  const plan = stmt.all(...args) as { detail: string }[];
+  return plan.flatMap((r) =>
+    [...r.detail.matchAll(/USING (?:COVERING )?INDEX (\w+)/g)].map((m) => m[1] as string),
+  );
+}
+
+describe("SQLite indexes on the written tables", () => {
+  it("each one is used by a statement of the adapter, and only those exist", async () => {
+    const file = join(dir, "fresh.sqlite");
+    const statements = await preparedStatements(file, async (store) => {
+      // Statements prepared per call (lists of ids of varying length).
+      await store.findCustomersToReattribute("site", { userIds: ["u"], visitorIds: ["v"] });
+      await store.getFirstTouches("site", ["v"]);
+      await store.findStitches("site", ["v", "p:vid_0123456789abcdef"]);
+    });
+    const db = new Database(file, { readonly: true });
+    try {
+      const used = new Map<string, string>();
+      for (const sql of statements) {
+        for (const index of indexesUsed(db, sql)) used.set(index, sql.replace(/\s+/g, " "));
+      }
+      const declared = declaredIndexes(db);
+      expect(declared.filter((i) => !used.has(i))).toEqual([]);
+      // What is kept, and which statement needs it (docs/performance.md, "Lean rows").
+      expect(declared).toEqual([
+        "customer_visitors_visitor", // customers to re-attribute after new first touches
+        "customers_user", // customers of a user id (identify links, payments)
+        "events_site", // ReportsService.ListEvents: a site's newest events
+        "payments_customer", // a customer's payments when its attribution changes
+        "payments_paid_at", // ReportsService revenue by channel over a period
+        "visitor_stitches_persistent", // a persistent visitor's daily ids (attribution)
+      ]);
+    } finally {
+      db.close();
+    }
+  });
+
+  it("migration 6 drops the unused ones from a database made by earlier versions", async () => {
+    const file = join(dir, "v5.sqlite");
+    const old = new Database(file);
+    for (const m of MIGRATIONS.filter((x) => x.version <= 5)) {
+      old.exec(m.sql);
+      old.pragma(`user_version = ${m.version}`);
+    }
+    const before = declaredIndexes(old);
+    old.close();
+    expect(before).toEqual(
+      expect.arrayContaining([
+        "identities_visitor",
+        "payments_channel",
+        "subscriptions_customer",
+        "subscriptions_status",
+      ]),
+    );
+    const store = createSqliteStore(file);
+    await store.close();
+    const db = new Database(file, { readonly: true });
+    try {
+      expect(db.pragma("user_version", { simple: true })).toBe(MIGRATIONS.at(-1)?.version);
+      expect(declaredIndexes(db)).toEqual([
+        "customer_visitors_visitor",
+        "customers_user",
+        "events_site",
+        "payments_customer",
+        "payments_paid_at",
+        "visitor_stitches_persistent",
+      ]);
+    } finally {
+      db.close();
+    }
+  });
+});
