@@ -10,9 +10,9 @@ describe("event-field table", () => {
     }
   });
 
-  it("gives the validation the spec's per-event fields", () => {
+  it("gives the validation the spec's per-event fields and vid", () => {
     expect([...EVENT_FIELDS].sort()).toEqual(
-      ["e", "u", "r", "t", "w", "l", "uid", "p", "ts", "ip", "ua"].sort(),
+      ["e", "u", "r", "t", "w", "l", "uid", "p", "ts", "ip", "ua", "vid"].sort(),
     );
   });
 });
