@@ -12,7 +12,7 @@ import { createAdmin } from "../domain/admin.js";
 import { systemClock } from "../domain/clock.js";
 import { DomainError } from "../domain/errors.js";
 import { KEY_PREFIX } from "../domain/keys.js";
-import { PLANS, ROLES, SCOPES } from "../domain/vocabulary.js";
+import { PLANS, PROVIDERS, ROLES, SCOPES } from "../domain/vocabulary.js";
 import { httpErrorOf } from "../edge/http-errors.js";
 import { type MigrationReport, openStore } from "../store/open-store.js";
 
@@ -41,7 +41,7 @@ const COMMANDS = {
     "Deletes a key by its id (key_…, from key list), never by its secret.",
   ],
   "connector create": [
-    "--site ID --provider stripe|paddle|lemonsqueezy|polar --secret SIGNING_SECRET --as USER_ID",
+    `--site ID --provider ${PROVIDERS.join("|")} --secret SIGNING_SECRET --as USER_ID`,
     "Connects a site to a payment provider's webhooks (Scale plan; owner or admin); prints the url_path to paste into the provider.",
   ],
   "connector list": ["--site ID", "Lists a site's connectors, without their secrets."],
