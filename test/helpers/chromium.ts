@@ -1,9 +1,10 @@
 /**
  * Debian's Chromium driven by playwright-core with the flags and user agent
- * of the browser tests (see docs/tracker.md, Tests), as a persistent profile:
- * cookies outlive a browser restart on the same user data directory.
+ * of the browser tests (see docs/tracker.md, Tests): a plain browser, or a
+ * persistent profile whose cookies outlive a restart on the same user data
+ * directory.
  */
-import { type BrowserContext, chromium } from "playwright-core";
+import { type Browser, type BrowserContext, chromium } from "playwright-core";
 
 export const CHROMIUM = process.env.CHROMIUM_PATH || "/usr/bin/chromium";
 
@@ -23,11 +24,20 @@ export const CHROMIUM_ARGS = [
   "--disable-sync",
 ];
 
-/** Our environment without libfaketime: Chromium spins under its LD_PRELOAD. */
+/**
+ * Our environment without libfaketime. The suite is also run under faketime to
+ * check the server at odd hours (docs/events.md, Time), and Chromium spins
+ * under its LD_PRELOAD; the page's own clock is not under test.
+ */
 export function browserEnv(): Record<string, string | undefined> {
   return Object.fromEntries(
     Object.entries(process.env).filter(([k]) => k !== "LD_PRELOAD" && !k.startsWith("FAKETIME")),
   );
+}
+
+/** Chromium with a fresh profile per context. */
+export function launchChromium(): Promise<Browser> {
+  return chromium.launch({ executablePath: CHROMIUM, env: browserEnv(), args: CHROMIUM_ARGS });
 }
 
 /** Chromium on the profile in `userDataDir` (created when missing). */

@@ -1,15 +1,11 @@
-import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core";
+import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { ReportsService, type StoredEvent } from "../../gen/ingest/v1/reports_pb.js";
 import { freePort } from "../helpers/child-server.js";
+import { CHROMIUM, DESKTOP_UA, launchChromium } from "../helpers/chromium.js";
 import { listEvents } from "../helpers/events.js";
 import { createTenant, createTestClock, postJson, type Tenant } from "../helpers/test-server.js";
 import { useTestServer } from "../helpers/use-test-server.js";
-
-const CHROMIUM = process.env.CHROMIUM_PATH || "/usr/bin/chromium";
-/** A normal desktop user agent: the default one says HeadlessChrome, which the bot filter drops. */
-const DESKTOP_UA =
-  "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/156.0.0.0 Safari/537.36";
 
 /** The queue stub of docs/tracker.md, verbatim. */
 const STUB =
@@ -48,36 +44,6 @@ const proxied: string[] = [];
 let open: Page[] = [];
 let pageErrors: string[] = [];
 const clock = createTestClock(Date.UTC(2026, 2, 14, 12, 0, 0));
-
-/**
- * The browser's environment: ours without libfaketime. The suite is also run
- * under faketime to check the server at odd hours (docs/events.md, Time), and
- * Chromium spins under its LD_PRELOAD; the page's own clock is not under test.
- */
-function browserEnv(): Record<string, string | undefined> {
-  return Object.fromEntries(
-    Object.entries(process.env).filter(([k]) => k !== "LD_PRELOAD" && !k.startsWith("FAKETIME")),
-  );
-}
-
-/** Debian's Chromium with the flags the tests need (see docs/tracker.md, Tests). */
-function launchChromium(): Promise<Browser> {
-  return chromium.launch({
-    executablePath: CHROMIUM,
-    env: browserEnv(),
-    args: [
-      "--disable-blink-features=AutomationControlled",
-      "--disable-features=LocalNetworkAccessChecks",
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-quic",
-      "--no-first-run",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-    ],
-  });
-}
 
 /** A new tab, closed after the test; throws why when Chromium could not start. */
 async function newPage(): Promise<Page> {
