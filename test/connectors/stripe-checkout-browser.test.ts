@@ -9,15 +9,13 @@
  * Stripe's pages are stood in for by request interception: nothing leaves
  * the machine. There is no skip: without Chromium this fails.
  */
-import { type Browser, type BrowserContext, chromium } from "playwright-core";
+import type { Browser, BrowserContext } from "playwright-core";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
+import { DESKTOP_UA, launchChromium } from "../helpers/chromium.js";
 import { charge, checkoutSession, signStripe, stripeEvent } from "../helpers/stripe-events.js";
 import { postJson } from "../helpers/test-server.js";
 import { useTestServer } from "../helpers/use-test-server.js";
 
-const CHROMIUM = process.env.CHROMIUM_PATH || "/usr/bin/chromium";
-const DESKTOP_UA =
-  "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/156.0.0.0 Safari/537.36";
 const SECRET = "whsec_browser_story_0123456789";
 const NOW_S = 1773230400;
 const PAYMENT_LINK = "https://buy.stripe.com/test_28o5lR0cX";
@@ -56,23 +54,7 @@ beforeAll(async () => {
       actorUserId: ctx.tenant.ownerUserId,
     })
   ).urlPath;
-  browser = await chromium.launch({
-    executablePath: CHROMIUM,
-    env: Object.fromEntries(
-      Object.entries(process.env).filter(([k]) => k !== "LD_PRELOAD" && !k.startsWith("FAKETIME")),
-    ),
-    args: [
-      "--disable-blink-features=AutomationControlled",
-      "--disable-features=LocalNetworkAccessChecks",
-      "--no-sandbox",
-      "--disable-gpu",
-      "--disable-quic",
-      "--no-first-run",
-      "--disable-background-networking",
-      "--disable-component-update",
-      "--disable-sync",
-    ],
-  });
+  browser = await launchChromium();
   context = await browser.newContext({ userAgent: DESKTOP_UA });
   await context.route(/^https:\/\/example\.com\//, (route) =>
     route.fulfill({
