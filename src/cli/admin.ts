@@ -9,7 +9,9 @@ import { existsSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { loadConfig } from "../config.js";
 import { createAdmin } from "../domain/admin.js";
+import { createAttributor } from "../domain/attribution/attribute.js";
 import { systemClock } from "../domain/clock.js";
+import { createErasure, type ErasureAudit, erasureAuditFields } from "../domain/erasure.js";
 import { DomainError } from "../domain/errors.js";
 import { KEY_PREFIX } from "../domain/keys.js";
 import { PLANS, ROLES, SCOPES } from "../domain/vocabulary.js";
@@ -41,6 +43,18 @@ const COMMANDS = {
     "Deletes a key by its id (key_…, from key list), never by its secret.",
   ],
   usage: ["--account ID", "This UTC month's counted events, allowance and ceiling."],
+  "erase customer": [
+    "--site ID --customer ID --as USER_ID",
+    "Erases a customer's personal data (owner or admin); its payments stay under a pseudonym. Prints the counts.",
+  ],
+  "erase user": [
+    "--site ID --user ID --as USER_ID",
+    "Erases a user id's identify links and events and the customers that carry it. Prints the counts.",
+  ],
+  "erase visitor": [
+    "--site ID --visitor ID --as USER_ID",
+    "Erases a visitor (daily id, vid or p:<vid>): events, first touch, links, stitches. Prints the counts.",
+  ],
   "store migrate": [
     "",
     "Creates the store's collections, validators and indexes (MongoDB; idempotent). Run once per deploy, before the servers.",
@@ -91,6 +105,9 @@ const OPTIONS = {
   scopes: { type: "string" },
   as: { type: "string" },
   key: { type: "string" },
+  customer: { type: "string" },
+  user: { type: "string" },
+  visitor: { type: "string" },
   help: { type: "boolean", short: "h" },
 } as const;
 
@@ -183,6 +200,11 @@ async function run(argv: string[]): Promise<unknown> {
   const store = await openStore(config.storeUrl, { storeTimeoutMs: config.storeTimeoutMs });
   try {
     const admin = createAdmin({ store, clock: systemClock });
+    const erasure = createErasure({
+      store,
+      attributor: createAttributor({ store, clock: systemClock }),
+      audit: writeAudit,
+    });
     switch (command) {
       case "account create": {
         const r = await admin.createAccount({
@@ -236,6 +258,49 @@ async function run(argv: string[]): Promise<unknown> {
         const r = await admin.deleteKey({ keyId: need("key"), actorUserId: need("as") });
         return { key_id: r.keyId, deleted: true };
       }
+      case "erase customer": {
+        const r = await erasure.eraseCustomer({
+          siteId: need("site"),
+          customerId: need("customer"),
+          actorUserId: need("as"),
+        });
+        return {
+          customers: r.customers,
+          payments: r.payments,
+          subscriptions: r.subscriptions,
+          customer_links: r.customerLinks,
+        };
+      }
+      case "erase user": {
+        const r = await erasure.eraseUser({
+          siteId: need("site"),
+          userId: need("user"),
+          actorUserId: need("as"),
+        });
+        return {
+          identity_links: r.identityLinks,
+          events: r.events,
+          customers: r.customers,
+          payments: r.payments,
+          subscriptions: r.subscriptions,
+          customer_links: r.customerLinks,
+        };
+      }
+      case "erase visitor": {
+        const r = await erasure.eraseVisitor({
+          siteId: need("site"),
+          visitorId: need("visitor"),
+          actorUserId: need("as"),
+        });
+        return {
+          events: r.events,
+          touches: r.touches,
+          identity_links: r.identityLinks,
+          customer_links: r.customerLinks,
+          stitches: r.stitches,
+          reattributed_customers: r.reattributedCustomers,
+        };
+      }
       case "demo":
         return new ShellExports(await demo(admin, config.adminToken));
       default: {
@@ -253,6 +318,13 @@ async function run(argv: string[]): Promise<unknown> {
   } finally {
     await store.close();
   }
+}
+
+/** The audit line of an erasure, on stderr (stdout carries the one result): hashes and counts only. */
+function writeAudit(line: ErasureAudit): void {
+  process.stderr.write(
+    `${JSON.stringify({ time: new Date().toISOString(), ...erasureAuditFields(line) })}\n`,
+  );
 }
 
 /** Variables printed as one `export` line for `eval "$(npm run --silent demo)"`. */

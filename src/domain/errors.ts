@@ -81,6 +81,11 @@ export const errors = {
       "forbidden",
       `only owners and admins can ${action} API keys; user ${userId} is a ${role}`,
     ),
+  notDataEraser: (userId: string, role: string) =>
+    new DomainError(
+      "forbidden",
+      `only owners and admins can erase personal data; user ${userId} is a ${role}`,
+    ),
   planRequired: (plan: string, accountId: string, current: string) =>
     new DomainError(
       "plan_required",

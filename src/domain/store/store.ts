@@ -6,16 +6,19 @@
  */
 import type { StoreAccountsPart } from "./accounts-port.js";
 import type { StoreAttributionPart } from "./attribution-port.js";
+import type { StoreErasurePart } from "./erasure-port.js";
 import type { StoreEventsPart } from "./events-port.js";
 import type { StorePaymentsPart } from "./payments-port.js";
 import type { StorePersistentVisitorsPart } from "./persistent-visitors-port.js";
 
 export * from "../vocabulary.js";
+export type { CustomerErasure, UserLinksErasure, VisitorsErasure } from "./erasure-port.js";
 export type { VisitorStitch } from "./persistent-visitors-port.js";
 export * from "./records.js";
 export type {
   StoreAccountsPart,
   StoreAttributionPart,
+  StoreErasurePart,
   StoreEventsPart,
   StorePaymentsPart,
   StorePersistentVisitorsPart,
@@ -27,7 +30,8 @@ export interface Store
     StoreEventsPart,
     StorePaymentsPart,
     StoreAttributionPart,
-    StorePersistentVisitorsPart {
+    StorePersistentVisitorsPart,
+    StoreErasurePart {
   /** Which adapter this is, for logs and /readyz. */
   readonly kind: "sqlite" | "mongodb";
   /**

@@ -4,6 +4,7 @@ import { StoreUnavailableError } from "../../domain/store-errors.js";
 import type { Store } from "../port.js";
 import { createMongoAccounts } from "./accounts.js";
 import { createMongoAttribution } from "./attribution.js";
+import { createMongoErasure } from "./erasure.js";
 import { classifyErrors } from "./errors.js";
 import { createMongoEvents } from "./events.js";
 import { createMongoPayments } from "./payments.js";
@@ -121,6 +122,7 @@ export async function createMongoStore(
       ...createMongoPayments(c),
       ...createMongoAttribution(c),
       ...createMongoPersistentVisitors(c),
+      ...createMongoErasure(c),
       async ping() {
         await checkWritablePrimary(db, timeoutMs);
       },

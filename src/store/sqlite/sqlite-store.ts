@@ -3,6 +3,7 @@ import Database from "better-sqlite3";
 import type { Store } from "../port.js";
 import { createSqliteAccounts } from "./accounts.js";
 import { createSqliteAttribution } from "./attribution.js";
+import { createSqliteErasure } from "./erasure.js";
 import { createSqliteEvents } from "./events.js";
 import { openSqlite } from "./open-sqlite.js";
 import { createSqlitePayments } from "./payments.js";
@@ -35,6 +36,7 @@ export function createSqliteStore(path: string, options: SqliteStoreOptions = {}
     ...createSqlitePayments(db),
     ...createSqliteAttribution(db),
     ...createSqlitePersistentVisitors(db),
+    ...createSqliteErasure(db),
   };
   // Every method that changed rows resolves only after the WAL is synced: the
   // adapter's methods do their SQLite work synchronously, so the count read
@@ -46,6 +48,19 @@ export function createSqliteStore(path: string, options: SqliteStoreOptions = {}
       const result = (fn as (...a: unknown[]) => Promise<unknown>)(...args);
       return changes.count === before ? result : result.then((r) => wal.sync().then(() => r));
     };
+  }
+  // After an erasure the WAL still holds the frames of the pages as they were: a
+  // checkpoint copies the new pages into the database (where secure_delete zeroed
+  // the erased rows) and TRUNCATE empties the WAL file. It fails to finish while a
+  // reader holds an old snapshot; the next erasure or SQLite's own checkpoints
+  // complete it (docs/privacy.md).
+  for (const name of ["eraseCustomer", "eraseUserLinks", "eraseVisitors"]) {
+    const fn = parts[name] as (...a: unknown[]) => Promise<unknown>;
+    parts[name] = (...args: unknown[]) =>
+      fn(...args).then((r) => {
+        if (path !== ":memory:") db.pragma("wal_checkpoint(TRUNCATE)");
+        return r;
+      });
   }
   return {
     kind: "sqlite",
