@@ -65,7 +65,7 @@ export function createReportsService(deps: {
           subscriptionId: p.subscriptionId,
           createdAt: iso(p.createdAt),
           updatedAt: iso(p.updatedAt),
-          channel: p.attribution?.channel ?? UNATTRIBUTED,
+          channel: p.attribution?.channel ?? p.erasedChannel ?? UNATTRIBUTED,
           attribution: p.attribution && attributionMessage(p.attribution),
         },
       };

@@ -106,6 +106,7 @@ export function describeErasureContract(contract: StoreContract): void {
           ...kept,
           customerId: "erased_0001",
           metadata: {},
+          erasedChannel: "Organic Search",
         });
       }
       expect((await store.getSubscription(site.id, sub.subscriptionId))?.customerId).toBe(
