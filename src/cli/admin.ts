@@ -17,6 +17,7 @@ import { KEY_PREFIX } from "../domain/keys.js";
 import { PLANS, ROLES, SCOPES } from "../domain/vocabulary.js";
 import { httpErrorOf } from "../edge/http-errors.js";
 import { type MigrationReport, openStore } from "../store/open-store.js";
+import { backupSqlite, CopyRefusedError, restoreSqlite } from "../store/sqlite/backup.js";
 
 /** Each command: its arguments and what it does, for `help`. */
 const COMMANDS = {
@@ -58,6 +59,14 @@ const COMMANDS = {
   "store migrate": [
     "",
     "Creates the store's collections, validators and indexes (MongoDB; idempotent). Run once per deploy, before the servers.",
+  ],
+  "store backup": [
+    "FILE",
+    "Copies the SQLite store to FILE (a new file) while the server keeps serving; prints path, bytes, pages, seconds.",
+  ],
+  "store restore": [
+    "FILE",
+    "Replaces the SQLite store with the backup FILE; refused while a server has the store open.",
   ],
   demo: [
     "",
@@ -171,12 +180,35 @@ function warnIfNewDatabase(storeUrl: string, command: Command): void {
   );
 }
 
+/** The commands whose last word is followed by a file name. */
+const FILE_COMMANDS: readonly string[] = ["store backup", "store restore"];
+
+/** `store backup|restore FILE`: the SQLite store's file copied out or back in. */
+async function copyStore(
+  command: "store backup" | "store restore",
+  file: string,
+  config: ReturnType<typeof loadConfig>,
+): Promise<unknown> {
+  if (!config.storeUrl.startsWith("sqlite:") || config.storeUrl === "sqlite::memory:") {
+    throw new CopyRefusedError(
+      `${command} copies a SQLite file; for MongoDB use mongodump or snapshots (docs/operations.md)`,
+    );
+  }
+  const path = config.storeUrl.slice("sqlite:".length);
+  return command === "store backup"
+    ? backupSqlite(path, file, { busyTimeoutMs: config.sqliteBusyTimeoutMs })
+    : restoreSqlite(file, path);
+}
+
 async function run(argv: string[]): Promise<unknown> {
   const { values, positionals } = parseArgs({
     args: argv,
     options: OPTIONS,
     allowPositionals: true,
   });
+  const files = FILE_COMMANDS.includes(positionals.slice(0, 2).join(" "))
+    ? positionals.splice(2)
+    : [];
   const command = commandOf(positionals, values.help);
   const usageError = (message: string) => {
     const e = new UsageError(message);
@@ -195,8 +227,12 @@ async function run(argv: string[]): Promise<unknown> {
   }
 
   const config = loadConfig();
-  warnIfNewDatabase(config.storeUrl, command);
+  if (!FILE_COMMANDS.includes(command)) warnIfNewDatabase(config.storeUrl, command);
   if (command === "store migrate") return migrate(config);
+  if (command === "store backup" || command === "store restore") {
+    if (files.length !== 1 || files[0] === "") throw usageError("exactly one FILE is required");
+    return copyStore(command, files[0] as string, config);
+  }
   const store = await openStore(config.storeUrl, { storeTimeoutMs: config.storeTimeoutMs });
   try {
     const admin = createAdmin({ store, clock: systemClock });
@@ -383,6 +419,9 @@ run(process.argv.slice(2)).then(
       const hint = command ? commandUsage(command) : "see: npm run --silent admin -- help";
       process.stderr.write(`${redactKeys(`error: ${(err as Error).message}`)}\n${hint}\n`);
       process.exitCode = 2;
+    } else if (err instanceof CopyRefusedError) {
+      process.stderr.write(`error: ${err.message}\n`);
+      process.exitCode = 1;
     } else if (err instanceof DomainError) {
       process.stderr.write(`${redactKeys(`error: ${httpErrorOf(err).code}: ${err.message}`)}\n`);
       process.exitCode = 1;
