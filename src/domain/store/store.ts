@@ -13,6 +13,7 @@ import type { StorePersistentVisitorsPart } from "./persistent-visitors-port.js"
 
 export * from "../vocabulary.js";
 export type { CustomerErasure, UserLinksErasure, VisitorsErasure } from "./erasure-port.js";
+export type { EventPage, EventPageQuery } from "./events-port.js";
 export type { VisitorStitch } from "./persistent-visitors-port.js";
 export * from "./records.js";
 export type {

@@ -9,6 +9,7 @@ import { storeContract } from "../../helpers/store-contract.js";
 import { describeAccountsContract } from "./accounts.js";
 import { describeAttributionContract } from "./attribution.js";
 import { describeErasureContract } from "./erasure.js";
+import { describeEventPagesContract } from "./event-pages.js";
 import { describeEventsContract } from "./events.js";
 import { describePaymentsContract } from "./payments.js";
 import { describeQuotaContract } from "./quota.js";
@@ -32,5 +33,6 @@ export function describeStoreContract(name: string, open: () => Promise<Store>):
     describePaymentsContract(contract);
     describeAttributionContract(contract);
     describeErasureContract(contract);
+    describeEventPagesContract(contract);
   });
 }
