@@ -73,8 +73,12 @@ export function createMongoErasure(c: Collections): StoreErasurePart {
     async eraseUserLinks(siteId, userId) {
       const events = await removeBucketEvents(c, siteId, {
         query: { user_id: userId, name: "$identify" },
+        // $literal: in an expression a string starting with "$" is a field path.
         expr: {
-          $and: [{ $eq: ["$$this.user_id", userId] }, { $eq: ["$$this.name", "$identify"] }],
+          $and: [
+            { $eq: ["$$this.user_id", { $literal: userId }] },
+            { $eq: ["$$this.name", { $literal: "$identify" }] },
+          ],
         },
       });
       const identityLinks = (await c.identities.deleteMany({ site_id: siteId, user_id: userId }))
@@ -99,7 +103,7 @@ export function createMongoErasure(c: Collections): StoreErasurePart {
       ).sort();
       const events = await removeBucketEvents(c, siteId, {
         query: { visitor_id: inIds },
-        expr: { $in: ["$$this.visitor_id", ids] },
+        expr: { $in: ["$$this.visitor_id", { $literal: ids }] },
       });
       const site = { site_id: siteId };
       const touches = (await c.touches.deleteMany({ ...site, visitor_id: inIds })).deletedCount;
