@@ -102,6 +102,23 @@ export function createErasure(deps: {
     return value;
   }
 
+  /** Logs the audit line of an erasure that ran, and hands its counts back. */
+  function audited<C extends ErasureAudit["counts"]>(
+    erasure: ErasureAudit["erasure"],
+    input: { siteId: string; actorUserId: string },
+    id: string,
+    counts: C,
+  ): C {
+    audit({
+      erasure,
+      siteId: input.siteId,
+      actorUserId: input.actorUserId,
+      idSha256: sha256(id),
+      counts,
+    });
+    return counts;
+  }
+
   async function eraseCustomerIn(siteId: string, customerId: string): Promise<CustomerErased> {
     return store.eraseCustomer(siteId, customerId, pseudonym());
   }
@@ -114,15 +131,12 @@ export function createErasure(deps: {
     }): Promise<CustomerErased> {
       const customerId = required("customer_id", input.customerId);
       await authorize(input.siteId, input.actorUserId);
-      const counts = await eraseCustomerIn(input.siteId, customerId);
-      audit({
-        erasure: "customer",
-        siteId: input.siteId,
-        actorUserId: input.actorUserId,
-        idSha256: sha256(customerId),
-        counts,
-      });
-      return counts;
+      return audited(
+        "customer",
+        input,
+        customerId,
+        await eraseCustomerIn(input.siteId, customerId),
+      );
     },
 
     async eraseUser(input: {
@@ -145,14 +159,7 @@ export function createErasure(deps: {
         counts.subscriptions += c.subscriptions;
         counts.customerLinks += c.customerLinks;
       }
-      audit({
-        erasure: "user",
-        siteId: input.siteId,
-        actorUserId: input.actorUserId,
-        idSha256: sha256(userId),
-        counts,
-      });
-      return counts;
+      return audited("user", input, userId, counts);
     },
 
     async eraseVisitor(input: {
@@ -176,15 +183,10 @@ export function createErasure(deps: {
         await attributor.attributeCustomer(input.siteId, customerId);
       }
       const { customers, ...rest } = removed;
-      const counts: VisitorErased = { ...rest, reattributedCustomers: customers.length };
-      audit({
-        erasure: "visitor",
-        siteId: input.siteId,
-        actorUserId: input.actorUserId,
-        idSha256: sha256(visitorId),
-        counts,
-      });
-      return counts;
+      return audited("visitor", input, visitorId, {
+        ...rest,
+        reattributedCustomers: customers.length,
+      } satisfies VisitorErased);
     },
   };
 }
