@@ -11,9 +11,14 @@ import type { StoreErasurePart } from "../port.js";
 import type { EventBucketDoc } from "./documents.js";
 import type { Collections } from "./schema.js";
 
-/** Which events to remove: as a query on an event, and as an aggregation expression on `$$this`. */
+/**
+ * Which events to remove: as a query on an event, its complement (an event
+ * to keep, written out with `$nin`/`$ne`/`$or`, which `$elemMatch` takes in
+ * every server version), and as an aggregation expression on `$$this`.
+ */
 interface EventMatch {
   query: Document;
+  keep: Document;
   expr: Document;
 }
 
@@ -40,9 +45,11 @@ export async function removeBucketEvents(
   const n = counted?.n ?? 0;
   if (n === 0) return 0;
   // Buckets holding only matching events go whole; the others lose those events.
+  // Each document's condition is evaluated as it is deleted: a bucket that an append
+  // gave an event to keep meanwhile is not deleted, and the update below filters it.
   await c.events.deleteMany({
     site_id: siteId,
-    events: { $not: { $elemMatch: { $nor: [m.query] } } },
+    events: { $not: { $elemMatch: m.keep } },
   } as Filter<EventBucketDoc>);
   await c.events.updateMany(holding, [
     { $set: { events: { $filter: { input: "$events", cond: { $not: [m.expr] } } } } },
@@ -73,6 +80,7 @@ export function createMongoErasure(c: Collections): StoreErasurePart {
     async eraseUserLinks(siteId, userId) {
       const events = await removeBucketEvents(c, siteId, {
         query: { user_id: userId, name: "$identify" },
+        keep: { $or: [{ user_id: { $ne: userId } }, { name: { $ne: "$identify" } }] },
         // $literal: in an expression a string starting with "$" is a field path.
         expr: {
           $and: [
@@ -103,6 +111,7 @@ export function createMongoErasure(c: Collections): StoreErasurePart {
       ).sort();
       const events = await removeBucketEvents(c, siteId, {
         query: { visitor_id: inIds },
+        keep: { visitor_id: { $nin: ids } },
         expr: { $in: ["$$this.visitor_id", { $literal: ids }] },
       });
       const site = { site_id: siteId };
