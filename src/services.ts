@@ -10,6 +10,7 @@ import { createAttributor } from "./domain/attribution/attribute.js";
 import { type Authenticator, createAuthenticator } from "./domain/auth.js";
 import type { Clock } from "./domain/clock.js";
 import { type ConnectorsApp, createConnectorsApp } from "./domain/connectors/connectors-app.js";
+import { createErasure, type Erasure, erasureAuditFields } from "./domain/erasure.js";
 import type { EventsApp } from "./domain/events/events-app.js";
 import { createEventsApp } from "./domain/events/events-app.js";
 import type { PaymentsApp } from "./domain/payments/payments-app.js";
@@ -39,9 +40,10 @@ export interface ServiceDeps {
   trackerBundle?: TrackerBundle;
 }
 
-/** Where the services log what no request asked for (the store's outages). */
+/** Where the services log what no request asked for (the store's outages, erasures' audit lines). */
 export interface ServiceLog {
   warn(fields: object, message: string): void;
+  info(fields: object, message: string): void;
 }
 
 /** Everything a door may be handed. */
@@ -53,6 +55,7 @@ export interface Services {
   metrics: Observer;
   auth: Authenticator;
   admin: Admin;
+  erasure: Erasure;
   reports: Reports;
   payments: PaymentsApp;
   events: EventsApp;
@@ -121,6 +124,11 @@ export async function buildServices(
     metrics,
     auth: createAuthenticator({ store, clock }),
     admin: createAdmin({ store, clock }),
+    erasure: createErasure({
+      store,
+      attributor: attribution,
+      audit: (line) => log()?.info(erasureAuditFields(line), "personal data erased"),
+    }),
     reports: createReports({ store, clock }),
     payments,
     events,

@@ -9,12 +9,15 @@ import { existsSync } from "node:fs";
 import { parseArgs } from "node:util";
 import { loadConfig } from "../config.js";
 import { createAdmin } from "../domain/admin.js";
+import { createAttributor } from "../domain/attribution/attribute.js";
 import { systemClock } from "../domain/clock.js";
+import { createErasure, type ErasureAudit, erasureAuditFields } from "../domain/erasure.js";
 import { DomainError } from "../domain/errors.js";
 import { KEY_PREFIX } from "../domain/keys.js";
 import { PLANS, PROVIDERS, ROLES, SCOPES } from "../domain/vocabulary.js";
 import { httpErrorOf } from "../edge/http-errors.js";
 import { type MigrationReport, openStore } from "../store/open-store.js";
+import { backupSqlite, CopyRefusedError, restoreSqlite } from "../store/sqlite/backup.js";
 
 /** Each command: its arguments and what it does, for `help`. */
 const COMMANDS = {
@@ -47,9 +50,29 @@ const COMMANDS = {
   "connector list": ["--site ID", "Lists a site's connectors, without their secrets."],
   "connector delete": ["--connector ID --as USER_ID", "Deletes a connector (owner or admin)."],
   usage: ["--account ID", "This UTC month's counted events, allowance and ceiling."],
+  "erase customer": [
+    "--site ID --customer ID --as USER_ID",
+    "Erases a customer's personal data (owner or admin); its payments stay under a pseudonym. Prints the counts.",
+  ],
+  "erase user": [
+    "--site ID --user ID --as USER_ID",
+    "Erases a user id's identify links and events and the customers that carry it. Prints the counts.",
+  ],
+  "erase visitor": [
+    "--site ID --visitor ID --as USER_ID",
+    "Erases a visitor (daily id, vid or p:<vid>): events, first touch, links, stitches. Prints the counts.",
+  ],
   "store migrate": [
     "",
     "Creates the store's collections, validators and indexes (MongoDB; idempotent). Run once per deploy, before the servers.",
+  ],
+  "store backup": [
+    "FILE",
+    "Copies the SQLite store to FILE (a new file) while the server keeps serving; prints path, bytes, pages, seconds.",
+  ],
+  "store restore": [
+    "FILE",
+    "Replaces the SQLite store with the backup FILE; refused while a server has the store open.",
   ],
   demo: [
     "",
@@ -100,6 +123,9 @@ const OPTIONS = {
   provider: { type: "string" },
   secret: { type: "string" },
   connector: { type: "string" },
+  customer: { type: "string" },
+  user: { type: "string" },
+  visitor: { type: "string" },
   help: { type: "boolean", short: "h" },
 } as const;
 
@@ -165,12 +191,35 @@ function warnIfNewDatabase(storeUrl: string, command: Command): void {
   );
 }
 
+/** The commands whose last word is followed by a file name. */
+const FILE_COMMANDS: readonly string[] = ["store backup", "store restore"];
+
+/** `store backup|restore FILE`: the SQLite store's file copied out or back in. */
+async function copyStore(
+  command: "store backup" | "store restore",
+  file: string,
+  config: ReturnType<typeof loadConfig>,
+): Promise<unknown> {
+  if (!config.storeUrl.startsWith("sqlite:") || config.storeUrl === "sqlite::memory:") {
+    throw new CopyRefusedError(
+      `${command} copies a SQLite file; for MongoDB use mongodump or snapshots (docs/operations.md)`,
+    );
+  }
+  const path = config.storeUrl.slice("sqlite:".length);
+  return command === "store backup"
+    ? backupSqlite(path, file, { busyTimeoutMs: config.sqliteBusyTimeoutMs })
+    : restoreSqlite(file, path);
+}
+
 async function run(argv: string[]): Promise<unknown> {
   const { values, positionals } = parseArgs({
     args: argv,
     options: OPTIONS,
     allowPositionals: true,
   });
+  const files = FILE_COMMANDS.includes(positionals.slice(0, 2).join(" "))
+    ? positionals.splice(2)
+    : [];
   const command = commandOf(positionals, values.help);
   const usageError = (message: string) => {
     const e = new UsageError(message);
@@ -189,11 +238,20 @@ async function run(argv: string[]): Promise<unknown> {
   }
 
   const config = loadConfig();
-  warnIfNewDatabase(config.storeUrl, command);
+  if (!FILE_COMMANDS.includes(command)) warnIfNewDatabase(config.storeUrl, command);
   if (command === "store migrate") return migrate(config);
+  if (command === "store backup" || command === "store restore") {
+    if (files.length !== 1 || files[0] === "") throw usageError("exactly one FILE is required");
+    return copyStore(command, files[0] as string, config);
+  }
   const store = await openStore(config.storeUrl, { storeTimeoutMs: config.storeTimeoutMs });
   try {
     const admin = createAdmin({ store, clock: systemClock });
+    const erasure = createErasure({
+      store,
+      attributor: createAttributor({ store, clock: systemClock }),
+      audit: writeAudit,
+    });
     switch (command) {
       case "account create": {
         const r = await admin.createAccount({
@@ -274,6 +332,49 @@ async function run(argv: string[]): Promise<unknown> {
         });
         return { connector_id: r.connectorId, deleted: true };
       }
+      case "erase customer": {
+        const r = await erasure.eraseCustomer({
+          siteId: need("site"),
+          customerId: need("customer"),
+          actorUserId: need("as"),
+        });
+        return {
+          customers: r.customers,
+          payments: r.payments,
+          subscriptions: r.subscriptions,
+          customer_links: r.customerLinks,
+        };
+      }
+      case "erase user": {
+        const r = await erasure.eraseUser({
+          siteId: need("site"),
+          userId: need("user"),
+          actorUserId: need("as"),
+        });
+        return {
+          identity_links: r.identityLinks,
+          events: r.events,
+          customers: r.customers,
+          payments: r.payments,
+          subscriptions: r.subscriptions,
+          customer_links: r.customerLinks,
+        };
+      }
+      case "erase visitor": {
+        const r = await erasure.eraseVisitor({
+          siteId: need("site"),
+          visitorId: need("visitor"),
+          actorUserId: need("as"),
+        });
+        return {
+          events: r.events,
+          touches: r.touches,
+          identity_links: r.identityLinks,
+          customer_links: r.customerLinks,
+          stitches: r.stitches,
+          reattributed_customers: r.reattributedCustomers,
+        };
+      }
       case "demo":
         return new ShellExports(await demo(admin, config.adminToken));
       default: {
@@ -291,6 +392,13 @@ async function run(argv: string[]): Promise<unknown> {
   } finally {
     await store.close();
   }
+}
+
+/** The audit line of an erasure, on stderr (stdout carries the one result): hashes and counts only. */
+function writeAudit(line: ErasureAudit): void {
+  process.stderr.write(
+    `${JSON.stringify({ time: new Date().toISOString(), ...erasureAuditFields(line) })}\n`,
+  );
 }
 
 /** Variables printed as one `export` line for `eval "$(npm run --silent demo)"`. */
@@ -349,6 +457,9 @@ run(process.argv.slice(2)).then(
       const hint = command ? commandUsage(command) : "see: npm run --silent admin -- help";
       process.stderr.write(`${redactKeys(`error: ${(err as Error).message}`)}\n${hint}\n`);
       process.exitCode = 2;
+    } else if (err instanceof CopyRefusedError) {
+      process.stderr.write(`error: ${err.message}\n`);
+      process.exitCode = 1;
     } else if (err instanceof DomainError) {
       process.stderr.write(`${redactKeys(`error: ${httpErrorOf(err).code}: ${err.message}`)}\n`);
       process.exitCode = 1;

@@ -82,6 +82,11 @@ export const errors = {
       "forbidden",
       `only owners and admins can ${action} ${what}; user ${userId} is a ${role}`,
     ),
+  notDataEraser: (userId: string, role: string) =>
+    new DomainError(
+      "forbidden",
+      `only owners and admins can erase personal data; user ${userId} is a ${role}`,
+    ),
   planRequired: (plan: string, accountId: string, current: string, what = "API keys") =>
     new DomainError(
       "plan_required",

@@ -60,18 +60,65 @@ function divRoundHalfUp(a: bigint, b: bigint): bigint {
 export const LIST_EVENTS_DEFAULT = 100;
 export const LIST_EVENTS_MAX = 1000;
 
+/** What a page token carries: the position the next page starts before, versioned. */
+const TOKEN_PREFIX = "e1.";
+
+/** The opaque token of a position (base64url, so it passes in URLs and JSON as is). */
+function pageToken(position: number): string {
+  return Buffer.from(`${TOKEN_PREFIX}${position}`).toString("base64url");
+}
+
+function positionOf(token: string): number {
+  const text = Buffer.from(token, "base64url").toString();
+  const n = text.startsWith(TOKEN_PREFIX) ? Number(text.slice(TOKEN_PREFIX.length)) : Number.NaN;
+  if (!/^[A-Za-z0-9_-]+$/.test(token) || !Number.isSafeInteger(n) || n < 0) {
+    throw errors.invalid("page_token: not a token from a ListEvents response");
+  }
+  return n;
+}
+
+/** A page of events and the token of the next one ("" on the last page). */
+export interface EventsPageView {
+  events: EventRecord[];
+  nextPageToken: string;
+}
+
 export function createReports(deps: { store: Store; clock: Clock }) {
   const { store, clock } = deps;
   return {
-    async listEvents(input: { siteId: string; limit: number }): Promise<EventRecord[]> {
+    /**
+     * A site's events with `ts` in [from, to) (RFC 3339; empty: unbounded),
+     * newest first by order of arrival, one page at a time: `pageToken` is
+     * the previous page's `nextPageToken` ("" for the first page).
+     */
+    async listEvents(input: {
+      siteId: string;
+      limit: number;
+      from?: string;
+      to?: string;
+      pageToken?: string;
+    }): Promise<EventsPageView> {
       const limit = input.limit === 0 ? LIST_EVENTS_DEFAULT : input.limit;
       if (!Number.isInteger(limit) || limit < 1 || limit > LIST_EVENTS_MAX) {
         throw errors.invalid(`limit must be from 1 to ${LIST_EVENTS_MAX}`);
       }
+      const from = timeField("from", input.from ?? "", 0);
+      const to = timeField("to", input.to ?? "", Number.MAX_SAFE_INTEGER);
+      if (to < from) throw errors.invalid("to: must not be before from");
+      const before = input.pageToken ? positionOf(input.pageToken) : undefined;
       if (!(await store.getSite(input.siteId))) {
         throw errors.siteNotFound(input.siteId);
       }
-      return store.listEvents(input.siteId, limit);
+      const page = await store.pageEvents(input.siteId, {
+        from,
+        to,
+        limit,
+        ...(before === undefined ? {} : { before }),
+      });
+      return {
+        events: page.events,
+        nextPageToken: page.next === undefined ? "" : pageToken(page.next),
+      };
     },
 
     async getPayment(input: { siteId: string; paymentId: string }): Promise<PaymentRecord> {

@@ -2,12 +2,16 @@
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { AdminService } from "../../gen/ingest/v1/admin_pb.js";
 import type { Admin } from "../domain/admin.js";
+import type { Erasure } from "../domain/erasure.js";
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
 /** The handlers; src/rpc/admin-auth.ts has authenticated every call before they run. */
-export function createAdminService(deps: { admin: Admin }): ServiceImpl<typeof AdminService> {
-  const { admin } = deps;
+export function createAdminService(deps: {
+  admin: Admin;
+  erasure: Erasure;
+}): ServiceImpl<typeof AdminService> {
+  const { admin, erasure } = deps;
   return {
     async createAccount(req) {
       return admin.createAccount({ name: req.name, plan: req.plan, ownerEmail: req.ownerEmail });
@@ -80,6 +84,27 @@ export function createAdminService(deps: { admin: Admin }): ServiceImpl<typeof A
         allowance: BigInt(u.allowance),
         ceiling: BigInt(u.ceiling),
       };
+    },
+    async eraseCustomer(req) {
+      return erasure.eraseCustomer({
+        siteId: req.siteId,
+        customerId: req.customerId,
+        actorUserId: req.actorUserId,
+      });
+    },
+    async eraseUser(req) {
+      return erasure.eraseUser({
+        siteId: req.siteId,
+        userId: req.userId,
+        actorUserId: req.actorUserId,
+      });
+    },
+    async eraseVisitor(req) {
+      return erasure.eraseVisitor({
+        siteId: req.siteId,
+        visitorId: req.visitorId,
+        actorUserId: req.actorUserId,
+      });
     },
   };
 }

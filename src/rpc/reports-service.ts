@@ -44,9 +44,16 @@ export function createReportsService(deps: {
   const { reports } = deps;
   return {
     async listEvents(req) {
-      const events = await reports.listEvents({ siteId: req.siteId, limit: req.limit });
+      const page = await reports.listEvents({
+        siteId: req.siteId,
+        limit: req.limit,
+        from: req.from,
+        to: req.to,
+        pageToken: req.pageToken,
+      });
       return {
-        events: events.map(toStoredEvent),
+        events: page.events.map(toStoredEvent),
+        nextPageToken: page.nextPageToken,
       };
     },
     async getPayment(req) {
@@ -65,7 +72,7 @@ export function createReportsService(deps: {
           subscriptionId: p.subscriptionId,
           createdAt: iso(p.createdAt),
           updatedAt: iso(p.updatedAt),
-          channel: p.attribution?.channel ?? UNATTRIBUTED,
+          channel: p.attribution?.channel ?? p.erasedChannel ?? UNATTRIBUTED,
           attribution: p.attribution && attributionMessage(p.attribution),
         },
       };

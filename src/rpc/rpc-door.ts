@@ -35,6 +35,7 @@ import { PaymentsService } from "../../gen/ingest/v1/payments_pb.js";
 import { ReportsService } from "../../gen/ingest/v1/reports_pb.js";
 import type { Admin } from "../domain/admin.js";
 import type { Authenticator } from "../domain/auth.js";
+import type { Erasure } from "../domain/erasure.js";
 import type { EventsApp } from "../domain/events/events-app.js";
 import type { PaymentsApp } from "../domain/payments/payments-app.js";
 import type { Reports } from "../domain/reports.js";
@@ -64,6 +65,7 @@ export interface RpcDoorOptions {
   payments: PaymentsApp;
   events: EventsApp;
   admin: Admin;
+  erasure: Erasure;
   reports: Reports;
   readiness: Readiness;
   metrics: Observer;
@@ -71,7 +73,7 @@ export interface RpcDoorOptions {
 
 /** The RPC door plugin. */
 export const rpcDoor: FastifyPluginAsync<RpcDoorOptions> = async (scope, options) => {
-  const { config, auth, payments, events, admin, reports, readiness, metrics } = options;
+  const { config, auth, payments, events, admin, erasure, reports, readiness, metrics } = options;
   const apiServices = [PaymentsService, EventsService, AdminService, ReportsService];
 
   registerRpcBodyGuard(scope, [...apiServices, Health], {
@@ -89,7 +91,7 @@ export const rpcDoor: FastifyPluginAsync<RpcDoorOptions> = async (scope, options
     routes(router) {
       router.service(PaymentsService, createPaymentsService({ auth, payments }));
       router.service(EventsService, createEventsService({ auth, events }));
-      router.service(AdminService, createAdminService({ admin }));
+      router.service(AdminService, createAdminService({ admin, erasure }));
       router.service(ReportsService, createReportsService({ reports }));
       router.service(
         Health,

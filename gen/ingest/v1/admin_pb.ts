@@ -10,7 +10,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file ingest/v1/admin.proto.
  */
 export const file_ingest_v1_admin: GenFile = /*@__PURE__*/
-  fileDesc("ChVpbmdlc3QvdjEvYWRtaW4ucHJvdG8SCWluZ2VzdC52MSJHChRDcmVhdGVBY2NvdW50UmVxdWVzdBIMCgRuYW1lGAEgASgJEgwKBHBsYW4YAiABKAkSEwoLb3duZXJfZW1haWwYAyABKAkiQgoVQ3JlYXRlQWNjb3VudFJlc3BvbnNlEhIKCmFjY291bnRfaWQYASABKAkSFQoNb3duZXJfdXNlcl9pZBgCIAEoCSIyCg5TZXRQbGFuUmVxdWVzdBISCgphY2NvdW50X2lkGAEgASgJEgwKBHBsYW4YAiABKAkiMwoPU2V0UGxhblJlc3BvbnNlEhIKCmFjY291bnRfaWQYASABKAkSDAoEcGxhbhgCIAEoCSJDChBBZGRNZW1iZXJSZXF1ZXN0EhIKCmFjY291bnRfaWQYASABKAkSDQoFZW1haWwYAiABKAkSDAoEcm9sZRgDIAEoCSIkChFBZGRNZW1iZXJSZXNwb25zZRIPCgd1c2VyX2lkGAEgASgJIjoKEUNyZWF0ZVNpdGVSZXF1ZXN0EhIKCmFjY291bnRfaWQYASABKAkSEQoJaG9zdG5hbWVzGAIgAygJIiUKEkNyZWF0ZVNpdGVSZXNwb25zZRIPCgdzaXRlX2lkGAEgASgJIlgKEENyZWF0ZUtleVJlcXVlc3QSDwoHc2l0ZV9pZBgBIAEoCRIMCgRuYW1lGAIgASgJEg4KBnNjb3BlcxgDIAMoCRIVCg1hY3Rvcl91c2VyX2lkGAQgASgJIjAKEUNyZWF0ZUtleVJlc3BvbnNlEg4KBmtleV9pZBgBIAEoCRILCgNrZXkYAiABKAkiIgoPTGlzdEtleXNSZXF1ZXN0Eg8KB3NpdGVfaWQYASABKAkiqwEKBkFwaUtleRIOCgZrZXlfaWQYASABKAkSDwoHc2l0ZV9pZBgCIAEoCRIMCgRuYW1lGAMgASgJEg4KBnNjb3BlcxgEIAMoCRIOCgZwcmVmaXgYBSABKAkSEgoKY3JlYXRlZF9hdBgGIAEoCRIZCgxsYXN0X3VzZWRfYXQYByABKAlIAIgBARISCgpjcmVhdGVkX2J5GAggASgJQg8KDV9sYXN0X3VzZWRfYXQiMwoQTGlzdEtleXNSZXNwb25zZRIfCgRrZXlzGAEgAygLMhEuaW5nZXN0LnYxLkFwaUtleSI5ChBEZWxldGVLZXlSZXF1ZXN0Eg4KBmtleV9pZBgBIAEoCRIVCg1hY3Rvcl91c2VyX2lkGAIgASgJIiMKEURlbGV0ZUtleVJlc3BvbnNlEg4KBmtleV9pZBgBIAEoCSIlCg9HZXRVc2FnZVJlcXVlc3QSEgoKYWNjb3VudF9pZBgBIAEoCSJ4ChBHZXRVc2FnZVJlc3BvbnNlEhIKCmFjY291bnRfaWQYASABKAkSDAoEcGxhbhgCIAEoCRINCgVtb250aBgDIAEoCRIPCgdjb3VudGVkGAQgASgDEhEKCWFsbG93YW5jZRgFIAEoAxIPCgdjZWlsaW5nGAYgASgDImIKFkNyZWF0ZUNvbm5lY3RvclJlcXVlc3QSDwoHc2l0ZV9pZBgBIAEoCRIQCghwcm92aWRlchgCIAEoCRIOCgZzZWNyZXQYAyABKAkSFQoNYWN0b3JfdXNlcl9pZBgEIAEoCSJ+CglDb25uZWN0b3ISFAoMY29ubmVjdG9yX2lkGAEgASgJEg8KB3NpdGVfaWQYAiABKAkSEAoIcHJvdmlkZXIYAyABKAkSEAoIdXJsX3BhdGgYBCABKAkSEgoKY3JlYXRlZF9hdBgFIAEoCRISCgpjcmVhdGVkX2J5GAYgASgJIkEKF0NyZWF0ZUNvbm5lY3RvclJlc3BvbnNlEhQKDGNvbm5lY3Rvcl9pZBgBIAEoCRIQCgh1cmxfcGF0aBgCIAEoCSIoChVMaXN0Q29ubmVjdG9yc1JlcXVlc3QSDwoHc2l0ZV9pZBgBIAEoCSJCChZMaXN0Q29ubmVjdG9yc1Jlc3BvbnNlEigKCmNvbm5lY3RvcnMYASADKAsyFC5pbmdlc3QudjEuQ29ubmVjdG9yIkUKFkRlbGV0ZUNvbm5lY3RvclJlcXVlc3QSFAoMY29ubmVjdG9yX2lkGAEgASgJEhUKDWFjdG9yX3VzZXJfaWQYAiABKAkiLwoXRGVsZXRlQ29ubmVjdG9yUmVzcG9uc2USFAoMY29ubmVjdG9yX2lkGAEgASgJMtwGCgxBZG1pblNlcnZpY2USUgoNQ3JlYXRlQWNjb3VudBIfLmluZ2VzdC52MS5DcmVhdGVBY2NvdW50UmVxdWVzdBogLmluZ2VzdC52MS5DcmVhdGVBY2NvdW50UmVzcG9uc2USQAoHU2V0UGxhbhIZLmluZ2VzdC52MS5TZXRQbGFuUmVxdWVzdBoaLmluZ2VzdC52MS5TZXRQbGFuUmVzcG9uc2USRgoJQWRkTWVtYmVyEhsuaW5nZXN0LnYxLkFkZE1lbWJlclJlcXVlc3QaHC5pbmdlc3QudjEuQWRkTWVtYmVyUmVzcG9uc2USSQoKQ3JlYXRlU2l0ZRIcLmluZ2VzdC52MS5DcmVhdGVTaXRlUmVxdWVzdBodLmluZ2VzdC52MS5DcmVhdGVTaXRlUmVzcG9uc2USRgoJQ3JlYXRlS2V5EhsuaW5nZXN0LnYxLkNyZWF0ZUtleVJlcXVlc3QaHC5pbmdlc3QudjEuQ3JlYXRlS2V5UmVzcG9uc2USQwoITGlzdEtleXMSGi5pbmdlc3QudjEuTGlzdEtleXNSZXF1ZXN0GhsuaW5nZXN0LnYxLkxpc3RLZXlzUmVzcG9uc2USRgoJRGVsZXRlS2V5EhsuaW5nZXN0LnYxLkRlbGV0ZUtleVJlcXVlc3QaHC5pbmdlc3QudjEuRGVsZXRlS2V5UmVzcG9uc2USQwoIR2V0VXNhZ2USGi5pbmdlc3QudjEuR2V0VXNhZ2VSZXF1ZXN0GhsuaW5nZXN0LnYxLkdldFVzYWdlUmVzcG9uc2USWAoPQ3JlYXRlQ29ubmVjdG9yEiEuaW5nZXN0LnYxLkNyZWF0ZUNvbm5lY3RvclJlcXVlc3QaIi5pbmdlc3QudjEuQ3JlYXRlQ29ubmVjdG9yUmVzcG9uc2USVQoOTGlzdENvbm5lY3RvcnMSIC5pbmdlc3QudjEuTGlzdENvbm5lY3RvcnNSZXF1ZXN0GiEuaW5nZXN0LnYxLkxpc3RDb25uZWN0b3JzUmVzcG9uc2USWAoPRGVsZXRlQ29ubmVjdG9yEiEuaW5nZXN0LnYxLkRlbGV0ZUNvbm5lY3RvclJlcXVlc3QaIi5pbmdlc3QudjEuRGVsZXRlQ29ubmVjdG9yUmVzcG9uc2ViBnByb3RvMw");
+  fileDesc("ChVpbmdlc3QvdjEvYWRtaW4ucHJvdG8SCWluZ2VzdC52MSJHChRDcmVhdGVBY2NvdW50UmVxdWVzdBIMCgRuYW1lGAEgASgJEgwKBHBsYW4YAiABKAkSEwoLb3duZXJfZW1haWwYAyABKAkiQgoVQ3JlYXRlQWNjb3VudFJlc3BvbnNlEhIKCmFjY291bnRfaWQYASABKAkSFQoNb3duZXJfdXNlcl9pZBgCIAEoCSIyCg5TZXRQbGFuUmVxdWVzdBISCgphY2NvdW50X2lkGAEgASgJEgwKBHBsYW4YAiABKAkiMwoPU2V0UGxhblJlc3BvbnNlEhIKCmFjY291bnRfaWQYASABKAkSDAoEcGxhbhgCIAEoCSJDChBBZGRNZW1iZXJSZXF1ZXN0EhIKCmFjY291bnRfaWQYASABKAkSDQoFZW1haWwYAiABKAkSDAoEcm9sZRgDIAEoCSIkChFBZGRNZW1iZXJSZXNwb25zZRIPCgd1c2VyX2lkGAEgASgJIjoKEUNyZWF0ZVNpdGVSZXF1ZXN0EhIKCmFjY291bnRfaWQYASABKAkSEQoJaG9zdG5hbWVzGAIgAygJIiUKEkNyZWF0ZVNpdGVSZXNwb25zZRIPCgdzaXRlX2lkGAEgASgJIlgKEENyZWF0ZUtleVJlcXVlc3QSDwoHc2l0ZV9pZBgBIAEoCRIMCgRuYW1lGAIgASgJEg4KBnNjb3BlcxgDIAMoCRIVCg1hY3Rvcl91c2VyX2lkGAQgASgJIjAKEUNyZWF0ZUtleVJlc3BvbnNlEg4KBmtleV9pZBgBIAEoCRILCgNrZXkYAiABKAkiIgoPTGlzdEtleXNSZXF1ZXN0Eg8KB3NpdGVfaWQYASABKAkiqwEKBkFwaUtleRIOCgZrZXlfaWQYASABKAkSDwoHc2l0ZV9pZBgCIAEoCRIMCgRuYW1lGAMgASgJEg4KBnNjb3BlcxgEIAMoCRIOCgZwcmVmaXgYBSABKAkSEgoKY3JlYXRlZF9hdBgGIAEoCRIZCgxsYXN0X3VzZWRfYXQYByABKAlIAIgBARISCgpjcmVhdGVkX2J5GAggASgJQg8KDV9sYXN0X3VzZWRfYXQiMwoQTGlzdEtleXNSZXNwb25zZRIfCgRrZXlzGAEgAygLMhEuaW5nZXN0LnYxLkFwaUtleSI5ChBEZWxldGVLZXlSZXF1ZXN0Eg4KBmtleV9pZBgBIAEoCRIVCg1hY3Rvcl91c2VyX2lkGAIgASgJIiMKEURlbGV0ZUtleVJlc3BvbnNlEg4KBmtleV9pZBgBIAEoCSIlCg9HZXRVc2FnZVJlcXVlc3QSEgoKYWNjb3VudF9pZBgBIAEoCSJ4ChBHZXRVc2FnZVJlc3BvbnNlEhIKCmFjY291bnRfaWQYASABKAkSDAoEcGxhbhgCIAEoCRINCgVtb250aBgDIAEoCRIPCgdjb3VudGVkGAQgASgDEhEKCWFsbG93YW5jZRgFIAEoAxIPCgdjZWlsaW5nGAYgASgDImIKFkNyZWF0ZUNvbm5lY3RvclJlcXVlc3QSDwoHc2l0ZV9pZBgBIAEoCRIQCghwcm92aWRlchgCIAEoCRIOCgZzZWNyZXQYAyABKAkSFQoNYWN0b3JfdXNlcl9pZBgEIAEoCSJ+CglDb25uZWN0b3ISFAoMY29ubmVjdG9yX2lkGAEgASgJEg8KB3NpdGVfaWQYAiABKAkSEAoIcHJvdmlkZXIYAyABKAkSEAoIdXJsX3BhdGgYBCABKAkSEgoKY3JlYXRlZF9hdBgFIAEoCRISCgpjcmVhdGVkX2J5GAYgASgJIkEKF0NyZWF0ZUNvbm5lY3RvclJlc3BvbnNlEhQKDGNvbm5lY3Rvcl9pZBgBIAEoCRIQCgh1cmxfcGF0aBgCIAEoCSIoChVMaXN0Q29ubmVjdG9yc1JlcXVlc3QSDwoHc2l0ZV9pZBgBIAEoCSJCChZMaXN0Q29ubmVjdG9yc1Jlc3BvbnNlEigKCmNvbm5lY3RvcnMYASADKAsyFC5pbmdlc3QudjEuQ29ubmVjdG9yIkUKFkRlbGV0ZUNvbm5lY3RvclJlcXVlc3QSFAoMY29ubmVjdG9yX2lkGAEgASgJEhUKDWFjdG9yX3VzZXJfaWQYAiABKAkiLwoXRGVsZXRlQ29ubmVjdG9yUmVzcG9uc2USFAoMY29ubmVjdG9yX2lkGAEgASgJIlMKFEVyYXNlQ3VzdG9tZXJSZXF1ZXN0Eg8KB3NpdGVfaWQYASABKAkSEwoLY3VzdG9tZXJfaWQYAiABKAkSFQoNYWN0b3JfdXNlcl9pZBgDIAEoCSJrChVFcmFzZUN1c3RvbWVyUmVzcG9uc2USEQoJY3VzdG9tZXJzGAEgASgNEhAKCHBheW1lbnRzGAIgASgNEhUKDXN1YnNjcmlwdGlvbnMYAyABKA0SFgoOY3VzdG9tZXJfbGlua3MYBCABKA0iSwoQRXJhc2VVc2VyUmVxdWVzdBIPCgdzaXRlX2lkGAEgASgJEg8KB3VzZXJfaWQYAiABKAkSFQoNYWN0b3JfdXNlcl9pZBgDIAEoCSKPAQoRRXJhc2VVc2VyUmVzcG9uc2USFgoOaWRlbnRpdHlfbGlua3MYASABKA0SDgoGZXZlbnRzGAIgASgNEhEKCWN1c3RvbWVycxgDIAEoDRIQCghwYXltZW50cxgEIAEoDRIVCg1zdWJzY3JpcHRpb25zGAUgASgNEhYKDmN1c3RvbWVyX2xpbmtzGAYgASgNIlEKE0VyYXNlVmlzaXRvclJlcXVlc3QSDwoHc2l0ZV9pZBgBIAEoCRISCgp2aXNpdG9yX2lkGAIgASgJEhUKDWFjdG9yX3VzZXJfaWQYAyABKAkimQEKFEVyYXNlVmlzaXRvclJlc3BvbnNlEg4KBmV2ZW50cxgBIAEoDRIPCgd0b3VjaGVzGAIgASgNEhYKDmlkZW50aXR5X2xpbmtzGAMgASgNEhYKDmN1c3RvbWVyX2xpbmtzGAQgASgNEhAKCHN0aXRjaGVzGAUgASgNEh4KFnJlYXR0cmlidXRlZF9jdXN0b21lcnMYBiABKA0yyQgKDEFkbWluU2VydmljZRJSCg1DcmVhdGVBY2NvdW50Eh8uaW5nZXN0LnYxLkNyZWF0ZUFjY291bnRSZXF1ZXN0GiAuaW5nZXN0LnYxLkNyZWF0ZUFjY291bnRSZXNwb25zZRJACgdTZXRQbGFuEhkuaW5nZXN0LnYxLlNldFBsYW5SZXF1ZXN0GhouaW5nZXN0LnYxLlNldFBsYW5SZXNwb25zZRJGCglBZGRNZW1iZXISGy5pbmdlc3QudjEuQWRkTWVtYmVyUmVxdWVzdBocLmluZ2VzdC52MS5BZGRNZW1iZXJSZXNwb25zZRJJCgpDcmVhdGVTaXRlEhwuaW5nZXN0LnYxLkNyZWF0ZVNpdGVSZXF1ZXN0Gh0uaW5nZXN0LnYxLkNyZWF0ZVNpdGVSZXNwb25zZRJGCglDcmVhdGVLZXkSGy5pbmdlc3QudjEuQ3JlYXRlS2V5UmVxdWVzdBocLmluZ2VzdC52MS5DcmVhdGVLZXlSZXNwb25zZRJDCghMaXN0S2V5cxIaLmluZ2VzdC52MS5MaXN0S2V5c1JlcXVlc3QaGy5pbmdlc3QudjEuTGlzdEtleXNSZXNwb25zZRJGCglEZWxldGVLZXkSGy5pbmdlc3QudjEuRGVsZXRlS2V5UmVxdWVzdBocLmluZ2VzdC52MS5EZWxldGVLZXlSZXNwb25zZRJDCghHZXRVc2FnZRIaLmluZ2VzdC52MS5HZXRVc2FnZVJlcXVlc3QaGy5pbmdlc3QudjEuR2V0VXNhZ2VSZXNwb25zZRJYCg9DcmVhdGVDb25uZWN0b3ISIS5pbmdlc3QudjEuQ3JlYXRlQ29ubmVjdG9yUmVxdWVzdBoiLmluZ2VzdC52MS5DcmVhdGVDb25uZWN0b3JSZXNwb25zZRJVCg5MaXN0Q29ubmVjdG9ycxIgLmluZ2VzdC52MS5MaXN0Q29ubmVjdG9yc1JlcXVlc3QaIS5pbmdlc3QudjEuTGlzdENvbm5lY3RvcnNSZXNwb25zZRJYCg9EZWxldGVDb25uZWN0b3ISIS5pbmdlc3QudjEuRGVsZXRlQ29ubmVjdG9yUmVxdWVzdBoiLmluZ2VzdC52MS5EZWxldGVDb25uZWN0b3JSZXNwb25zZRJSCg1FcmFzZUN1c3RvbWVyEh8uaW5nZXN0LnYxLkVyYXNlQ3VzdG9tZXJSZXF1ZXN0GiAuaW5nZXN0LnYxLkVyYXNlQ3VzdG9tZXJSZXNwb25zZRJGCglFcmFzZVVzZXISGy5pbmdlc3QudjEuRXJhc2VVc2VyUmVxdWVzdBocLmluZ2VzdC52MS5FcmFzZVVzZXJSZXNwb25zZRJPCgxFcmFzZVZpc2l0b3ISHi5pbmdlc3QudjEuRXJhc2VWaXNpdG9yUmVxdWVzdBofLmluZ2VzdC52MS5FcmFzZVZpc2l0b3JSZXNwb25zZWIGcHJvdG8z");
 
 /**
  * @generated from message ingest.v1.CreateAccountRequest
@@ -622,6 +622,231 @@ export const DeleteConnectorResponseSchema: GenMessage<DeleteConnectorResponse> 
   messageDesc(file_ingest_v1_admin, 23);
 
 /**
+ * @generated from message ingest.v1.EraseCustomerRequest
+ */
+export type EraseCustomerRequest = Message<"ingest.v1.EraseCustomerRequest"> & {
+  /**
+   * @generated from field: string site_id = 1;
+   */
+  siteId: string;
+
+  /**
+   * @generated from field: string customer_id = 2;
+   */
+  customerId: string;
+
+  /**
+   * The user asking: an owner or admin of the site's account.
+   *
+   * @generated from field: string actor_user_id = 3;
+   */
+  actorUserId: string;
+};
+
+/**
+ * Describes the message ingest.v1.EraseCustomerRequest.
+ * Use `create(EraseCustomerRequestSchema)` to create a new message.
+ */
+export const EraseCustomerRequestSchema: GenMessage<EraseCustomerRequest> = /*@__PURE__*/
+  messageDesc(file_ingest_v1_admin, 24);
+
+/**
+ * @generated from message ingest.v1.EraseCustomerResponse
+ */
+export type EraseCustomerResponse = Message<"ingest.v1.EraseCustomerResponse"> & {
+  /**
+   * Customer records deleted (0 or 1).
+   *
+   * @generated from field: uint32 customers = 1;
+   */
+  customers: number;
+
+  /**
+   * Payments kept under the pseudonym, their metadata removed.
+   *
+   * @generated from field: uint32 payments = 2;
+   */
+  payments: number;
+
+  /**
+   * Subscriptions kept under the pseudonym.
+   *
+   * @generated from field: uint32 subscriptions = 3;
+   */
+  subscriptions: number;
+
+  /**
+   * Links from the customer to visitors deleted.
+   *
+   * @generated from field: uint32 customer_links = 4;
+   */
+  customerLinks: number;
+};
+
+/**
+ * Describes the message ingest.v1.EraseCustomerResponse.
+ * Use `create(EraseCustomerResponseSchema)` to create a new message.
+ */
+export const EraseCustomerResponseSchema: GenMessage<EraseCustomerResponse> = /*@__PURE__*/
+  messageDesc(file_ingest_v1_admin, 25);
+
+/**
+ * @generated from message ingest.v1.EraseUserRequest
+ */
+export type EraseUserRequest = Message<"ingest.v1.EraseUserRequest"> & {
+  /**
+   * @generated from field: string site_id = 1;
+   */
+  siteId: string;
+
+  /**
+   * @generated from field: string user_id = 2;
+   */
+  userId: string;
+
+  /**
+   * The user asking: an owner or admin of the site's account.
+   *
+   * @generated from field: string actor_user_id = 3;
+   */
+  actorUserId: string;
+};
+
+/**
+ * Describes the message ingest.v1.EraseUserRequest.
+ * Use `create(EraseUserRequestSchema)` to create a new message.
+ */
+export const EraseUserRequestSchema: GenMessage<EraseUserRequest> = /*@__PURE__*/
+  messageDesc(file_ingest_v1_admin, 26);
+
+/**
+ * @generated from message ingest.v1.EraseUserResponse
+ */
+export type EraseUserResponse = Message<"ingest.v1.EraseUserResponse"> & {
+  /**
+   * Identify links from visitors to the user id deleted.
+   *
+   * @generated from field: uint32 identity_links = 1;
+   */
+  identityLinks: number;
+
+  /**
+   * `$identify` events carrying the user id deleted.
+   *
+   * @generated from field: uint32 events = 2;
+   */
+  events: number;
+
+  /**
+   * The erased customers that carried the user id, and what their erasure changed.
+   *
+   * @generated from field: uint32 customers = 3;
+   */
+  customers: number;
+
+  /**
+   * @generated from field: uint32 payments = 4;
+   */
+  payments: number;
+
+  /**
+   * @generated from field: uint32 subscriptions = 5;
+   */
+  subscriptions: number;
+
+  /**
+   * @generated from field: uint32 customer_links = 6;
+   */
+  customerLinks: number;
+};
+
+/**
+ * Describes the message ingest.v1.EraseUserResponse.
+ * Use `create(EraseUserResponseSchema)` to create a new message.
+ */
+export const EraseUserResponseSchema: GenMessage<EraseUserResponse> = /*@__PURE__*/
+  messageDesc(file_ingest_v1_admin, 27);
+
+/**
+ * @generated from message ingest.v1.EraseVisitorRequest
+ */
+export type EraseVisitorRequest = Message<"ingest.v1.EraseVisitorRequest"> & {
+  /**
+   * @generated from field: string site_id = 1;
+   */
+  siteId: string;
+
+  /**
+   * A daily visitor id, a persistent id's vid, or its stored form p:<vid>.
+   *
+   * @generated from field: string visitor_id = 2;
+   */
+  visitorId: string;
+
+  /**
+   * The user asking: an owner or admin of the site's account.
+   *
+   * @generated from field: string actor_user_id = 3;
+   */
+  actorUserId: string;
+};
+
+/**
+ * Describes the message ingest.v1.EraseVisitorRequest.
+ * Use `create(EraseVisitorRequestSchema)` to create a new message.
+ */
+export const EraseVisitorRequestSchema: GenMessage<EraseVisitorRequest> = /*@__PURE__*/
+  messageDesc(file_ingest_v1_admin, 28);
+
+/**
+ * @generated from message ingest.v1.EraseVisitorResponse
+ */
+export type EraseVisitorResponse = Message<"ingest.v1.EraseVisitorResponse"> & {
+  /**
+   * @generated from field: uint32 events = 1;
+   */
+  events: number;
+
+  /**
+   * First touches deleted.
+   *
+   * @generated from field: uint32 touches = 2;
+   */
+  touches: number;
+
+  /**
+   * @generated from field: uint32 identity_links = 3;
+   */
+  identityLinks: number;
+
+  /**
+   * @generated from field: uint32 customer_links = 4;
+   */
+  customerLinks: number;
+
+  /**
+   * Stitches between daily and persistent ids deleted.
+   *
+   * @generated from field: uint32 stitches = 5;
+   */
+  stitches: number;
+
+  /**
+   * Customers that were linked to the visitor, attributed again.
+   *
+   * @generated from field: uint32 reattributed_customers = 6;
+   */
+  reattributedCustomers: number;
+};
+
+/**
+ * Describes the message ingest.v1.EraseVisitorResponse.
+ * Use `create(EraseVisitorResponseSchema)` to create a new message.
+ */
+export const EraseVisitorResponseSchema: GenMessage<EraseVisitorResponse> = /*@__PURE__*/
+  messageDesc(file_ingest_v1_admin, 29);
+
+/**
  * AdminService manages accounts, members, sites and API keys for the
  * dashboard. Every call requires `authorization: Bearer <ADMIN_TOKEN>`; while
  * ADMIN_TOKEN is unset every call is refused. The admin CLI runs the same
@@ -729,6 +954,44 @@ export const AdminService: GenService<{
     methodKind: "unary";
     input: typeof DeleteConnectorRequestSchema;
     output: typeof DeleteConnectorResponseSchema;
+  },
+  /**
+   * EraseCustomer removes a customer's personal data (docs/privacy.md): the
+   * customer record with its email, name, country, metadata, user id and
+   * visitor links; its payments lose their metadata and move, with its
+   * subscriptions, to a random pseudonymous customer id. Owner or admin only.
+   * Idempotent; an unknown customer is not an error (all counts 0).
+   *
+   * @generated from rpc ingest.v1.AdminService.EraseCustomer
+   */
+  eraseCustomer: {
+    methodKind: "unary";
+    input: typeof EraseCustomerRequestSchema;
+    output: typeof EraseCustomerResponseSchema;
+  },
+  /**
+   * EraseUser removes a user id's identify links and `$identify` events, and
+   * erases every customer that carries the user id, as EraseCustomer does.
+   *
+   * @generated from rpc ingest.v1.AdminService.EraseUser
+   */
+  eraseUser: {
+    methodKind: "unary";
+    input: typeof EraseUserRequestSchema;
+    output: typeof EraseUserResponseSchema;
+  },
+  /**
+   * EraseVisitor removes a visitor's events, first touch, identify links,
+   * customer links and stitches (a daily id, a vid or p:<vid>, with the ids
+   * stitched to it); customers credited through it are attributed again from
+   * what remains.
+   *
+   * @generated from rpc ingest.v1.AdminService.EraseVisitor
+   */
+  eraseVisitor: {
+    methodKind: "unary";
+    input: typeof EraseVisitorRequestSchema;
+    output: typeof EraseVisitorResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_ingest_v1_admin, 0);

@@ -185,6 +185,12 @@ export interface PaymentRecord {
    * unattributed. Written by `setAttribution`, never by `commitPayments`.
    */
   attribution?: Attribution;
+  /**
+   * The channel revenue reports count the payment under when its customer
+   * was erased: the attribution's details (visitor, landing page, time) are
+   * gone, its channel stays. Undefined otherwise.
+   */
+  erasedChannel?: string;
 }
 
 /**

@@ -7,18 +7,22 @@
 import type { StoreAccountsPart } from "./accounts-port.js";
 import type { StoreAttributionPart } from "./attribution-port.js";
 import type { StoreConnectorsPart } from "./connectors-port.js";
+import type { StoreErasurePart } from "./erasure-port.js";
 import type { StoreEventsPart } from "./events-port.js";
 import type { StorePaymentsPart } from "./payments-port.js";
 import type { StorePersistentVisitorsPart } from "./persistent-visitors-port.js";
 
 export * from "../vocabulary.js";
 export type * from "./connectors-port.js";
+export type { CustomerErasure, UserLinksErasure, VisitorsErasure } from "./erasure-port.js";
+export type { EventPage, EventPageQuery } from "./events-port.js";
 export type { VisitorStitch } from "./persistent-visitors-port.js";
 export * from "./records.js";
 export type {
   StoreAccountsPart,
   StoreAttributionPart,
   StoreConnectorsPart,
+  StoreErasurePart,
   StoreEventsPart,
   StorePaymentsPart,
   StorePersistentVisitorsPart,
@@ -31,7 +35,8 @@ export interface Store
     StorePaymentsPart,
     StoreAttributionPart,
     StorePersistentVisitorsPart,
-    StoreConnectorsPart {
+    StoreConnectorsPart,
+    StoreErasurePart {
   /** Which adapter this is, for logs and /readyz. */
   readonly kind: "sqlite" | "mongodb";
   /**

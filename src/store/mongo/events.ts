@@ -367,6 +367,36 @@ export function createMongoEvents(
       return newest.events.map((d) => eventFromDoc(siteId, d));
     },
 
+    async pageEvents(siteId, q) {
+      const newest = new NewestEvents(q.limit + 1);
+      const before = q.before ?? Number.MAX_SAFE_INTEGER;
+      // Buckets by decreasing max_q (site_recent); a bucket's events are filtered here, as
+      // its range of q may straddle `before` and its events' times are not indexed.
+      const cursor = c.events
+        .find({ site_id: siteId, min_q: { $lt: before } }, { projection: { max_q: 1, events: 1 } })
+        .sort({ max_q: -1 })
+        .batchSize(LIST_BATCH);
+      try {
+        for await (const bucket of cursor) {
+          if (!newest.wants(bucket.max_q)) break;
+          newest.add(
+            bucket.events.filter((e) => {
+              const ts = e.ts.getTime();
+              return e.q < before && ts >= q.from && ts < q.to;
+            }),
+          );
+        }
+      } finally {
+        await cursor.close();
+      }
+      const kept = newest.events;
+      const page = kept.slice(0, q.limit);
+      return {
+        events: page.map((d) => eventFromDoc(siteId, d)),
+        ...(kept.length > q.limit ? { next: (page.at(-1) as { q: number }).q } : {}),
+      };
+    },
+
     async findVisitorsByUser(siteId, userId) {
       const docs = await c.identities
         .find({ site_id: siteId, user_id: userId })

@@ -5,6 +5,7 @@ import type { Store } from "../port.js";
 import { createMongoAccounts } from "./accounts.js";
 import { createMongoAttribution } from "./attribution.js";
 import { createMongoConnectors } from "./connectors.js";
+import { createMongoErasure } from "./erasure.js";
 import { classifyErrors } from "./errors.js";
 import { createMongoEvents } from "./events.js";
 import { createMongoPayments } from "./payments.js";
@@ -123,6 +124,7 @@ export async function createMongoStore(
       ...createMongoAttribution(c),
       ...createMongoPersistentVisitors(c),
       ...createMongoConnectors(c),
+      ...createMongoErasure(c),
       async ping() {
         await checkWritablePrimary(db, timeoutMs);
       },

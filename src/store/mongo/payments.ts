@@ -201,6 +201,10 @@ export function createMongoPayments(c: Collections): StorePaymentsPart {
         createdAt: d.created_at.getTime(),
         updatedAt: d.updated_at.getTime(),
         attribution: attributionFromDoc(d.attribution),
+        erasedChannel:
+          d.attribution == null && d.channel !== undefined && d.channel !== UNATTRIBUTED
+            ? d.channel
+            : undefined,
       };
       return p;
     },

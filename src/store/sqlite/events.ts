@@ -119,6 +119,12 @@ export function createSqliteEvents(db: Db): StoreEventsPart {
       "DELETE FROM identities WHERE site_id = ? AND user_id = ? AND visitor_id = ?",
     ),
     list: db.prepare("SELECT * FROM events WHERE site_id = ? ORDER BY id DESC LIMIT ?"),
+    // The rowid is the position: assigned under the write lock, so later commits get higher
+    // ones. events_site's entries are (site_id, rowid): the page is a backward range scan.
+    page: db.prepare(
+      `SELECT * FROM events WHERE site_id = ? AND id < ? AND ts >= ? AND ts < ?
+       ORDER BY id DESC LIMIT ?`,
+    ),
     visitorsByUser: db.prepare(
       "SELECT site_id, user_id, visitor_id, ts FROM identities WHERE site_id = ? AND user_id = ? ORDER BY ts",
     ),
@@ -219,6 +225,21 @@ export function createSqliteEvents(db: Db): StoreEventsPart {
     },
     async listEvents(siteId, limit) {
       return (s.list.all(siteId, limit) as EventRow[]).map(eventFromRow);
+    },
+    async pageEvents(siteId, q) {
+      // One more than asked: whether there is a next page, without an empty last one.
+      const rows = s.page.all(
+        siteId,
+        q.before ?? Number.MAX_SAFE_INTEGER,
+        q.from,
+        q.to,
+        q.limit + 1,
+      ) as (EventRow & { id: number })[];
+      const page = rows.slice(0, q.limit);
+      return {
+        events: page.map(eventFromRow),
+        ...(rows.length > q.limit ? { next: (page.at(-1) as { id: number }).id } : {}),
+      };
     },
     async findVisitorsByUser(siteId, userId) {
       const rows = s.visitorsByUser.all(siteId, userId) as {

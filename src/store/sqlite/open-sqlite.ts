@@ -21,6 +21,10 @@ export function openSqlite(path: string, options: { busyTimeoutMs?: number } = {
   db.pragma("journal_mode = WAL");
   db.pragma("synchronous = FULL");
   db.pragma("foreign_keys = ON");
+  // Deleted content is overwritten with zeros, in the file and in freed pages:
+  // an erased customer or visitor cannot be read back from the file's free space
+  // (docs/privacy.md). Per connection; costs a little on deletes only.
+  db.pragma("secure_delete = ON");
   migrate(db);
   db.pragma("synchronous = NORMAL");
   return db;

@@ -6,6 +6,7 @@ import {
   type SubscriptionFields,
   subscriptionChange,
 } from "../../domain/store/patches.js";
+import { UNATTRIBUTED } from "../../domain/vocabulary.js";
 import type {
   Attribution,
   CustomerRecord,
@@ -36,6 +37,7 @@ interface PaymentRow {
   created_at: number;
   updated_at: number;
   attribution: string | null;
+  channel: string;
 }
 
 interface CustomerRow {
@@ -195,6 +197,7 @@ export function createSqlitePayments(db: Db): StorePaymentsPart {
         updatedAt: r.updated_at,
         attribution:
           r.attribution === null ? undefined : (JSON.parse(r.attribution) as Attribution),
+        erasedChannel: r.attribution === null && r.channel !== UNATTRIBUTED ? r.channel : undefined,
       };
       return p;
     },

@@ -4,6 +4,7 @@ import type { Store } from "../port.js";
 import { createSqliteAccounts } from "./accounts.js";
 import { createSqliteAttribution } from "./attribution.js";
 import { createSqliteConnectors } from "./connectors.js";
+import { createSqliteErasure } from "./erasure.js";
 import { createSqliteEvents } from "./events.js";
 import { openSqlite } from "./open-sqlite.js";
 import { createSqlitePayments } from "./payments.js";
@@ -15,6 +16,9 @@ export interface SqliteStoreOptions {
   /** How the WAL file is synced after a write (tests hold or fail it); fdatasync by default. */
   syncFile?: SyncFile;
 }
+
+/** How long the checkpoint after an erasure waits for other connections, at most. */
+const CHECKPOINT_WAIT_MS = 200;
 
 /** Opens `path` (created when missing), migrates it and returns the store. */
 export function createSqliteStore(path: string, options: SqliteStoreOptions = {}): Store {
@@ -37,6 +41,7 @@ export function createSqliteStore(path: string, options: SqliteStoreOptions = {}
     ...createSqliteAttribution(db),
     ...createSqlitePersistentVisitors(db),
     ...createSqliteConnectors(db),
+    ...createSqliteErasure(db),
   };
   // Every method that changed rows resolves only after the WAL is synced: the
   // adapter's methods do their SQLite work synchronously, so the count read
@@ -48,6 +53,33 @@ export function createSqliteStore(path: string, options: SqliteStoreOptions = {}
       const result = (fn as (...a: unknown[]) => Promise<unknown>)(...args);
       return changes.count === before ? result : result.then((r) => wal.sync().then(() => r));
     };
+  }
+  // After an erasure the WAL still holds the frames of the pages as they were: a
+  // checkpoint copies the new pages into the database (where secure_delete zeroed
+  // the erased rows) and TRUNCATE empties the WAL file. It fails to finish while a
+  // reader holds an old snapshot; the next erasure or SQLite's own checkpoints
+  // complete it (docs/privacy.md). TRUNCATE waits on the busy handler for other
+  // processes' writers and readers, on this (the JS) thread: the wait is cut to
+  // CHECKPOINT_WAIT_MS, and the erasure, committed already, succeeds either way.
+  const checkpoint = () => {
+    if (path === ":memory:") return;
+    const busy = db.pragma("busy_timeout", { simple: true }) as number;
+    db.pragma(`busy_timeout = ${CHECKPOINT_WAIT_MS}`);
+    try {
+      db.pragma("wal_checkpoint(TRUNCATE)");
+    } catch {
+      // Busy or interrupted: left to the next checkpoint.
+    } finally {
+      db.pragma(`busy_timeout = ${busy}`);
+    }
+  };
+  for (const name of ["eraseCustomer", "eraseUserLinks", "eraseVisitors"]) {
+    const fn = parts[name] as (...a: unknown[]) => Promise<unknown>;
+    parts[name] = (...args: unknown[]) =>
+      fn(...args).then((r) => {
+        checkpoint();
+        return r;
+      });
   }
   return {
     kind: "sqlite",

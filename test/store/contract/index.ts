@@ -8,6 +8,8 @@ import type { Store } from "../../../src/store/port.js";
 import { storeContract } from "../../helpers/store-contract.js";
 import { describeAccountsContract } from "./accounts.js";
 import { describeAttributionContract } from "./attribution.js";
+import { describeErasureContract } from "./erasure.js";
+import { describeEventPagesContract } from "./event-pages.js";
 import { describeEventsContract } from "./events.js";
 import { describePaymentsContract } from "./payments.js";
 import { describeQuotaContract } from "./quota.js";
@@ -30,5 +32,7 @@ export function describeStoreContract(name: string, open: () => Promise<Store>):
     describeEventsContract(contract);
     describePaymentsContract(contract);
     describeAttributionContract(contract);
+    describeErasureContract(contract);
+    describeEventPagesContract(contract);
   });
 }

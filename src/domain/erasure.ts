@@ -1,0 +1,194 @@
+/**
+ * Erasure (the right to be forgotten): a customer, a user id or a visitor of
+ * a site, removed on an owner's or admin's request. Used by AdminService and
+ * the admin CLI. What each erasure removes and what remains is
+ * docs/privacy.md; the stores do the removing (src/domain/store/erasure-port.ts).
+ */
+import { createHash, randomBytes } from "node:crypto";
+import type { Attributor } from "./attribution/attribute.js";
+import { joinStitchedVisitors } from "./attribution/stitched-visitors.js";
+import { errors } from "./errors.js";
+import { publicVisitorId, visitorIdCandidates } from "./events/persistent-visitor.js";
+import type { LinkKind, Store } from "./store/store.js";
+import { KEY_MANAGERS } from "./vocabulary.js";
+
+/** What a customer's erasure changed. */
+export interface CustomerErased {
+  customers: number;
+  /** Payments kept under the pseudonym, without metadata. */
+  payments: number;
+  subscriptions: number;
+  customerLinks: number;
+}
+
+/** What a user id's erasure removed (its customers' erasures included). */
+export interface UserErased extends CustomerErased {
+  identityLinks: number;
+  events: number;
+}
+
+/** What a visitor's erasure removed, and how many customers were attributed again. */
+export interface VisitorErased {
+  events: number;
+  touches: number;
+  identityLinks: number;
+  customerLinks: number;
+  stitches: number;
+  reattributedCustomers: number;
+}
+
+/**
+ * The audit line of one erasure: which kind, the site, the acting user, the
+ * SHA-256 of the erased id (never the id) and the counts.
+ */
+export interface ErasureAudit {
+  erasure: "customer" | "user" | "visitor";
+  siteId: string;
+  actorUserId: string;
+  idSha256: string;
+  counts: CustomerErased | UserErased | VisitorErased;
+}
+
+/** The audit line's fields as logged (snake_case, as the service's other log fields). */
+export function erasureAuditFields(line: ErasureAudit): Record<string, unknown> {
+  return {
+    audit: "erasure",
+    erasure: line.erasure,
+    site_id: line.siteId,
+    actor_user_id: line.actorUserId,
+    id_sha256: line.idSha256,
+    counts: line.counts,
+  };
+}
+
+const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");
+
+/**
+ * A customer id that stands for an erased customer: random, so nothing
+ * (not even the service) can tell which customer it was.
+ */
+function pseudonym(): string {
+  return `erased_${randomBytes(12).toString("hex")}`;
+}
+
+const NO_CUSTOMER: CustomerErased = {
+  customers: 0,
+  payments: 0,
+  subscriptions: 0,
+  customerLinks: 0,
+};
+
+/** The erasures, bound to a store, the attributor (re-credits customers) and the audit log. */
+export function createErasure(deps: {
+  store: Store;
+  attributor: Pick<Attributor, "attributeCustomer">;
+  /** Told of every erasure that ran, once, after it ran. */
+  audit: (line: ErasureAudit) => void;
+}) {
+  const { store, attributor, audit } = deps;
+
+  /** The site exists and the actor is one of its account's owners or admins. */
+  async function authorize(siteId: string, actorUserId: string): Promise<void> {
+    if (!actorUserId) throw errors.invalid("the acting user id is required");
+    const site = await store.getSite(siteId);
+    if (!site) throw errors.siteNotFound(siteId);
+    const role = await store.getRole(site.accountId, actorUserId);
+    if (!role) throw errors.notMember(actorUserId, site.accountId);
+    if (!KEY_MANAGERS.includes(role)) throw errors.notDataEraser(actorUserId, role);
+  }
+
+  function required(name: string, value: string): string {
+    if (value === "") throw errors.invalid(`${name} is required`);
+    return value;
+  }
+
+  /** Logs the audit line of an erasure that ran, and hands its counts back. */
+  function audited<C extends ErasureAudit["counts"]>(
+    erasure: ErasureAudit["erasure"],
+    input: { siteId: string; actorUserId: string },
+    id: string,
+    counts: C,
+  ): C {
+    audit({
+      erasure,
+      siteId: input.siteId,
+      actorUserId: input.actorUserId,
+      idSha256: sha256(id),
+      counts,
+    });
+    return counts;
+  }
+
+  async function eraseCustomerIn(siteId: string, customerId: string): Promise<CustomerErased> {
+    return store.eraseCustomer(siteId, customerId, pseudonym());
+  }
+
+  return {
+    async eraseCustomer(input: {
+      siteId: string;
+      customerId: string;
+      actorUserId: string;
+    }): Promise<CustomerErased> {
+      const customerId = required("customer_id", input.customerId);
+      await authorize(input.siteId, input.actorUserId);
+      return audited(
+        "customer",
+        input,
+        customerId,
+        await eraseCustomerIn(input.siteId, customerId),
+      );
+    },
+
+    async eraseUser(input: {
+      siteId: string;
+      userId: string;
+      actorUserId: string;
+    }): Promise<UserErased> {
+      const userId = required("user_id", input.userId);
+      await authorize(input.siteId, input.actorUserId);
+      const links = await store.eraseUserLinks(input.siteId, userId);
+      const counts: UserErased = {
+        identityLinks: links.identityLinks,
+        events: links.events,
+        ...NO_CUSTOMER,
+      };
+      for (const customerId of links.customers) {
+        const c = await eraseCustomerIn(input.siteId, customerId);
+        counts.customers += c.customers;
+        counts.payments += c.payments;
+        counts.subscriptions += c.subscriptions;
+        counts.customerLinks += c.customerLinks;
+      }
+      return audited("user", input, userId, counts);
+    },
+
+    async eraseVisitor(input: {
+      siteId: string;
+      visitorId: string;
+      actorUserId: string;
+    }): Promise<VisitorErased> {
+      const visitorId = required("visitor_id", input.visitorId);
+      await authorize(input.siteId, input.actorUserId);
+      // A daily id, a vid or p:<vid>, with the ids stitched to it: attribution
+      // takes them for one visitor (one browser), and so does erasure.
+      const ids = new Map<string, LinkKind>(
+        visitorIdCandidates(visitorId).map((id) => [id, "visitor_id"]),
+      );
+      await joinStitchedVisitors(store, input.siteId, ids);
+      const stored = [...ids.keys()];
+      // How a payment may have named them: the stored id, or a vid without its prefix.
+      const names = [...new Set([visitorId, ...stored, ...stored.map(publicVisitorId)])];
+      const removed = await store.eraseVisitors(input.siteId, stored, names);
+      for (const customerId of removed.customers) {
+        await attributor.attributeCustomer(input.siteId, customerId);
+      }
+      const { customers, ...rest } = removed;
+      return audited("visitor", input, visitorId, {
+        ...rest,
+        reattributedCustomers: customers.length,
+      } satisfies VisitorErased);
+    },
+  };
+}
+
+export type Erasure = ReturnType<typeof createErasure>;

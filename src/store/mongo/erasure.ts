@@ -1,0 +1,145 @@
+/**
+ * Erasure in MongoDB. Events live in buckets (event-buckets.ts): erased
+ * events are filtered out of their buckets, and a bucket left with none is
+ * deleted (the validator wants at least one event). MongoDB has no
+ * transaction here, so each erasure is ordered to be safe to run again: what
+ * points at a record goes before the record itself.
+ */
+import type { Document, Filter } from "mongodb";
+import { UNATTRIBUTED } from "../../domain/vocabulary.js";
+import type { StoreErasurePart } from "../port.js";
+import type { EventBucketDoc } from "./documents.js";
+import type { Collections } from "./schema.js";
+
+/**
+ * Which events to remove: as a query on an event, its complement (an event
+ * to keep, written out with `$nin`/`$ne`/`$or`, which `$elemMatch` takes in
+ * every server version), and as an aggregation expression on `$$this`.
+ */
+interface EventMatch {
+  query: Document;
+  keep: Document;
+  expr: Document;
+}
+
+/**
+ * Removes a site's events matching `m` from their buckets; returns how many.
+ * Buckets are found by the site's prefix of `site_recent`, then filtered on
+ * the server: an erasure reads the site's buckets, never ships them.
+ */
+export async function removeBucketEvents(
+  c: Collections,
+  siteId: string,
+  m: EventMatch,
+): Promise<number> {
+  const holding: Filter<EventBucketDoc> = { site_id: siteId, events: { $elemMatch: m.query } };
+  const [counted] = await c.events
+    .aggregate<{ n: number }>([
+      { $match: holding },
+      { $unwind: "$events" },
+      { $replaceRoot: { newRoot: "$events" } },
+      { $match: m.query },
+      { $count: "n" },
+    ])
+    .toArray();
+  const n = counted?.n ?? 0;
+  if (n === 0) return 0;
+  // Buckets holding only matching events go whole; the others lose those events.
+  // Each document's condition is evaluated as it is deleted: a bucket that an append
+  // gave an event to keep meanwhile is not deleted, and the update below filters it.
+  await c.events.deleteMany({
+    site_id: siteId,
+    events: { $not: { $elemMatch: m.keep } },
+  } as Filter<EventBucketDoc>);
+  await c.events.updateMany(holding, [
+    { $set: { events: { $filter: { input: "$events", cond: { $not: [m.expr] } } } } },
+    { $set: { n: { $size: "$events" } } },
+  ]);
+  return n;
+}
+
+export function createMongoErasure(c: Collections): StoreErasurePart {
+  return {
+    async eraseCustomer(siteId, customerId, pseudonym) {
+      const who = { site_id: siteId, customer_id: customerId };
+      const subscriptions = (
+        await c.subscriptions.updateMany(who, { $set: { customer_id: pseudonym } })
+      ).modifiedCount;
+      // The channel stays, so revenue by channel does not change.
+      const payments = (
+        await c.payments.updateMany(who, {
+          $set: { customer_id: pseudonym, metadata: [] },
+          $unset: { attribution: "", attribution_rank: "" },
+        })
+      ).modifiedCount;
+      const customerLinks = (await c.customerVisitors.deleteMany(who)).deletedCount;
+      const customers = (await c.customers.deleteOne(who)).deletedCount;
+      return { customers, payments, subscriptions, customerLinks };
+    },
+
+    async eraseUserLinks(siteId, userId) {
+      const events = await removeBucketEvents(c, siteId, {
+        query: { user_id: userId, name: "$identify" },
+        keep: { $or: [{ user_id: { $ne: userId } }, { name: { $ne: "$identify" } }] },
+        // $literal: in an expression a string starting with "$" is a field path.
+        expr: {
+          $and: [
+            { $eq: ["$$this.user_id", { $literal: userId }] },
+            { $eq: ["$$this.name", { $literal: "$identify" }] },
+          ],
+        },
+      });
+      const identityLinks = (await c.identities.deleteMany({ site_id: siteId, user_id: userId }))
+        .deletedCount;
+      const customers = (
+        await c.customers
+          .find({ site_id: siteId, user_id: userId }, { projection: { customer_id: 1 } })
+          .sort({ customer_id: 1 })
+          .toArray()
+      ).map((d) => d.customer_id);
+      return { identityLinks, events, customers };
+    },
+
+    async eraseVisitors(siteId, visitorIds, names) {
+      const ids = [...new Set(visitorIds)];
+      const inIds = { $in: ids };
+      const customers = (
+        (await c.customerVisitors.distinct("customer_id", {
+          site_id: siteId,
+          visitor_id: inIds,
+        })) as string[]
+      ).sort();
+      const events = await removeBucketEvents(c, siteId, {
+        query: { visitor_id: inIds },
+        keep: { visitor_id: { $nin: ids } },
+        expr: { $in: ["$$this.visitor_id", { $literal: ids }] },
+      });
+      const site = { site_id: siteId };
+      const touches = (await c.touches.deleteMany({ ...site, visitor_id: inIds })).deletedCount;
+      const identityLinks = (await c.identities.deleteMany({ ...site, visitor_id: inIds }))
+        .deletedCount;
+      const customerLinks = (await c.customerVisitors.deleteMany({ ...site, visitor_id: inIds }))
+        .deletedCount;
+      const stitches = (
+        await c.stitches.deleteMany({
+          ...site,
+          $or: [{ visitor_id: inIds }, { persistent_id: inIds }],
+        })
+      ).deletedCount;
+      await c.customers.updateMany(
+        { ...site, visitor_id: { $in: [...new Set(names)] } },
+        { $unset: { visitor_id: "" } },
+      );
+      if (customers.length > 0) {
+        // The rank goes too: the attribution computed again from what remains may rank lower.
+        const theirs = { ...site, customer_id: { $in: customers } };
+        await c.payments.updateMany(theirs, {
+          $set: { channel: UNATTRIBUTED },
+          $unset: { attribution: "", attribution_rank: "" },
+        });
+        await c.customers.updateMany(theirs, { $unset: { attribution: "", attribution_rank: "" } });
+      }
+      return { events, touches, identityLinks, customerLinks, stitches, customers };
+    },
+  };
+}
