@@ -3,6 +3,7 @@
 import type { Clock } from "./clock.js";
 import { errors } from "./errors.js";
 import { parseRfc3339 } from "./payments/rfc3339.js";
+import { buildSiteOverview, overviewPeriod, type SiteOverviewView } from "./site-overview.js";
 import type {
   Attribution,
   CustomerRecord,
@@ -62,6 +63,26 @@ export const LIST_EVENTS_MAX = 1000;
 
 export function createReports(deps: { store: Store; clock: Clock }) {
   const { store, clock } = deps;
+
+  /** MRR per currency of a site's subscriptions at `at`. */
+  async function mrrAt(siteId: string, at: number): Promise<MrrView> {
+    const byCurrency = new Map<string, { yearly: bigint; subscriptions: number }>();
+    for (const r of await store.mrrTotals(siteId, at)) {
+      const cur = byCurrency.get(r.currency) ?? { yearly: 0n, subscriptions: 0 };
+      cur.yearly += r.amountMinor * PER_YEAR[r.interval];
+      cur.subscriptions += r.subscriptions;
+      byCurrency.set(r.currency, cur);
+    }
+    return {
+      at,
+      rows: [...byCurrency].map(([currency, v]) => ({
+        currency,
+        mrrMinor: divRoundHalfUp(v.yearly, 12n),
+        subscriptions: v.subscriptions,
+      })),
+    };
+  }
+
   return {
     async listEvents(input: { siteId: string; limit: number }): Promise<EventRecord[]> {
       const limit = input.limit === 0 ? LIST_EVENTS_DEFAULT : input.limit;
@@ -115,22 +136,22 @@ export function createReports(deps: { store: Store; clock: Clock }) {
     },
 
     async mrr(input: { siteId: string; at: string }): Promise<MrrView> {
-      const at = timeField("at", input.at, clock.now());
-      const byCurrency = new Map<string, { yearly: bigint; subscriptions: number }>();
-      for (const r of await store.mrrTotals(input.siteId, at)) {
-        const cur = byCurrency.get(r.currency) ?? { yearly: 0n, subscriptions: 0 };
-        cur.yearly += r.amountMinor * PER_YEAR[r.interval];
-        cur.subscriptions += r.subscriptions;
-        byCurrency.set(r.currency, cur);
-      }
-      return {
-        at,
-        rows: [...byCurrency].map(([currency, v]) => ({
-          currency,
-          mrrMinor: divRoundHalfUp(v.yearly, 12n),
-          subscriptions: v.subscriptions,
-        })),
-      };
+      return mrrAt(input.siteId, timeField("at", input.at, clock.now()));
+    },
+
+    /** The dashboard's view of a site over [from, to), with MRR at its end (or now, if earlier). */
+    async siteOverview(input: {
+      siteId: string;
+      from: string;
+      to: string;
+    }): Promise<SiteOverviewView & { mrr: MrrView }> {
+      const { from, to } = overviewPeriod((name, value) => timeField(name, value, 0), input);
+      if (!(await store.getSite(input.siteId))) throw errors.siteNotFound(input.siteId);
+      const [overview, mrr] = await Promise.all([
+        buildSiteOverview(store, input.siteId, from, to),
+        mrrAt(input.siteId, Math.min(to, clock.now())),
+      ]);
+      return { ...overview, mrr };
     },
   };
 }

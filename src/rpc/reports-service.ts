@@ -2,7 +2,8 @@
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { ReportsService } from "../../gen/ingest/v1/reports_pb.js";
 import { formatMinorUnits } from "../domain/payments/money.js";
-import type { Reports } from "../domain/reports.js";
+import type { MrrView, Reports, RevenueView } from "../domain/reports.js";
+import type { TopEntryView } from "../domain/site-overview.js";
 import { UNATTRIBUTED } from "../domain/vocabulary.js";
 import { toStoredEvent } from "./stored-event.js";
 
@@ -34,6 +35,29 @@ function attributionMessage(a: {
     visitorId: a.visitorId,
     link: a.via ?? "",
     touchedAt: iso(a.touchedAt ?? a.ts ?? 0),
+  };
+}
+
+/** A revenue row (RevenueByChannel, SiteOverview) as the proto ChannelRevenue. */
+function channelRevenue(r: RevenueView) {
+  return {
+    channel: r.channel,
+    currency: r.currency,
+    gross: money(r.grossMinor, r.currency),
+    refunds: money(r.refundsMinor, r.currency),
+    chargebacks: money(r.chargebacksMinor, r.currency),
+    net: money(r.netMinor, r.currency),
+    payments: BigInt(r.payments),
+    payingCustomers: BigInt(r.payingCustomers),
+  };
+}
+
+/** An MRR row (Mrr, SiteOverview) as the proto CurrencyMrr. */
+function currencyMrr(r: MrrView["rows"][number]) {
+  return {
+    currency: r.currency,
+    mrr: money(r.mrrMinor, r.currency),
+    subscriptions: BigInt(r.subscriptions),
   };
 }
 
@@ -102,15 +126,51 @@ export function createReportsService(deps: {
         to: req.to,
       });
       return {
-        rows: rows.map((r) => ({
-          channel: r.channel,
-          currency: r.currency,
-          gross: money(r.grossMinor, r.currency),
-          refunds: money(r.refundsMinor, r.currency),
-          chargebacks: money(r.chargebacksMinor, r.currency),
-          net: money(r.netMinor, r.currency),
-          payments: BigInt(r.payments),
-          payingCustomers: BigInt(r.payingCustomers),
+        rows: rows.map(channelRevenue),
+      };
+    },
+    async siteOverview(req) {
+      const v = await reports.siteOverview({ siteId: req.siteId, from: req.from, to: req.to });
+      const amounts = (list: { currency: string; minor: bigint }[]) =>
+        list.map((a) => money(a.minor, a.currency));
+      const top = (entries: TopEntryView[]) =>
+        entries.map((e) => ({
+          value: e.value,
+          newVisitors: BigInt(e.newVisitors),
+          netRevenue: amounts(e.net),
+        }));
+      return {
+        from: iso(v.from),
+        to: iso(v.to),
+        newVisitors: BigInt(v.newVisitors),
+        channels: v.channels.map((c) => ({
+          channel: c.channel,
+          newVisitors: BigInt(c.newVisitors),
+          revenue: c.revenue.map(channelRevenue),
+        })),
+        days: v.days.map((d) => ({
+          day: d.day,
+          visitors: BigInt(d.visitors),
+          pageviews: BigInt(d.pageviews),
+          netRevenue: amounts(d.net),
+        })),
+        topSourcesByVisitors: top(v.sources.byVisitors),
+        topCampaignsByVisitors: top(v.campaigns.byVisitors),
+        topLandingPagesByVisitors: top(v.landingPages.byVisitors),
+        topSourcesByRevenue: top(v.sources.byRevenue),
+        topCampaignsByRevenue: top(v.campaigns.byRevenue),
+        topLandingPagesByRevenue: top(v.landingPages.byRevenue),
+        mrr: v.mrr.rows.map(currencyMrr),
+        recentPayments: v.recentPayments.map((p) => ({
+          paymentId: p.paymentId,
+          customerId: p.customerId,
+          amount: money(p.amountMinor, p.currency),
+          kind: p.kind,
+          paidAt: iso(p.paidAt),
+          channel: p.channel,
+          source: p.source,
+          campaign: p.campaign,
+          landingPage: p.landingPage,
         })),
       };
     },
@@ -118,11 +178,7 @@ export function createReportsService(deps: {
       const v = await reports.mrr({ siteId: req.siteId, at: req.at });
       return {
         at: iso(v.at),
-        rows: v.rows.map((r) => ({
-          currency: r.currency,
-          mrr: money(r.mrrMinor, r.currency),
-          subscriptions: BigInt(r.subscriptions),
-        })),
+        rows: v.rows.map(currencyMrr),
       };
     },
   };

@@ -11,7 +11,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file ingest/v1/reports.proto.
  */
 export const file_ingest_v1_reports: GenFile = /*@__PURE__*/
-  fileDesc("Chdpbmdlc3QvdjEvcmVwb3J0cy5wcm90bxIJaW5nZXN0LnYxIjMKEUxpc3RFdmVudHNSZXF1ZXN0Eg8KB3NpdGVfaWQYASABKAkSDQoFbGltaXQYAiABKAUimgYKC1N0b3JlZEV2ZW50EgwKBG5hbWUYASABKAkSCwoDdXJsGAIgASgJEhUKCHJlZmVycmVyGAMgASgJSACIAQESEgoFdGl0bGUYBCABKAlIAYgBARISCgV3aWR0aBgFIAEoBUgCiAEBEhUKCGxhbmd1YWdlGAYgASgJSAOIAQESJgoFcHJvcHMYByABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EgoKAnRzGAggASgDEhMKC3JlY2VpdmVkX2F0GAkgASgDEhIKCnZpc2l0b3JfaWQYCiABKAkSFAoHdXNlcl9pZBgLIAEoCUgEiAEBEhQKB2NvdW50cnkYDCABKAlIBYgBARIUCgdicm93c2VyGA0gASgJSAaIAQESDwoCb3MYDiABKAlIB4gBARITCgZkZXZpY2UYDyABKAlICIgBARIaCg1yZWZlcnJlcl9ob3N0GBAgASgJSAmIAQESFwoKdXRtX3NvdXJjZRgRIAEoCUgKiAEBEhcKCnV0bV9tZWRpdW0YEiABKAlIC4gBARIZCgx1dG1fY2FtcGFpZ24YEyABKAlIDIgBARIVCgh1dG1fdGVybRgUIAEoCUgNiAEBEhgKC3V0bV9jb250ZW50GBUgASgJSA6IAQESNwoJY2xpY2tfaWRzGBYgAygLMiQuaW5nZXN0LnYxLlN0b3JlZEV2ZW50LkNsaWNrSWRzRW50cnkSDwoHc2l0ZV9pZBgXIAEoCRovCg1DbGlja0lkc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAFCCwoJX3JlZmVycmVyQggKBl90aXRsZUIICgZfd2lkdGhCCwoJX2xhbmd1YWdlQgoKCF91c2VyX2lkQgoKCF9jb3VudHJ5QgoKCF9icm93c2VyQgUKA19vc0IJCgdfZGV2aWNlQhAKDl9yZWZlcnJlcl9ob3N0Qg0KC191dG1fc291cmNlQg0KC191dG1fbWVkaXVtQg8KDV91dG1fY2FtcGFpZ25CCwoJX3V0bV90ZXJtQg4KDF91dG1fY29udGVudCI8ChJMaXN0RXZlbnRzUmVzcG9uc2USJgoGZXZlbnRzGAEgAygLMhYuaW5nZXN0LnYxLlN0b3JlZEV2ZW50IjgKEUdldFBheW1lbnRSZXF1ZXN0Eg8KB3NpdGVfaWQYASABKAkSEgoKcGF5bWVudF9pZBgCIAEoCSI/CgVNb25leRIQCghjdXJyZW5jeRgBIAEoCRITCgttaW5vcl91bml0cxgCIAEoAxIPCgdkZWNpbWFsGAMgASgJIt4DCg1TdG9yZWRQYXltZW50Eg8KB3NpdGVfaWQYASABKAkSEgoKcGF5bWVudF9pZBgCIAEoCRITCgtjdXN0b21lcl9pZBgDIAEoCRIgCgZhbW91bnQYBCABKAsyEC5pbmdlc3QudjEuTW9uZXkSIgoDZmVlGAUgASgLMhAuaW5nZXN0LnYxLk1vbmV5SACIAQESDAoEa2luZBgGIAEoCRIOCgZzdGF0dXMYByABKAkSDwoHcGFpZF9hdBgIIAEoCRI4CghtZXRhZGF0YRgJIAMoCzImLmluZ2VzdC52MS5TdG9yZWRQYXltZW50Lk1ldGFkYXRhRW50cnkSHAoPc3Vic2NyaXB0aW9uX2lkGAogASgJSAGIAQESEgoKY3JlYXRlZF9hdBgLIAEoCRISCgp1cGRhdGVkX2F0GAwgASgJEg8KB2NoYW5uZWwYDSABKAkSMAoLYXR0cmlidXRpb24YDiABKAsyFi5pbmdlc3QudjEuQXR0cmlidXRpb25IAogBARovCg1NZXRhZGF0YUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAFCBgoEX2ZlZUISChBfc3Vic2NyaXB0aW9uX2lkQg4KDF9hdHRyaWJ1dGlvbiLOAQoLQXR0cmlidXRpb24SDwoHY2hhbm5lbBgBIAEoCRITCgZzb3VyY2UYAiABKAlIAIgBARITCgZtZWRpdW0YAyABKAlIAYgBARIVCghjYW1wYWlnbhgEIAEoCUgCiAEBEhQKDGxhbmRpbmdfcGFnZRgFIAEoCRISCgp2aXNpdG9yX2lkGAYgASgJEgwKBGxpbmsYByABKAkSEgoKdG91Y2hlZF9hdBgIIAEoCUIJCgdfc291cmNlQgkKB19tZWRpdW1CCwoJX2NhbXBhaWduIj8KEkdldFBheW1lbnRSZXNwb25zZRIpCgdwYXltZW50GAEgASgLMhguaW5nZXN0LnYxLlN0b3JlZFBheW1lbnQiOgoSR2V0Q3VzdG9tZXJSZXF1ZXN0Eg8KB3NpdGVfaWQYASABKAkSEwoLY3VzdG9tZXJfaWQYAiABKAki8AIKDlN0b3JlZEN1c3RvbWVyEg8KB3NpdGVfaWQYASABKAkSEwoLY3VzdG9tZXJfaWQYAiABKAkSEgoFZW1haWwYAyABKAlIAIgBARIUCgd1c2VyX2lkGAQgASgJSAGIAQESEQoEbmFtZRgFIAEoCUgCiAEBEhQKB2NvdW50cnkYBiABKAlIA4gBARIXCgp2aXNpdG9yX2lkGAcgASgJSASIAQESOQoIbWV0YWRhdGEYCCADKAsyJy5pbmdlc3QudjEuU3RvcmVkQ3VzdG9tZXIuTWV0YWRhdGFFbnRyeRISCgpjcmVhdGVkX2F0GAkgASgJEhIKCnVwZGF0ZWRfYXQYCiABKAkaLwoNTWV0YWRhdGFFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBQggKBl9lbWFpbEIKCghfdXNlcl9pZEIHCgVfbmFtZUIKCghfY291bnRyeUINCgtfdmlzaXRvcl9pZCKGAQoNTGlua2VkVmlzaXRvchISCgp2aXNpdG9yX2lkGAEgASgJEgwKBGxpbmsYAiABKAkSEQoJbGlua2VkX2F0GAMgASgJEjAKC2ZpcnN0X3RvdWNoGAQgASgLMhYuaW5nZXN0LnYxLkF0dHJpYnV0aW9uSACIAQFCDgoMX2ZpcnN0X3RvdWNoIrABChNHZXRDdXN0b21lclJlc3BvbnNlEisKCGN1c3RvbWVyGAEgASgLMhkuaW5nZXN0LnYxLlN0b3JlZEN1c3RvbWVyEioKCHZpc2l0b3JzGAIgAygLMhguaW5nZXN0LnYxLkxpbmtlZFZpc2l0b3ISMAoLZmlyc3RfdG91Y2gYAyABKAsyFi5pbmdlc3QudjEuQXR0cmlidXRpb25IAIgBAUIOCgxfZmlyc3RfdG91Y2giRAoXUmV2ZW51ZUJ5Q2hhbm5lbFJlcXVlc3QSDwoHc2l0ZV9pZBgBIAEoCRIMCgRmcm9tGAIgASgJEgoKAnRvGAMgASgJIukBCg5DaGFubmVsUmV2ZW51ZRIPCgdjaGFubmVsGAEgASgJEhAKCGN1cnJlbmN5GAIgASgJEh8KBWdyb3NzGAMgASgLMhAuaW5nZXN0LnYxLk1vbmV5EiEKB3JlZnVuZHMYBCABKAsyEC5pbmdlc3QudjEuTW9uZXkSJQoLY2hhcmdlYmFja3MYBSABKAsyEC5pbmdlc3QudjEuTW9uZXkSHQoDbmV0GAYgASgLMhAuaW5nZXN0LnYxLk1vbmV5EhAKCHBheW1lbnRzGAcgASgDEhgKEHBheWluZ19jdXN0b21lcnMYCCABKAMiQwoYUmV2ZW51ZUJ5Q2hhbm5lbFJlc3BvbnNlEicKBHJvd3MYASADKAsyGS5pbmdlc3QudjEuQ2hhbm5lbFJldmVudWUiKQoKTXJyUmVxdWVzdBIPCgdzaXRlX2lkGAEgASgJEgoKAmF0GAIgASgJIlUKC0N1cnJlbmN5TXJyEhAKCGN1cnJlbmN5GAEgASgJEh0KA21ychgCIAEoCzIQLmluZ2VzdC52MS5Nb25leRIVCg1zdWJzY3JpcHRpb25zGAMgASgDIj8KC01yclJlc3BvbnNlEgoKAmF0GAEgASgJEiQKBHJvd3MYAiADKAsyFi5pbmdlc3QudjEuQ3VycmVuY3lNcnIyoAMKDlJlcG9ydHNTZXJ2aWNlEk4KCkxpc3RFdmVudHMSHC5pbmdlc3QudjEuTGlzdEV2ZW50c1JlcXVlc3QaHS5pbmdlc3QudjEuTGlzdEV2ZW50c1Jlc3BvbnNlIgOQAgESTgoKR2V0UGF5bWVudBIcLmluZ2VzdC52MS5HZXRQYXltZW50UmVxdWVzdBodLmluZ2VzdC52MS5HZXRQYXltZW50UmVzcG9uc2UiA5ACARJRCgtHZXRDdXN0b21lchIdLmluZ2VzdC52MS5HZXRDdXN0b21lclJlcXVlc3QaHi5pbmdlc3QudjEuR2V0Q3VzdG9tZXJSZXNwb25zZSIDkAIBEmAKEFJldmVudWVCeUNoYW5uZWwSIi5pbmdlc3QudjEuUmV2ZW51ZUJ5Q2hhbm5lbFJlcXVlc3QaIy5pbmdlc3QudjEuUmV2ZW51ZUJ5Q2hhbm5lbFJlc3BvbnNlIgOQAgESOQoDTXJyEhUuaW5nZXN0LnYxLk1yclJlcXVlc3QaFi5pbmdlc3QudjEuTXJyUmVzcG9uc2UiA5ACAWIGcHJvdG8z", [file_google_protobuf_struct]);
+  fileDesc("Chdpbmdlc3QvdjEvcmVwb3J0cy5wcm90bxIJaW5nZXN0LnYxIjMKEUxpc3RFdmVudHNSZXF1ZXN0Eg8KB3NpdGVfaWQYASABKAkSDQoFbGltaXQYAiABKAUimgYKC1N0b3JlZEV2ZW50EgwKBG5hbWUYASABKAkSCwoDdXJsGAIgASgJEhUKCHJlZmVycmVyGAMgASgJSACIAQESEgoFdGl0bGUYBCABKAlIAYgBARISCgV3aWR0aBgFIAEoBUgCiAEBEhUKCGxhbmd1YWdlGAYgASgJSAOIAQESJgoFcHJvcHMYByABKAsyFy5nb29nbGUucHJvdG9idWYuU3RydWN0EgoKAnRzGAggASgDEhMKC3JlY2VpdmVkX2F0GAkgASgDEhIKCnZpc2l0b3JfaWQYCiABKAkSFAoHdXNlcl9pZBgLIAEoCUgEiAEBEhQKB2NvdW50cnkYDCABKAlIBYgBARIUCgdicm93c2VyGA0gASgJSAaIAQESDwoCb3MYDiABKAlIB4gBARITCgZkZXZpY2UYDyABKAlICIgBARIaCg1yZWZlcnJlcl9ob3N0GBAgASgJSAmIAQESFwoKdXRtX3NvdXJjZRgRIAEoCUgKiAEBEhcKCnV0bV9tZWRpdW0YEiABKAlIC4gBARIZCgx1dG1fY2FtcGFpZ24YEyABKAlIDIgBARIVCgh1dG1fdGVybRgUIAEoCUgNiAEBEhgKC3V0bV9jb250ZW50GBUgASgJSA6IAQESNwoJY2xpY2tfaWRzGBYgAygLMiQuaW5nZXN0LnYxLlN0b3JlZEV2ZW50LkNsaWNrSWRzRW50cnkSDwoHc2l0ZV9pZBgXIAEoCRovCg1DbGlja0lkc0VudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAFCCwoJX3JlZmVycmVyQggKBl90aXRsZUIICgZfd2lkdGhCCwoJX2xhbmd1YWdlQgoKCF91c2VyX2lkQgoKCF9jb3VudHJ5QgoKCF9icm93c2VyQgUKA19vc0IJCgdfZGV2aWNlQhAKDl9yZWZlcnJlcl9ob3N0Qg0KC191dG1fc291cmNlQg0KC191dG1fbWVkaXVtQg8KDV91dG1fY2FtcGFpZ25CCwoJX3V0bV90ZXJtQg4KDF91dG1fY29udGVudCI8ChJMaXN0RXZlbnRzUmVzcG9uc2USJgoGZXZlbnRzGAEgAygLMhYuaW5nZXN0LnYxLlN0b3JlZEV2ZW50IjgKEUdldFBheW1lbnRSZXF1ZXN0Eg8KB3NpdGVfaWQYASABKAkSEgoKcGF5bWVudF9pZBgCIAEoCSI/CgVNb25leRIQCghjdXJyZW5jeRgBIAEoCRITCgttaW5vcl91bml0cxgCIAEoAxIPCgdkZWNpbWFsGAMgASgJIt4DCg1TdG9yZWRQYXltZW50Eg8KB3NpdGVfaWQYASABKAkSEgoKcGF5bWVudF9pZBgCIAEoCRITCgtjdXN0b21lcl9pZBgDIAEoCRIgCgZhbW91bnQYBCABKAsyEC5pbmdlc3QudjEuTW9uZXkSIgoDZmVlGAUgASgLMhAuaW5nZXN0LnYxLk1vbmV5SACIAQESDAoEa2luZBgGIAEoCRIOCgZzdGF0dXMYByABKAkSDwoHcGFpZF9hdBgIIAEoCRI4CghtZXRhZGF0YRgJIAMoCzImLmluZ2VzdC52MS5TdG9yZWRQYXltZW50Lk1ldGFkYXRhRW50cnkSHAoPc3Vic2NyaXB0aW9uX2lkGAogASgJSAGIAQESEgoKY3JlYXRlZF9hdBgLIAEoCRISCgp1cGRhdGVkX2F0GAwgASgJEg8KB2NoYW5uZWwYDSABKAkSMAoLYXR0cmlidXRpb24YDiABKAsyFi5pbmdlc3QudjEuQXR0cmlidXRpb25IAogBARovCg1NZXRhZGF0YUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAFCBgoEX2ZlZUISChBfc3Vic2NyaXB0aW9uX2lkQg4KDF9hdHRyaWJ1dGlvbiLOAQoLQXR0cmlidXRpb24SDwoHY2hhbm5lbBgBIAEoCRITCgZzb3VyY2UYAiABKAlIAIgBARITCgZtZWRpdW0YAyABKAlIAYgBARIVCghjYW1wYWlnbhgEIAEoCUgCiAEBEhQKDGxhbmRpbmdfcGFnZRgFIAEoCRISCgp2aXNpdG9yX2lkGAYgASgJEgwKBGxpbmsYByABKAkSEgoKdG91Y2hlZF9hdBgIIAEoCUIJCgdfc291cmNlQgkKB19tZWRpdW1CCwoJX2NhbXBhaWduIj8KEkdldFBheW1lbnRSZXNwb25zZRIpCgdwYXltZW50GAEgASgLMhguaW5nZXN0LnYxLlN0b3JlZFBheW1lbnQiOgoSR2V0Q3VzdG9tZXJSZXF1ZXN0Eg8KB3NpdGVfaWQYASABKAkSEwoLY3VzdG9tZXJfaWQYAiABKAki8AIKDlN0b3JlZEN1c3RvbWVyEg8KB3NpdGVfaWQYASABKAkSEwoLY3VzdG9tZXJfaWQYAiABKAkSEgoFZW1haWwYAyABKAlIAIgBARIUCgd1c2VyX2lkGAQgASgJSAGIAQESEQoEbmFtZRgFIAEoCUgCiAEBEhQKB2NvdW50cnkYBiABKAlIA4gBARIXCgp2aXNpdG9yX2lkGAcgASgJSASIAQESOQoIbWV0YWRhdGEYCCADKAsyJy5pbmdlc3QudjEuU3RvcmVkQ3VzdG9tZXIuTWV0YWRhdGFFbnRyeRISCgpjcmVhdGVkX2F0GAkgASgJEhIKCnVwZGF0ZWRfYXQYCiABKAkaLwoNTWV0YWRhdGFFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBQggKBl9lbWFpbEIKCghfdXNlcl9pZEIHCgVfbmFtZUIKCghfY291bnRyeUINCgtfdmlzaXRvcl9pZCKGAQoNTGlua2VkVmlzaXRvchISCgp2aXNpdG9yX2lkGAEgASgJEgwKBGxpbmsYAiABKAkSEQoJbGlua2VkX2F0GAMgASgJEjAKC2ZpcnN0X3RvdWNoGAQgASgLMhYuaW5nZXN0LnYxLkF0dHJpYnV0aW9uSACIAQFCDgoMX2ZpcnN0X3RvdWNoIrABChNHZXRDdXN0b21lclJlc3BvbnNlEisKCGN1c3RvbWVyGAEgASgLMhkuaW5nZXN0LnYxLlN0b3JlZEN1c3RvbWVyEioKCHZpc2l0b3JzGAIgAygLMhguaW5nZXN0LnYxLkxpbmtlZFZpc2l0b3ISMAoLZmlyc3RfdG91Y2gYAyABKAsyFi5pbmdlc3QudjEuQXR0cmlidXRpb25IAIgBAUIOCgxfZmlyc3RfdG91Y2giRAoXUmV2ZW51ZUJ5Q2hhbm5lbFJlcXVlc3QSDwoHc2l0ZV9pZBgBIAEoCRIMCgRmcm9tGAIgASgJEgoKAnRvGAMgASgJIukBCg5DaGFubmVsUmV2ZW51ZRIPCgdjaGFubmVsGAEgASgJEhAKCGN1cnJlbmN5GAIgASgJEh8KBWdyb3NzGAMgASgLMhAuaW5nZXN0LnYxLk1vbmV5EiEKB3JlZnVuZHMYBCABKAsyEC5pbmdlc3QudjEuTW9uZXkSJQoLY2hhcmdlYmFja3MYBSABKAsyEC5pbmdlc3QudjEuTW9uZXkSHQoDbmV0GAYgASgLMhAuaW5nZXN0LnYxLk1vbmV5EhAKCHBheW1lbnRzGAcgASgDEhgKEHBheWluZ19jdXN0b21lcnMYCCABKAMiQwoYUmV2ZW51ZUJ5Q2hhbm5lbFJlc3BvbnNlEicKBHJvd3MYASADKAsyGS5pbmdlc3QudjEuQ2hhbm5lbFJldmVudWUiKQoKTXJyUmVxdWVzdBIPCgdzaXRlX2lkGAEgASgJEgoKAmF0GAIgASgJIlUKC0N1cnJlbmN5TXJyEhAKCGN1cnJlbmN5GAEgASgJEh0KA21ychgCIAEoCzIQLmluZ2VzdC52MS5Nb25leRIVCg1zdWJzY3JpcHRpb25zGAMgASgDIj8KC01yclJlc3BvbnNlEgoKAmF0GAEgASgJEiQKBHJvd3MYAiADKAsyFi5pbmdlc3QudjEuQ3VycmVuY3lNcnIiQAoTU2l0ZU92ZXJ2aWV3UmVxdWVzdBIPCgdzaXRlX2lkGAEgASgJEgwKBGZyb20YAiABKAkSCgoCdG8YAyABKAkiZAoPQ2hhbm5lbE92ZXJ2aWV3Eg8KB2NoYW5uZWwYASABKAkSFAoMbmV3X3Zpc2l0b3JzGAIgASgDEioKB3JldmVudWUYAyADKAsyGS5pbmdlc3QudjEuQ2hhbm5lbFJldmVudWUiZgoLRGF5T3ZlcnZpZXcSCwoDZGF5GAEgASgJEhAKCHZpc2l0b3JzGAIgASgDEhEKCXBhZ2V2aWV3cxgDIAEoAxIlCgtuZXRfcmV2ZW51ZRgEIAMoCzIQLmluZ2VzdC52MS5Nb25leSJWCghUb3BFbnRyeRINCgV2YWx1ZRgBIAEoCRIUCgxuZXdfdmlzaXRvcnMYAiABKAMSJQoLbmV0X3JldmVudWUYAyADKAsyEC5pbmdlc3QudjEuTW9uZXki+gEKDVJlY2VudFBheW1lbnQSEgoKcGF5bWVudF9pZBgBIAEoCRITCgtjdXN0b21lcl9pZBgCIAEoCRIgCgZhbW91bnQYAyABKAsyEC5pbmdlc3QudjEuTW9uZXkSDAoEa2luZBgEIAEoCRIPCgdwYWlkX2F0GAUgASgJEg8KB2NoYW5uZWwYBiABKAkSEwoGc291cmNlGAcgASgJSACIAQESFQoIY2FtcGFpZ24YCCABKAlIAYgBARIZCgxsYW5kaW5nX3BhZ2UYCSABKAlIAogBAUIJCgdfc291cmNlQgsKCV9jYW1wYWlnbkIPCg1fbGFuZGluZ19wYWdlIsMEChRTaXRlT3ZlcnZpZXdSZXNwb25zZRIMCgRmcm9tGAEgASgJEgoKAnRvGAIgASgJEiwKCGNoYW5uZWxzGAMgAygLMhouaW5nZXN0LnYxLkNoYW5uZWxPdmVydmlldxIkCgRkYXlzGAQgAygLMhYuaW5nZXN0LnYxLkRheU92ZXJ2aWV3EjQKF3RvcF9zb3VyY2VzX2J5X3Zpc2l0b3JzGAUgAygLMhMuaW5nZXN0LnYxLlRvcEVudHJ5EjYKGXRvcF9jYW1wYWlnbnNfYnlfdmlzaXRvcnMYBiADKAsyEy5pbmdlc3QudjEuVG9wRW50cnkSOgoddG9wX2xhbmRpbmdfcGFnZXNfYnlfdmlzaXRvcnMYByADKAsyEy5pbmdlc3QudjEuVG9wRW50cnkSMwoWdG9wX3NvdXJjZXNfYnlfcmV2ZW51ZRgIIAMoCzITLmluZ2VzdC52MS5Ub3BFbnRyeRI1Chh0b3BfY2FtcGFpZ25zX2J5X3JldmVudWUYCSADKAsyEy5pbmdlc3QudjEuVG9wRW50cnkSOQocdG9wX2xhbmRpbmdfcGFnZXNfYnlfcmV2ZW51ZRgKIAMoCzITLmluZ2VzdC52MS5Ub3BFbnRyeRIjCgNtcnIYCyADKAsyFi5pbmdlc3QudjEuQ3VycmVuY3lNcnISMQoPcmVjZW50X3BheW1lbnRzGAwgAygLMhguaW5nZXN0LnYxLlJlY2VudFBheW1lbnQSFAoMbmV3X3Zpc2l0b3JzGA0gASgDMvYDCg5SZXBvcnRzU2VydmljZRJOCgpMaXN0RXZlbnRzEhwuaW5nZXN0LnYxLkxpc3RFdmVudHNSZXF1ZXN0Gh0uaW5nZXN0LnYxLkxpc3RFdmVudHNSZXNwb25zZSIDkAIBEk4KCkdldFBheW1lbnQSHC5pbmdlc3QudjEuR2V0UGF5bWVudFJlcXVlc3QaHS5pbmdlc3QudjEuR2V0UGF5bWVudFJlc3BvbnNlIgOQAgESUQoLR2V0Q3VzdG9tZXISHS5pbmdlc3QudjEuR2V0Q3VzdG9tZXJSZXF1ZXN0Gh4uaW5nZXN0LnYxLkdldEN1c3RvbWVyUmVzcG9uc2UiA5ACARJgChBSZXZlbnVlQnlDaGFubmVsEiIuaW5nZXN0LnYxLlJldmVudWVCeUNoYW5uZWxSZXF1ZXN0GiMuaW5nZXN0LnYxLlJldmVudWVCeUNoYW5uZWxSZXNwb25zZSIDkAIBEjkKA01ychIVLmluZ2VzdC52MS5NcnJSZXF1ZXN0GhYuaW5nZXN0LnYxLk1yclJlc3BvbnNlIgOQAgESVAoMU2l0ZU92ZXJ2aWV3Eh4uaW5nZXN0LnYxLlNpdGVPdmVydmlld1JlcXVlc3QaHy5pbmdlc3QudjEuU2l0ZU92ZXJ2aWV3UmVzcG9uc2UiA5ACAWIGcHJvdG8z", [file_google_protobuf_struct]);
 
 /**
  * @generated from message ingest.v1.ListEventsRequest
@@ -747,6 +747,297 @@ export const MrrResponseSchema: GenMessage<MrrResponse> = /*@__PURE__*/
   messageDesc(file_ingest_v1_reports, 17);
 
 /**
+ * @generated from message ingest.v1.SiteOverviewRequest
+ */
+export type SiteOverviewRequest = Message<"ingest.v1.SiteOverviewRequest"> & {
+  /**
+   * @generated from field: string site_id = 1;
+   */
+  siteId: string;
+
+  /**
+   * RFC 3339, inclusive; required.
+   *
+   * @generated from field: string from = 2;
+   */
+  from: string;
+
+  /**
+   * RFC 3339, exclusive; required; at most 366 days after from.
+   *
+   * @generated from field: string to = 3;
+   */
+  to: string;
+};
+
+/**
+ * Describes the message ingest.v1.SiteOverviewRequest.
+ * Use `create(SiteOverviewRequestSchema)` to create a new message.
+ */
+export const SiteOverviewRequestSchema: GenMessage<SiteOverviewRequest> = /*@__PURE__*/
+  messageDesc(file_ingest_v1_reports, 18);
+
+/**
+ * ChannelOverview is one first-touch channel in the period: its new visitors
+ * (all currencies) and its revenue per currency (the same rows as
+ * RevenueByChannel), with conversion = paying customers / new visitors.
+ *
+ * @generated from message ingest.v1.ChannelOverview
+ */
+export type ChannelOverview = Message<"ingest.v1.ChannelOverview"> & {
+  /**
+   * The first-touch channel, or "unattributed".
+   *
+   * @generated from field: string channel = 1;
+   */
+  channel: string;
+
+  /**
+   * Visitors whose first touch, in the period, came from this channel.
+   *
+   * @generated from field: int64 new_visitors = 2;
+   */
+  newVisitors: bigint;
+
+  /**
+   * One row per currency the channel earned in.
+   *
+   * @generated from field: repeated ingest.v1.ChannelRevenue revenue = 3;
+   */
+  revenue: ChannelRevenue[];
+};
+
+/**
+ * Describes the message ingest.v1.ChannelOverview.
+ * Use `create(ChannelOverviewSchema)` to create a new message.
+ */
+export const ChannelOverviewSchema: GenMessage<ChannelOverview> = /*@__PURE__*/
+  messageDesc(file_ingest_v1_reports, 19);
+
+/**
+ * DayOverview is one UTC day of the period.
+ *
+ * @generated from message ingest.v1.DayOverview
+ */
+export type DayOverview = Message<"ingest.v1.DayOverview"> & {
+  /**
+   * YYYY-MM-DD (UTC).
+   *
+   * @generated from field: string day = 1;
+   */
+  day: string;
+
+  /**
+   * Distinct visitor ids with any event that day.
+   *
+   * @generated from field: int64 visitors = 2;
+   */
+  visitors: bigint;
+
+  /**
+   * Events named "pageview" that day.
+   *
+   * @generated from field: int64 pageviews = 3;
+   */
+  pageviews: bigint;
+
+  /**
+   * Net revenue of the day, one entry per currency with payments.
+   *
+   * @generated from field: repeated ingest.v1.Money net_revenue = 4;
+   */
+  netRevenue: Money[];
+};
+
+/**
+ * Describes the message ingest.v1.DayOverview.
+ * Use `create(DayOverviewSchema)` to create a new message.
+ */
+export const DayOverviewSchema: GenMessage<DayOverview> = /*@__PURE__*/
+  messageDesc(file_ingest_v1_reports, 20);
+
+/**
+ * TopEntry is one source, campaign or landing page: its new visitors and its
+ * net revenue per currency, in the period.
+ *
+ * @generated from message ingest.v1.TopEntry
+ */
+export type TopEntry = Message<"ingest.v1.TopEntry"> & {
+  /**
+   * @generated from field: string value = 1;
+   */
+  value: string;
+
+  /**
+   * @generated from field: int64 new_visitors = 2;
+   */
+  newVisitors: bigint;
+
+  /**
+   * @generated from field: repeated ingest.v1.Money net_revenue = 3;
+   */
+  netRevenue: Money[];
+};
+
+/**
+ * Describes the message ingest.v1.TopEntry.
+ * Use `create(TopEntrySchema)` to create a new message.
+ */
+export const TopEntrySchema: GenMessage<TopEntry> = /*@__PURE__*/
+  messageDesc(file_ingest_v1_reports, 21);
+
+/**
+ * RecentPayment is a succeeded payment of the period with where it came from.
+ *
+ * @generated from message ingest.v1.RecentPayment
+ */
+export type RecentPayment = Message<"ingest.v1.RecentPayment"> & {
+  /**
+   * @generated from field: string payment_id = 1;
+   */
+  paymentId: string;
+
+  /**
+   * @generated from field: string customer_id = 2;
+   */
+  customerId: string;
+
+  /**
+   * @generated from field: ingest.v1.Money amount = 3;
+   */
+  amount?: Money | undefined;
+
+  /**
+   * @generated from field: string kind = 4;
+   */
+  kind: string;
+
+  /**
+   * @generated from field: string paid_at = 5;
+   */
+  paidAt: string;
+
+  /**
+   * The first-touch channel, or "unattributed".
+   *
+   * @generated from field: string channel = 6;
+   */
+  channel: string;
+
+  /**
+   * @generated from field: optional string source = 7;
+   */
+  source?: string | undefined;
+
+  /**
+   * @generated from field: optional string campaign = 8;
+   */
+  campaign?: string | undefined;
+
+  /**
+   * @generated from field: optional string landing_page = 9;
+   */
+  landingPage?: string | undefined;
+};
+
+/**
+ * Describes the message ingest.v1.RecentPayment.
+ * Use `create(RecentPaymentSchema)` to create a new message.
+ */
+export const RecentPaymentSchema: GenMessage<RecentPayment> = /*@__PURE__*/
+  messageDesc(file_ingest_v1_reports, 22);
+
+/**
+ * @generated from message ingest.v1.SiteOverviewResponse
+ */
+export type SiteOverviewResponse = Message<"ingest.v1.SiteOverviewResponse"> & {
+  /**
+   * @generated from field: string from = 1;
+   */
+  from: string;
+
+  /**
+   * @generated from field: string to = 2;
+   */
+  to: string;
+
+  /**
+   * @generated from field: repeated ingest.v1.ChannelOverview channels = 3;
+   */
+  channels: ChannelOverview[];
+
+  /**
+   * Every UTC day of the period, oldest first, days without traffic included.
+   *
+   * @generated from field: repeated ingest.v1.DayOverview days = 4;
+   */
+  days: DayOverview[];
+
+  /**
+   * Up to 10 each, by new visitors then value.
+   *
+   * @generated from field: repeated ingest.v1.TopEntry top_sources_by_visitors = 5;
+   */
+  topSourcesByVisitors: TopEntry[];
+
+  /**
+   * @generated from field: repeated ingest.v1.TopEntry top_campaigns_by_visitors = 6;
+   */
+  topCampaignsByVisitors: TopEntry[];
+
+  /**
+   * @generated from field: repeated ingest.v1.TopEntry top_landing_pages_by_visitors = 7;
+   */
+  topLandingPagesByVisitors: TopEntry[];
+
+  /**
+   * Up to 10 per currency each, by currency, then net revenue (largest
+   * first), then value; every entry's net_revenue has that one currency.
+   *
+   * @generated from field: repeated ingest.v1.TopEntry top_sources_by_revenue = 8;
+   */
+  topSourcesByRevenue: TopEntry[];
+
+  /**
+   * @generated from field: repeated ingest.v1.TopEntry top_campaigns_by_revenue = 9;
+   */
+  topCampaignsByRevenue: TopEntry[];
+
+  /**
+   * @generated from field: repeated ingest.v1.TopEntry top_landing_pages_by_revenue = 10;
+   */
+  topLandingPagesByRevenue: TopEntry[];
+
+  /**
+   * MRR per currency at the end of the period (or now, if earlier).
+   *
+   * @generated from field: repeated ingest.v1.CurrencyMrr mrr = 11;
+   */
+  mrr: CurrencyMrr[];
+
+  /**
+   * The 20 most recent succeeded payments of the period, newest first.
+   *
+   * @generated from field: repeated ingest.v1.RecentPayment recent_payments = 12;
+   */
+  recentPayments: RecentPayment[];
+
+  /**
+   * New visitors of the period, all channels.
+   *
+   * @generated from field: int64 new_visitors = 13;
+   */
+  newVisitors: bigint;
+};
+
+/**
+ * Describes the message ingest.v1.SiteOverviewResponse.
+ * Use `create(SiteOverviewResponseSchema)` to create a new message.
+ */
+export const SiteOverviewResponseSchema: GenMessage<SiteOverviewResponse> = /*@__PURE__*/
+  messageDesc(file_ingest_v1_reports, 23);
+
+/**
  * ReportsService is the internal read side for inspection, tests and the
  * dashboard. Every call requires `authorization: Bearer <ADMIN_TOKEN>`.
  *
@@ -804,6 +1095,20 @@ export const ReportsService: GenService<{
     methodKind: "unary";
     input: typeof MrrRequestSchema;
     output: typeof MrrResponseSchema;
+  },
+  /**
+   * SiteOverview is what a dashboard shows for a site and a period, in one
+   * call: revenue by first-touch channel per currency with conversion, new
+   * visitors, traffic and revenue per UTC day, top sources, campaigns and
+   * landing pages, MRR and the most recent payments. Amounts are never summed
+   * across currencies.
+   *
+   * @generated from rpc ingest.v1.ReportsService.SiteOverview
+   */
+  siteOverview: {
+    methodKind: "unary";
+    input: typeof SiteOverviewRequestSchema;
+    output: typeof SiteOverviewResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_ingest_v1_reports, 0);

@@ -7,16 +7,19 @@
 import type { StoreAccountsPart } from "./accounts-port.js";
 import type { StoreAttributionPart } from "./attribution-port.js";
 import type { StoreEventsPart } from "./events-port.js";
+import type { StoreOverviewPart } from "./overview-port.js";
 import type { StorePaymentsPart } from "./payments-port.js";
 import type { StorePersistentVisitorsPart } from "./persistent-visitors-port.js";
 
 export * from "../vocabulary.js";
+export type * from "./overview-port.js";
 export type { VisitorStitch } from "./persistent-visitors-port.js";
 export * from "./records.js";
 export type {
   StoreAccountsPart,
   StoreAttributionPart,
   StoreEventsPart,
+  StoreOverviewPart,
   StorePaymentsPart,
   StorePersistentVisitorsPart,
 };
@@ -27,7 +30,8 @@ export interface Store
     StoreEventsPart,
     StorePaymentsPart,
     StoreAttributionPart,
-    StorePersistentVisitorsPart {
+    StorePersistentVisitorsPart,
+    StoreOverviewPart {
   /** Which adapter this is, for logs and /readyz. */
   readonly kind: "sqlite" | "mongodb";
   /**

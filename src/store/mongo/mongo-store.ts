@@ -6,6 +6,7 @@ import { createMongoAccounts } from "./accounts.js";
 import { createMongoAttribution } from "./attribution.js";
 import { classifyErrors } from "./errors.js";
 import { createMongoEvents } from "./events.js";
+import { createMongoOverview } from "./overview.js";
 import { createMongoPayments } from "./payments.js";
 import { createMongoPersistentVisitors } from "./persistent-visitors.js";
 import {
@@ -121,6 +122,7 @@ export async function createMongoStore(
       ...createMongoPayments(c),
       ...createMongoAttribution(c),
       ...createMongoPersistentVisitors(c),
+      ...createMongoOverview(c),
       async ping() {
         await checkWritablePrimary(db, timeoutMs);
       },

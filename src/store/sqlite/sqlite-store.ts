@@ -5,6 +5,7 @@ import { createSqliteAccounts } from "./accounts.js";
 import { createSqliteAttribution } from "./attribution.js";
 import { createSqliteEvents } from "./events.js";
 import { openSqlite } from "./open-sqlite.js";
+import { createSqliteOverview } from "./overview.js";
 import { createSqlitePayments } from "./payments.js";
 import { createSqlitePersistentVisitors } from "./persistent-visitors.js";
 import { countChanges, createWalSync, type SyncFile } from "./wal-sync.js";
@@ -35,6 +36,7 @@ export function createSqliteStore(path: string, options: SqliteStoreOptions = {}
     ...createSqlitePayments(db),
     ...createSqliteAttribution(db),
     ...createSqlitePersistentVisitors(db),
+    ...createSqliteOverview(db),
   };
   // Every method that changed rows resolves only after the WAL is synced: the
   // adapter's methods do their SQLite work synchronously, so the count read

@@ -9,6 +9,7 @@ import { storeContract } from "../../helpers/store-contract.js";
 import { describeAccountsContract } from "./accounts.js";
 import { describeAttributionContract } from "./attribution.js";
 import { describeEventsContract } from "./events.js";
+import { describeOverviewContract } from "./overview.js";
 import { describePaymentsContract } from "./payments.js";
 import { describeQuotaContract } from "./quota.js";
 
@@ -30,5 +31,6 @@ export function describeStoreContract(name: string, open: () => Promise<Store>):
     describeEventsContract(contract);
     describePaymentsContract(contract);
     describeAttributionContract(contract);
+    describeOverviewContract(contract);
   });
 }
