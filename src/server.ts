@@ -21,6 +21,7 @@ import { fromFastifyError } from "./edge/fastify-errors.js";
 import { decorateRequestOutcome, outcomeOf } from "./edge/request-outcome.js";
 import { apiReference } from "./http/api-reference.js";
 import { collectDoor } from "./http/collect/collect-door.js";
+import { dashboardDoor } from "./http/dashboard/dashboard-door.js";
 import { registerDuplicateCredentialsGuard } from "./http/duplicate-credentials.js";
 import { sendError } from "./http/envelope.js";
 import { createOnePortServer, type OnePortServer } from "./http/one-port.js";
@@ -40,6 +41,7 @@ const DOORS: readonly FastifyPluginAsync<Services>[] = [
   apiReference,
   restDoor,
   collectDoor,
+  dashboardDoor,
   rpcDoor,
 ];
 

@@ -14,6 +14,7 @@ import { createEventsApp } from "./domain/events/events-app.js";
 import type { PaymentsApp } from "./domain/payments/payments-app.js";
 import { createPaymentsApp } from "./domain/payments/payments-app.js";
 import { createReports, type Reports } from "./domain/reports.js";
+import type { DashboardBundle } from "./http/dashboard/dashboard-bundle.js";
 import type { TrackerBundle } from "./http/tracker-script.js";
 import { createReadiness, type Readiness } from "./lib/readiness.js";
 import { scrub } from "./lib/scrub.js";
@@ -36,6 +37,8 @@ export interface ServiceDeps {
   collectLimiter?: RateLimiter;
   /** The tracking script; default: the bundle `npm run build` wrote to dist/tracker/. */
   trackerBundle?: TrackerBundle;
+  /** The dashboard's files; default: what `npm run build` wrote to dist/dashboard/. */
+  dashboardBundle?: DashboardBundle;
 }
 
 /** Where the services log what no request asked for (the store's outages). */
@@ -58,6 +61,7 @@ export interface Services {
   readiness: Readiness;
   collectLimiter?: RateLimiter;
   trackerBundle?: TrackerBundle;
+  dashboardBundle?: DashboardBundle;
 }
 
 /**
@@ -124,5 +128,6 @@ export async function buildServices(
     readiness,
     ...(deps.collectLimiter ? { collectLimiter: deps.collectLimiter } : {}),
     ...(deps.trackerBundle ? { trackerBundle: deps.trackerBundle } : {}),
+    ...(deps.dashboardBundle ? { dashboardBundle: deps.dashboardBundle } : {}),
   };
 }
