@@ -41,7 +41,13 @@ export function DailyChart(props: { days: DayOverview[] }) {
       })),
     ];
     const axes: uPlot.Axis[] = [
-      { stroke: "currentColor", grid: { stroke: "#8884" } },
+      {
+        stroke: "currentColor",
+        grid: { stroke: "#8884" },
+        // UTC days as MM-DD: the page's periods are whole UTC days, so ticks fall on days only.
+        incrs: [86_400, 2 * 86_400, 7 * 86_400, 14 * 86_400, 30 * 86_400],
+        values: (_u, splits) => splits.map((s) => new Date(s * 1000).toISOString().slice(5, 10)),
+      },
       { stroke: "currentColor", grid: { stroke: "#8884" } },
     ];
     if (currencies[0]) {
