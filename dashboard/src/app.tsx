@@ -7,7 +7,7 @@ import type { Client } from "@connectrpc/connect";
 import { useCallback, useEffect, useRef, useState } from "preact/hooks";
 import type {
   ChannelOverview,
-  GetCustomerResponse,
+  CustomerJourneyResponse,
   Money,
   RecentPayment,
   ReportsService,
@@ -461,7 +461,7 @@ function RecentPayments(props: { payments: RecentPayment[]; onOpen(p: RecentPaym
   );
 }
 
-/** The customer of a payment: linked visitors, their first touches, the customer's first touch. */
+/** The customer of a payment (CustomerJourney): linked visitors, their first touches, the customer's first touch, its payments. */
 function Journey(props: {
   client: Client<typeof ReportsService>;
   site: string;
@@ -469,16 +469,16 @@ function Journey(props: {
   onClose(): void;
 }) {
   const dialog = useRef<HTMLDialogElement>(null);
-  const [data, setData] = useState<GetCustomerResponse | undefined>();
+  const [data, setData] = useState<CustomerJourneyResponse | undefined>();
   const [error, setError] = useState<string | undefined>();
   const { client, site, payment, onClose } = props;
   useEffect(() => {
     dialog.current?.showModal();
     client
-      .getCustomer({ siteId: site, customerId: payment.customerId })
+      .customerJourney({ siteId: site, customerId: payment.customerId })
       .then(setData, (err) => setError(describeError(err)));
   }, [client, site, payment]);
-  const touch = (a: GetCustomerResponse["firstTouch"]) =>
+  const touch = (a: CustomerJourneyResponse["firstTouch"]) =>
     a
       ? `${a.channel}${a.source ? ` (${a.source})` : ""}, landed on ${a.landingPage} at ${utcTime(a.touchedAt)}`
       : "unknown";
@@ -530,6 +530,31 @@ function Journey(props: {
               </tbody>
             </table>
           )}
+          <table id="journey-payments">
+            <caption>The customer's payments, newest first</caption>
+            <thead>
+              <tr>
+                <th scope="col">Payment</th>
+                <th scope="col">Paid at</th>
+                <th scope="col">Amount</th>
+                <th scope="col">Kind</th>
+                <th scope="col">Status</th>
+                <th scope="col">Channel</th>
+              </tr>
+            </thead>
+            <tbody>
+              {data.payments.map((p) => (
+                <tr key={p.paymentId}>
+                  <th scope="row">{p.paymentId}</th>
+                  <td>{utcTime(p.paidAt)}</td>
+                  <td>{money(p.amount)}</td>
+                  <td>{p.kind}</td>
+                  <td>{p.status}</td>
+                  <td>{p.channel}</td>
+                </tr>
+              ))}
+            </tbody>
+          </table>
         </>
       )}
       <form method="dialog">

@@ -58,6 +58,9 @@ function divRoundHalfUp(a: bigint, b: bigint): bigint {
   return q;
 }
 
+/** Payments in a customer's journey. */
+export const JOURNEY_PAYMENTS = 50;
+
 export const LIST_EVENTS_DEFAULT = 100;
 export const LIST_EVENTS_MAX = 1000;
 
@@ -83,6 +86,29 @@ export function createReports(deps: { store: Store; clock: Clock }) {
     };
   }
 
+  /** A customer, the visitors linked to it with their first touches, and its own first touch. */
+  async function customerView(input: {
+    siteId: string;
+    customerId: string;
+  }): Promise<CustomerView> {
+    const customer = await store.getCustomer(input.siteId, input.customerId);
+    if (!customer) throw errors.customerNotFound(input.customerId);
+    const links = await store.getCustomerVisitors(input.siteId, input.customerId);
+    const touches = new Map(
+      (
+        await store.getFirstTouches(
+          input.siteId,
+          links.map((l) => l.visitorId),
+        )
+      ).map((t) => [t.visitorId, t]),
+    );
+    return {
+      customer,
+      visitors: links.map((l) => ({ ...l, firstTouch: touches.get(l.visitorId) })),
+      firstTouch: customer.attribution,
+    };
+  }
+
   return {
     async listEvents(input: { siteId: string; limit: number }): Promise<EventRecord[]> {
       const limit = input.limit === 0 ? LIST_EVENTS_DEFAULT : input.limit;
@@ -101,23 +127,20 @@ export function createReports(deps: { store: Store; clock: Clock }) {
       return p;
     },
 
-    async getCustomer(input: { siteId: string; customerId: string }): Promise<CustomerView> {
-      const customer = await store.getCustomer(input.siteId, input.customerId);
-      if (!customer) throw errors.customerNotFound(input.customerId);
-      const links = await store.getCustomerVisitors(input.siteId, input.customerId);
-      const touches = new Map(
-        (
-          await store.getFirstTouches(
-            input.siteId,
-            links.map((l) => l.visitorId),
-          )
-        ).map((t) => [t.visitorId, t]),
+    getCustomer: customerView,
+
+    /** GetCustomer with the customer's most recent payments (the dashboard's journey). */
+    async customerJourney(input: {
+      siteId: string;
+      customerId: string;
+    }): Promise<CustomerView & { payments: PaymentRecord[] }> {
+      const view = await customerView(input);
+      const payments = await store.customerPayments(
+        input.siteId,
+        input.customerId,
+        JOURNEY_PAYMENTS,
       );
-      return {
-        customer,
-        visitors: links.map((l) => ({ ...l, firstTouch: touches.get(l.visitorId) })),
-        firstTouch: customer.attribution,
-      };
+      return { ...view, payments };
     },
 
     async revenueByChannel(input: {

@@ -2,8 +2,9 @@
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { ReportsService } from "../../gen/ingest/v1/reports_pb.js";
 import { formatMinorUnits } from "../domain/payments/money.js";
-import type { MrrView, Reports, RevenueView } from "../domain/reports.js";
+import type { CustomerView, MrrView, Reports, RevenueView } from "../domain/reports.js";
 import type { TopEntryView } from "../domain/site-overview.js";
+import type { PaymentRecord } from "../domain/store/store.js";
 import { UNATTRIBUTED } from "../domain/vocabulary.js";
 import { toStoredEvent } from "./stored-event.js";
 
@@ -61,6 +62,52 @@ function currencyMrr(r: MrrView["rows"][number]) {
   };
 }
 
+/** A stored payment as the proto StoredPayment. */
+function paymentMessage(p: PaymentRecord) {
+  return {
+    siteId: p.siteId,
+    paymentId: p.paymentId,
+    customerId: p.customerId,
+    amount: money(p.amountMinor, p.currency),
+    fee: p.feeMinor === undefined ? undefined : money(p.feeMinor, p.currency),
+    kind: p.kind,
+    status: p.status,
+    paidAt: iso(p.paidAt),
+    metadata: p.metadata,
+    subscriptionId: p.subscriptionId,
+    createdAt: iso(p.createdAt),
+    updatedAt: iso(p.updatedAt),
+    channel: p.attribution?.channel ?? UNATTRIBUTED,
+    attribution: p.attribution && attributionMessage(p.attribution),
+  };
+}
+
+/** A customer view (GetCustomer, CustomerJourney) as the proto's customer, visitors and first touch. */
+function customerMessage(v: CustomerView) {
+  const c = v.customer;
+  return {
+    customer: {
+      siteId: c.siteId,
+      customerId: c.customerId,
+      email: c.email,
+      userId: c.userId,
+      name: c.name,
+      country: c.country,
+      visitorId: c.visitorId,
+      metadata: c.metadata,
+      createdAt: iso(c.createdAt),
+      updatedAt: iso(c.updatedAt),
+    },
+    visitors: v.visitors.map((l) => ({
+      visitorId: l.visitorId,
+      link: l.via,
+      linkedAt: iso(l.linkedAt),
+      firstTouch: l.firstTouch && attributionMessage({ ...l.firstTouch, via: l.via }),
+    })),
+    firstTouch: v.firstTouch && attributionMessage(v.firstTouch),
+  };
+}
+
 /** The handlers; src/rpc/admin-auth.ts has authenticated every call before they run. */
 export function createReportsService(deps: {
   reports: Reports;
@@ -76,48 +123,12 @@ export function createReportsService(deps: {
     async getPayment(req) {
       const p = await reports.getPayment({ siteId: req.siteId, paymentId: req.paymentId });
       return {
-        payment: {
-          siteId: p.siteId,
-          paymentId: p.paymentId,
-          customerId: p.customerId,
-          amount: money(p.amountMinor, p.currency),
-          fee: p.feeMinor === undefined ? undefined : money(p.feeMinor, p.currency),
-          kind: p.kind,
-          status: p.status,
-          paidAt: iso(p.paidAt),
-          metadata: p.metadata,
-          subscriptionId: p.subscriptionId,
-          createdAt: iso(p.createdAt),
-          updatedAt: iso(p.updatedAt),
-          channel: p.attribution?.channel ?? UNATTRIBUTED,
-          attribution: p.attribution && attributionMessage(p.attribution),
-        },
+        payment: paymentMessage(p),
       };
     },
     async getCustomer(req) {
       const v = await reports.getCustomer({ siteId: req.siteId, customerId: req.customerId });
-      const c = v.customer;
-      return {
-        customer: {
-          siteId: c.siteId,
-          customerId: c.customerId,
-          email: c.email,
-          userId: c.userId,
-          name: c.name,
-          country: c.country,
-          visitorId: c.visitorId,
-          metadata: c.metadata,
-          createdAt: iso(c.createdAt),
-          updatedAt: iso(c.updatedAt),
-        },
-        visitors: v.visitors.map((l) => ({
-          visitorId: l.visitorId,
-          link: l.via,
-          linkedAt: iso(l.linkedAt),
-          firstTouch: l.firstTouch && attributionMessage({ ...l.firstTouch, via: l.via }),
-        })),
-        firstTouch: v.firstTouch && attributionMessage(v.firstTouch),
-      };
+      return customerMessage(v);
     },
     async revenueByChannel(req) {
       const rows = await reports.revenueByChannel({
@@ -128,6 +139,10 @@ export function createReportsService(deps: {
       return {
         rows: rows.map(channelRevenue),
       };
+    },
+    async customerJourney(req) {
+      const v = await reports.customerJourney({ siteId: req.siteId, customerId: req.customerId });
+      return { ...customerMessage(v), payments: v.payments.map(paymentMessage) };
     },
     async siteOverview(req) {
       const v = await reports.siteOverview({ siteId: req.siteId, from: req.from, to: req.to });

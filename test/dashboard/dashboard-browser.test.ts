@@ -2,7 +2,7 @@
  * The dashboard in Debian's Chromium (playwright-core, as the tracker's
  * tests): sign-in, the site and period in the URL, the channel table read
  * from the page and compared with RevenueByChannel and SiteOverview, a
- * customer's journey opened with the keyboard, a wrong token, the empty
+ * customer's journey (CustomerJourney) opened with the keyboard, a wrong token, the empty
  * state, and 375 px in dark mode. Screenshots go to test-artifacts/dashboard/
  * (not committed). The page's clock is fixed at the server's test clock, so
  * "the last 7 days" are the same days for both at any date.
@@ -17,6 +17,11 @@ import { DEMO, seedDashboardDemo } from "../helpers/dashboard-data.js";
 import { ROOT } from "../helpers/rpc-clients.js";
 import { ADMIN_TOKEN, createTenant, createTestClock, TEST_NOW } from "../helpers/test-server.js";
 import { useTestServer } from "../helpers/use-test-server.js";
+
+// Browser globals used inside page.evaluate: the test program is compiled without the DOM lib.
+declare const sessionStorage: { getItem(key: string): string | null };
+declare const document: { documentElement: { scrollWidth: number }; body: object };
+declare function getComputedStyle(el: object): { backgroundColor: string };
 
 const ARTIFACTS = join(ROOT, "test-artifacts", "dashboard");
 const clock = createTestClock(TEST_NOW);
@@ -46,10 +51,11 @@ beforeAll(async () => {
 afterEach(async () => {
   for (const c of contexts) await c.close();
   contexts = [];
-  expect(pageErrors).toEqual([]);
-  expect(foreign).toEqual([]);
+  const [errors, elsewhere] = [pageErrors, foreign];
   pageErrors = [];
   foreign = [];
+  expect(errors).toEqual([]);
+  expect(elsewhere).toEqual([]);
 });
 afterAll(async () => {
   await browser?.close();
@@ -223,6 +229,30 @@ describe("the dashboard in Chromium", () => {
       customer.visitors.map((v) => [v.visitorId, v.link]),
     );
     expect(visitors.length).toBeGreaterThan(0);
+    const payments = await page
+      .locator("#journey-payments tbody tr")
+      .evaluateAll((trs) =>
+        trs.map((tr) => [...tr.children].map((c) => (c.textContent ?? "").trim())),
+      );
+    const journey = await reports().customerJourney(
+      { siteId: ctx.siteId, customerId: DEMO.googleCustomer },
+      { headers: ctx.adminHeaders },
+    );
+    expect(payments).toEqual(
+      journey.payments.map((p) => [
+        p.paymentId,
+        `${p.paidAt.slice(0, 10)} ${p.paidAt.slice(11, 16)} UTC`,
+        `${p.amount?.decimal} ${p.amount?.currency}`,
+        p.kind,
+        p.status,
+        p.channel,
+      ]),
+    );
+    expect(payments.map((p) => p[0])).toEqual([
+      "pay_demo_google_3",
+      "pay_demo_google_2",
+      DEMO.googlePayment,
+    ]);
     await page.screenshot({ path: join(ARTIFACTS, "journey.png") });
     await page.keyboard.press("Escape");
     await dialog.waitFor({ state: "detached" });

@@ -1,6 +1,6 @@
 /** ReportsService.SiteOverview through a Connect client: the dashboard's numbers, beside RevenueByChannel and Mrr. */
 import { toJson } from "@bufbuild/protobuf";
-import { describe, expect, it } from "vitest";
+import { beforeAll, describe, expect, it } from "vitest";
 import { ReportsService, SiteOverviewResponseSchema } from "../../gen/ingest/v1/reports_pb.js";
 import { DEMO, seedDashboardDemo } from "../helpers/dashboard-data.js";
 import { describeRpcError } from "../helpers/rpc-clients.js";
@@ -13,9 +13,12 @@ const reports = () => ctx.client(ReportsService);
 const FROM = "2026-03-09T00:00:00Z";
 const TO = "2026-03-12T00:00:00Z";
 
-describe("ReportsService.SiteOverview", () => {
-  it("answers the demo site's period with the numbers RevenueByChannel and Mrr give", async () => {
+describe("ReportsService.SiteOverview and CustomerJourney", () => {
+  beforeAll(async () => {
     await seedDashboardDemo({ url: ctx.url, siteId: ctx.siteId, key: ctx.key, clock });
+  });
+
+  it("answers the demo site's period with the numbers RevenueByChannel and Mrr give", async () => {
     const headers = ctx.adminHeaders;
     const overview = await reports().siteOverview(
       { siteId: ctx.siteId, from: FROM, to: TO },
@@ -181,5 +184,31 @@ describe("ReportsService.SiteOverview", () => {
       .siteOverview({ siteId: ctx.siteId, from: FROM, to: TO })
       .then(() => undefined, describeRpcError);
     expect(noToken?.code).toBe("unauthenticated");
+  });
+
+  it("CustomerJourney is GetCustomer with the customer's payments, newest first", async () => {
+    const headers = ctx.adminHeaders;
+    const siteId = ctx.siteId;
+    const customerId = DEMO.googleCustomer;
+    const journey = await reports().customerJourney({ siteId, customerId }, { headers });
+    const customer = await reports().getCustomer({ siteId, customerId }, { headers });
+    expect(journey.customer).toEqual(customer.customer);
+    expect(journey.visitors).toEqual(customer.visitors);
+    expect(journey.firstTouch).toEqual(customer.firstTouch);
+    expect(
+      journey.payments.map(
+        (p) => `${p.paymentId} ${p.kind} ${p.amount?.decimal} ${p.amount?.currency} ${p.channel}`,
+      ),
+    ).toEqual([
+      "pay_demo_google_3 charge 20.00 EUR Organic Search",
+      "pay_demo_google_2 refund 10.00 USD Organic Search",
+      `${DEMO.googlePayment} charge 49.00 USD Organic Search`,
+    ]);
+    const one = await reports().getPayment({ siteId, paymentId: DEMO.googlePayment }, { headers });
+    expect(journey.payments[2]).toEqual(one.payment);
+    const missing = await reports()
+      .customerJourney({ siteId, customerId: "cus_nope" }, { headers })
+      .then(() => undefined, describeRpcError);
+    expect(missing).toMatchObject({ code: "not_found", message: "customer cus_nope not found" });
   });
 });

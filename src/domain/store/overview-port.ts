@@ -1,5 +1,6 @@
 /** The site-overview part of the store port: what a dashboard reads for a site and a period. */
 import type { PaymentKind } from "../vocabulary.js";
+import type { PaymentRecord } from "./records.js";
 
 /** One UTC day of a site's traffic. */
 export interface DailyTraffic {
@@ -69,4 +70,6 @@ export interface StoreOverviewPart {
     to: number,
     limit: number,
   ): Promise<PaymentSummary[]>;
+  /** A customer's `limit` most recent payments of any status, newest first (ties: payment id, descending). */
+  customerPayments(siteId: string, customerId: string, limit: number): Promise<PaymentRecord[]>;
 }

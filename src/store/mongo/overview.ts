@@ -4,6 +4,7 @@ import { UNATTRIBUTED } from "../../domain/vocabulary.js";
 import type { StoreOverviewPart } from "../port.js";
 import { toBigInt } from "./attribution.js";
 import { opt, toDate, toNumber } from "./documents.js";
+import { paymentFromDoc } from "./payments.js";
 import type { Collections } from "./schema.js";
 
 /** Sums stay Long (exact), never doubles. */
@@ -145,6 +146,15 @@ export function createMongoOverview(c: Collections): StoreOverviewPart {
         campaign: opt(d.attribution?.campaign),
         landingPage: opt(d.attribution?.landing_page),
       }));
+    },
+
+    async customerPayments(siteId, customerId, limit) {
+      const docs = await c.payments
+        .find({ site_id: siteId, customer_id: customerId })
+        .sort({ paid_at: -1, payment_id: -1 })
+        .limit(limit)
+        .toArray();
+      return docs.map(paymentFromDoc);
     },
   };
 }

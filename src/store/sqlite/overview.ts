@@ -2,6 +2,7 @@
 import { UNATTRIBUTED } from "../../domain/vocabulary.js";
 import type { PaymentKind, StoreOverviewPart } from "../port.js";
 import { type Db, opt } from "./open-sqlite.js";
+import { type PaymentRow, paymentFromRow } from "./payments.js";
 
 /** The UTC day of a Unix-millisecond column. */
 const DAY = (column: string) => `strftime('%Y-%m-%d', ${column} / 1000, 'unixepoch')`;
@@ -42,6 +43,11 @@ export function createSqliteOverview(db: Db): StoreOverviewPart {
          json_extract(attribution, '$.landingPage') AS landing_page
        FROM payments INDEXED BY payments_paid_at
        WHERE site_id = ? AND paid_at >= ? AND paid_at < ? AND status = 'succeeded'
+       ORDER BY paid_at DESC, payment_id DESC LIMIT ?`,
+    ),
+    customerPayments: db.prepare(
+      `SELECT * FROM payments INDEXED BY payments_customer
+       WHERE site_id = ? AND customer_id = ?
        ORDER BY paid_at DESC, payment_id DESC LIMIT ?`,
     ),
   };
@@ -120,6 +126,10 @@ export function createSqliteOverview(db: Db): StoreOverviewPart {
         campaign: opt(r.campaign),
         landingPage: opt(r.landing_page),
       }));
+    },
+    async customerPayments(siteId, customerId, limit) {
+      const rows = s.customerPayments.all(siteId, customerId, limit) as PaymentRow[];
+      return rows.map(paymentFromRow);
     },
   };
 }

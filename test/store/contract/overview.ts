@@ -188,5 +188,27 @@ export function describeOverviewContract(contract: StoreContract): void {
       ]);
       expect((await store.recentPayments(site.id, T0, T0 + 2 * DAY, 100)).length).toBe(5);
     });
+
+    it("customerPayments: a customer's payments of any status, newest first, this customer only", async () => {
+      const { site } = await newSite();
+      const customerId = uid("cus");
+      const p = (paymentId: string, over: Parameters<typeof payment>[2]) =>
+        payment(site.id, paymentId, { customerId, ...over });
+      const payments = [
+        p("pay_1", { paidAt: T0 }),
+        p("pay_2", { paidAt: T0 + 10, status: "failed" }),
+        p("pay_3", { paidAt: T0 + 10, kind: "refund", amountMinor: 5 }),
+        p("pay_4", { paidAt: T0 + 20, currency: "EUR" }),
+        payment(site.id, "pay_other", { customerId: uid("cus"), paidAt: T0 + 30 }),
+      ];
+      await store.commitPayments(payments.map((x) => write(x)));
+      const all = await store.customerPayments(site.id, customerId, 10);
+      expect(all.map((x) => x.paymentId)).toEqual(["pay_4", "pay_3", "pay_2", "pay_1"]);
+      expect(all[0]).toEqual(await store.getPayment(site.id, "pay_4"));
+      expect(
+        (await store.customerPayments(site.id, customerId, 2)).map((x) => x.paymentId),
+      ).toEqual(["pay_4", "pay_3"]);
+      expect(await store.customerPayments(site.id, uid("cus"), 10)).toEqual([]);
+    });
   });
 }
