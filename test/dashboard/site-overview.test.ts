@@ -148,6 +148,13 @@ describe("ReportsService.SiteOverview and CustomerJourney", () => {
     ]);
     const mrr = await reports().mrr({ siteId: ctx.siteId, at: "" }, { headers });
     expect(overview.mrr).toEqual(mrr.rows);
+    expect(json.mrr).toEqual([
+      {
+        currency: "USD",
+        mrr: { currency: "USD", minorUnits: "825", decimal: "8.25" },
+        subscriptions: "1",
+      },
+    ]);
   });
 
   it("refuses a missing, reversed or too long period, an unknown site and a missing token", async () => {

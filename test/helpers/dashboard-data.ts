@@ -2,7 +2,7 @@
  * Demo data for the dashboard's tests and screenshot: five visitors from four
  * channels over three UTC days, four paying customers in three currencies, a
  * refund and an unattributed payment, sent through the public REST API at the
- * test clock's time.
+ * test clock's time. One yearly subscription gives MRR.
  */
 import { expect } from "vitest";
 import { BROWSER_UA } from "./fixtures.js";
@@ -123,6 +123,8 @@ export async function seedDashboardDemo(t: DemoTarget): Promise<void> {
     amount: 99,
     currency: "USD",
     paid_at: iso(25),
+    // A yearly plan: 99.00 USD a year is 8.25 USD of MRR.
+    subscription: { id: "sub_demo_news", plan: "pro", interval: "year", amount: 99 },
   });
   await pay({
     payment_id: "pay_demo_direct_1",
