@@ -77,6 +77,13 @@ async function open(
   const page = await context.newPage();
   await page.clock.setFixedTime(clock.now());
   page.on("pageerror", (e) => pageErrors.push(e.message));
+  // Console errors too (a Content-Security-Policy violation is one), except
+  // Chromium's own line for an answer of status 401, which the wrong-token test expects.
+  page.on("console", (m) => {
+    if (m.type() === "error" && !m.text().startsWith("Failed to load resource")) {
+      pageErrors.push(m.text());
+    }
+  });
   page.on("request", (r) => {
     if (!r.url().startsWith(ctx.url)) foreign.push(r.url());
   });

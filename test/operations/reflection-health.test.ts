@@ -63,7 +63,9 @@ describe("gRPC reflection and health", () => {
       expect(listed).toContain("ingest.v1.PaymentsService/RecordPayment");
       expect(listed).toContain("ingest.v1.EventsService/RecordEvents");
       expect(listed).toContain("grpc.health.v1.Health/Watch");
-      expect(listed).toHaveLength(19);
+      expect(listed).toContain("ingest.v1.ReportsService/SiteOverview");
+      expect(listed).toContain("ingest.v1.ReportsService/CustomerJourney");
+      expect(listed).toHaveLength(21);
     });
 
     it(`buf curl records a payment over ${name} with the schema from reflection`, async () => {
