@@ -19,7 +19,8 @@ COPY gen gen
 COPY openapi openapi
 COPY src src
 COPY tracker tracker
-# dist/ (the server) and dist/tracker/script.js (the browser script it serves).
+COPY dashboard dashboard
+# dist/ (the server), dist/tracker/script.js and dist/dashboard/ (the browser files it serves).
 RUN npm run build
 
 # Runtime: no compiler, no dev dependencies, not root.

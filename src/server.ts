@@ -22,6 +22,7 @@ import { decorateRequestOutcome, outcomeOf } from "./edge/request-outcome.js";
 import { apiReference } from "./http/api-reference.js";
 import { collectDoor } from "./http/collect/collect-door.js";
 import { connectorsDoor } from "./http/connectors/connectors-door.js";
+import { dashboardDoor } from "./http/dashboard/dashboard-door.js";
 import { registerDuplicateCredentialsGuard } from "./http/duplicate-credentials.js";
 import { sendError } from "./http/envelope.js";
 import { createOnePortServer, type OnePortServer } from "./http/one-port.js";
@@ -42,6 +43,7 @@ const DOORS: readonly FastifyPluginAsync<Services>[] = [
   restDoor,
   collectDoor,
   connectorsDoor,
+  dashboardDoor,
   rpcDoor,
 ];
 

@@ -16,6 +16,7 @@ import { createEventsApp } from "./domain/events/events-app.js";
 import type { PaymentsApp } from "./domain/payments/payments-app.js";
 import { createPaymentsApp } from "./domain/payments/payments-app.js";
 import { createReports, type Reports } from "./domain/reports.js";
+import type { DashboardBundle } from "./http/dashboard/dashboard-bundle.js";
 import type { TrackerBundle } from "./http/tracker-script.js";
 import { createReadiness, type Readiness } from "./lib/readiness.js";
 import { scrub } from "./lib/scrub.js";
@@ -38,6 +39,8 @@ export interface ServiceDeps {
   collectLimiter?: RateLimiter;
   /** The tracking script; default: the bundle `npm run build` wrote to dist/tracker/. */
   trackerBundle?: TrackerBundle;
+  /** The dashboard's files; default: what `npm run build` wrote to dist/dashboard/. */
+  dashboardBundle?: DashboardBundle;
 }
 
 /** Where the services log what no request asked for (the store's outages, erasures' audit lines). */
@@ -64,6 +67,7 @@ export interface Services {
   readiness: Readiness;
   collectLimiter?: RateLimiter;
   trackerBundle?: TrackerBundle;
+  dashboardBundle?: DashboardBundle;
 }
 
 /**
@@ -136,5 +140,6 @@ export async function buildServices(
     readiness,
     ...(deps.collectLimiter ? { collectLimiter: deps.collectLimiter } : {}),
     ...(deps.trackerBundle ? { trackerBundle: deps.trackerBundle } : {}),
+    ...(deps.dashboardBundle ? { dashboardBundle: deps.dashboardBundle } : {}),
   };
 }

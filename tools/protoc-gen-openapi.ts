@@ -554,6 +554,59 @@ function browserPaths(eventsInput: DescMessage): Json {
         },
       },
     },
+    ...dashboardPaths(),
+  };
+}
+
+/** The dashboard's page and files (docs/dashboard.md); its data comes from ReportsService over RPC. */
+function dashboardPaths(): Json {
+  const notBuilt = {
+    description: "The dashboard was not built (`npm run build`).",
+    content: jsonError(
+      errorExamples([
+        {
+          summary: "Not built",
+          err: doorErrors.notServed("the dashboard is not built: run npm run build"),
+        },
+      ]),
+    ),
+  };
+  const file = (operationId: string, summary: string, type: string): Json => ({
+    get: {
+      operationId,
+      tags: ["Browser"],
+      summary,
+      security: [],
+      responses: {
+        200: {
+          description: "gzip or brotli when accepted; revalidated on every load (no-cache, ETag).",
+          headers: { ETag: { schema: { type: "string" } } },
+          content: { [type]: { schema: { type: "string" } } },
+        },
+        304: { description: "Not modified (If-None-Match matched the ETag)." },
+        404: notBuilt,
+      },
+    },
+  });
+  return {
+    "/dashboard": {
+      get: {
+        operationId: "dashboard",
+        tags: ["Browser"],
+        summary:
+          "The revenue dashboard (a page; sign in with ADMIN_TOKEN; `?site=<id>&period=30d`, see docs/dashboard.md)",
+        security: [],
+        responses: {
+          200: {
+            description: "HTML, with a Content-Security-Policy that allows only this origin.",
+            content: { "text/html": { schema: { type: "string" } } },
+          },
+          404: notBuilt,
+        },
+      },
+    },
+    "/dashboard/app.js": file("dashboardScript", "The dashboard's script", "text/javascript"),
+    "/dashboard/app.css": file("dashboardStyles", "The dashboard's styles", "text/css"),
   };
 }
 

@@ -3,6 +3,7 @@
 import type { Clock } from "./clock.js";
 import { errors } from "./errors.js";
 import { parseRfc3339 } from "./payments/rfc3339.js";
+import { buildSiteOverview, overviewPeriod, type SiteOverviewView } from "./site-overview.js";
 import type {
   Attribution,
   CustomerRecord,
@@ -57,6 +58,9 @@ function divRoundHalfUp(a: bigint, b: bigint): bigint {
   return q;
 }
 
+/** Payments in a customer's journey. */
+export const JOURNEY_PAYMENTS = 50;
+
 export const LIST_EVENTS_DEFAULT = 100;
 export const LIST_EVENTS_MAX = 1000;
 
@@ -85,6 +89,49 @@ export interface EventsPageView {
 
 export function createReports(deps: { store: Store; clock: Clock }) {
   const { store, clock } = deps;
+
+  /** MRR per currency of a site's subscriptions at `at`. */
+  async function mrrAt(siteId: string, at: number): Promise<MrrView> {
+    const byCurrency = new Map<string, { yearly: bigint; subscriptions: number }>();
+    for (const r of await store.mrrTotals(siteId, at)) {
+      const cur = byCurrency.get(r.currency) ?? { yearly: 0n, subscriptions: 0 };
+      cur.yearly += r.amountMinor * PER_YEAR[r.interval];
+      cur.subscriptions += r.subscriptions;
+      byCurrency.set(r.currency, cur);
+    }
+    return {
+      at,
+      rows: [...byCurrency].map(([currency, v]) => ({
+        currency,
+        mrrMinor: divRoundHalfUp(v.yearly, 12n),
+        subscriptions: v.subscriptions,
+      })),
+    };
+  }
+
+  /** A customer, the visitors linked to it with their first touches, and its own first touch. */
+  async function customerView(input: {
+    siteId: string;
+    customerId: string;
+  }): Promise<CustomerView> {
+    const customer = await store.getCustomer(input.siteId, input.customerId);
+    if (!customer) throw errors.customerNotFound(input.customerId);
+    const links = await store.getCustomerVisitors(input.siteId, input.customerId);
+    const touches = new Map(
+      (
+        await store.getFirstTouches(
+          input.siteId,
+          links.map((l) => l.visitorId),
+        )
+      ).map((t) => [t.visitorId, t]),
+    );
+    return {
+      customer,
+      visitors: links.map((l) => ({ ...l, firstTouch: touches.get(l.visitorId) })),
+      firstTouch: customer.attribution,
+    };
+  }
+
   return {
     /**
      * A site's events with `ts` in [from, to) (RFC 3339; empty: unbounded),
@@ -127,23 +174,20 @@ export function createReports(deps: { store: Store; clock: Clock }) {
       return p;
     },
 
-    async getCustomer(input: { siteId: string; customerId: string }): Promise<CustomerView> {
-      const customer = await store.getCustomer(input.siteId, input.customerId);
-      if (!customer) throw errors.customerNotFound(input.customerId);
-      const links = await store.getCustomerVisitors(input.siteId, input.customerId);
-      const touches = new Map(
-        (
-          await store.getFirstTouches(
-            input.siteId,
-            links.map((l) => l.visitorId),
-          )
-        ).map((t) => [t.visitorId, t]),
+    getCustomer: customerView,
+
+    /** GetCustomer with the customer's most recent payments (the dashboard's journey). */
+    async customerJourney(input: {
+      siteId: string;
+      customerId: string;
+    }): Promise<CustomerView & { payments: PaymentRecord[] }> {
+      const view = await customerView(input);
+      const payments = await store.customerPayments(
+        input.siteId,
+        input.customerId,
+        JOURNEY_PAYMENTS,
       );
-      return {
-        customer,
-        visitors: links.map((l) => ({ ...l, firstTouch: touches.get(l.visitorId) })),
-        firstTouch: customer.attribution,
-      };
+      return { ...view, payments };
     },
 
     async revenueByChannel(input: {
@@ -162,22 +206,22 @@ export function createReports(deps: { store: Store; clock: Clock }) {
     },
 
     async mrr(input: { siteId: string; at: string }): Promise<MrrView> {
-      const at = timeField("at", input.at, clock.now());
-      const byCurrency = new Map<string, { yearly: bigint; subscriptions: number }>();
-      for (const r of await store.mrrTotals(input.siteId, at)) {
-        const cur = byCurrency.get(r.currency) ?? { yearly: 0n, subscriptions: 0 };
-        cur.yearly += r.amountMinor * PER_YEAR[r.interval];
-        cur.subscriptions += r.subscriptions;
-        byCurrency.set(r.currency, cur);
-      }
-      return {
-        at,
-        rows: [...byCurrency].map(([currency, v]) => ({
-          currency,
-          mrrMinor: divRoundHalfUp(v.yearly, 12n),
-          subscriptions: v.subscriptions,
-        })),
-      };
+      return mrrAt(input.siteId, timeField("at", input.at, clock.now()));
+    },
+
+    /** The dashboard's view of a site over [from, to), with MRR at its end (or now, if earlier). */
+    async siteOverview(input: {
+      siteId: string;
+      from: string;
+      to: string;
+    }): Promise<SiteOverviewView & { mrr: MrrView }> {
+      const { from, to } = overviewPeriod((name, value) => timeField(name, value, 0), input);
+      if (!(await store.getSite(input.siteId))) throw errors.siteNotFound(input.siteId);
+      const [overview, mrr] = await Promise.all([
+        buildSiteOverview(store, input.siteId, from, to),
+        mrrAt(input.siteId, Math.min(to, clock.now())),
+      ]);
+      return { ...overview, mrr };
     },
   };
 }

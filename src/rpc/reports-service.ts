@@ -2,7 +2,9 @@
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { ReportsService } from "../../gen/ingest/v1/reports_pb.js";
 import { formatMinorUnits } from "../domain/payments/money.js";
-import type { Reports } from "../domain/reports.js";
+import type { CustomerView, MrrView, Reports, RevenueView } from "../domain/reports.js";
+import type { TopEntryView } from "../domain/site-overview.js";
+import type { PaymentRecord } from "../domain/store/store.js";
 import { UNATTRIBUTED } from "../domain/vocabulary.js";
 import { toStoredEvent } from "./stored-event.js";
 
@@ -37,6 +39,75 @@ function attributionMessage(a: {
   };
 }
 
+/** A revenue row (RevenueByChannel, SiteOverview) as the proto ChannelRevenue. */
+function channelRevenue(r: RevenueView) {
+  return {
+    channel: r.channel,
+    currency: r.currency,
+    gross: money(r.grossMinor, r.currency),
+    refunds: money(r.refundsMinor, r.currency),
+    chargebacks: money(r.chargebacksMinor, r.currency),
+    net: money(r.netMinor, r.currency),
+    payments: BigInt(r.payments),
+    payingCustomers: BigInt(r.payingCustomers),
+  };
+}
+
+/** An MRR row (Mrr, SiteOverview) as the proto CurrencyMrr. */
+function currencyMrr(r: MrrView["rows"][number]) {
+  return {
+    currency: r.currency,
+    mrr: money(r.mrrMinor, r.currency),
+    subscriptions: BigInt(r.subscriptions),
+  };
+}
+
+/** A stored payment as the proto StoredPayment. */
+function paymentMessage(p: PaymentRecord) {
+  return {
+    siteId: p.siteId,
+    paymentId: p.paymentId,
+    customerId: p.customerId,
+    amount: money(p.amountMinor, p.currency),
+    fee: p.feeMinor === undefined ? undefined : money(p.feeMinor, p.currency),
+    kind: p.kind,
+    status: p.status,
+    paidAt: iso(p.paidAt),
+    metadata: p.metadata,
+    subscriptionId: p.subscriptionId,
+    createdAt: iso(p.createdAt),
+    updatedAt: iso(p.updatedAt),
+    channel: p.attribution?.channel ?? p.erasedChannel ?? UNATTRIBUTED,
+    attribution: p.attribution && attributionMessage(p.attribution),
+  };
+}
+
+/** A customer view (GetCustomer, CustomerJourney) as the proto's customer, visitors and first touch. */
+function customerMessage(v: CustomerView) {
+  const c = v.customer;
+  return {
+    customer: {
+      siteId: c.siteId,
+      customerId: c.customerId,
+      email: c.email,
+      userId: c.userId,
+      name: c.name,
+      country: c.country,
+      visitorId: c.visitorId,
+      metadata: c.metadata,
+      createdAt: iso(c.createdAt),
+      updatedAt: iso(c.updatedAt),
+    },
+    visitors: v.visitors.map((l) => ({
+      visitorId: l.visitorId,
+      link: l.via,
+      linkedAt: iso(l.linkedAt),
+      firstTouch: l.firstTouch && attributionMessage({ ...l.firstTouch, via: l.via }),
+    })),
+    firstTouch: v.firstTouch && attributionMessage(v.firstTouch),
+  };
+}
+
 /** The handlers; src/rpc/admin-auth.ts has authenticated every call before they run. */
 export function createReportsService(deps: {
   reports: Reports;
@@ -59,48 +130,12 @@ export function createReportsService(deps: {
     async getPayment(req) {
       const p = await reports.getPayment({ siteId: req.siteId, paymentId: req.paymentId });
       return {
-        payment: {
-          siteId: p.siteId,
-          paymentId: p.paymentId,
-          customerId: p.customerId,
-          amount: money(p.amountMinor, p.currency),
-          fee: p.feeMinor === undefined ? undefined : money(p.feeMinor, p.currency),
-          kind: p.kind,
-          status: p.status,
-          paidAt: iso(p.paidAt),
-          metadata: p.metadata,
-          subscriptionId: p.subscriptionId,
-          createdAt: iso(p.createdAt),
-          updatedAt: iso(p.updatedAt),
-          channel: p.attribution?.channel ?? p.erasedChannel ?? UNATTRIBUTED,
-          attribution: p.attribution && attributionMessage(p.attribution),
-        },
+        payment: paymentMessage(p),
       };
     },
     async getCustomer(req) {
       const v = await reports.getCustomer({ siteId: req.siteId, customerId: req.customerId });
-      const c = v.customer;
-      return {
-        customer: {
-          siteId: c.siteId,
-          customerId: c.customerId,
-          email: c.email,
-          userId: c.userId,
-          name: c.name,
-          country: c.country,
-          visitorId: c.visitorId,
-          metadata: c.metadata,
-          createdAt: iso(c.createdAt),
-          updatedAt: iso(c.updatedAt),
-        },
-        visitors: v.visitors.map((l) => ({
-          visitorId: l.visitorId,
-          link: l.via,
-          linkedAt: iso(l.linkedAt),
-          firstTouch: l.firstTouch && attributionMessage({ ...l.firstTouch, via: l.via }),
-        })),
-        firstTouch: v.firstTouch && attributionMessage(v.firstTouch),
-      };
+      return customerMessage(v);
     },
     async revenueByChannel(req) {
       const rows = await reports.revenueByChannel({
@@ -109,15 +144,55 @@ export function createReportsService(deps: {
         to: req.to,
       });
       return {
-        rows: rows.map((r) => ({
-          channel: r.channel,
-          currency: r.currency,
-          gross: money(r.grossMinor, r.currency),
-          refunds: money(r.refundsMinor, r.currency),
-          chargebacks: money(r.chargebacksMinor, r.currency),
-          net: money(r.netMinor, r.currency),
-          payments: BigInt(r.payments),
-          payingCustomers: BigInt(r.payingCustomers),
+        rows: rows.map(channelRevenue),
+      };
+    },
+    async customerJourney(req) {
+      const v = await reports.customerJourney({ siteId: req.siteId, customerId: req.customerId });
+      return { ...customerMessage(v), payments: v.payments.map(paymentMessage) };
+    },
+    async siteOverview(req) {
+      const v = await reports.siteOverview({ siteId: req.siteId, from: req.from, to: req.to });
+      const amounts = (list: { currency: string; minor: bigint }[]) =>
+        list.map((a) => money(a.minor, a.currency));
+      const top = (entries: TopEntryView[]) =>
+        entries.map((e) => ({
+          value: e.value,
+          newVisitors: BigInt(e.newVisitors),
+          netRevenue: amounts(e.net),
+        }));
+      return {
+        from: iso(v.from),
+        to: iso(v.to),
+        newVisitors: BigInt(v.newVisitors),
+        channels: v.channels.map((c) => ({
+          channel: c.channel,
+          newVisitors: BigInt(c.newVisitors),
+          revenue: c.revenue.map(channelRevenue),
+        })),
+        days: v.days.map((d) => ({
+          day: d.day,
+          visitors: BigInt(d.visitors),
+          pageviews: BigInt(d.pageviews),
+          netRevenue: amounts(d.net),
+        })),
+        topSourcesByVisitors: top(v.sources.byVisitors),
+        topCampaignsByVisitors: top(v.campaigns.byVisitors),
+        topLandingPagesByVisitors: top(v.landingPages.byVisitors),
+        topSourcesByRevenue: top(v.sources.byRevenue),
+        topCampaignsByRevenue: top(v.campaigns.byRevenue),
+        topLandingPagesByRevenue: top(v.landingPages.byRevenue),
+        mrr: v.mrr.rows.map(currencyMrr),
+        recentPayments: v.recentPayments.map((p) => ({
+          paymentId: p.paymentId,
+          customerId: p.customerId,
+          amount: money(p.amountMinor, p.currency),
+          kind: p.kind,
+          paidAt: iso(p.paidAt),
+          channel: p.channel,
+          source: p.source,
+          campaign: p.campaign,
+          landingPage: p.landingPage,
         })),
       };
     },
@@ -125,11 +200,7 @@ export function createReportsService(deps: {
       const v = await reports.mrr({ siteId: req.siteId, at: req.at });
       return {
         at: iso(v.at),
-        rows: v.rows.map((r) => ({
-          currency: r.currency,
-          mrr: money(r.mrrMinor, r.currency),
-          subscriptions: BigInt(r.subscriptions),
-        })),
+        rows: v.rows.map(currencyMrr),
       };
     },
   };

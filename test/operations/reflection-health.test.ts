@@ -64,7 +64,9 @@ describe("gRPC reflection and health", () => {
       expect(listed).toContain("ingest.v1.EventsService/RecordEvents");
       expect(listed).toContain("grpc.health.v1.Health/Watch");
       expect(listed).toContain("ingest.v1.AdminService/CreateConnector");
-      expect(listed).toHaveLength(25);
+      expect(listed).toContain("ingest.v1.ReportsService/SiteOverview");
+      expect(listed).toContain("ingest.v1.ReportsService/CustomerJourney");
+      expect(listed).toHaveLength(27);
     });
 
     it(`buf curl records a payment over ${name} with the schema from reflection`, async () => {

@@ -11,7 +11,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file ingest/v1/reports.proto.
  */
 export const file_ingest_v1_reports: GenFile = /*@__PURE__*/
-  fileDesc("Chdpbmdlc3QvdjEvcmVwb3J0cy5wcm90bxIJaW5nZXN0LnYxImEKEUxpc3RFdmVudHNSZXF1ZXN0Eg8KB3NpdGVfaWQYASABKAkSDQoFbGltaXQYAiABKAUSDAoEZnJvbRgDIAEoCRIKCgJ0bxgEIAEoCRISCgpwYWdlX3Rva2VuGAUgASgJIpoGCgtTdG9yZWRFdmVudBIMCgRuYW1lGAEgASgJEgsKA3VybBgCIAEoCRIVCghyZWZlcnJlchgDIAEoCUgAiAEBEhIKBXRpdGxlGAQgASgJSAGIAQESEgoFd2lkdGgYBSABKAVIAogBARIVCghsYW5ndWFnZRgGIAEoCUgDiAEBEiYKBXByb3BzGAcgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIKCgJ0cxgIIAEoAxITCgtyZWNlaXZlZF9hdBgJIAEoAxISCgp2aXNpdG9yX2lkGAogASgJEhQKB3VzZXJfaWQYCyABKAlIBIgBARIUCgdjb3VudHJ5GAwgASgJSAWIAQESFAoHYnJvd3NlchgNIAEoCUgGiAEBEg8KAm9zGA4gASgJSAeIAQESEwoGZGV2aWNlGA8gASgJSAiIAQESGgoNcmVmZXJyZXJfaG9zdBgQIAEoCUgJiAEBEhcKCnV0bV9zb3VyY2UYESABKAlICogBARIXCgp1dG1fbWVkaXVtGBIgASgJSAuIAQESGQoMdXRtX2NhbXBhaWduGBMgASgJSAyIAQESFQoIdXRtX3Rlcm0YFCABKAlIDYgBARIYCgt1dG1fY29udGVudBgVIAEoCUgOiAEBEjcKCWNsaWNrX2lkcxgWIAMoCzIkLmluZ2VzdC52MS5TdG9yZWRFdmVudC5DbGlja0lkc0VudHJ5Eg8KB3NpdGVfaWQYFyABKAkaLwoNQ2xpY2tJZHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBQgsKCV9yZWZlcnJlckIICgZfdGl0bGVCCAoGX3dpZHRoQgsKCV9sYW5ndWFnZUIKCghfdXNlcl9pZEIKCghfY291bnRyeUIKCghfYnJvd3NlckIFCgNfb3NCCQoHX2RldmljZUIQCg5fcmVmZXJyZXJfaG9zdEINCgtfdXRtX3NvdXJjZUINCgtfdXRtX21lZGl1bUIPCg1fdXRtX2NhbXBhaWduQgsKCV91dG1fdGVybUIOCgxfdXRtX2NvbnRlbnQiVQoSTGlzdEV2ZW50c1Jlc3BvbnNlEiYKBmV2ZW50cxgBIAMoCzIWLmluZ2VzdC52MS5TdG9yZWRFdmVudBIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiOAoRR2V0UGF5bWVudFJlcXVlc3QSDwoHc2l0ZV9pZBgBIAEoCRISCgpwYXltZW50X2lkGAIgASgJIj8KBU1vbmV5EhAKCGN1cnJlbmN5GAEgASgJEhMKC21pbm9yX3VuaXRzGAIgASgDEg8KB2RlY2ltYWwYAyABKAki3gMKDVN0b3JlZFBheW1lbnQSDwoHc2l0ZV9pZBgBIAEoCRISCgpwYXltZW50X2lkGAIgASgJEhMKC2N1c3RvbWVyX2lkGAMgASgJEiAKBmFtb3VudBgEIAEoCzIQLmluZ2VzdC52MS5Nb25leRIiCgNmZWUYBSABKAsyEC5pbmdlc3QudjEuTW9uZXlIAIgBARIMCgRraW5kGAYgASgJEg4KBnN0YXR1cxgHIAEoCRIPCgdwYWlkX2F0GAggASgJEjgKCG1ldGFkYXRhGAkgAygLMiYuaW5nZXN0LnYxLlN0b3JlZFBheW1lbnQuTWV0YWRhdGFFbnRyeRIcCg9zdWJzY3JpcHRpb25faWQYCiABKAlIAYgBARISCgpjcmVhdGVkX2F0GAsgASgJEhIKCnVwZGF0ZWRfYXQYDCABKAkSDwoHY2hhbm5lbBgNIAEoCRIwCgthdHRyaWJ1dGlvbhgOIAEoCzIWLmluZ2VzdC52MS5BdHRyaWJ1dGlvbkgCiAEBGi8KDU1ldGFkYXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4AUIGCgRfZmVlQhIKEF9zdWJzY3JpcHRpb25faWRCDgoMX2F0dHJpYnV0aW9uIs4BCgtBdHRyaWJ1dGlvbhIPCgdjaGFubmVsGAEgASgJEhMKBnNvdXJjZRgCIAEoCUgAiAEBEhMKBm1lZGl1bRgDIAEoCUgBiAEBEhUKCGNhbXBhaWduGAQgASgJSAKIAQESFAoMbGFuZGluZ19wYWdlGAUgASgJEhIKCnZpc2l0b3JfaWQYBiABKAkSDAoEbGluaxgHIAEoCRISCgp0b3VjaGVkX2F0GAggASgJQgkKB19zb3VyY2VCCQoHX21lZGl1bUILCglfY2FtcGFpZ24iPwoSR2V0UGF5bWVudFJlc3BvbnNlEikKB3BheW1lbnQYASABKAsyGC5pbmdlc3QudjEuU3RvcmVkUGF5bWVudCI6ChJHZXRDdXN0b21lclJlcXVlc3QSDwoHc2l0ZV9pZBgBIAEoCRITCgtjdXN0b21lcl9pZBgCIAEoCSLwAgoOU3RvcmVkQ3VzdG9tZXISDwoHc2l0ZV9pZBgBIAEoCRITCgtjdXN0b21lcl9pZBgCIAEoCRISCgVlbWFpbBgDIAEoCUgAiAEBEhQKB3VzZXJfaWQYBCABKAlIAYgBARIRCgRuYW1lGAUgASgJSAKIAQESFAoHY291bnRyeRgGIAEoCUgDiAEBEhcKCnZpc2l0b3JfaWQYByABKAlIBIgBARI5CghtZXRhZGF0YRgIIAMoCzInLmluZ2VzdC52MS5TdG9yZWRDdXN0b21lci5NZXRhZGF0YUVudHJ5EhIKCmNyZWF0ZWRfYXQYCSABKAkSEgoKdXBkYXRlZF9hdBgKIAEoCRovCg1NZXRhZGF0YUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAFCCAoGX2VtYWlsQgoKCF91c2VyX2lkQgcKBV9uYW1lQgoKCF9jb3VudHJ5Qg0KC192aXNpdG9yX2lkIoYBCg1MaW5rZWRWaXNpdG9yEhIKCnZpc2l0b3JfaWQYASABKAkSDAoEbGluaxgCIAEoCRIRCglsaW5rZWRfYXQYAyABKAkSMAoLZmlyc3RfdG91Y2gYBCABKAsyFi5pbmdlc3QudjEuQXR0cmlidXRpb25IAIgBAUIOCgxfZmlyc3RfdG91Y2gisAEKE0dldEN1c3RvbWVyUmVzcG9uc2USKwoIY3VzdG9tZXIYASABKAsyGS5pbmdlc3QudjEuU3RvcmVkQ3VzdG9tZXISKgoIdmlzaXRvcnMYAiADKAsyGC5pbmdlc3QudjEuTGlua2VkVmlzaXRvchIwCgtmaXJzdF90b3VjaBgDIAEoCzIWLmluZ2VzdC52MS5BdHRyaWJ1dGlvbkgAiAEBQg4KDF9maXJzdF90b3VjaCJEChdSZXZlbnVlQnlDaGFubmVsUmVxdWVzdBIPCgdzaXRlX2lkGAEgASgJEgwKBGZyb20YAiABKAkSCgoCdG8YAyABKAki6QEKDkNoYW5uZWxSZXZlbnVlEg8KB2NoYW5uZWwYASABKAkSEAoIY3VycmVuY3kYAiABKAkSHwoFZ3Jvc3MYAyABKAsyEC5pbmdlc3QudjEuTW9uZXkSIQoHcmVmdW5kcxgEIAEoCzIQLmluZ2VzdC52MS5Nb25leRIlCgtjaGFyZ2ViYWNrcxgFIAEoCzIQLmluZ2VzdC52MS5Nb25leRIdCgNuZXQYBiABKAsyEC5pbmdlc3QudjEuTW9uZXkSEAoIcGF5bWVudHMYByABKAMSGAoQcGF5aW5nX2N1c3RvbWVycxgIIAEoAyJDChhSZXZlbnVlQnlDaGFubmVsUmVzcG9uc2USJwoEcm93cxgBIAMoCzIZLmluZ2VzdC52MS5DaGFubmVsUmV2ZW51ZSIpCgpNcnJSZXF1ZXN0Eg8KB3NpdGVfaWQYASABKAkSCgoCYXQYAiABKAkiVQoLQ3VycmVuY3lNcnISEAoIY3VycmVuY3kYASABKAkSHQoDbXJyGAIgASgLMhAuaW5nZXN0LnYxLk1vbmV5EhUKDXN1YnNjcmlwdGlvbnMYAyABKAMiPwoLTXJyUmVzcG9uc2USCgoCYXQYASABKAkSJAoEcm93cxgCIAMoCzIWLmluZ2VzdC52MS5DdXJyZW5jeU1ycjKgAwoOUmVwb3J0c1NlcnZpY2USTgoKTGlzdEV2ZW50cxIcLmluZ2VzdC52MS5MaXN0RXZlbnRzUmVxdWVzdBodLmluZ2VzdC52MS5MaXN0RXZlbnRzUmVzcG9uc2UiA5ACARJOCgpHZXRQYXltZW50EhwuaW5nZXN0LnYxLkdldFBheW1lbnRSZXF1ZXN0Gh0uaW5nZXN0LnYxLkdldFBheW1lbnRSZXNwb25zZSIDkAIBElEKC0dldEN1c3RvbWVyEh0uaW5nZXN0LnYxLkdldEN1c3RvbWVyUmVxdWVzdBoeLmluZ2VzdC52MS5HZXRDdXN0b21lclJlc3BvbnNlIgOQAgESYAoQUmV2ZW51ZUJ5Q2hhbm5lbBIiLmluZ2VzdC52MS5SZXZlbnVlQnlDaGFubmVsUmVxdWVzdBojLmluZ2VzdC52MS5SZXZlbnVlQnlDaGFubmVsUmVzcG9uc2UiA5ACARI5CgNNcnISFS5pbmdlc3QudjEuTXJyUmVxdWVzdBoWLmluZ2VzdC52MS5NcnJSZXNwb25zZSIDkAIBYgZwcm90bzM", [file_google_protobuf_struct]);
+  fileDesc("Chdpbmdlc3QvdjEvcmVwb3J0cy5wcm90bxIJaW5nZXN0LnYxImEKEUxpc3RFdmVudHNSZXF1ZXN0Eg8KB3NpdGVfaWQYASABKAkSDQoFbGltaXQYAiABKAUSDAoEZnJvbRgDIAEoCRIKCgJ0bxgEIAEoCRISCgpwYWdlX3Rva2VuGAUgASgJIpoGCgtTdG9yZWRFdmVudBIMCgRuYW1lGAEgASgJEgsKA3VybBgCIAEoCRIVCghyZWZlcnJlchgDIAEoCUgAiAEBEhIKBXRpdGxlGAQgASgJSAGIAQESEgoFd2lkdGgYBSABKAVIAogBARIVCghsYW5ndWFnZRgGIAEoCUgDiAEBEiYKBXByb3BzGAcgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIKCgJ0cxgIIAEoAxITCgtyZWNlaXZlZF9hdBgJIAEoAxISCgp2aXNpdG9yX2lkGAogASgJEhQKB3VzZXJfaWQYCyABKAlIBIgBARIUCgdjb3VudHJ5GAwgASgJSAWIAQESFAoHYnJvd3NlchgNIAEoCUgGiAEBEg8KAm9zGA4gASgJSAeIAQESEwoGZGV2aWNlGA8gASgJSAiIAQESGgoNcmVmZXJyZXJfaG9zdBgQIAEoCUgJiAEBEhcKCnV0bV9zb3VyY2UYESABKAlICogBARIXCgp1dG1fbWVkaXVtGBIgASgJSAuIAQESGQoMdXRtX2NhbXBhaWduGBMgASgJSAyIAQESFQoIdXRtX3Rlcm0YFCABKAlIDYgBARIYCgt1dG1fY29udGVudBgVIAEoCUgOiAEBEjcKCWNsaWNrX2lkcxgWIAMoCzIkLmluZ2VzdC52MS5TdG9yZWRFdmVudC5DbGlja0lkc0VudHJ5Eg8KB3NpdGVfaWQYFyABKAkaLwoNQ2xpY2tJZHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBQgsKCV9yZWZlcnJlckIICgZfdGl0bGVCCAoGX3dpZHRoQgsKCV9sYW5ndWFnZUIKCghfdXNlcl9pZEIKCghfY291bnRyeUIKCghfYnJvd3NlckIFCgNfb3NCCQoHX2RldmljZUIQCg5fcmVmZXJyZXJfaG9zdEINCgtfdXRtX3NvdXJjZUINCgtfdXRtX21lZGl1bUIPCg1fdXRtX2NhbXBhaWduQgsKCV91dG1fdGVybUIOCgxfdXRtX2NvbnRlbnQiVQoSTGlzdEV2ZW50c1Jlc3BvbnNlEiYKBmV2ZW50cxgBIAMoCzIWLmluZ2VzdC52MS5TdG9yZWRFdmVudBIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiOAoRR2V0UGF5bWVudFJlcXVlc3QSDwoHc2l0ZV9pZBgBIAEoCRISCgpwYXltZW50X2lkGAIgASgJIj8KBU1vbmV5EhAKCGN1cnJlbmN5GAEgASgJEhMKC21pbm9yX3VuaXRzGAIgASgDEg8KB2RlY2ltYWwYAyABKAki3gMKDVN0b3JlZFBheW1lbnQSDwoHc2l0ZV9pZBgBIAEoCRISCgpwYXltZW50X2lkGAIgASgJEhMKC2N1c3RvbWVyX2lkGAMgASgJEiAKBmFtb3VudBgEIAEoCzIQLmluZ2VzdC52MS5Nb25leRIiCgNmZWUYBSABKAsyEC5pbmdlc3QudjEuTW9uZXlIAIgBARIMCgRraW5kGAYgASgJEg4KBnN0YXR1cxgHIAEoCRIPCgdwYWlkX2F0GAggASgJEjgKCG1ldGFkYXRhGAkgAygLMiYuaW5nZXN0LnYxLlN0b3JlZFBheW1lbnQuTWV0YWRhdGFFbnRyeRIcCg9zdWJzY3JpcHRpb25faWQYCiABKAlIAYgBARISCgpjcmVhdGVkX2F0GAsgASgJEhIKCnVwZGF0ZWRfYXQYDCABKAkSDwoHY2hhbm5lbBgNIAEoCRIwCgthdHRyaWJ1dGlvbhgOIAEoCzIWLmluZ2VzdC52MS5BdHRyaWJ1dGlvbkgCiAEBGi8KDU1ldGFkYXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4AUIGCgRfZmVlQhIKEF9zdWJzY3JpcHRpb25faWRCDgoMX2F0dHJpYnV0aW9uIs4BCgtBdHRyaWJ1dGlvbhIPCgdjaGFubmVsGAEgASgJEhMKBnNvdXJjZRgCIAEoCUgAiAEBEhMKBm1lZGl1bRgDIAEoCUgBiAEBEhUKCGNhbXBhaWduGAQgASgJSAKIAQESFAoMbGFuZGluZ19wYWdlGAUgASgJEhIKCnZpc2l0b3JfaWQYBiABKAkSDAoEbGluaxgHIAEoCRISCgp0b3VjaGVkX2F0GAggASgJQgkKB19zb3VyY2VCCQoHX21lZGl1bUILCglfY2FtcGFpZ24iPwoSR2V0UGF5bWVudFJlc3BvbnNlEikKB3BheW1lbnQYASABKAsyGC5pbmdlc3QudjEuU3RvcmVkUGF5bWVudCI6ChJHZXRDdXN0b21lclJlcXVlc3QSDwoHc2l0ZV9pZBgBIAEoCRITCgtjdXN0b21lcl9pZBgCIAEoCSLwAgoOU3RvcmVkQ3VzdG9tZXISDwoHc2l0ZV9pZBgBIAEoCRITCgtjdXN0b21lcl9pZBgCIAEoCRISCgVlbWFpbBgDIAEoCUgAiAEBEhQKB3VzZXJfaWQYBCABKAlIAYgBARIRCgRuYW1lGAUgASgJSAKIAQESFAoHY291bnRyeRgGIAEoCUgDiAEBEhcKCnZpc2l0b3JfaWQYByABKAlIBIgBARI5CghtZXRhZGF0YRgIIAMoCzInLmluZ2VzdC52MS5TdG9yZWRDdXN0b21lci5NZXRhZGF0YUVudHJ5EhIKCmNyZWF0ZWRfYXQYCSABKAkSEgoKdXBkYXRlZF9hdBgKIAEoCRovCg1NZXRhZGF0YUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAFCCAoGX2VtYWlsQgoKCF91c2VyX2lkQgcKBV9uYW1lQgoKCF9jb3VudHJ5Qg0KC192aXNpdG9yX2lkIoYBCg1MaW5rZWRWaXNpdG9yEhIKCnZpc2l0b3JfaWQYASABKAkSDAoEbGluaxgCIAEoCRIRCglsaW5rZWRfYXQYAyABKAkSMAoLZmlyc3RfdG91Y2gYBCABKAsyFi5pbmdlc3QudjEuQXR0cmlidXRpb25IAIgBAUIOCgxfZmlyc3RfdG91Y2gisAEKE0dldEN1c3RvbWVyUmVzcG9uc2USKwoIY3VzdG9tZXIYASABKAsyGS5pbmdlc3QudjEuU3RvcmVkQ3VzdG9tZXISKgoIdmlzaXRvcnMYAiADKAsyGC5pbmdlc3QudjEuTGlua2VkVmlzaXRvchIwCgtmaXJzdF90b3VjaBgDIAEoCzIWLmluZ2VzdC52MS5BdHRyaWJ1dGlvbkgAiAEBQg4KDF9maXJzdF90b3VjaCJEChdSZXZlbnVlQnlDaGFubmVsUmVxdWVzdBIPCgdzaXRlX2lkGAEgASgJEgwKBGZyb20YAiABKAkSCgoCdG8YAyABKAki6QEKDkNoYW5uZWxSZXZlbnVlEg8KB2NoYW5uZWwYASABKAkSEAoIY3VycmVuY3kYAiABKAkSHwoFZ3Jvc3MYAyABKAsyEC5pbmdlc3QudjEuTW9uZXkSIQoHcmVmdW5kcxgEIAEoCzIQLmluZ2VzdC52MS5Nb25leRIlCgtjaGFyZ2ViYWNrcxgFIAEoCzIQLmluZ2VzdC52MS5Nb25leRIdCgNuZXQYBiABKAsyEC5pbmdlc3QudjEuTW9uZXkSEAoIcGF5bWVudHMYByABKAMSGAoQcGF5aW5nX2N1c3RvbWVycxgIIAEoAyJDChhSZXZlbnVlQnlDaGFubmVsUmVzcG9uc2USJwoEcm93cxgBIAMoCzIZLmluZ2VzdC52MS5DaGFubmVsUmV2ZW51ZSIpCgpNcnJSZXF1ZXN0Eg8KB3NpdGVfaWQYASABKAkSCgoCYXQYAiABKAkiVQoLQ3VycmVuY3lNcnISEAoIY3VycmVuY3kYASABKAkSHQoDbXJyGAIgASgLMhAuaW5nZXN0LnYxLk1vbmV5EhUKDXN1YnNjcmlwdGlvbnMYAyABKAMiPwoLTXJyUmVzcG9uc2USCgoCYXQYASABKAkSJAoEcm93cxgCIAMoCzIWLmluZ2VzdC52MS5DdXJyZW5jeU1yciJAChNTaXRlT3ZlcnZpZXdSZXF1ZXN0Eg8KB3NpdGVfaWQYASABKAkSDAoEZnJvbRgCIAEoCRIKCgJ0bxgDIAEoCSJkCg9DaGFubmVsT3ZlcnZpZXcSDwoHY2hhbm5lbBgBIAEoCRIUCgxuZXdfdmlzaXRvcnMYAiABKAMSKgoHcmV2ZW51ZRgDIAMoCzIZLmluZ2VzdC52MS5DaGFubmVsUmV2ZW51ZSJmCgtEYXlPdmVydmlldxILCgNkYXkYASABKAkSEAoIdmlzaXRvcnMYAiABKAMSEQoJcGFnZXZpZXdzGAMgASgDEiUKC25ldF9yZXZlbnVlGAQgAygLMhAuaW5nZXN0LnYxLk1vbmV5IlYKCFRvcEVudHJ5Eg0KBXZhbHVlGAEgASgJEhQKDG5ld192aXNpdG9ycxgCIAEoAxIlCgtuZXRfcmV2ZW51ZRgDIAMoCzIQLmluZ2VzdC52MS5Nb25leSL6AQoNUmVjZW50UGF5bWVudBISCgpwYXltZW50X2lkGAEgASgJEhMKC2N1c3RvbWVyX2lkGAIgASgJEiAKBmFtb3VudBgDIAEoCzIQLmluZ2VzdC52MS5Nb25leRIMCgRraW5kGAQgASgJEg8KB3BhaWRfYXQYBSABKAkSDwoHY2hhbm5lbBgGIAEoCRITCgZzb3VyY2UYByABKAlIAIgBARIVCghjYW1wYWlnbhgIIAEoCUgBiAEBEhkKDGxhbmRpbmdfcGFnZRgJIAEoCUgCiAEBQgkKB19zb3VyY2VCCwoJX2NhbXBhaWduQg8KDV9sYW5kaW5nX3BhZ2UiwwQKFFNpdGVPdmVydmlld1Jlc3BvbnNlEgwKBGZyb20YASABKAkSCgoCdG8YAiABKAkSLAoIY2hhbm5lbHMYAyADKAsyGi5pbmdlc3QudjEuQ2hhbm5lbE92ZXJ2aWV3EiQKBGRheXMYBCADKAsyFi5pbmdlc3QudjEuRGF5T3ZlcnZpZXcSNAoXdG9wX3NvdXJjZXNfYnlfdmlzaXRvcnMYBSADKAsyEy5pbmdlc3QudjEuVG9wRW50cnkSNgoZdG9wX2NhbXBhaWduc19ieV92aXNpdG9ycxgGIAMoCzITLmluZ2VzdC52MS5Ub3BFbnRyeRI6Ch10b3BfbGFuZGluZ19wYWdlc19ieV92aXNpdG9ycxgHIAMoCzITLmluZ2VzdC52MS5Ub3BFbnRyeRIzChZ0b3Bfc291cmNlc19ieV9yZXZlbnVlGAggAygLMhMuaW5nZXN0LnYxLlRvcEVudHJ5EjUKGHRvcF9jYW1wYWlnbnNfYnlfcmV2ZW51ZRgJIAMoCzITLmluZ2VzdC52MS5Ub3BFbnRyeRI5Chx0b3BfbGFuZGluZ19wYWdlc19ieV9yZXZlbnVlGAogAygLMhMuaW5nZXN0LnYxLlRvcEVudHJ5EiMKA21ychgLIAMoCzIWLmluZ2VzdC52MS5DdXJyZW5jeU1ychIxCg9yZWNlbnRfcGF5bWVudHMYDCADKAsyGC5pbmdlc3QudjEuUmVjZW50UGF5bWVudBIUCgxuZXdfdmlzaXRvcnMYDSABKAMiPgoWQ3VzdG9tZXJKb3VybmV5UmVxdWVzdBIPCgdzaXRlX2lkGAEgASgJEhMKC2N1c3RvbWVyX2lkGAIgASgJIuABChdDdXN0b21lckpvdXJuZXlSZXNwb25zZRIrCghjdXN0b21lchgBIAEoCzIZLmluZ2VzdC52MS5TdG9yZWRDdXN0b21lchIqCgh2aXNpdG9ycxgCIAMoCzIYLmluZ2VzdC52MS5MaW5rZWRWaXNpdG9yEjAKC2ZpcnN0X3RvdWNoGAMgASgLMhYuaW5nZXN0LnYxLkF0dHJpYnV0aW9uSACIAQESKgoIcGF5bWVudHMYBCADKAsyGC5pbmdlc3QudjEuU3RvcmVkUGF5bWVudEIOCgxfZmlyc3RfdG91Y2gy1QQKDlJlcG9ydHNTZXJ2aWNlEk4KCkxpc3RFdmVudHMSHC5pbmdlc3QudjEuTGlzdEV2ZW50c1JlcXVlc3QaHS5pbmdlc3QudjEuTGlzdEV2ZW50c1Jlc3BvbnNlIgOQAgESTgoKR2V0UGF5bWVudBIcLmluZ2VzdC52MS5HZXRQYXltZW50UmVxdWVzdBodLmluZ2VzdC52MS5HZXRQYXltZW50UmVzcG9uc2UiA5ACARJRCgtHZXRDdXN0b21lchIdLmluZ2VzdC52MS5HZXRDdXN0b21lclJlcXVlc3QaHi5pbmdlc3QudjEuR2V0Q3VzdG9tZXJSZXNwb25zZSIDkAIBEmAKEFJldmVudWVCeUNoYW5uZWwSIi5pbmdlc3QudjEuUmV2ZW51ZUJ5Q2hhbm5lbFJlcXVlc3QaIy5pbmdlc3QudjEuUmV2ZW51ZUJ5Q2hhbm5lbFJlc3BvbnNlIgOQAgESOQoDTXJyEhUuaW5nZXN0LnYxLk1yclJlcXVlc3QaFi5pbmdlc3QudjEuTXJyUmVzcG9uc2UiA5ACARJUCgxTaXRlT3ZlcnZpZXcSHi5pbmdlc3QudjEuU2l0ZU92ZXJ2aWV3UmVxdWVzdBofLmluZ2VzdC52MS5TaXRlT3ZlcnZpZXdSZXNwb25zZSIDkAIBEl0KD0N1c3RvbWVySm91cm5leRIhLmluZ2VzdC52MS5DdXN0b21lckpvdXJuZXlSZXF1ZXN0GiIuaW5nZXN0LnYxLkN1c3RvbWVySm91cm5leVJlc3BvbnNlIgOQAgFiBnByb3RvMw", [file_google_protobuf_struct]);
 
 /**
  * @generated from message ingest.v1.ListEventsRequest
@@ -775,6 +775,355 @@ export const MrrResponseSchema: GenMessage<MrrResponse> = /*@__PURE__*/
   messageDesc(file_ingest_v1_reports, 17);
 
 /**
+ * @generated from message ingest.v1.SiteOverviewRequest
+ */
+export type SiteOverviewRequest = Message<"ingest.v1.SiteOverviewRequest"> & {
+  /**
+   * @generated from field: string site_id = 1;
+   */
+  siteId: string;
+
+  /**
+   * RFC 3339, inclusive; required.
+   *
+   * @generated from field: string from = 2;
+   */
+  from: string;
+
+  /**
+   * RFC 3339, exclusive; required; at most 366 days after from.
+   *
+   * @generated from field: string to = 3;
+   */
+  to: string;
+};
+
+/**
+ * Describes the message ingest.v1.SiteOverviewRequest.
+ * Use `create(SiteOverviewRequestSchema)` to create a new message.
+ */
+export const SiteOverviewRequestSchema: GenMessage<SiteOverviewRequest> = /*@__PURE__*/
+  messageDesc(file_ingest_v1_reports, 18);
+
+/**
+ * ChannelOverview is one first-touch channel in the period: its new visitors
+ * (all currencies) and its revenue per currency (the same rows as
+ * RevenueByChannel), with conversion = paying customers / new visitors.
+ *
+ * @generated from message ingest.v1.ChannelOverview
+ */
+export type ChannelOverview = Message<"ingest.v1.ChannelOverview"> & {
+  /**
+   * The first-touch channel, or "unattributed".
+   *
+   * @generated from field: string channel = 1;
+   */
+  channel: string;
+
+  /**
+   * Visitors whose first touch, in the period, came from this channel.
+   *
+   * @generated from field: int64 new_visitors = 2;
+   */
+  newVisitors: bigint;
+
+  /**
+   * One row per currency the channel earned in.
+   *
+   * @generated from field: repeated ingest.v1.ChannelRevenue revenue = 3;
+   */
+  revenue: ChannelRevenue[];
+};
+
+/**
+ * Describes the message ingest.v1.ChannelOverview.
+ * Use `create(ChannelOverviewSchema)` to create a new message.
+ */
+export const ChannelOverviewSchema: GenMessage<ChannelOverview> = /*@__PURE__*/
+  messageDesc(file_ingest_v1_reports, 19);
+
+/**
+ * DayOverview is one UTC day of the period.
+ *
+ * @generated from message ingest.v1.DayOverview
+ */
+export type DayOverview = Message<"ingest.v1.DayOverview"> & {
+  /**
+   * YYYY-MM-DD (UTC).
+   *
+   * @generated from field: string day = 1;
+   */
+  day: string;
+
+  /**
+   * Distinct visitor ids with any event that day.
+   *
+   * @generated from field: int64 visitors = 2;
+   */
+  visitors: bigint;
+
+  /**
+   * Events named "pageview" that day.
+   *
+   * @generated from field: int64 pageviews = 3;
+   */
+  pageviews: bigint;
+
+  /**
+   * Net revenue of the day, one entry per currency with payments.
+   *
+   * @generated from field: repeated ingest.v1.Money net_revenue = 4;
+   */
+  netRevenue: Money[];
+};
+
+/**
+ * Describes the message ingest.v1.DayOverview.
+ * Use `create(DayOverviewSchema)` to create a new message.
+ */
+export const DayOverviewSchema: GenMessage<DayOverview> = /*@__PURE__*/
+  messageDesc(file_ingest_v1_reports, 20);
+
+/**
+ * TopEntry is one source, campaign or landing page: its new visitors and its
+ * net revenue per currency, in the period.
+ *
+ * @generated from message ingest.v1.TopEntry
+ */
+export type TopEntry = Message<"ingest.v1.TopEntry"> & {
+  /**
+   * @generated from field: string value = 1;
+   */
+  value: string;
+
+  /**
+   * @generated from field: int64 new_visitors = 2;
+   */
+  newVisitors: bigint;
+
+  /**
+   * @generated from field: repeated ingest.v1.Money net_revenue = 3;
+   */
+  netRevenue: Money[];
+};
+
+/**
+ * Describes the message ingest.v1.TopEntry.
+ * Use `create(TopEntrySchema)` to create a new message.
+ */
+export const TopEntrySchema: GenMessage<TopEntry> = /*@__PURE__*/
+  messageDesc(file_ingest_v1_reports, 21);
+
+/**
+ * RecentPayment is a succeeded payment of the period with where it came from.
+ *
+ * @generated from message ingest.v1.RecentPayment
+ */
+export type RecentPayment = Message<"ingest.v1.RecentPayment"> & {
+  /**
+   * @generated from field: string payment_id = 1;
+   */
+  paymentId: string;
+
+  /**
+   * @generated from field: string customer_id = 2;
+   */
+  customerId: string;
+
+  /**
+   * @generated from field: ingest.v1.Money amount = 3;
+   */
+  amount?: Money | undefined;
+
+  /**
+   * @generated from field: string kind = 4;
+   */
+  kind: string;
+
+  /**
+   * @generated from field: string paid_at = 5;
+   */
+  paidAt: string;
+
+  /**
+   * The first-touch channel, or "unattributed".
+   *
+   * @generated from field: string channel = 6;
+   */
+  channel: string;
+
+  /**
+   * @generated from field: optional string source = 7;
+   */
+  source?: string | undefined;
+
+  /**
+   * @generated from field: optional string campaign = 8;
+   */
+  campaign?: string | undefined;
+
+  /**
+   * @generated from field: optional string landing_page = 9;
+   */
+  landingPage?: string | undefined;
+};
+
+/**
+ * Describes the message ingest.v1.RecentPayment.
+ * Use `create(RecentPaymentSchema)` to create a new message.
+ */
+export const RecentPaymentSchema: GenMessage<RecentPayment> = /*@__PURE__*/
+  messageDesc(file_ingest_v1_reports, 22);
+
+/**
+ * @generated from message ingest.v1.SiteOverviewResponse
+ */
+export type SiteOverviewResponse = Message<"ingest.v1.SiteOverviewResponse"> & {
+  /**
+   * @generated from field: string from = 1;
+   */
+  from: string;
+
+  /**
+   * @generated from field: string to = 2;
+   */
+  to: string;
+
+  /**
+   * @generated from field: repeated ingest.v1.ChannelOverview channels = 3;
+   */
+  channels: ChannelOverview[];
+
+  /**
+   * Every UTC day of the period, oldest first, days without traffic included.
+   *
+   * @generated from field: repeated ingest.v1.DayOverview days = 4;
+   */
+  days: DayOverview[];
+
+  /**
+   * Up to 10 each, by new visitors then value.
+   *
+   * @generated from field: repeated ingest.v1.TopEntry top_sources_by_visitors = 5;
+   */
+  topSourcesByVisitors: TopEntry[];
+
+  /**
+   * @generated from field: repeated ingest.v1.TopEntry top_campaigns_by_visitors = 6;
+   */
+  topCampaignsByVisitors: TopEntry[];
+
+  /**
+   * @generated from field: repeated ingest.v1.TopEntry top_landing_pages_by_visitors = 7;
+   */
+  topLandingPagesByVisitors: TopEntry[];
+
+  /**
+   * Up to 10 per currency each, by currency, then net revenue (largest
+   * first), then value; every entry's net_revenue has that one currency.
+   *
+   * @generated from field: repeated ingest.v1.TopEntry top_sources_by_revenue = 8;
+   */
+  topSourcesByRevenue: TopEntry[];
+
+  /**
+   * @generated from field: repeated ingest.v1.TopEntry top_campaigns_by_revenue = 9;
+   */
+  topCampaignsByRevenue: TopEntry[];
+
+  /**
+   * @generated from field: repeated ingest.v1.TopEntry top_landing_pages_by_revenue = 10;
+   */
+  topLandingPagesByRevenue: TopEntry[];
+
+  /**
+   * MRR per currency at the end of the period (or now, if earlier).
+   *
+   * @generated from field: repeated ingest.v1.CurrencyMrr mrr = 11;
+   */
+  mrr: CurrencyMrr[];
+
+  /**
+   * The 20 most recent succeeded payments of the period, newest first.
+   *
+   * @generated from field: repeated ingest.v1.RecentPayment recent_payments = 12;
+   */
+  recentPayments: RecentPayment[];
+
+  /**
+   * New visitors of the period, all channels.
+   *
+   * @generated from field: int64 new_visitors = 13;
+   */
+  newVisitors: bigint;
+};
+
+/**
+ * Describes the message ingest.v1.SiteOverviewResponse.
+ * Use `create(SiteOverviewResponseSchema)` to create a new message.
+ */
+export const SiteOverviewResponseSchema: GenMessage<SiteOverviewResponse> = /*@__PURE__*/
+  messageDesc(file_ingest_v1_reports, 23);
+
+/**
+ * @generated from message ingest.v1.CustomerJourneyRequest
+ */
+export type CustomerJourneyRequest = Message<"ingest.v1.CustomerJourneyRequest"> & {
+  /**
+   * @generated from field: string site_id = 1;
+   */
+  siteId: string;
+
+  /**
+   * @generated from field: string customer_id = 2;
+   */
+  customerId: string;
+};
+
+/**
+ * Describes the message ingest.v1.CustomerJourneyRequest.
+ * Use `create(CustomerJourneyRequestSchema)` to create a new message.
+ */
+export const CustomerJourneyRequestSchema: GenMessage<CustomerJourneyRequest> = /*@__PURE__*/
+  messageDesc(file_ingest_v1_reports, 24);
+
+/**
+ * @generated from message ingest.v1.CustomerJourneyResponse
+ */
+export type CustomerJourneyResponse = Message<"ingest.v1.CustomerJourneyResponse"> & {
+  /**
+   * @generated from field: ingest.v1.StoredCustomer customer = 1;
+   */
+  customer?: StoredCustomer | undefined;
+
+  /**
+   * @generated from field: repeated ingest.v1.LinkedVisitor visitors = 2;
+   */
+  visitors: LinkedVisitor[];
+
+  /**
+   * The customer's first touch; unset when unattributed.
+   *
+   * @generated from field: optional ingest.v1.Attribution first_touch = 3;
+   */
+  firstTouch?: Attribution | undefined;
+
+  /**
+   * Up to 50, newest first (by paid_at, then payment id).
+   *
+   * @generated from field: repeated ingest.v1.StoredPayment payments = 4;
+   */
+  payments: StoredPayment[];
+};
+
+/**
+ * Describes the message ingest.v1.CustomerJourneyResponse.
+ * Use `create(CustomerJourneyResponseSchema)` to create a new message.
+ */
+export const CustomerJourneyResponseSchema: GenMessage<CustomerJourneyResponse> = /*@__PURE__*/
+  messageDesc(file_ingest_v1_reports, 25);
+
+/**
  * ReportsService is the internal read side for inspection, tests and the
  * dashboard. Every call requires `authorization: Bearer <ADMIN_TOKEN>`.
  *
@@ -835,6 +1184,33 @@ export const ReportsService: GenService<{
     methodKind: "unary";
     input: typeof MrrRequestSchema;
     output: typeof MrrResponseSchema;
+  },
+  /**
+   * SiteOverview is what a dashboard shows for a site and a period, in one
+   * call: revenue by first-touch channel per currency with conversion, new
+   * visitors, traffic and revenue per UTC day, top sources, campaigns and
+   * landing pages, MRR and the most recent payments. Amounts are never summed
+   * across currencies.
+   *
+   * @generated from rpc ingest.v1.ReportsService.SiteOverview
+   */
+  siteOverview: {
+    methodKind: "unary";
+    input: typeof SiteOverviewRequestSchema;
+    output: typeof SiteOverviewResponseSchema;
+  },
+  /**
+   * CustomerJourney is GetCustomer (the customer, its linked visitors with
+   * their first touches, its own first touch) with the customer's most recent
+   * payments of any status, newest first: what a dashboard shows when a
+   * payment is opened.
+   *
+   * @generated from rpc ingest.v1.ReportsService.CustomerJourney
+   */
+  customerJourney: {
+    methodKind: "unary";
+    input: typeof CustomerJourneyRequestSchema;
+    output: typeof CustomerJourneyResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_ingest_v1_reports, 0);

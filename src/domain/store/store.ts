@@ -9,6 +9,7 @@ import type { StoreAttributionPart } from "./attribution-port.js";
 import type { StoreConnectorsPart } from "./connectors-port.js";
 import type { StoreErasurePart } from "./erasure-port.js";
 import type { StoreEventsPart } from "./events-port.js";
+import type { StoreOverviewPart } from "./overview-port.js";
 import type { StorePaymentsPart } from "./payments-port.js";
 import type { StorePersistentVisitorsPart } from "./persistent-visitors-port.js";
 
@@ -16,6 +17,7 @@ export * from "../vocabulary.js";
 export type * from "./connectors-port.js";
 export type { CustomerErasure, UserLinksErasure, VisitorsErasure } from "./erasure-port.js";
 export type { EventPage, EventPageQuery } from "./events-port.js";
+export type * from "./overview-port.js";
 export type { VisitorStitch } from "./persistent-visitors-port.js";
 export * from "./records.js";
 export type {
@@ -24,6 +26,7 @@ export type {
   StoreConnectorsPart,
   StoreErasurePart,
   StoreEventsPart,
+  StoreOverviewPart,
   StorePaymentsPart,
   StorePersistentVisitorsPart,
 };
@@ -36,7 +39,8 @@ export interface Store
     StoreAttributionPart,
     StorePersistentVisitorsPart,
     StoreConnectorsPart,
-    StoreErasurePart {
+    StoreErasurePart,
+    StoreOverviewPart {
   /** Which adapter this is, for logs and /readyz. */
   readonly kind: "sqlite" | "mongodb";
   /**

@@ -8,6 +8,7 @@ import { createMongoConnectors } from "./connectors.js";
 import { createMongoErasure } from "./erasure.js";
 import { classifyErrors } from "./errors.js";
 import { createMongoEvents } from "./events.js";
+import { createMongoOverview } from "./overview.js";
 import { createMongoPayments } from "./payments.js";
 import { createMongoPersistentVisitors } from "./persistent-visitors.js";
 import {
@@ -125,6 +126,7 @@ export async function createMongoStore(
       ...createMongoPersistentVisitors(c),
       ...createMongoConnectors(c),
       ...createMongoErasure(c),
+      ...createMongoOverview(c),
       async ping() {
         await checkWritablePrimary(db, timeoutMs);
       },

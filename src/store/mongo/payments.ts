@@ -153,6 +153,31 @@ export function paymentUpsert(writes: readonly PaymentRecord[]): AnyBulkWriteOpe
   };
 }
 
+/** A payment document as the port's record. */
+export function paymentFromDoc(d: PaymentDoc): PaymentRecord {
+  return {
+    siteId: d.site_id,
+    paymentId: d.payment_id,
+    customerId: d.customer_id,
+    currency: d.currency,
+    amountMinor: toNumber(d.amount_minor),
+    feeMinor: optNumber(d.fee_minor),
+    kind: d.kind,
+    status: d.status,
+    paidAt: d.paid_at.getTime(),
+    metadata: fromPairs(d.metadata),
+    subscriptionId: opt(d.subscription_id),
+    createdAt: d.created_at.getTime(),
+    updatedAt: d.updated_at.getTime(),
+    attribution: attributionFromDoc(d.attribution),
+    // An erased customer's payment keeps its channel without the attribution's details.
+    erasedChannel:
+      d.attribution == null && d.channel !== undefined && d.channel !== UNATTRIBUTED
+        ? d.channel
+        : undefined,
+  };
+}
+
 export function createMongoPayments(c: Collections): StorePaymentsPart {
   return {
     async commitPayments(writes) {
@@ -186,27 +211,7 @@ export function createMongoPayments(c: Collections): StorePaymentsPart {
     async getPayment(siteId, paymentId) {
       const d = await c.payments.findOne({ site_id: siteId, payment_id: paymentId });
       if (!d) return undefined;
-      const p: PaymentRecord = {
-        siteId: d.site_id,
-        paymentId: d.payment_id,
-        customerId: d.customer_id,
-        currency: d.currency,
-        amountMinor: toNumber(d.amount_minor),
-        feeMinor: optNumber(d.fee_minor),
-        kind: d.kind,
-        status: d.status,
-        paidAt: d.paid_at.getTime(),
-        metadata: fromPairs(d.metadata),
-        subscriptionId: opt(d.subscription_id),
-        createdAt: d.created_at.getTime(),
-        updatedAt: d.updated_at.getTime(),
-        attribution: attributionFromDoc(d.attribution),
-        erasedChannel:
-          d.attribution == null && d.channel !== undefined && d.channel !== UNATTRIBUTED
-            ? d.channel
-            : undefined,
-      };
-      return p;
+      return paymentFromDoc(d);
     },
 
     async getCustomer(siteId, customerId) {

@@ -342,6 +342,8 @@ export const COLLECTIONS: readonly CollectionSpec[] = [
     indexes: [
       // One first touch per visitor: the key of the conditional upsert and of getFirstTouches.
       { key: { site_id: 1, visitor_id: 1 }, name: "site_visitor_unique", unique: true },
+      // The new visitors of a period (ReportsService.SiteOverview).
+      { key: { site_id: 1, ts: 1 }, name: "site_ts" },
     ],
   },
   {

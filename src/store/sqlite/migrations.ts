@@ -285,4 +285,13 @@ CREATE TABLE connector_objects (
 ) WITHOUT ROWID;
 `,
   },
+  {
+    version: 9,
+    description: "first touches by time, for the new visitors of a period (SiteOverview)",
+    // One more B-tree write per first touch stored (one per new visitor, not
+    // per event).
+    sql: `
+CREATE INDEX visitor_touches_ts ON visitor_touches(site_id, ts);
+`,
+  },
 ];

@@ -22,7 +22,8 @@ import type {
 import { createChangeWriter } from "./change-writer.js";
 import { type Db, nul, opt } from "./open-sqlite.js";
 
-interface PaymentRow {
+/** A row of the payments table. */
+export interface PaymentRow {
   site_id: string;
   payment_id: string;
   customer_id: string;
@@ -69,6 +70,28 @@ interface SubscriptionRow {
   ended_at: number | null;
   created_at: number;
   updated_at: number;
+}
+
+/** A payments row as the port's record. */
+export function paymentFromRow(r: PaymentRow): PaymentRecord {
+  return {
+    siteId: r.site_id,
+    paymentId: r.payment_id,
+    customerId: r.customer_id,
+    currency: r.currency,
+    amountMinor: r.amount_minor,
+    feeMinor: opt(r.fee_minor),
+    kind: r.kind,
+    status: r.status,
+    paidAt: r.paid_at,
+    metadata: JSON.parse(r.metadata) as Record<string, string>,
+    subscriptionId: opt(r.subscription_id),
+    createdAt: r.created_at,
+    updatedAt: r.updated_at,
+    attribution: r.attribution === null ? undefined : (JSON.parse(r.attribution) as Attribution),
+    // An erased customer's payment keeps its channel without the attribution's details.
+    erasedChannel: r.attribution === null && r.channel !== UNATTRIBUTED ? r.channel : undefined,
+  };
 }
 
 /**
@@ -181,25 +204,7 @@ export function createSqlitePayments(db: Db): StorePaymentsPart {
     async getPayment(siteId, paymentId) {
       const r = s.getPayment.get(siteId, paymentId) as PaymentRow | undefined;
       if (!r) return undefined;
-      const p: PaymentRecord = {
-        siteId: r.site_id,
-        paymentId: r.payment_id,
-        customerId: r.customer_id,
-        currency: r.currency,
-        amountMinor: r.amount_minor,
-        feeMinor: opt(r.fee_minor),
-        kind: r.kind,
-        status: r.status,
-        paidAt: r.paid_at,
-        metadata: JSON.parse(r.metadata) as Record<string, string>,
-        subscriptionId: opt(r.subscription_id),
-        createdAt: r.created_at,
-        updatedAt: r.updated_at,
-        attribution:
-          r.attribution === null ? undefined : (JSON.parse(r.attribution) as Attribution),
-        erasedChannel: r.attribution === null && r.channel !== UNATTRIBUTED ? r.channel : undefined,
-      };
-      return p;
+      return paymentFromRow(r);
     },
     async getCustomer(siteId, customerId) {
       const r = s.getCustomer.get(siteId, customerId) as CustomerRow | undefined;

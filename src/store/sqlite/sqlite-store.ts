@@ -7,6 +7,7 @@ import { createSqliteConnectors } from "./connectors.js";
 import { createSqliteErasure } from "./erasure.js";
 import { createSqliteEvents } from "./events.js";
 import { openSqlite } from "./open-sqlite.js";
+import { createSqliteOverview } from "./overview.js";
 import { createSqlitePayments } from "./payments.js";
 import { createSqlitePersistentVisitors } from "./persistent-visitors.js";
 import { countChanges, createWalSync, type SyncFile } from "./wal-sync.js";
@@ -42,6 +43,7 @@ export function createSqliteStore(path: string, options: SqliteStoreOptions = {}
     ...createSqlitePersistentVisitors(db),
     ...createSqliteConnectors(db),
     ...createSqliteErasure(db),
+    ...createSqliteOverview(db),
   };
   // Every method that changed rows resolves only after the WAL is synced: the
   // adapter's methods do their SQLite work synchronously, so the count read

@@ -11,6 +11,7 @@ import { describeAttributionContract } from "./attribution.js";
 import { describeErasureContract } from "./erasure.js";
 import { describeEventPagesContract } from "./event-pages.js";
 import { describeEventsContract } from "./events.js";
+import { describeOverviewContract } from "./overview.js";
 import { describePaymentsContract } from "./payments.js";
 import { describeQuotaContract } from "./quota.js";
 
@@ -34,5 +35,6 @@ export function describeStoreContract(name: string, open: () => Promise<Store>):
     describeAttributionContract(contract);
     describeErasureContract(contract);
     describeEventPagesContract(contract);
+    describeOverviewContract(contract);
   });
 }

@@ -104,6 +104,7 @@ describe("SQLite indexes on the written tables", () => {
         "payments_customer", // a customer's payments when its attribution changes
         "payments_paid_at", // ReportsService revenue by channel over a period
         "visitor_stitches_persistent", // a persistent visitor's daily ids (attribution)
+        "visitor_touches_ts", // ReportsService.SiteOverview: new visitors of a period
       ]);
     } finally {
       db.close();
@@ -139,6 +140,7 @@ describe("SQLite indexes on the written tables", () => {
         "payments_customer",
         "payments_paid_at",
         "visitor_stitches_persistent",
+        "visitor_touches_ts",
       ]);
     } finally {
       db.close();

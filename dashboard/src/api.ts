@@ -1,0 +1,62 @@
+/**
+ * The dashboard's one way to the service: ReportsService over the Connect
+ * protocol (JSON) on the page's own origin, with the signed-in token as a
+ * bearer token. The token lives in sessionStorage: gone with the tab.
+ */
+import {
+  type Client,
+  Code,
+  ConnectError,
+  createClient,
+  type Interceptor,
+} from "@connectrpc/connect";
+import { createConnectTransport } from "@connectrpc/connect-web";
+import { ReportsService } from "../../gen/ingest/v1/reports_pb.js";
+
+const TOKEN_KEY = "ingest.dashboard.token";
+
+/** The token of this tab, if signed in. */
+export function storedToken(): string | undefined {
+  return sessionStorage.getItem(TOKEN_KEY) ?? undefined;
+}
+
+export function storeToken(token: string | undefined): void {
+  if (token === undefined) sessionStorage.removeItem(TOKEN_KEY);
+  else sessionStorage.setItem(TOKEN_KEY, token);
+}
+
+/** A ReportsService client that sends `token`. */
+export function reportsClient(token: string): Client<typeof ReportsService> {
+  const bearer: Interceptor = (next) => (req) => {
+    req.header.set("authorization", `Bearer ${token}`);
+    return next(req);
+  };
+  return createClient(
+    ReportsService,
+    createConnectTransport({
+      baseUrl: location.origin,
+      useBinaryFormat: false,
+      interceptors: [bearer],
+    }),
+  );
+}
+
+/** Whether an error means the token is wrong, revoked or unset on the server. */
+export function isAuthError(err: unknown): boolean {
+  const e = ConnectError.from(err);
+  return e.code === Code.Unauthenticated || e.code === Code.PermissionDenied;
+}
+
+/** A sentence for the page about a failed call. */
+export function describeError(err: unknown): string {
+  const e = ConnectError.from(err);
+  if (e.code === Code.Unauthenticated || e.code === Code.PermissionDenied) {
+    return "This token was not accepted: check it (the service's ADMIN_TOKEN) and sign in again.";
+  }
+  if (e.code === Code.NotFound) return `Not found: ${e.rawMessage}`;
+  if (e.code === Code.InvalidArgument) return `The request was refused: ${e.rawMessage}`;
+  if (e.code === Code.Unavailable || e.code === Code.Unknown) {
+    return "The service could not be reached. Try again in a moment.";
+  }
+  return `The service answered: ${e.rawMessage}`;
+}

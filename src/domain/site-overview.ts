@@ -1,0 +1,207 @@
+/**
+ * SiteOverview: what a dashboard shows for a site and a period, assembled
+ * from the store's grouped reads (StoreOverviewPart) and the revenue and MRR
+ * reads RevenueByChannel and Mrr use, so the numbers are theirs. Amounts stay
+ * per currency: nothing here adds two currencies.
+ */
+import { errors } from "./errors.js";
+import type {
+  NewVisitorCount,
+  PaymentSummary,
+  RevenueCell,
+  RevenueRow,
+  Store,
+} from "./store/store.js";
+
+/** The longest period one call covers. */
+export const OVERVIEW_MAX_DAYS = 366;
+/** Entries per top list (per currency for the lists by revenue). */
+export const TOP_ENTRIES = 10;
+/** Payments in the recent-payments list. */
+export const RECENT_PAYMENTS = 20;
+
+const DAY_MS = 86_400_000;
+
+/** An amount of one currency in minor units. */
+export interface CurrencyAmount {
+  currency: string;
+  minor: bigint;
+}
+
+export interface ChannelOverviewView {
+  channel: string;
+  newVisitors: number;
+  revenue: (RevenueRow & { netMinor: bigint })[];
+}
+
+export interface DayOverviewView {
+  day: string;
+  visitors: number;
+  pageviews: number;
+  net: CurrencyAmount[];
+}
+
+export interface TopEntryView {
+  value: string;
+  newVisitors: number;
+  net: CurrencyAmount[];
+}
+
+/** The top lists of one dimension. */
+export interface TopListsView {
+  byVisitors: TopEntryView[];
+  byRevenue: TopEntryView[];
+}
+
+export interface SiteOverviewView {
+  from: number;
+  to: number;
+  newVisitors: number;
+  channels: ChannelOverviewView[];
+  days: DayOverviewView[];
+  sources: TopListsView;
+  campaigns: TopListsView;
+  landingPages: TopListsView;
+  recentPayments: PaymentSummary[];
+}
+
+type Dimension = "source" | "campaign" | "landingPage";
+
+const net = (c: RevenueCell) => c.grossMinor - c.refundsMinor - c.chargebacksMinor;
+const byCurrency = (a: CurrencyAmount, b: CurrencyAmount) => (a.currency < b.currency ? -1 : 1);
+
+/** Adds `minor` to the currency's entry of `into`. */
+function add(into: Map<string, bigint>, currency: string, minor: bigint): void {
+  into.set(currency, (into.get(currency) ?? 0n) + minor);
+}
+
+function amounts(m: Map<string, bigint> | undefined): CurrencyAmount[] {
+  return [...(m ?? [])].map(([currency, minor]) => ({ currency, minor })).sort(byCurrency);
+}
+
+/** The top lists of one dimension: by new visitors, and by net revenue within each currency. */
+export function topLists(
+  dimension: Dimension,
+  visitors: readonly NewVisitorCount[],
+  cells: readonly RevenueCell[],
+): TopListsView {
+  const counts = new Map<string, number>();
+  for (const v of visitors) {
+    const value = v[dimension];
+    if (value !== undefined) counts.set(value, (counts.get(value) ?? 0) + v.visitors);
+  }
+  const revenue = new Map<string, Map<string, bigint>>();
+  for (const c of cells) {
+    const value = c[dimension];
+    if (value === undefined) continue;
+    const m = revenue.get(value) ?? new Map<string, bigint>();
+    add(m, c.currency, net(c));
+    revenue.set(value, m);
+  }
+  const byVisitors = [...counts]
+    .sort(([a, n], [b, m]) => m - n || (a < b ? -1 : 1))
+    .slice(0, TOP_ENTRIES)
+    .map(([value, n]) => ({ value, newVisitors: n, net: amounts(revenue.get(value)) }));
+  const perCurrency = new Map<string, { value: string; minor: bigint }[]>();
+  for (const [value, m] of revenue) {
+    for (const [currency, minor] of m) {
+      perCurrency.set(currency, [...(perCurrency.get(currency) ?? []), { value, minor }]);
+    }
+  }
+  const byRevenue = [...perCurrency]
+    .sort(([a], [b]) => (a < b ? -1 : 1))
+    .flatMap(([currency, entries]) =>
+      entries
+        .sort((a, b) =>
+          b.minor > a.minor ? 1 : b.minor < a.minor ? -1 : a.value < b.value ? -1 : 1,
+        )
+        .slice(0, TOP_ENTRIES)
+        .map((e) => ({
+          value: e.value,
+          newVisitors: counts.get(e.value) ?? 0,
+          net: [{ currency, minor: e.minor }],
+        })),
+    );
+  return { byVisitors, byRevenue };
+}
+
+/** Every UTC day (YYYY-MM-DD) that [from, to) touches, oldest first. */
+export function daysOf(from: number, to: number): string[] {
+  const days: string[] = [];
+  for (let t = Math.floor(from / DAY_MS) * DAY_MS; t < to; t += DAY_MS) {
+    days.push(new Date(t).toISOString().slice(0, 10));
+  }
+  return days;
+}
+
+/** The overview of [from, to); the caller has checked the site and the range. */
+export async function buildSiteOverview(
+  store: Store,
+  siteId: string,
+  from: number,
+  to: number,
+): Promise<SiteOverviewView> {
+  const [traffic, visitors, cells, revenue, recentPayments] = await Promise.all([
+    store.trafficByDay(siteId, from, to),
+    store.newVisitorCounts(siteId, from, to),
+    store.revenueCells(siteId, from, to),
+    store.revenueByChannel(siteId, from, to),
+    store.recentPayments(siteId, from, to, RECENT_PAYMENTS),
+  ]);
+  const channels = new Map<string, ChannelOverviewView>();
+  const channel = (name: string) => {
+    const found = channels.get(name);
+    if (found) return found;
+    const made: ChannelOverviewView = { channel: name, newVisitors: 0, revenue: [] };
+    channels.set(name, made);
+    return made;
+  };
+  for (const v of visitors) channel(v.channel).newVisitors += v.visitors;
+  for (const r of revenue) {
+    channel(r.channel).revenue.push({
+      ...r,
+      netMinor: r.grossMinor - r.refundsMinor - r.chargebacksMinor,
+    });
+  }
+  const trafficByDay = new Map(traffic.map((t) => [t.day, t]));
+  const netByDay = new Map<string, Map<string, bigint>>();
+  for (const c of cells) {
+    const m = netByDay.get(c.day) ?? new Map<string, bigint>();
+    add(m, c.currency, net(c));
+    netByDay.set(c.day, m);
+  }
+  return {
+    from,
+    to,
+    newVisitors: visitors.reduce((n, v) => n + v.visitors, 0),
+    channels: [...channels.values()].sort(
+      (a, b) => b.newVisitors - a.newVisitors || (a.channel < b.channel ? -1 : 1),
+    ),
+    days: daysOf(from, to).map((day) => ({
+      day,
+      visitors: trafficByDay.get(day)?.visitors ?? 0,
+      pageviews: trafficByDay.get(day)?.pageviews ?? 0,
+      net: amounts(netByDay.get(day)),
+    })),
+    sources: topLists("source", visitors, cells),
+    campaigns: topLists("campaign", visitors, cells),
+    landingPages: topLists("landingPage", visitors, cells),
+    recentPayments,
+  };
+}
+
+/** The period of a SiteOverview request, checked; both ends are required. */
+export function overviewPeriod(
+  parse: (name: string, value: string) => number,
+  input: { from: string; to: string },
+): { from: number; to: number } {
+  if (input.from === "") throw errors.invalid("from: required");
+  if (input.to === "") throw errors.invalid("to: required");
+  const from = parse("from", input.from);
+  const to = parse("to", input.to);
+  if (to <= from) throw errors.invalid("to: must be after from");
+  if (to - from > OVERVIEW_MAX_DAYS * DAY_MS) {
+    throw errors.invalid(`to: must be at most ${OVERVIEW_MAX_DAYS} days after from`);
+  }
+  return { from, to };
+}

@@ -1,0 +1,75 @@
+/** The site-overview part of the store port: what a dashboard reads for a site and a period. */
+import type { PaymentKind } from "../vocabulary.js";
+import type { PaymentRecord } from "./records.js";
+
+/** One UTC day of a site's traffic. */
+export interface DailyTraffic {
+  /** YYYY-MM-DD (UTC) of the events' `ts`. */
+  day: string;
+  /** Distinct visitor ids with any event that day. */
+  visitors: number;
+  /** Events named `pageview` that day. */
+  pageviews: number;
+}
+
+/** First touches recorded in a period, counted per first-touch dimension. */
+export interface NewVisitorCount {
+  channel: string;
+  source?: string;
+  campaign?: string;
+  landingPage: string;
+  visitors: number;
+}
+
+/** Succeeded payments of one UTC day, currency and first touch, summed by kind. */
+export interface RevenueCell {
+  /** YYYY-MM-DD (UTC) of `paid_at`. */
+  day: string;
+  currency: string;
+  /** The first-touch channel, or `unattributed`. */
+  channel: string;
+  source?: string;
+  campaign?: string;
+  landingPage?: string;
+  grossMinor: bigint;
+  refundsMinor: bigint;
+  chargebacksMinor: bigint;
+}
+
+/** A succeeded payment as a list shows it. */
+export interface PaymentSummary {
+  paymentId: string;
+  customerId: string;
+  currency: string;
+  amountMinor: number;
+  kind: PaymentKind;
+  paidAt: number;
+  /** The first-touch channel, or `unattributed`. */
+  channel: string;
+  source?: string;
+  campaign?: string;
+  landingPage?: string;
+}
+
+/**
+ * The site-overview part of the store port. Periods are [from, to) in Unix
+ * milliseconds. These read the stored rows directly; daily rollups kept by the
+ * ingestion's group commit are a later step (docs/dashboard.md).
+ */
+export interface StoreOverviewPart {
+  /** Visitors and pageviews per UTC day of events with `ts` in the period; days without events are absent. */
+  trafficByDay(siteId: string, from: number, to: number): Promise<DailyTraffic[]>;
+  /** First touches with `ts` in the period, grouped by channel, source, campaign and landing page. */
+  newVisitorCounts(siteId: string, from: number, to: number): Promise<NewVisitorCount[]>;
+  /** Succeeded payments with `paid_at` in the period, grouped by day, currency and first touch. */
+  revenueCells(siteId: string, from: number, to: number): Promise<RevenueCell[]>;
+  /** The `limit` most recent succeeded payments of the period, newest first (ties: payment id, descending). */
+  recentPayments(
+    siteId: string,
+    from: number,
+    to: number,
+    limit: number,
+  ): Promise<PaymentSummary[]>;
+  /** A customer's `limit` most recent payments of any status, newest first (ties: payment id, descending). */
+  customerPayments(siteId: string, customerId: string, limit: number): Promise<PaymentRecord[]>;
+}

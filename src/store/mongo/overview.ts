@@ -1,0 +1,160 @@
+/** The site-overview reads in MongoDB: aggregations over one site's documents of a period. */
+import type { Document } from "mongodb";
+import { UNATTRIBUTED } from "../../domain/vocabulary.js";
+import type { StoreOverviewPart } from "../port.js";
+import { toBigInt } from "./attribution.js";
+import { opt, toDate, toNumber } from "./documents.js";
+import { paymentFromDoc } from "./payments.js";
+import type { Collections } from "./schema.js";
+
+/** Sums stay Long (exact), never doubles. */
+const EXACT = { promoteLongs: false } as const;
+
+/** The UTC day of a date field, as YYYY-MM-DD. */
+const day = (field: string) => ({ $dateToString: { format: "%Y-%m-%d", date: field } });
+
+const amountIf = (kind: string) => ({
+  $sum: { $cond: [{ $eq: ["$kind", kind] }, "$amount_minor", 0] },
+});
+
+const count = (v: unknown) => Number(toBigInt(v));
+
+export function createMongoOverview(c: Collections): StoreOverviewPart {
+  return {
+    async trafficByDay(siteId, from, to) {
+      const range = { $gte: toDate(from), $lt: toDate(to) };
+      // Every bucket of the site is unpacked: events are bucketed by insertion
+      // hour, not by ts. Daily rollups replace this scan later (docs/dashboard.md).
+      const rows = await c.events
+        .aggregate([
+          { $match: { site_id: siteId } },
+          { $unwind: "$events" },
+          { $match: { "events.ts": range } },
+          {
+            $group: {
+              _id: { day: day("$events.ts"), visitor: "$events.visitor_id" },
+              pageviews: { $sum: { $cond: [{ $eq: ["$events.name", "pageview"] }, 1, 0] } },
+            },
+          },
+          {
+            $group: { _id: "$_id.day", visitors: { $sum: 1 }, pageviews: { $sum: "$pageviews" } },
+          },
+          { $sort: { _id: 1 } },
+        ])
+        .toArray();
+      return rows.map((r) => ({
+        day: r._id as string,
+        visitors: count(r.visitors),
+        pageviews: count(r.pageviews),
+      }));
+    },
+
+    async newVisitorCounts(siteId, from, to) {
+      const rows = await c.touches
+        .aggregate([
+          { $match: { site_id: siteId, ts: { $gte: toDate(from), $lt: toDate(to) } } },
+          {
+            $group: {
+              _id: {
+                channel: "$channel",
+                source: "$source",
+                campaign: "$campaign",
+                landing_page: "$landing_page",
+              },
+              visitors: { $sum: 1 },
+            },
+          },
+        ])
+        .toArray();
+      return rows.map((r) => {
+        const k = r._id as Document;
+        return {
+          channel: k.channel as string,
+          source: opt(k.source as string | undefined),
+          campaign: opt(k.campaign as string | undefined),
+          landingPage: k.landing_page as string,
+          visitors: count(r.visitors),
+        };
+      });
+    },
+
+    async revenueCells(siteId, from, to) {
+      const rows = await c.payments
+        .aggregate(
+          [
+            {
+              $match: {
+                site_id: siteId,
+                status: "succeeded",
+                paid_at: { $gte: toDate(from), $lt: toDate(to) },
+              },
+            },
+            {
+              $group: {
+                _id: {
+                  day: day("$paid_at"),
+                  currency: "$currency",
+                  channel: { $ifNull: ["$channel", UNATTRIBUTED] },
+                  source: "$attribution.source",
+                  campaign: "$attribution.campaign",
+                  landing_page: "$attribution.landing_page",
+                },
+                gross: amountIf("charge"),
+                refunds: amountIf("refund"),
+                chargebacks: amountIf("chargeback"),
+              },
+            },
+          ],
+          EXACT,
+        )
+        .toArray();
+      return rows.map((r) => {
+        const k = r._id as Document;
+        return {
+          day: k.day as string,
+          currency: k.currency as string,
+          channel: k.channel as string,
+          source: opt(k.source as string | undefined),
+          campaign: opt(k.campaign as string | undefined),
+          landingPage: opt(k.landing_page as string | undefined),
+          grossMinor: toBigInt(r.gross),
+          refundsMinor: toBigInt(r.refunds),
+          chargebacksMinor: toBigInt(r.chargebacks),
+        };
+      });
+    },
+
+    async recentPayments(siteId, from, to, limit) {
+      const docs = await c.payments
+        .find({
+          site_id: siteId,
+          status: "succeeded",
+          paid_at: { $gte: toDate(from), $lt: toDate(to) },
+        })
+        .sort({ paid_at: -1, payment_id: -1 })
+        .limit(limit)
+        .toArray();
+      return docs.map((d) => ({
+        paymentId: d.payment_id,
+        customerId: d.customer_id,
+        currency: d.currency,
+        amountMinor: toNumber(d.amount_minor),
+        kind: d.kind,
+        paidAt: d.paid_at.getTime(),
+        channel: d.channel ?? UNATTRIBUTED,
+        source: opt(d.attribution?.source),
+        campaign: opt(d.attribution?.campaign),
+        landingPage: opt(d.attribution?.landing_page),
+      }));
+    },
+
+    async customerPayments(siteId, customerId, limit) {
+      const docs = await c.payments
+        .find({ site_id: siteId, customer_id: customerId })
+        .sort({ paid_at: -1, payment_id: -1 })
+        .limit(limit)
+        .toArray();
+      return docs.map(paymentFromDoc);
+    },
+  };
+}
