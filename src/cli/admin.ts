@@ -14,7 +14,7 @@ import { systemClock } from "../domain/clock.js";
 import { createErasure, type ErasureAudit, erasureAuditFields } from "../domain/erasure.js";
 import { DomainError } from "../domain/errors.js";
 import { KEY_PREFIX } from "../domain/keys.js";
-import { PLANS, PROVIDERS, ROLES, SCOPES } from "../domain/vocabulary.js";
+import { PLANS, PROVIDERS, ROLES, WRITE_SCOPES } from "../domain/vocabulary.js";
 import { httpErrorOf } from "../edge/http-errors.js";
 import { type MigrationReport, openStore } from "../store/open-store.js";
 import { backupSqlite, CopyRefusedError, restoreSqlite } from "../store/sqlite/backup.js";
@@ -35,8 +35,8 @@ const COMMANDS = {
     "Creates a site; events must come from one of its hostnames.",
   ],
   "key create": [
-    `--site ID --name N --scopes ${SCOPES.join(",")} --as USER_ID`,
-    "Creates an API key (Scale plan; owner or admin). The key is printed this once.",
+    `--site ID --name N --scopes ${WRITE_SCOPES.join(",")}|reports --as USER_ID`,
+    "Creates an API key (Scale plan; owner or admin). The key is printed this once. A reports key reads ReportsService and the dashboard for its site only.",
   ],
   "key list": ["--site ID", "Lists a site's keys, without their secrets."],
   "key delete": [
@@ -433,7 +433,7 @@ async function demo(
   const { key } = await admin.createKey({
     siteId,
     name: "demo",
-    scopes: [...SCOPES],
+    scopes: [...WRITE_SCOPES],
     actorUserId: ownerUserId,
   });
   return { KEY: key, SITE: siteId, ADMIN_TOKEN: adminToken ?? randomBytes(24).toString("hex") };

@@ -171,7 +171,13 @@ export function createAdmin(deps: { store: Store; clock: Clock }) {
       }
       const scopes = [...new Set(input.scopes.map((s) => s.trim()).filter(Boolean))];
       if (scopes.length === 0 || !scopes.every((s) => isOneOf(SCOPES, s))) {
-        throw invalid("scopes must be events, payments or both");
+        throw invalid("scopes must be events, payments or both, or reports");
+      }
+      // A read-only key stays read-only: a leaked reports key can never write.
+      if (scopes.includes("reports") && scopes.length > 1) {
+        throw invalid(
+          "the reports scope is read-only and cannot be combined with events or payments",
+        );
       }
       const site = await siteOf(input.siteId);
       const account = await accountOf(site.accountId);

@@ -20,7 +20,14 @@ export type Role = (typeof ROLES)[number];
 export const KEY_MANAGERS: readonly Role[] = ["owner", "admin"];
 
 /** What an API key may be used for. */
-export const SCOPES = ["events", "payments"] as const;
+/** The scopes that write: each public write endpoint needs one. */
+export const WRITE_SCOPES = ["events", "payments"] as const;
+/**
+ * Every key scope: the write scopes and `reports`, read-only access to
+ * ReportsService (and the dashboard) for the key's own site. `reports` is
+ * never combined with a write scope (src/domain/admin.ts).
+ */
+export const SCOPES = [...WRITE_SCOPES, "reports"] as const;
 export type Scope = (typeof SCOPES)[number];
 
 /** How a customer is linked to a visitor, strongest first: the index is the rank. */

@@ -1,5 +1,5 @@
 /**
- * AdminService and ReportsService answer only callers with
+ * AdminService answers only callers with
  * `Authorization: Bearer <ADMIN_TOKEN>`: one interceptor checks every call to
  * them before its handler runs and puts the principal in the call's context
  * values, so no handler checks for itself.

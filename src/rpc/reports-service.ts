@@ -1,4 +1,4 @@
-/** ReportsService: internal reads, behind ADMIN_TOKEN (src/rpc/admin-auth.ts). */
+/** ReportsService: reads, behind ADMIN_TOKEN or a site's reports key (src/rpc/reports-auth.ts). */
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { ReportsService } from "../../gen/ingest/v1/reports_pb.js";
 import { formatMinorUnits } from "../domain/payments/money.js";

@@ -39,6 +39,7 @@ import type { Erasure } from "../domain/erasure.js";
 import type { EventsApp } from "../domain/events/events-app.js";
 import type { PaymentsApp } from "../domain/payments/payments-app.js";
 import type { Reports } from "../domain/reports.js";
+import { createReportsAccess } from "../domain/reports-access.js";
 import { BODY_LIMITS, DEFAULT_BODY_LIMIT } from "../edge/body-limits.js";
 import { doorErrors } from "../edge/door-errors.js";
 import { fromFastifyError } from "../edge/fastify-errors.js";
@@ -55,6 +56,7 @@ import { createHealthService } from "./health-service.js";
 import { createOutcomeInterceptor, logRequestKey } from "./log-outcome.js";
 import { createPaymentsService } from "./payments-service.js";
 import { createReflectionServices } from "./reflection-service.js";
+import { createReportsAuthInterceptor } from "./reports-auth.js";
 import { createReportsService } from "./reports-service.js";
 import { answerRpcError } from "./rpc-protocol.js";
 
@@ -108,7 +110,11 @@ export const rpcDoor: FastifyPluginAsync<RpcDoorOptions> = async (scope, options
       createOutcomeInterceptor(),
       metrics.rpcInterceptor,
       createErrorInterceptor((err) => scope.log.error({ err: scrub(err) }, "rpc failed")),
-      createAdminAuthInterceptor(config.adminToken, [AdminService, ReportsService]),
+      createAdminAuthInterceptor(config.adminToken, [AdminService]),
+      createReportsAuthInterceptor(
+        createReportsAccess({ adminToken: config.adminToken, auth }),
+        ReportsService,
+      ),
     ],
     jsonOptions: { ignoreUnknownFields: false },
     readMaxBytes: 64 * 1024,

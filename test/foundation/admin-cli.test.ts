@@ -99,6 +99,42 @@ describe("admin CLI", () => {
     expect((await cli("key", "list", "--site", siteId)).json).toEqual([]);
   });
 
+  it("creates a read-only reports key and refuses one that would also write", async () => {
+    const created = await cli(
+      "key",
+      "create",
+      "--site",
+      siteId,
+      "--name",
+      "dashboard",
+      "--scopes",
+      "reports",
+      "--as",
+      ownerUserId,
+    );
+    expect(created.exitCode).toBe(0);
+    const { key_id } = created.json as { key_id: string };
+    const listed = (await cli("key", "list", "--site", siteId)).json as { scopes: string[] }[];
+    expect(listed.map((k) => k.scopes)).toEqual([["reports"]]);
+    const mixed = await cli(
+      "key",
+      "create",
+      "--site",
+      siteId,
+      "--name",
+      "mixed",
+      "--scopes",
+      "reports,events",
+      "--as",
+      ownerUserId,
+    );
+    expect(mixed.exitCode).not.toBe(0);
+    expect(mixed.stderr).toContain(
+      "the reports scope is read-only and cannot be combined with events or payments",
+    );
+    await cli("key", "delete", "--key", key_id, "--as", ownerUserId);
+  });
+
   it("refuses key creation to a plain member, saying why", async () => {
     const member = await cli(
       "member",
