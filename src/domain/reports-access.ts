@@ -18,9 +18,13 @@ export interface ReportsAccess {
    * Checks an `Authorization` header for a read of `siteId`. A bearer token
    * with the API-key prefix is a key (401 when unknown or revoked, 403 without
    * the `reports` scope or for another site); anything else is checked
-   * against ADMIN_TOKEN, as AdminService does.
+   * against ADMIN_TOKEN, as AdminService does. `siteId` is undefined for a
+   * call that names no site (GetAccess): a key then reads only what it is.
    */
-  authorize(header: string | null | undefined, siteId: string): Promise<ReportsPrincipal>;
+  authorize(
+    header: string | null | undefined,
+    siteId: string | undefined,
+  ): Promise<ReportsPrincipal>;
 }
 
 const ADMIN: ReportsPrincipal = { kind: "admin_token" };
@@ -37,7 +41,7 @@ export function createReportsAccess(deps: {
       // with ADMIN_TOKEN and the operator's token never reaches the key store.
       if (bearerToken(header)?.startsWith(KEY_PREFIX)) {
         const key = await auth.authenticate(header, "reports");
-        if (key.siteId !== siteId) throw errors.foreignSite();
+        if (siteId !== undefined && key.siteId !== siteId) throw errors.foreignSite();
         return { kind: "reports_key", keyId: key.id, siteId: key.siteId };
       }
       checkAdminToken(adminToken, header);

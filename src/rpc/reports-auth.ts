@@ -15,8 +15,9 @@ export const reportsPrincipalKey = createContextKey<ReportsPrincipal | undefined
 
 /**
  * The interceptor: calls to `service` need `access`, others pass. Every
- * method of ReportsService is unary and names its site in `site_id`. Place
- * it inside the error interceptor, which turns its refusals into ConnectErrors.
+ * method of ReportsService is unary and names its site in `site_id`, but
+ * GetAccess, which names none. Place it inside the error interceptor, which
+ * turns its refusals into ConnectErrors.
  */
 export function createReportsAuthInterceptor(
   access: ReportsAccess,
@@ -24,8 +25,13 @@ export function createReportsAuthInterceptor(
 ): Interceptor {
   return (next) => async (req) => {
     if (req.service.typeName !== service.typeName) return next(req);
-    // A streaming call has no message yet: no site, so a key is refused.
-    const siteId = req.stream ? "" : String((req.message as { siteId?: unknown }).siteId ?? "");
+    const names = req.method.input.fields.some((f) => f.name === "site_id");
+    // A streaming call has no message yet: an empty site, so a key is refused.
+    const siteId = !names
+      ? undefined
+      : req.stream
+        ? ""
+        : String((req.message as { siteId?: unknown }).siteId);
     const principal = await access.authorize(req.header.get("authorization"), siteId);
     req.contextValues.set(reportsPrincipalKey, principal);
     return next(req);

@@ -6,6 +6,7 @@ import type { CustomerView, MrrView, Reports, RevenueView } from "../domain/repo
 import type { TopEntryView } from "../domain/site-overview.js";
 import type { PaymentRecord } from "../domain/store/store.js";
 import { UNATTRIBUTED } from "../domain/vocabulary.js";
+import { reportsPrincipalKey } from "./reports-auth.js";
 import { toStoredEvent } from "./stored-event.js";
 
 const iso = (ms: number) => new Date(ms).toISOString();
@@ -202,6 +203,14 @@ export function createReportsService(deps: {
         at: iso(v.at),
         rows: v.rows.map(currencyMrr),
       };
+    },
+    async getAccess(_req, ctx) {
+      // The interceptor authorized the call, so the principal is there.
+      const principal = ctx.values.get(reportsPrincipalKey);
+      if (!principal) throw new Error("GetAccess ran without an authorized principal");
+      return principal.kind === "reports_key"
+        ? { kind: principal.kind, siteId: principal.siteId }
+        : { kind: principal.kind, siteId: "" };
     },
   };
 }

@@ -66,7 +66,8 @@ describe("gRPC reflection and health", () => {
       expect(listed).toContain("ingest.v1.AdminService/CreateConnector");
       expect(listed).toContain("ingest.v1.ReportsService/SiteOverview");
       expect(listed).toContain("ingest.v1.ReportsService/CustomerJourney");
-      expect(listed).toHaveLength(27);
+      expect(listed).toContain("ingest.v1.ReportsService/GetAccess");
+      expect(listed).toHaveLength(28);
     });
 
     it(`buf curl records a payment over ${name} with the schema from reflection`, async () => {

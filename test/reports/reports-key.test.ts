@@ -138,6 +138,26 @@ describe("a reports key", () => {
     });
   });
 
+  it("GetAccess tells a key's holder its site, and the operator that it reads every site", async () => {
+    const reports = ctx.client(ReportsService);
+    expect(await reports.getAccess({}, bearer(reportsKey))).toMatchObject({
+      kind: "reports_key",
+      siteId: ctx.siteId,
+    });
+    expect(await reports.getAccess({}, { headers: ctx.adminHeaders })).toMatchObject({
+      kind: "admin_token",
+      siteId: "",
+    });
+    expect(await rpcError(reports.getAccess({}, bearer(ctx.key)))).toMatchObject({
+      code: "permission_denied",
+      message: "API key lacks the reports scope",
+    });
+    expect(await rpcError(reports.getAccess({}, bearer("not-the-token")))).toMatchObject({
+      code: "unauthenticated",
+      message: "missing or invalid admin token",
+    });
+  });
+
   it("leaves ADMIN_TOKEN reading every site", async () => {
     const res = await ctx
       .client(ReportsService)

@@ -207,7 +207,8 @@ export type CreateKeyRequest = Message<"ingest.v1.CreateKeyRequest"> & {
   name: string;
 
   /**
-   * events, payments or both.
+   * events, payments or both; or reports alone (read-only: ReportsService
+   * and the dashboard, for this site only).
    *
    * @generated from field: repeated string scopes = 3;
    */
