@@ -50,8 +50,17 @@ export function isAuthError(err: unknown): boolean {
 /** A sentence for the page about a failed call. */
 export function describeError(err: unknown): string {
   const e = ConnectError.from(err);
+  if (e.code === Code.Unauthenticated && e.rawMessage === "unknown or revoked API key") {
+    return "This key was not accepted: it is unknown or has been revoked. Ask an owner or admin of the site for a new reports key.";
+  }
+  if (e.code === Code.PermissionDenied && e.rawMessage === "api key does not belong to this site") {
+    return "This key reads another site only: sign in again with the site id left empty to open its own site.";
+  }
+  if (e.code === Code.PermissionDenied && e.rawMessage === "API key lacks the reports scope") {
+    return "This key cannot read reports: only a key with the reports scope can (a key that sends events or payments cannot).";
+  }
   if (e.code === Code.Unauthenticated || e.code === Code.PermissionDenied) {
-    return "This token was not accepted: check it (the service's ADMIN_TOKEN) and sign in again.";
+    return "This token was not accepted: check it (a reports key or the service's ADMIN_TOKEN) and sign in again.";
   }
   if (e.code === Code.NotFound) return `Not found: ${e.rawMessage}`;
   if (e.code === Code.InvalidArgument) return `The request was refused: ${e.rawMessage}`;

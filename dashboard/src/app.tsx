@@ -84,6 +84,31 @@ export function App() {
     };
   }, [token, view, signOut]);
 
+  // Signed in without a site (a reports key, or a reload of a bare /dashboard):
+  // ask the service which site the token reads and open it.
+  useEffect(() => {
+    const c = client.current;
+    if (!token || !c || view.site) return;
+    let current = true;
+    c.getAccess({}).then(
+      (access) => {
+        if (!current) return;
+        if (access.kind === "reports_key") {
+          navigate({ ...view, site: access.siteId });
+        } else {
+          setSignInError("Enter a site id: the admin token reads every site.");
+          storeToken(undefined);
+          client.current = undefined;
+          setToken(undefined);
+        }
+      },
+      (err: unknown) => current && signOut(describeError(err)),
+    );
+    return () => {
+      current = false;
+    };
+  }, [token, view, navigate, signOut]);
+
   if (!token || !view.site) {
     return (
       <SignIn
@@ -94,7 +119,7 @@ export function App() {
           client.current = reportsClient(t);
           setSignInError(undefined);
           setToken(t);
-          navigate({ ...view, site });
+          if (site) navigate({ ...view, site });
         }}
       />
     );

@@ -1,4 +1,7 @@
-/** The sign-in screen: a token (the service's ADMIN_TOKEN) and a site id. */
+/**
+ * The sign-in screen: a token (the service's ADMIN_TOKEN or a site's reports
+ * key) and a site id, which a reports key does not need (it reads its own site).
+ */
 import { useState } from "preact/hooks";
 
 export function SignIn(props: {
@@ -11,7 +14,11 @@ export function SignIn(props: {
   return (
     <main class="sign-in">
       <h1>Revenue dashboard</h1>
-      <p>Sign in with the service's admin token. It is kept in this tab only (sessionStorage).</p>
+      <p>
+        Sign in with a reports key of your site (<code>mk_live_…</code>, created by an owner or
+        admin with the <code>reports</code> scope) or the service's admin token. It is kept in this
+        tab only (sessionStorage).
+      </p>
       <form
         onSubmit={(e) => {
           e.preventDefault();
@@ -32,10 +39,13 @@ export function SignIn(props: {
         <input
           id="site"
           name="site"
-          required
+          aria-describedby="site-hint"
           value={site}
           onInput={(e) => setSite(e.currentTarget.value)}
         />
+        <p class="hint" id="site-hint">
+          Optional with a reports key: it opens its own site. Required with the admin token.
+        </p>
         {props.error && (
           <p class="error" role="alert" id="sign-in-error">
             {props.error}

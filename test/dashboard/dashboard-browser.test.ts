@@ -273,11 +273,57 @@ describe("the dashboard in Chromium", () => {
     const alert = page.getByRole("alert");
     await alert.waitFor();
     await expect(alert.textContent()).resolves.toBe(
-      "This token was not accepted: check it (the service's ADMIN_TOKEN) and sign in again.",
+      "This token was not accepted: check it (a reports key or the service's ADMIN_TOKEN) and sign in again.",
     );
     await expect(page.getByLabel("Token").count()).resolves.toBe(1);
     expect(await page.evaluate(() => sessionStorage.getItem("ingest.dashboard.token"))).toBeNull();
     await page.screenshot({ path: join(ARTIFACTS, "wrong-token.png") });
+  });
+
+  it("signs in with a reports key and no site id: it opens the key's own site", async () => {
+    const key = await ctx.keyWith(["reports"]);
+    const page = await open("/dashboard?period=7d");
+    await signIn(page, key);
+    const table = await channelTable(page);
+    expect(new URL(page.url()).search).toBe(`?site=${ctx.siteId}&period=7d`);
+    const overview = await reports().siteOverview(
+      { siteId: ctx.siteId, ...last7Days() },
+      { headers: { authorization: `Bearer ${key}` } },
+    );
+    expect(table.map((row) => row[0])).toEqual(
+      overview.channels.flatMap((c) => Array(Math.max(c.revenue.length, 1)).fill(c.channel)),
+    );
+    await page.screenshot({ path: join(ARTIFACTS, "reports-key.png") });
+  });
+
+  it("says a revoked reports key was revoked and forgets it", async () => {
+    const { key, keyId } = await ctx.server.admin.createKey({
+      siteId: ctx.siteId,
+      name: "revoked",
+      scopes: ["reports"],
+      actorUserId: ctx.tenant.ownerUserId,
+    });
+    await ctx.server.admin.deleteKey({ keyId, actorUserId: ctx.tenant.ownerUserId });
+    const page = await open("/dashboard?period=30d");
+    await signIn(page, key);
+    const alert = page.getByRole("alert");
+    await alert.waitFor();
+    await expect(alert.textContent()).resolves.toBe(
+      "This key was not accepted: it is unknown or has been revoked. Ask an owner or admin of the site for a new reports key.",
+    );
+    expect(await page.evaluate(() => sessionStorage.getItem("ingest.dashboard.token"))).toBeNull();
+    await page.screenshot({ path: join(ARTIFACTS, "revoked-key.png") });
+  });
+
+  it("says a reports key of another site reads only its own", async () => {
+    const other = await createTenant(ctx.server, { scopes: ["reports"] });
+    const page = await open(`/dashboard?site=${ctx.siteId}&period=30d`);
+    await signIn(page, other.key);
+    const alert = page.getByRole("alert");
+    await alert.waitFor();
+    await expect(alert.textContent()).resolves.toBe(
+      "This key reads another site only: sign in again with the site id left empty to open its own site.",
+    );
   });
 
   it("tells a site without data what to do next", async () => {
