@@ -6,7 +6,7 @@ import type { CustomerView, MrrView, Reports, RevenueView } from "../domain/repo
 import type { TopEntryView } from "../domain/site-overview.js";
 import type { PaymentRecord } from "../domain/store/store.js";
 import { UNATTRIBUTED } from "../domain/vocabulary.js";
-import { toStoredEvent } from "./stored-event.js";
+import { toStoredEvent } from "../edge/stored-event.js";
 
 const iso = (ms: number) => new Date(ms).toISOString();
 const money = (minor: number | bigint, currency: string) => ({
@@ -126,6 +126,13 @@ export function createReportsService(deps: {
         events: page.events.map(toStoredEvent),
         nextPageToken: page.nextPageToken,
       };
+    },
+    async *exportEvents(req) {
+      const pages = await reports.exportEvents({ siteId: req.siteId, from: req.from, to: req.to });
+      // Each yield waits until the transport has taken the message: the
+      // next page is read only then. A cancelled call ends this loop, which
+      // returns the pages' iterator and so stops the reads.
+      for await (const events of pages) yield { events: events.map(toStoredEvent) };
     },
     async getPayment(req) {
       const p = await reports.getPayment({ siteId: req.siteId, paymentId: req.paymentId });
