@@ -7,7 +7,7 @@
 import { request } from "node:http";
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
-import { create, toJsonString } from "@bufbuild/protobuf";
+import { toJsonString } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
 import { ReportsService, StoredEventSchema } from "../../gen/ingest/v1/reports_pb.js";
 import { EXPORT_PAGE } from "../../src/domain/reports.js";
