@@ -9,6 +9,7 @@ import type {
   CustomerRecord,
   CustomerVisitorLink,
   EventRecord,
+  PaymentPosition,
   PaymentRecord,
   RevenueRow,
   Store,
@@ -205,6 +206,39 @@ export function createReports(deps: { store: Store; clock: Clock }) {
           if (page.events.length > 0) yield page.events;
           before = page.next;
         } while (before !== undefined);
+      })();
+    },
+
+    /**
+     * Every payment of a site with `paidAt` in [from, to) (RFC 3339; empty:
+     * unbounded), oldest first by (paidAt, paymentId), as pages of at most
+     * EXPORT_PAGE payments read one at a time as the consumer asks (see
+     * exportEvents). The request is checked before anything is read.
+     */
+    async exportPayments(input: {
+      siteId: string;
+      from?: string;
+      to?: string;
+    }): Promise<AsyncGenerator<PaymentRecord[], void, undefined>> {
+      const from = timeField("from", input.from ?? "", 0);
+      const to = timeField("to", input.to ?? "", Number.MAX_SAFE_INTEGER);
+      if (to < from) throw errors.invalid("to: must not be before from");
+      if (!(await store.getSite(input.siteId))) {
+        throw errors.siteNotFound(input.siteId);
+      }
+      const siteId = input.siteId;
+      return (async function* pages() {
+        let after: PaymentPosition | undefined;
+        do {
+          const page = await store.pagePayments(siteId, {
+            from,
+            to,
+            limit: EXPORT_PAGE,
+            ...(after === undefined ? {} : { after }),
+          });
+          if (page.payments.length > 0) yield page.payments;
+          after = page.next;
+        } while (after !== undefined);
       })();
     },
 

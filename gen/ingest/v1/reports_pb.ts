@@ -11,7 +11,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file ingest/v1/reports.proto.
  */
 export const file_ingest_v1_reports: GenFile = /*@__PURE__*/
-  fileDesc("Chdpbmdlc3QvdjEvcmVwb3J0cy5wcm90bxIJaW5nZXN0LnYxIkAKE0V4cG9ydEV2ZW50c1JlcXVlc3QSDwoHc2l0ZV9pZBgBIAEoCRIMCgRmcm9tGAIgASgJEgoKAnRvGAMgASgJIj4KFEV4cG9ydEV2ZW50c1Jlc3BvbnNlEiYKBmV2ZW50cxgBIAMoCzIWLmluZ2VzdC52MS5TdG9yZWRFdmVudCJhChFMaXN0RXZlbnRzUmVxdWVzdBIPCgdzaXRlX2lkGAEgASgJEg0KBWxpbWl0GAIgASgFEgwKBGZyb20YAyABKAkSCgoCdG8YBCABKAkSEgoKcGFnZV90b2tlbhgFIAEoCSKaBgoLU3RvcmVkRXZlbnQSDAoEbmFtZRgBIAEoCRILCgN1cmwYAiABKAkSFQoIcmVmZXJyZXIYAyABKAlIAIgBARISCgV0aXRsZRgEIAEoCUgBiAEBEhIKBXdpZHRoGAUgASgFSAKIAQESFQoIbGFuZ3VhZ2UYBiABKAlIA4gBARImCgVwcm9wcxgHIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSCgoCdHMYCCABKAMSEwoLcmVjZWl2ZWRfYXQYCSABKAMSEgoKdmlzaXRvcl9pZBgKIAEoCRIUCgd1c2VyX2lkGAsgASgJSASIAQESFAoHY291bnRyeRgMIAEoCUgFiAEBEhQKB2Jyb3dzZXIYDSABKAlIBogBARIPCgJvcxgOIAEoCUgHiAEBEhMKBmRldmljZRgPIAEoCUgIiAEBEhoKDXJlZmVycmVyX2hvc3QYECABKAlICYgBARIXCgp1dG1fc291cmNlGBEgASgJSAqIAQESFwoKdXRtX21lZGl1bRgSIAEoCUgLiAEBEhkKDHV0bV9jYW1wYWlnbhgTIAEoCUgMiAEBEhUKCHV0bV90ZXJtGBQgASgJSA2IAQESGAoLdXRtX2NvbnRlbnQYFSABKAlIDogBARI3CgljbGlja19pZHMYFiADKAsyJC5pbmdlc3QudjEuU3RvcmVkRXZlbnQuQ2xpY2tJZHNFbnRyeRIPCgdzaXRlX2lkGBcgASgJGi8KDUNsaWNrSWRzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4AUILCglfcmVmZXJyZXJCCAoGX3RpdGxlQggKBl93aWR0aEILCglfbGFuZ3VhZ2VCCgoIX3VzZXJfaWRCCgoIX2NvdW50cnlCCgoIX2Jyb3dzZXJCBQoDX29zQgkKB19kZXZpY2VCEAoOX3JlZmVycmVyX2hvc3RCDQoLX3V0bV9zb3VyY2VCDQoLX3V0bV9tZWRpdW1CDwoNX3V0bV9jYW1wYWlnbkILCglfdXRtX3Rlcm1CDgoMX3V0bV9jb250ZW50IlUKEkxpc3RFdmVudHNSZXNwb25zZRImCgZldmVudHMYASADKAsyFi5pbmdlc3QudjEuU3RvcmVkRXZlbnQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIjgKEUdldFBheW1lbnRSZXF1ZXN0Eg8KB3NpdGVfaWQYASABKAkSEgoKcGF5bWVudF9pZBgCIAEoCSI/CgVNb25leRIQCghjdXJyZW5jeRgBIAEoCRITCgttaW5vcl91bml0cxgCIAEoAxIPCgdkZWNpbWFsGAMgASgJIt4DCg1TdG9yZWRQYXltZW50Eg8KB3NpdGVfaWQYASABKAkSEgoKcGF5bWVudF9pZBgCIAEoCRITCgtjdXN0b21lcl9pZBgDIAEoCRIgCgZhbW91bnQYBCABKAsyEC5pbmdlc3QudjEuTW9uZXkSIgoDZmVlGAUgASgLMhAuaW5nZXN0LnYxLk1vbmV5SACIAQESDAoEa2luZBgGIAEoCRIOCgZzdGF0dXMYByABKAkSDwoHcGFpZF9hdBgIIAEoCRI4CghtZXRhZGF0YRgJIAMoCzImLmluZ2VzdC52MS5TdG9yZWRQYXltZW50Lk1ldGFkYXRhRW50cnkSHAoPc3Vic2NyaXB0aW9uX2lkGAogASgJSAGIAQESEgoKY3JlYXRlZF9hdBgLIAEoCRISCgp1cGRhdGVkX2F0GAwgASgJEg8KB2NoYW5uZWwYDSABKAkSMAoLYXR0cmlidXRpb24YDiABKAsyFi5pbmdlc3QudjEuQXR0cmlidXRpb25IAogBARovCg1NZXRhZGF0YUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAFCBgoEX2ZlZUISChBfc3Vic2NyaXB0aW9uX2lkQg4KDF9hdHRyaWJ1dGlvbiLOAQoLQXR0cmlidXRpb24SDwoHY2hhbm5lbBgBIAEoCRITCgZzb3VyY2UYAiABKAlIAIgBARITCgZtZWRpdW0YAyABKAlIAYgBARIVCghjYW1wYWlnbhgEIAEoCUgCiAEBEhQKDGxhbmRpbmdfcGFnZRgFIAEoCRISCgp2aXNpdG9yX2lkGAYgASgJEgwKBGxpbmsYByABKAkSEgoKdG91Y2hlZF9hdBgIIAEoCUIJCgdfc291cmNlQgkKB19tZWRpdW1CCwoJX2NhbXBhaWduIj8KEkdldFBheW1lbnRSZXNwb25zZRIpCgdwYXltZW50GAEgASgLMhguaW5nZXN0LnYxLlN0b3JlZFBheW1lbnQiOgoSR2V0Q3VzdG9tZXJSZXF1ZXN0Eg8KB3NpdGVfaWQYASABKAkSEwoLY3VzdG9tZXJfaWQYAiABKAki8AIKDlN0b3JlZEN1c3RvbWVyEg8KB3NpdGVfaWQYASABKAkSEwoLY3VzdG9tZXJfaWQYAiABKAkSEgoFZW1haWwYAyABKAlIAIgBARIUCgd1c2VyX2lkGAQgASgJSAGIAQESEQoEbmFtZRgFIAEoCUgCiAEBEhQKB2NvdW50cnkYBiABKAlIA4gBARIXCgp2aXNpdG9yX2lkGAcgASgJSASIAQESOQoIbWV0YWRhdGEYCCADKAsyJy5pbmdlc3QudjEuU3RvcmVkQ3VzdG9tZXIuTWV0YWRhdGFFbnRyeRISCgpjcmVhdGVkX2F0GAkgASgJEhIKCnVwZGF0ZWRfYXQYCiABKAkaLwoNTWV0YWRhdGFFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBQggKBl9lbWFpbEIKCghfdXNlcl9pZEIHCgVfbmFtZUIKCghfY291bnRyeUINCgtfdmlzaXRvcl9pZCKGAQoNTGlua2VkVmlzaXRvchISCgp2aXNpdG9yX2lkGAEgASgJEgwKBGxpbmsYAiABKAkSEQoJbGlua2VkX2F0GAMgASgJEjAKC2ZpcnN0X3RvdWNoGAQgASgLMhYuaW5nZXN0LnYxLkF0dHJpYnV0aW9uSACIAQFCDgoMX2ZpcnN0X3RvdWNoIrABChNHZXRDdXN0b21lclJlc3BvbnNlEisKCGN1c3RvbWVyGAEgASgLMhkuaW5nZXN0LnYxLlN0b3JlZEN1c3RvbWVyEioKCHZpc2l0b3JzGAIgAygLMhguaW5nZXN0LnYxLkxpbmtlZFZpc2l0b3ISMAoLZmlyc3RfdG91Y2gYAyABKAsyFi5pbmdlc3QudjEuQXR0cmlidXRpb25IAIgBAUIOCgxfZmlyc3RfdG91Y2giRAoXUmV2ZW51ZUJ5Q2hhbm5lbFJlcXVlc3QSDwoHc2l0ZV9pZBgBIAEoCRIMCgRmcm9tGAIgASgJEgoKAnRvGAMgASgJIukBCg5DaGFubmVsUmV2ZW51ZRIPCgdjaGFubmVsGAEgASgJEhAKCGN1cnJlbmN5GAIgASgJEh8KBWdyb3NzGAMgASgLMhAuaW5nZXN0LnYxLk1vbmV5EiEKB3JlZnVuZHMYBCABKAsyEC5pbmdlc3QudjEuTW9uZXkSJQoLY2hhcmdlYmFja3MYBSABKAsyEC5pbmdlc3QudjEuTW9uZXkSHQoDbmV0GAYgASgLMhAuaW5nZXN0LnYxLk1vbmV5EhAKCHBheW1lbnRzGAcgASgDEhgKEHBheWluZ19jdXN0b21lcnMYCCABKAMiQwoYUmV2ZW51ZUJ5Q2hhbm5lbFJlc3BvbnNlEicKBHJvd3MYASADKAsyGS5pbmdlc3QudjEuQ2hhbm5lbFJldmVudWUiKQoKTXJyUmVxdWVzdBIPCgdzaXRlX2lkGAEgASgJEgoKAmF0GAIgASgJIlUKC0N1cnJlbmN5TXJyEhAKCGN1cnJlbmN5GAEgASgJEh0KA21ychgCIAEoCzIQLmluZ2VzdC52MS5Nb25leRIVCg1zdWJzY3JpcHRpb25zGAMgASgDIj8KC01yclJlc3BvbnNlEgoKAmF0GAEgASgJEiQKBHJvd3MYAiADKAsyFi5pbmdlc3QudjEuQ3VycmVuY3lNcnIiQAoTU2l0ZU92ZXJ2aWV3UmVxdWVzdBIPCgdzaXRlX2lkGAEgASgJEgwKBGZyb20YAiABKAkSCgoCdG8YAyABKAkiZAoPQ2hhbm5lbE92ZXJ2aWV3Eg8KB2NoYW5uZWwYASABKAkSFAoMbmV3X3Zpc2l0b3JzGAIgASgDEioKB3JldmVudWUYAyADKAsyGS5pbmdlc3QudjEuQ2hhbm5lbFJldmVudWUiZgoLRGF5T3ZlcnZpZXcSCwoDZGF5GAEgASgJEhAKCHZpc2l0b3JzGAIgASgDEhEKCXBhZ2V2aWV3cxgDIAEoAxIlCgtuZXRfcmV2ZW51ZRgEIAMoCzIQLmluZ2VzdC52MS5Nb25leSJWCghUb3BFbnRyeRINCgV2YWx1ZRgBIAEoCRIUCgxuZXdfdmlzaXRvcnMYAiABKAMSJQoLbmV0X3JldmVudWUYAyADKAsyEC5pbmdlc3QudjEuTW9uZXki+gEKDVJlY2VudFBheW1lbnQSEgoKcGF5bWVudF9pZBgBIAEoCRITCgtjdXN0b21lcl9pZBgCIAEoCRIgCgZhbW91bnQYAyABKAsyEC5pbmdlc3QudjEuTW9uZXkSDAoEa2luZBgEIAEoCRIPCgdwYWlkX2F0GAUgASgJEg8KB2NoYW5uZWwYBiABKAkSEwoGc291cmNlGAcgASgJSACIAQESFQoIY2FtcGFpZ24YCCABKAlIAYgBARIZCgxsYW5kaW5nX3BhZ2UYCSABKAlIAogBAUIJCgdfc291cmNlQgsKCV9jYW1wYWlnbkIPCg1fbGFuZGluZ19wYWdlIsMEChRTaXRlT3ZlcnZpZXdSZXNwb25zZRIMCgRmcm9tGAEgASgJEgoKAnRvGAIgASgJEiwKCGNoYW5uZWxzGAMgAygLMhouaW5nZXN0LnYxLkNoYW5uZWxPdmVydmlldxIkCgRkYXlzGAQgAygLMhYuaW5nZXN0LnYxLkRheU92ZXJ2aWV3EjQKF3RvcF9zb3VyY2VzX2J5X3Zpc2l0b3JzGAUgAygLMhMuaW5nZXN0LnYxLlRvcEVudHJ5EjYKGXRvcF9jYW1wYWlnbnNfYnlfdmlzaXRvcnMYBiADKAsyEy5pbmdlc3QudjEuVG9wRW50cnkSOgoddG9wX2xhbmRpbmdfcGFnZXNfYnlfdmlzaXRvcnMYByADKAsyEy5pbmdlc3QudjEuVG9wRW50cnkSMwoWdG9wX3NvdXJjZXNfYnlfcmV2ZW51ZRgIIAMoCzITLmluZ2VzdC52MS5Ub3BFbnRyeRI1Chh0b3BfY2FtcGFpZ25zX2J5X3JldmVudWUYCSADKAsyEy5pbmdlc3QudjEuVG9wRW50cnkSOQocdG9wX2xhbmRpbmdfcGFnZXNfYnlfcmV2ZW51ZRgKIAMoCzITLmluZ2VzdC52MS5Ub3BFbnRyeRIjCgNtcnIYCyADKAsyFi5pbmdlc3QudjEuQ3VycmVuY3lNcnISMQoPcmVjZW50X3BheW1lbnRzGAwgAygLMhguaW5nZXN0LnYxLlJlY2VudFBheW1lbnQSFAoMbmV3X3Zpc2l0b3JzGA0gASgDIj4KFkN1c3RvbWVySm91cm5leVJlcXVlc3QSDwoHc2l0ZV9pZBgBIAEoCRITCgtjdXN0b21lcl9pZBgCIAEoCSLgAQoXQ3VzdG9tZXJKb3VybmV5UmVzcG9uc2USKwoIY3VzdG9tZXIYASABKAsyGS5pbmdlc3QudjEuU3RvcmVkQ3VzdG9tZXISKgoIdmlzaXRvcnMYAiADKAsyGC5pbmdlc3QudjEuTGlua2VkVmlzaXRvchIwCgtmaXJzdF90b3VjaBgDIAEoCzIWLmluZ2VzdC52MS5BdHRyaWJ1dGlvbkgAiAEBEioKCHBheW1lbnRzGAQgAygLMhguaW5nZXN0LnYxLlN0b3JlZFBheW1lbnRCDgoMX2ZpcnN0X3RvdWNoMq0FCg5SZXBvcnRzU2VydmljZRJOCgpMaXN0RXZlbnRzEhwuaW5nZXN0LnYxLkxpc3RFdmVudHNSZXF1ZXN0Gh0uaW5nZXN0LnYxLkxpc3RFdmVudHNSZXNwb25zZSIDkAIBEk4KCkdldFBheW1lbnQSHC5pbmdlc3QudjEuR2V0UGF5bWVudFJlcXVlc3QaHS5pbmdlc3QudjEuR2V0UGF5bWVudFJlc3BvbnNlIgOQAgESUQoLR2V0Q3VzdG9tZXISHS5pbmdlc3QudjEuR2V0Q3VzdG9tZXJSZXF1ZXN0Gh4uaW5nZXN0LnYxLkdldEN1c3RvbWVyUmVzcG9uc2UiA5ACARJgChBSZXZlbnVlQnlDaGFubmVsEiIuaW5nZXN0LnYxLlJldmVudWVCeUNoYW5uZWxSZXF1ZXN0GiMuaW5nZXN0LnYxLlJldmVudWVCeUNoYW5uZWxSZXNwb25zZSIDkAIBEjkKA01ychIVLmluZ2VzdC52MS5NcnJSZXF1ZXN0GhYuaW5nZXN0LnYxLk1yclJlc3BvbnNlIgOQAgESVAoMU2l0ZU92ZXJ2aWV3Eh4uaW5nZXN0LnYxLlNpdGVPdmVydmlld1JlcXVlc3QaHy5pbmdlc3QudjEuU2l0ZU92ZXJ2aWV3UmVzcG9uc2UiA5ACARJdCg9DdXN0b21lckpvdXJuZXkSIS5pbmdlc3QudjEuQ3VzdG9tZXJKb3VybmV5UmVxdWVzdBoiLmluZ2VzdC52MS5DdXN0b21lckpvdXJuZXlSZXNwb25zZSIDkAIBElYKDEV4cG9ydEV2ZW50cxIeLmluZ2VzdC52MS5FeHBvcnRFdmVudHNSZXF1ZXN0Gh8uaW5nZXN0LnYxLkV4cG9ydEV2ZW50c1Jlc3BvbnNlIgOQAgEwAWIGcHJvdG8z", [file_google_protobuf_struct]);
+  fileDesc("Chdpbmdlc3QvdjEvcmVwb3J0cy5wcm90bxIJaW5nZXN0LnYxIkAKE0V4cG9ydEV2ZW50c1JlcXVlc3QSDwoHc2l0ZV9pZBgBIAEoCRIMCgRmcm9tGAIgASgJEgoKAnRvGAMgASgJIj4KFEV4cG9ydEV2ZW50c1Jlc3BvbnNlEiYKBmV2ZW50cxgBIAMoCzIWLmluZ2VzdC52MS5TdG9yZWRFdmVudCJCChVFeHBvcnRQYXltZW50c1JlcXVlc3QSDwoHc2l0ZV9pZBgBIAEoCRIMCgRmcm9tGAIgASgJEgoKAnRvGAMgASgJIkQKFkV4cG9ydFBheW1lbnRzUmVzcG9uc2USKgoIcGF5bWVudHMYASADKAsyGC5pbmdlc3QudjEuU3RvcmVkUGF5bWVudCJhChFMaXN0RXZlbnRzUmVxdWVzdBIPCgdzaXRlX2lkGAEgASgJEg0KBWxpbWl0GAIgASgFEgwKBGZyb20YAyABKAkSCgoCdG8YBCABKAkSEgoKcGFnZV90b2tlbhgFIAEoCSKaBgoLU3RvcmVkRXZlbnQSDAoEbmFtZRgBIAEoCRILCgN1cmwYAiABKAkSFQoIcmVmZXJyZXIYAyABKAlIAIgBARISCgV0aXRsZRgEIAEoCUgBiAEBEhIKBXdpZHRoGAUgASgFSAKIAQESFQoIbGFuZ3VhZ2UYBiABKAlIA4gBARImCgVwcm9wcxgHIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSCgoCdHMYCCABKAMSEwoLcmVjZWl2ZWRfYXQYCSABKAMSEgoKdmlzaXRvcl9pZBgKIAEoCRIUCgd1c2VyX2lkGAsgASgJSASIAQESFAoHY291bnRyeRgMIAEoCUgFiAEBEhQKB2Jyb3dzZXIYDSABKAlIBogBARIPCgJvcxgOIAEoCUgHiAEBEhMKBmRldmljZRgPIAEoCUgIiAEBEhoKDXJlZmVycmVyX2hvc3QYECABKAlICYgBARIXCgp1dG1fc291cmNlGBEgASgJSAqIAQESFwoKdXRtX21lZGl1bRgSIAEoCUgLiAEBEhkKDHV0bV9jYW1wYWlnbhgTIAEoCUgMiAEBEhUKCHV0bV90ZXJtGBQgASgJSA2IAQESGAoLdXRtX2NvbnRlbnQYFSABKAlIDogBARI3CgljbGlja19pZHMYFiADKAsyJC5pbmdlc3QudjEuU3RvcmVkRXZlbnQuQ2xpY2tJZHNFbnRyeRIPCgdzaXRlX2lkGBcgASgJGi8KDUNsaWNrSWRzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4AUILCglfcmVmZXJyZXJCCAoGX3RpdGxlQggKBl93aWR0aEILCglfbGFuZ3VhZ2VCCgoIX3VzZXJfaWRCCgoIX2NvdW50cnlCCgoIX2Jyb3dzZXJCBQoDX29zQgkKB19kZXZpY2VCEAoOX3JlZmVycmVyX2hvc3RCDQoLX3V0bV9zb3VyY2VCDQoLX3V0bV9tZWRpdW1CDwoNX3V0bV9jYW1wYWlnbkILCglfdXRtX3Rlcm1CDgoMX3V0bV9jb250ZW50IlUKEkxpc3RFdmVudHNSZXNwb25zZRImCgZldmVudHMYASADKAsyFi5pbmdlc3QudjEuU3RvcmVkRXZlbnQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIjgKEUdldFBheW1lbnRSZXF1ZXN0Eg8KB3NpdGVfaWQYASABKAkSEgoKcGF5bWVudF9pZBgCIAEoCSI/CgVNb25leRIQCghjdXJyZW5jeRgBIAEoCRITCgttaW5vcl91bml0cxgCIAEoAxIPCgdkZWNpbWFsGAMgASgJIt4DCg1TdG9yZWRQYXltZW50Eg8KB3NpdGVfaWQYASABKAkSEgoKcGF5bWVudF9pZBgCIAEoCRITCgtjdXN0b21lcl9pZBgDIAEoCRIgCgZhbW91bnQYBCABKAsyEC5pbmdlc3QudjEuTW9uZXkSIgoDZmVlGAUgASgLMhAuaW5nZXN0LnYxLk1vbmV5SACIAQESDAoEa2luZBgGIAEoCRIOCgZzdGF0dXMYByABKAkSDwoHcGFpZF9hdBgIIAEoCRI4CghtZXRhZGF0YRgJIAMoCzImLmluZ2VzdC52MS5TdG9yZWRQYXltZW50Lk1ldGFkYXRhRW50cnkSHAoPc3Vic2NyaXB0aW9uX2lkGAogASgJSAGIAQESEgoKY3JlYXRlZF9hdBgLIAEoCRISCgp1cGRhdGVkX2F0GAwgASgJEg8KB2NoYW5uZWwYDSABKAkSMAoLYXR0cmlidXRpb24YDiABKAsyFi5pbmdlc3QudjEuQXR0cmlidXRpb25IAogBARovCg1NZXRhZGF0YUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAFCBgoEX2ZlZUISChBfc3Vic2NyaXB0aW9uX2lkQg4KDF9hdHRyaWJ1dGlvbiLOAQoLQXR0cmlidXRpb24SDwoHY2hhbm5lbBgBIAEoCRITCgZzb3VyY2UYAiABKAlIAIgBARITCgZtZWRpdW0YAyABKAlIAYgBARIVCghjYW1wYWlnbhgEIAEoCUgCiAEBEhQKDGxhbmRpbmdfcGFnZRgFIAEoCRISCgp2aXNpdG9yX2lkGAYgASgJEgwKBGxpbmsYByABKAkSEgoKdG91Y2hlZF9hdBgIIAEoCUIJCgdfc291cmNlQgkKB19tZWRpdW1CCwoJX2NhbXBhaWduIj8KEkdldFBheW1lbnRSZXNwb25zZRIpCgdwYXltZW50GAEgASgLMhguaW5nZXN0LnYxLlN0b3JlZFBheW1lbnQiOgoSR2V0Q3VzdG9tZXJSZXF1ZXN0Eg8KB3NpdGVfaWQYASABKAkSEwoLY3VzdG9tZXJfaWQYAiABKAki8AIKDlN0b3JlZEN1c3RvbWVyEg8KB3NpdGVfaWQYASABKAkSEwoLY3VzdG9tZXJfaWQYAiABKAkSEgoFZW1haWwYAyABKAlIAIgBARIUCgd1c2VyX2lkGAQgASgJSAGIAQESEQoEbmFtZRgFIAEoCUgCiAEBEhQKB2NvdW50cnkYBiABKAlIA4gBARIXCgp2aXNpdG9yX2lkGAcgASgJSASIAQESOQoIbWV0YWRhdGEYCCADKAsyJy5pbmdlc3QudjEuU3RvcmVkQ3VzdG9tZXIuTWV0YWRhdGFFbnRyeRISCgpjcmVhdGVkX2F0GAkgASgJEhIKCnVwZGF0ZWRfYXQYCiABKAkaLwoNTWV0YWRhdGFFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBQggKBl9lbWFpbEIKCghfdXNlcl9pZEIHCgVfbmFtZUIKCghfY291bnRyeUINCgtfdmlzaXRvcl9pZCKGAQoNTGlua2VkVmlzaXRvchISCgp2aXNpdG9yX2lkGAEgASgJEgwKBGxpbmsYAiABKAkSEQoJbGlua2VkX2F0GAMgASgJEjAKC2ZpcnN0X3RvdWNoGAQgASgLMhYuaW5nZXN0LnYxLkF0dHJpYnV0aW9uSACIAQFCDgoMX2ZpcnN0X3RvdWNoIrABChNHZXRDdXN0b21lclJlc3BvbnNlEisKCGN1c3RvbWVyGAEgASgLMhkuaW5nZXN0LnYxLlN0b3JlZEN1c3RvbWVyEioKCHZpc2l0b3JzGAIgAygLMhguaW5nZXN0LnYxLkxpbmtlZFZpc2l0b3ISMAoLZmlyc3RfdG91Y2gYAyABKAsyFi5pbmdlc3QudjEuQXR0cmlidXRpb25IAIgBAUIOCgxfZmlyc3RfdG91Y2giRAoXUmV2ZW51ZUJ5Q2hhbm5lbFJlcXVlc3QSDwoHc2l0ZV9pZBgBIAEoCRIMCgRmcm9tGAIgASgJEgoKAnRvGAMgASgJIukBCg5DaGFubmVsUmV2ZW51ZRIPCgdjaGFubmVsGAEgASgJEhAKCGN1cnJlbmN5GAIgASgJEh8KBWdyb3NzGAMgASgLMhAuaW5nZXN0LnYxLk1vbmV5EiEKB3JlZnVuZHMYBCABKAsyEC5pbmdlc3QudjEuTW9uZXkSJQoLY2hhcmdlYmFja3MYBSABKAsyEC5pbmdlc3QudjEuTW9uZXkSHQoDbmV0GAYgASgLMhAuaW5nZXN0LnYxLk1vbmV5EhAKCHBheW1lbnRzGAcgASgDEhgKEHBheWluZ19jdXN0b21lcnMYCCABKAMiQwoYUmV2ZW51ZUJ5Q2hhbm5lbFJlc3BvbnNlEicKBHJvd3MYASADKAsyGS5pbmdlc3QudjEuQ2hhbm5lbFJldmVudWUiKQoKTXJyUmVxdWVzdBIPCgdzaXRlX2lkGAEgASgJEgoKAmF0GAIgASgJIlUKC0N1cnJlbmN5TXJyEhAKCGN1cnJlbmN5GAEgASgJEh0KA21ychgCIAEoCzIQLmluZ2VzdC52MS5Nb25leRIVCg1zdWJzY3JpcHRpb25zGAMgASgDIj8KC01yclJlc3BvbnNlEgoKAmF0GAEgASgJEiQKBHJvd3MYAiADKAsyFi5pbmdlc3QudjEuQ3VycmVuY3lNcnIiQAoTU2l0ZU92ZXJ2aWV3UmVxdWVzdBIPCgdzaXRlX2lkGAEgASgJEgwKBGZyb20YAiABKAkSCgoCdG8YAyABKAkiZAoPQ2hhbm5lbE92ZXJ2aWV3Eg8KB2NoYW5uZWwYASABKAkSFAoMbmV3X3Zpc2l0b3JzGAIgASgDEioKB3JldmVudWUYAyADKAsyGS5pbmdlc3QudjEuQ2hhbm5lbFJldmVudWUiZgoLRGF5T3ZlcnZpZXcSCwoDZGF5GAEgASgJEhAKCHZpc2l0b3JzGAIgASgDEhEKCXBhZ2V2aWV3cxgDIAEoAxIlCgtuZXRfcmV2ZW51ZRgEIAMoCzIQLmluZ2VzdC52MS5Nb25leSJWCghUb3BFbnRyeRINCgV2YWx1ZRgBIAEoCRIUCgxuZXdfdmlzaXRvcnMYAiABKAMSJQoLbmV0X3JldmVudWUYAyADKAsyEC5pbmdlc3QudjEuTW9uZXki+gEKDVJlY2VudFBheW1lbnQSEgoKcGF5bWVudF9pZBgBIAEoCRITCgtjdXN0b21lcl9pZBgCIAEoCRIgCgZhbW91bnQYAyABKAsyEC5pbmdlc3QudjEuTW9uZXkSDAoEa2luZBgEIAEoCRIPCgdwYWlkX2F0GAUgASgJEg8KB2NoYW5uZWwYBiABKAkSEwoGc291cmNlGAcgASgJSACIAQESFQoIY2FtcGFpZ24YCCABKAlIAYgBARIZCgxsYW5kaW5nX3BhZ2UYCSABKAlIAogBAUIJCgdfc291cmNlQgsKCV9jYW1wYWlnbkIPCg1fbGFuZGluZ19wYWdlIsMEChRTaXRlT3ZlcnZpZXdSZXNwb25zZRIMCgRmcm9tGAEgASgJEgoKAnRvGAIgASgJEiwKCGNoYW5uZWxzGAMgAygLMhouaW5nZXN0LnYxLkNoYW5uZWxPdmVydmlldxIkCgRkYXlzGAQgAygLMhYuaW5nZXN0LnYxLkRheU92ZXJ2aWV3EjQKF3RvcF9zb3VyY2VzX2J5X3Zpc2l0b3JzGAUgAygLMhMuaW5nZXN0LnYxLlRvcEVudHJ5EjYKGXRvcF9jYW1wYWlnbnNfYnlfdmlzaXRvcnMYBiADKAsyEy5pbmdlc3QudjEuVG9wRW50cnkSOgoddG9wX2xhbmRpbmdfcGFnZXNfYnlfdmlzaXRvcnMYByADKAsyEy5pbmdlc3QudjEuVG9wRW50cnkSMwoWdG9wX3NvdXJjZXNfYnlfcmV2ZW51ZRgIIAMoCzITLmluZ2VzdC52MS5Ub3BFbnRyeRI1Chh0b3BfY2FtcGFpZ25zX2J5X3JldmVudWUYCSADKAsyEy5pbmdlc3QudjEuVG9wRW50cnkSOQocdG9wX2xhbmRpbmdfcGFnZXNfYnlfcmV2ZW51ZRgKIAMoCzITLmluZ2VzdC52MS5Ub3BFbnRyeRIjCgNtcnIYCyADKAsyFi5pbmdlc3QudjEuQ3VycmVuY3lNcnISMQoPcmVjZW50X3BheW1lbnRzGAwgAygLMhguaW5nZXN0LnYxLlJlY2VudFBheW1lbnQSFAoMbmV3X3Zpc2l0b3JzGA0gASgDIj4KFkN1c3RvbWVySm91cm5leVJlcXVlc3QSDwoHc2l0ZV9pZBgBIAEoCRITCgtjdXN0b21lcl9pZBgCIAEoCSLgAQoXQ3VzdG9tZXJKb3VybmV5UmVzcG9uc2USKwoIY3VzdG9tZXIYASABKAsyGS5pbmdlc3QudjEuU3RvcmVkQ3VzdG9tZXISKgoIdmlzaXRvcnMYAiADKAsyGC5pbmdlc3QudjEuTGlua2VkVmlzaXRvchIwCgtmaXJzdF90b3VjaBgDIAEoCzIWLmluZ2VzdC52MS5BdHRyaWJ1dGlvbkgAiAEBEioKCHBheW1lbnRzGAQgAygLMhguaW5nZXN0LnYxLlN0b3JlZFBheW1lbnRCDgoMX2ZpcnN0X3RvdWNoMosGCg5SZXBvcnRzU2VydmljZRJOCgpMaXN0RXZlbnRzEhwuaW5nZXN0LnYxLkxpc3RFdmVudHNSZXF1ZXN0Gh0uaW5nZXN0LnYxLkxpc3RFdmVudHNSZXNwb25zZSIDkAIBEk4KCkdldFBheW1lbnQSHC5pbmdlc3QudjEuR2V0UGF5bWVudFJlcXVlc3QaHS5pbmdlc3QudjEuR2V0UGF5bWVudFJlc3BvbnNlIgOQAgESUQoLR2V0Q3VzdG9tZXISHS5pbmdlc3QudjEuR2V0Q3VzdG9tZXJSZXF1ZXN0Gh4uaW5nZXN0LnYxLkdldEN1c3RvbWVyUmVzcG9uc2UiA5ACARJgChBSZXZlbnVlQnlDaGFubmVsEiIuaW5nZXN0LnYxLlJldmVudWVCeUNoYW5uZWxSZXF1ZXN0GiMuaW5nZXN0LnYxLlJldmVudWVCeUNoYW5uZWxSZXNwb25zZSIDkAIBEjkKA01ychIVLmluZ2VzdC52MS5NcnJSZXF1ZXN0GhYuaW5nZXN0LnYxLk1yclJlc3BvbnNlIgOQAgESVAoMU2l0ZU92ZXJ2aWV3Eh4uaW5nZXN0LnYxLlNpdGVPdmVydmlld1JlcXVlc3QaHy5pbmdlc3QudjEuU2l0ZU92ZXJ2aWV3UmVzcG9uc2UiA5ACARJdCg9DdXN0b21lckpvdXJuZXkSIS5pbmdlc3QudjEuQ3VzdG9tZXJKb3VybmV5UmVxdWVzdBoiLmluZ2VzdC52MS5DdXN0b21lckpvdXJuZXlSZXNwb25zZSIDkAIBElYKDEV4cG9ydEV2ZW50cxIeLmluZ2VzdC52MS5FeHBvcnRFdmVudHNSZXF1ZXN0Gh8uaW5nZXN0LnYxLkV4cG9ydEV2ZW50c1Jlc3BvbnNlIgOQAgEwARJcCg5FeHBvcnRQYXltZW50cxIgLmluZ2VzdC52MS5FeHBvcnRQYXltZW50c1JlcXVlc3QaIS5pbmdlc3QudjEuRXhwb3J0UGF5bWVudHNSZXNwb25zZSIDkAIBMAFiBnByb3RvMw", [file_google_protobuf_struct]);
 
 /**
  * @generated from message ingest.v1.ExportEventsRequest
@@ -64,6 +64,56 @@ export const ExportEventsResponseSchema: GenMessage<ExportEventsResponse> = /*@_
   messageDesc(file_ingest_v1_reports, 1);
 
 /**
+ * @generated from message ingest.v1.ExportPaymentsRequest
+ */
+export type ExportPaymentsRequest = Message<"ingest.v1.ExportPaymentsRequest"> & {
+  /**
+   * @generated from field: string site_id = 1;
+   */
+  siteId: string;
+
+  /**
+   * RFC 3339: only payments paid at or after it; unbounded when empty.
+   *
+   * @generated from field: string from = 2;
+   */
+  from: string;
+
+  /**
+   * RFC 3339: only payments paid before it; unbounded when empty.
+   *
+   * @generated from field: string to = 3;
+   */
+  to: string;
+};
+
+/**
+ * Describes the message ingest.v1.ExportPaymentsRequest.
+ * Use `create(ExportPaymentsRequestSchema)` to create a new message.
+ */
+export const ExportPaymentsRequestSchema: GenMessage<ExportPaymentsRequest> = /*@__PURE__*/
+  messageDesc(file_ingest_v1_reports, 2);
+
+/**
+ * ExportPaymentsResponse is one page of an export: at most 500 payments.
+ *
+ * @generated from message ingest.v1.ExportPaymentsResponse
+ */
+export type ExportPaymentsResponse = Message<"ingest.v1.ExportPaymentsResponse"> & {
+  /**
+   * @generated from field: repeated ingest.v1.StoredPayment payments = 1;
+   */
+  payments: StoredPayment[];
+};
+
+/**
+ * Describes the message ingest.v1.ExportPaymentsResponse.
+ * Use `create(ExportPaymentsResponseSchema)` to create a new message.
+ */
+export const ExportPaymentsResponseSchema: GenMessage<ExportPaymentsResponse> = /*@__PURE__*/
+  messageDesc(file_ingest_v1_reports, 3);
+
+/**
  * @generated from message ingest.v1.ListEventsRequest
  */
 export type ListEventsRequest = Message<"ingest.v1.ListEventsRequest"> & {
@@ -106,7 +156,7 @@ export type ListEventsRequest = Message<"ingest.v1.ListEventsRequest"> & {
  * Use `create(ListEventsRequestSchema)` to create a new message.
  */
 export const ListEventsRequestSchema: GenMessage<ListEventsRequest> = /*@__PURE__*/
-  messageDesc(file_ingest_v1_reports, 2);
+  messageDesc(file_ingest_v1_reports, 4);
 
 /**
  * StoredEvent is an event as stored, with its enriched fields.
@@ -239,7 +289,7 @@ export type StoredEvent = Message<"ingest.v1.StoredEvent"> & {
  * Use `create(StoredEventSchema)` to create a new message.
  */
 export const StoredEventSchema: GenMessage<StoredEvent> = /*@__PURE__*/
-  messageDesc(file_ingest_v1_reports, 3);
+  messageDesc(file_ingest_v1_reports, 5);
 
 /**
  * @generated from message ingest.v1.ListEventsResponse
@@ -263,7 +313,7 @@ export type ListEventsResponse = Message<"ingest.v1.ListEventsResponse"> & {
  * Use `create(ListEventsResponseSchema)` to create a new message.
  */
 export const ListEventsResponseSchema: GenMessage<ListEventsResponse> = /*@__PURE__*/
-  messageDesc(file_ingest_v1_reports, 4);
+  messageDesc(file_ingest_v1_reports, 6);
 
 /**
  * @generated from message ingest.v1.GetPaymentRequest
@@ -285,7 +335,7 @@ export type GetPaymentRequest = Message<"ingest.v1.GetPaymentRequest"> & {
  * Use `create(GetPaymentRequestSchema)` to create a new message.
  */
 export const GetPaymentRequestSchema: GenMessage<GetPaymentRequest> = /*@__PURE__*/
-  messageDesc(file_ingest_v1_reports, 5);
+  messageDesc(file_ingest_v1_reports, 7);
 
 /**
  * Money is an exact amount: integer minor units of an ISO 4217 currency.
@@ -316,7 +366,7 @@ export type Money = Message<"ingest.v1.Money"> & {
  * Use `create(MoneySchema)` to create a new message.
  */
 export const MoneySchema: GenMessage<Money> = /*@__PURE__*/
-  messageDesc(file_ingest_v1_reports, 6);
+  messageDesc(file_ingest_v1_reports, 8);
 
 /**
  * StoredPayment is a payment as stored.
@@ -404,7 +454,7 @@ export type StoredPayment = Message<"ingest.v1.StoredPayment"> & {
  * Use `create(StoredPaymentSchema)` to create a new message.
  */
 export const StoredPaymentSchema: GenMessage<StoredPayment> = /*@__PURE__*/
-  messageDesc(file_ingest_v1_reports, 7);
+  messageDesc(file_ingest_v1_reports, 9);
 
 /**
  * Attribution is the first touch a payment or customer is credited to.
@@ -465,7 +515,7 @@ export type Attribution = Message<"ingest.v1.Attribution"> & {
  * Use `create(AttributionSchema)` to create a new message.
  */
 export const AttributionSchema: GenMessage<Attribution> = /*@__PURE__*/
-  messageDesc(file_ingest_v1_reports, 8);
+  messageDesc(file_ingest_v1_reports, 10);
 
 /**
  * @generated from message ingest.v1.GetPaymentResponse
@@ -482,7 +532,7 @@ export type GetPaymentResponse = Message<"ingest.v1.GetPaymentResponse"> & {
  * Use `create(GetPaymentResponseSchema)` to create a new message.
  */
 export const GetPaymentResponseSchema: GenMessage<GetPaymentResponse> = /*@__PURE__*/
-  messageDesc(file_ingest_v1_reports, 9);
+  messageDesc(file_ingest_v1_reports, 11);
 
 /**
  * @generated from message ingest.v1.GetCustomerRequest
@@ -504,7 +554,7 @@ export type GetCustomerRequest = Message<"ingest.v1.GetCustomerRequest"> & {
  * Use `create(GetCustomerRequestSchema)` to create a new message.
  */
 export const GetCustomerRequestSchema: GenMessage<GetCustomerRequest> = /*@__PURE__*/
-  messageDesc(file_ingest_v1_reports, 10);
+  messageDesc(file_ingest_v1_reports, 12);
 
 /**
  * StoredCustomer is a customer as stored.
@@ -568,7 +618,7 @@ export type StoredCustomer = Message<"ingest.v1.StoredCustomer"> & {
  * Use `create(StoredCustomerSchema)` to create a new message.
  */
 export const StoredCustomerSchema: GenMessage<StoredCustomer> = /*@__PURE__*/
-  messageDesc(file_ingest_v1_reports, 11);
+  messageDesc(file_ingest_v1_reports, 13);
 
 /**
  * LinkedVisitor is a visitor linked to a customer, with its own first touch.
@@ -604,7 +654,7 @@ export type LinkedVisitor = Message<"ingest.v1.LinkedVisitor"> & {
  * Use `create(LinkedVisitorSchema)` to create a new message.
  */
 export const LinkedVisitorSchema: GenMessage<LinkedVisitor> = /*@__PURE__*/
-  messageDesc(file_ingest_v1_reports, 12);
+  messageDesc(file_ingest_v1_reports, 14);
 
 /**
  * @generated from message ingest.v1.GetCustomerResponse
@@ -633,7 +683,7 @@ export type GetCustomerResponse = Message<"ingest.v1.GetCustomerResponse"> & {
  * Use `create(GetCustomerResponseSchema)` to create a new message.
  */
 export const GetCustomerResponseSchema: GenMessage<GetCustomerResponse> = /*@__PURE__*/
-  messageDesc(file_ingest_v1_reports, 13);
+  messageDesc(file_ingest_v1_reports, 15);
 
 /**
  * @generated from message ingest.v1.RevenueByChannelRequest
@@ -664,7 +714,7 @@ export type RevenueByChannelRequest = Message<"ingest.v1.RevenueByChannelRequest
  * Use `create(RevenueByChannelRequestSchema)` to create a new message.
  */
 export const RevenueByChannelRequestSchema: GenMessage<RevenueByChannelRequest> = /*@__PURE__*/
-  messageDesc(file_ingest_v1_reports, 14);
+  messageDesc(file_ingest_v1_reports, 16);
 
 /**
  * ChannelRevenue is the revenue of one channel in one currency.
@@ -728,7 +778,7 @@ export type ChannelRevenue = Message<"ingest.v1.ChannelRevenue"> & {
  * Use `create(ChannelRevenueSchema)` to create a new message.
  */
 export const ChannelRevenueSchema: GenMessage<ChannelRevenue> = /*@__PURE__*/
-  messageDesc(file_ingest_v1_reports, 15);
+  messageDesc(file_ingest_v1_reports, 17);
 
 /**
  * @generated from message ingest.v1.RevenueByChannelResponse
@@ -745,7 +795,7 @@ export type RevenueByChannelResponse = Message<"ingest.v1.RevenueByChannelRespon
  * Use `create(RevenueByChannelResponseSchema)` to create a new message.
  */
 export const RevenueByChannelResponseSchema: GenMessage<RevenueByChannelResponse> = /*@__PURE__*/
-  messageDesc(file_ingest_v1_reports, 16);
+  messageDesc(file_ingest_v1_reports, 18);
 
 /**
  * @generated from message ingest.v1.MrrRequest
@@ -769,7 +819,7 @@ export type MrrRequest = Message<"ingest.v1.MrrRequest"> & {
  * Use `create(MrrRequestSchema)` to create a new message.
  */
 export const MrrRequestSchema: GenMessage<MrrRequest> = /*@__PURE__*/
-  messageDesc(file_ingest_v1_reports, 17);
+  messageDesc(file_ingest_v1_reports, 19);
 
 /**
  * CurrencyMrr is the recurring revenue of one currency, normalised to a month.
@@ -800,7 +850,7 @@ export type CurrencyMrr = Message<"ingest.v1.CurrencyMrr"> & {
  * Use `create(CurrencyMrrSchema)` to create a new message.
  */
 export const CurrencyMrrSchema: GenMessage<CurrencyMrr> = /*@__PURE__*/
-  messageDesc(file_ingest_v1_reports, 18);
+  messageDesc(file_ingest_v1_reports, 20);
 
 /**
  * @generated from message ingest.v1.MrrResponse
@@ -822,7 +872,7 @@ export type MrrResponse = Message<"ingest.v1.MrrResponse"> & {
  * Use `create(MrrResponseSchema)` to create a new message.
  */
 export const MrrResponseSchema: GenMessage<MrrResponse> = /*@__PURE__*/
-  messageDesc(file_ingest_v1_reports, 19);
+  messageDesc(file_ingest_v1_reports, 21);
 
 /**
  * @generated from message ingest.v1.SiteOverviewRequest
@@ -853,7 +903,7 @@ export type SiteOverviewRequest = Message<"ingest.v1.SiteOverviewRequest"> & {
  * Use `create(SiteOverviewRequestSchema)` to create a new message.
  */
 export const SiteOverviewRequestSchema: GenMessage<SiteOverviewRequest> = /*@__PURE__*/
-  messageDesc(file_ingest_v1_reports, 20);
+  messageDesc(file_ingest_v1_reports, 22);
 
 /**
  * ChannelOverview is one first-touch channel in the period: its new visitors
@@ -890,7 +940,7 @@ export type ChannelOverview = Message<"ingest.v1.ChannelOverview"> & {
  * Use `create(ChannelOverviewSchema)` to create a new message.
  */
 export const ChannelOverviewSchema: GenMessage<ChannelOverview> = /*@__PURE__*/
-  messageDesc(file_ingest_v1_reports, 21);
+  messageDesc(file_ingest_v1_reports, 23);
 
 /**
  * DayOverview is one UTC day of the period.
@@ -932,7 +982,7 @@ export type DayOverview = Message<"ingest.v1.DayOverview"> & {
  * Use `create(DayOverviewSchema)` to create a new message.
  */
 export const DayOverviewSchema: GenMessage<DayOverview> = /*@__PURE__*/
-  messageDesc(file_ingest_v1_reports, 22);
+  messageDesc(file_ingest_v1_reports, 24);
 
 /**
  * TopEntry is one source, campaign or landing page: its new visitors and its
@@ -962,7 +1012,7 @@ export type TopEntry = Message<"ingest.v1.TopEntry"> & {
  * Use `create(TopEntrySchema)` to create a new message.
  */
 export const TopEntrySchema: GenMessage<TopEntry> = /*@__PURE__*/
-  messageDesc(file_ingest_v1_reports, 23);
+  messageDesc(file_ingest_v1_reports, 25);
 
 /**
  * RecentPayment is a succeeded payment of the period with where it came from.
@@ -1023,7 +1073,7 @@ export type RecentPayment = Message<"ingest.v1.RecentPayment"> & {
  * Use `create(RecentPaymentSchema)` to create a new message.
  */
 export const RecentPaymentSchema: GenMessage<RecentPayment> = /*@__PURE__*/
-  messageDesc(file_ingest_v1_reports, 24);
+  messageDesc(file_ingest_v1_reports, 26);
 
 /**
  * @generated from message ingest.v1.SiteOverviewResponse
@@ -1113,7 +1163,7 @@ export type SiteOverviewResponse = Message<"ingest.v1.SiteOverviewResponse"> & {
  * Use `create(SiteOverviewResponseSchema)` to create a new message.
  */
 export const SiteOverviewResponseSchema: GenMessage<SiteOverviewResponse> = /*@__PURE__*/
-  messageDesc(file_ingest_v1_reports, 25);
+  messageDesc(file_ingest_v1_reports, 27);
 
 /**
  * @generated from message ingest.v1.CustomerJourneyRequest
@@ -1135,7 +1185,7 @@ export type CustomerJourneyRequest = Message<"ingest.v1.CustomerJourneyRequest">
  * Use `create(CustomerJourneyRequestSchema)` to create a new message.
  */
 export const CustomerJourneyRequestSchema: GenMessage<CustomerJourneyRequest> = /*@__PURE__*/
-  messageDesc(file_ingest_v1_reports, 26);
+  messageDesc(file_ingest_v1_reports, 28);
 
 /**
  * @generated from message ingest.v1.CustomerJourneyResponse
@@ -1171,7 +1221,7 @@ export type CustomerJourneyResponse = Message<"ingest.v1.CustomerJourneyResponse
  * Use `create(CustomerJourneyResponseSchema)` to create a new message.
  */
 export const CustomerJourneyResponseSchema: GenMessage<CustomerJourneyResponse> = /*@__PURE__*/
-  messageDesc(file_ingest_v1_reports, 27);
+  messageDesc(file_ingest_v1_reports, 29);
 
 /**
  * ReportsService is the internal read side for inspection, tests and the
@@ -1276,6 +1326,19 @@ export const ReportsService: GenService<{
     methodKind: "server_streaming";
     input: typeof ExportEventsRequestSchema;
     output: typeof ExportEventsResponseSchema;
+  },
+  /**
+   * ExportPayments streams every payment of a site whose `paid_at` is in
+   * [from, to), oldest first by (paid_at, payment_id), one message per page
+   * of the store (at most 500), read only as the client takes them, as
+   * ExportEvents.
+   *
+   * @generated from rpc ingest.v1.ReportsService.ExportPayments
+   */
+  exportPayments: {
+    methodKind: "server_streaming";
+    input: typeof ExportPaymentsRequestSchema;
+    output: typeof ExportPaymentsResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_ingest_v1_reports, 0);
