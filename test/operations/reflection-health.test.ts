@@ -66,7 +66,9 @@ describe("gRPC reflection and health", () => {
       expect(listed).toContain("ingest.v1.AdminService/CreateConnector");
       expect(listed).toContain("ingest.v1.ReportsService/SiteOverview");
       expect(listed).toContain("ingest.v1.ReportsService/CustomerJourney");
-      expect(listed).toHaveLength(27);
+      expect(listed).toContain("ingest.v1.ReportsService/ExportEvents");
+      expect(listed).toContain("ingest.v1.ReportsService/ExportPayments");
+      expect(listed).toHaveLength(29);
     });
 
     it(`buf curl records a payment over ${name} with the schema from reflection`, async () => {
