@@ -8,13 +8,15 @@ import { request } from "node:http";
 import { setFlagsFromString } from "node:v8";
 import { runInNewContext } from "node:vm";
 import { toJsonString } from "@bufbuild/protobuf";
+import type { ClientReadableStream } from "@grpc/grpc-js";
+import { Metadata } from "@grpc/grpc-js";
 import { describe, expect, it } from "vitest";
 import { ReportsService, StoredEventSchema } from "../../gen/ingest/v1/reports_pb.js";
 import { EXPORT_PAGE } from "../../src/domain/reports.js";
 import type { EventRecord } from "../../src/domain/store/records.js";
 import type { Store } from "../../src/store/port.js";
 import { BROWSER_UA } from "../helpers/fixtures.js";
-import { describeRpcError, type Protocol } from "../helpers/rpc-clients.js";
+import { describeRpcError, grpcJsClient, type Protocol } from "../helpers/rpc-clients.js";
 import { postJson, TEST_NOW } from "../helpers/test-server.js";
 import { useTestServer } from "../helpers/use-test-server.js";
 
@@ -286,6 +288,45 @@ describe("a large export", () => {
     expect(pageReads).toBe(afterAbort);
     // Far from the whole range's pages.
     expect(afterAbort - before).toBeLessThan(N / EXPORT_PAGE / 4);
+  });
+
+  it("streams to an independent grpc-js client, which stops the reads by cancelling", async () => {
+    const c = grpcJsClient("reports.proto", "ReportsService", ctx.server.port);
+    const md = new Metadata();
+    md.set("authorization", ctx.adminHeaders.authorization);
+    const open = (req: object) =>
+      (
+        c.client as unknown as Record<
+          string,
+          (r: object, m: Metadata) => ClientReadableStream<{ events: { url: string }[] }>
+        >
+      ).ExportEvents?.call(c.client, req, md) as ClientReadableStream<{
+        events: { url: string }[];
+      }>;
+    try {
+      // A small range, read to its end.
+      const small = open({ site_id: ctx.siteId, from: iso(T), to: iso(T + 1200) });
+      let count = 0;
+      for await (const m of small) count += (m as { events: unknown[] }).events.length;
+      expect(count).toBe(1200);
+
+      // The whole range, cancelled after the first message.
+      const before = pageReads;
+      const call = open({ site_id: ctx.siteId, from: iso(T), to: iso(T + N) });
+      const ended = new Promise<string>((resolve) => {
+        call.on("error", (e: { code?: number }) => resolve(`error ${e.code}`));
+        call.on("end", () => resolve("end"));
+      });
+      call.once("data", () => call.cancel());
+      expect(await ended).toBe("error 1"); // CANCELLED
+      await new Promise((r) => setTimeout(r, 300));
+      const afterAbort = pageReads;
+      await new Promise((r) => setTimeout(r, 500));
+      expect(pageReads).toBe(afterAbort);
+      expect(afterAbort - before).toBeLessThan(N / EXPORT_PAGE / 4);
+    } finally {
+      c.close();
+    }
   });
 
   it.each(["connect", "grpc"] as Protocol[])(
