@@ -25,6 +25,7 @@ import { connectorsDoor } from "./http/connectors/connectors-door.js";
 import { dashboardDoor } from "./http/dashboard/dashboard-door.js";
 import { registerDuplicateCredentialsGuard } from "./http/duplicate-credentials.js";
 import { sendError } from "./http/envelope.js";
+import { exportDoor } from "./http/export/export-door.js";
 import { createOnePortServer, type OnePortServer } from "./http/one-port.js";
 import { probes } from "./http/probes.js";
 import { restDoor } from "./http/rest/rest-door.js";
@@ -44,6 +45,7 @@ const DOORS: readonly FastifyPluginAsync<Services>[] = [
   collectDoor,
   connectorsDoor,
   dashboardDoor,
+  exportDoor,
   rpcDoor,
 ];
 

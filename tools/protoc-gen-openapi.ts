@@ -611,6 +611,118 @@ function dashboardPaths(): Json {
 }
 
 /**
+ * The export door (src/http/export/export-door.ts): a streamed NDJSON body,
+ * which no proto method maps to (ReportsService.ExportEvents streams it over RPC).
+ */
+function exportPaths(): Json {
+  const refusal = (description: string, list: { summary: string; err: ServiceError }[]) => ({
+    description,
+    content: jsonError(errorExamples(list)),
+  });
+  const time = (name: string, what: string) => ({
+    name,
+    in: "query",
+    required: false,
+    description: `RFC 3339: ${what}; unbounded when absent.`,
+    schema: { type: "string", format: "date-time" },
+  });
+  const common = [{ name: "site_id", in: "query", required: true, schema: { type: "string" } }];
+  const refusals = (formats: string) => ({
+    400: refusal(
+      "A missing or repeated parameter, a time that is not RFC 3339, a reversed range or another format.",
+      [
+        { summary: "No site", err: errors.invalid("site_id: required") },
+        { summary: "Repeated", err: errors.invalid("site_id: must be given once") },
+        {
+          summary: "Bad time",
+          err: errors.invalid("from: must be RFC 3339, e.g. 2024-01-15T10:30:00Z"),
+        },
+        { summary: "Reversed", err: errors.invalid("to: must not be before from") },
+        { summary: "Format", err: errors.invalid(`format: must be ${formats}`) },
+      ],
+    ),
+    401: refusal("No ADMIN_TOKEN, a wrong one, or none configured.", [
+      { summary: "Wrong token", err: errors.badAdminToken() },
+      { summary: "Unset", err: errors.adminTokenUnset() },
+    ]),
+    404: refusal("The site does not exist.", [
+      { summary: "Unknown site", err: errors.siteNotFound("site_nope") },
+    ]),
+  });
+  const streamedNote =
+    "The body is streamed: the server reads the store a page at a time, as fast as the client reads, and stops reading when the client goes away.";
+  return {
+    "/api/v1/export/events": {
+      get: {
+        operationId: "exportEvents",
+        tags: ["Export"],
+        summary: "Every event of a site in a time range, as NDJSON, streamed",
+        description: [
+          "One line per event, its StoredEvent in proto JSON (as ReportsService.ListEvents gives it), newest first by order of arrival; events stored after the export began are not in it.",
+          streamedNote,
+        ].join("\n\n"),
+        security: [{ adminToken: [] }],
+        parameters: [
+          ...common,
+          time("from", "only events whose `ts` is at or after it"),
+          time("to", "only events whose `ts` is before it"),
+          {
+            name: "format",
+            in: "query",
+            required: false,
+            schema: { type: "string", enum: ["ndjson"], default: "ndjson" },
+          },
+        ],
+        responses: {
+          200: {
+            description: "The events, one JSON object a line (possibly none).",
+            content: { "application/x-ndjson": { schema: { type: "string" } } },
+          },
+          ...refusals("ndjson"),
+        },
+      },
+    },
+    "/api/v1/export/payments": {
+      get: {
+        operationId: "exportPayments",
+        tags: ["Export"],
+        summary: "Every payment of a site paid in a time range, as NDJSON or CSV, streamed",
+        description: [
+          "Oldest first by (`paid_at`, `payment_id`). NDJSON: one StoredPayment a line in proto JSON (as ReportsService.GetPayment gives it, amounts as Money with `minorUnits` and `decimal`). CSV (`format=csv`): a header row, then one row a payment, CRLF line ends, fields quoted as RFC 4180 says, amounts and fees as exact decimals in major units (`29.99`; `1000` for JPY); metadata and the attribution's details are in the NDJSON form only.",
+          streamedNote,
+        ].join("\n\n"),
+        security: [{ adminToken: [] }],
+        parameters: [
+          ...common,
+          time("from", "only payments paid at or after it"),
+          time("to", "only payments paid before it"),
+          {
+            name: "format",
+            in: "query",
+            required: false,
+            schema: { type: "string", enum: ["ndjson", "csv"], default: "ndjson" },
+          },
+        ],
+        responses: {
+          200: {
+            description: "The payments (possibly none; the CSV header row is always there).",
+            content: {
+              "application/x-ndjson": { schema: { type: "string" } },
+              "text/csv": {
+                schema: { type: "string" },
+                example:
+                  "payment_id,customer_id,kind,status,currency,amount,fee,paid_at,subscription_id,channel,created_at,updated_at\r\npay_1,cus_1,charge,succeeded,USD,29.99,1.17,2026-03-10T12:00:01.000Z,sub_1,Organic Search,2026-03-10T12:00:01.000Z,2026-03-10T12:00:01.000Z\r\n",
+              },
+            },
+          },
+          ...refusals("ndjson or csv"),
+        },
+      },
+    },
+  };
+}
+
+/**
  * The connectors' webhook door, which has no proto method: providers post
  * their own events there (docs/connectors.md), signed, without a key.
  */
@@ -836,15 +948,28 @@ function generate(request: CodeGeneratorRequest): string | undefined {
       description: `${pkg.description}\n\nGenerated from proto/ by tools/protoc-gen-openapi.ts; see docs/api.md for the full reference (limits, quotas, retry guidance, versioning).`,
     },
     servers: [{ url: "http://127.0.0.1:8080", description: "A local `npm start`" }],
-    tags,
+    tags: [
+      ...tags,
+      {
+        name: "Export",
+        description: "A site's data, streamed (docs/api.md, Export); ADMIN_TOKEN.",
+      },
+    ],
     paths: {
       ...sortKeys(paths),
       ...browserPaths(eventsInput),
       ...connectorPaths(),
+      ...exportPaths(),
       ...operationalPaths(),
     },
     components: {
       securitySchemes: {
+        adminToken: {
+          type: "http",
+          scheme: "bearer",
+          description:
+            "The service's ADMIN_TOKEN, as for AdminService and ReportsService: `Authorization: Bearer <ADMIN_TOKEN>`.",
+        },
         apiKey: {
           type: "http",
           scheme: "bearer",

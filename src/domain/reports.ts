@@ -9,6 +9,7 @@ import type {
   CustomerRecord,
   CustomerVisitorLink,
   EventRecord,
+  PaymentPosition,
   PaymentRecord,
   RevenueRow,
   Store,
@@ -80,6 +81,9 @@ function positionOf(token: string): number {
   }
   return n;
 }
+
+/** Events per store page of an export: what one read holds in memory and one stream message carries. */
+export const EXPORT_PAGE = 500;
 
 /** A page of events and the token of the next one ("" on the last page). */
 export interface EventsPageView {
@@ -166,6 +170,76 @@ export function createReports(deps: { store: Store; clock: Clock }) {
         events: page.events,
         nextPageToken: page.next === undefined ? "" : pageToken(page.next),
       };
+    },
+
+    /**
+     * Every event of a site with `ts` in [from, to) (RFC 3339; empty:
+     * unbounded), newest first by order of arrival, as pages of at most
+     * EXPORT_PAGE events. The request is checked here, before anything is
+     * sent; the pages are read one at a time, each only when the consumer
+     * asks for it (a slow consumer slows the reads, one that stops pulling or
+     * returns the iterator ends them), so memory holds one page whatever the
+     * range. Events stored after the first page are newer than it: not in
+     * the export.
+     */
+    async exportEvents(input: {
+      siteId: string;
+      from?: string;
+      to?: string;
+    }): Promise<AsyncGenerator<EventRecord[], void, undefined>> {
+      const from = timeField("from", input.from ?? "", 0);
+      const to = timeField("to", input.to ?? "", Number.MAX_SAFE_INTEGER);
+      if (to < from) throw errors.invalid("to: must not be before from");
+      if (!(await store.getSite(input.siteId))) {
+        throw errors.siteNotFound(input.siteId);
+      }
+      const siteId = input.siteId;
+      return (async function* pages() {
+        let before: number | undefined;
+        do {
+          const page = await store.pageEvents(siteId, {
+            from,
+            to,
+            limit: EXPORT_PAGE,
+            ...(before === undefined ? {} : { before }),
+          });
+          if (page.events.length > 0) yield page.events;
+          before = page.next;
+        } while (before !== undefined);
+      })();
+    },
+
+    /**
+     * Every payment of a site with `paidAt` in [from, to) (RFC 3339; empty:
+     * unbounded), oldest first by (paidAt, paymentId), as pages of at most
+     * EXPORT_PAGE payments read one at a time as the consumer asks (see
+     * exportEvents). The request is checked before anything is read.
+     */
+    async exportPayments(input: {
+      siteId: string;
+      from?: string;
+      to?: string;
+    }): Promise<AsyncGenerator<PaymentRecord[], void, undefined>> {
+      const from = timeField("from", input.from ?? "", 0);
+      const to = timeField("to", input.to ?? "", Number.MAX_SAFE_INTEGER);
+      if (to < from) throw errors.invalid("to: must not be before from");
+      if (!(await store.getSite(input.siteId))) {
+        throw errors.siteNotFound(input.siteId);
+      }
+      const siteId = input.siteId;
+      return (async function* pages() {
+        let after: PaymentPosition | undefined;
+        do {
+          const page = await store.pagePayments(siteId, {
+            from,
+            to,
+            limit: EXPORT_PAGE,
+            ...(after === undefined ? {} : { after }),
+          });
+          if (page.payments.length > 0) yield page.payments;
+          after = page.next;
+        } while (after !== undefined);
+      })();
     },
 
     async getPayment(input: { siteId: string; paymentId: string }): Promise<PaymentRecord> {

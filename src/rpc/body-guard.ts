@@ -156,12 +156,21 @@ export function registerRpcBodyGuard(
         doorErrors.methodNotAllowed(request.method, path, readOnly ? "GET or POST" : "POST"),
       );
     }
-    if (!rpcKindOf(request.headers["content-type"])) {
+    const kind = rpcKindOf(request.headers["content-type"]);
+    // Connect's unary content types on unary methods, its streaming ones on streaming methods.
+    const streaming = guarded.method.methodKind !== "unary";
+    const connectMismatch =
+      kind !== undefined &&
+      (kind.protocol === "connect-stream" || kind.protocol === "connect") &&
+      streaming !== (kind.protocol === "connect-stream");
+    if (!kind || connectMismatch) {
       return answerRpcError(
         request,
         reply,
         doorErrors.unsupportedMediaType(
-          "Content-Type must be application/json, application/proto, application/grpc or application/grpc-web",
+          streaming
+            ? "Content-Type must be application/connect+json, application/connect+proto, application/grpc or application/grpc-web"
+            : "Content-Type must be application/json, application/proto, application/grpc or application/grpc-web",
         ),
       );
     }
@@ -191,6 +200,9 @@ export function registerRpcBodyGuard(
         } else if (plain !== undefined) {
           checkBinary(plain, guarded.method);
         }
+      } else if (kind.protocol === "connect-stream") {
+        const encoding = request.headers["connect-content-encoding"];
+        checkFrames(body, guarded.method, kind.json, headerValue(encoding), guarded.limit);
       } else {
         const encoding = request.headers["grpc-encoding"];
         checkFrames(body, guarded.method, kind.json, headerValue(encoding), guarded.limit);

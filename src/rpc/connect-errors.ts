@@ -66,13 +66,30 @@ export function toConnectError(err: unknown): ConnectError {
 
 /** A server interceptor that turns every error into its ConnectError. */
 export function createErrorInterceptor(onInternal: (err: unknown) => void): Interceptor {
+  const convert = (err: unknown): ConnectError => {
+    const ce = toConnectError(err);
+    if (ce.code === Code.Internal && !(err instanceof ConnectError)) onInternal(err);
+    return ce;
+  };
   return (next) => async (req) => {
+    let res: Awaited<ReturnType<typeof next>>;
     try {
-      return await next(req);
+      res = await next(req);
     } catch (err) {
-      const ce = toConnectError(err);
-      if (ce.code === Code.Internal && !(err instanceof ConnectError)) onInternal(err);
-      throw ce;
+      throw convert(err);
     }
+    if (!res.stream) return res;
+    // A streaming handler's errors come while its messages are read: convert them there.
+    const messages = res.message;
+    return {
+      ...res,
+      message: (async function* converted() {
+        try {
+          yield* messages;
+        } catch (err) {
+          throw convert(err);
+        }
+      })(),
+    };
   };
 }

@@ -1,44 +1,11 @@
 /** ReportsService: reads, behind ADMIN_TOKEN or a site's reports key (src/rpc/reports-auth.ts). */
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { ReportsService } from "../../gen/ingest/v1/reports_pb.js";
-import { formatMinorUnits } from "../domain/payments/money.js";
 import type { CustomerView, MrrView, Reports, RevenueView } from "../domain/reports.js";
 import type { TopEntryView } from "../domain/site-overview.js";
-import type { PaymentRecord } from "../domain/store/store.js";
-import { UNATTRIBUTED } from "../domain/vocabulary.js";
+import { toStoredEvent } from "../edge/stored-event.js";
+import { attributionMessage, iso, money, paymentMessage } from "../edge/stored-payment.js";
 import { reportsPrincipalKey } from "./reports-auth.js";
-import { toStoredEvent } from "./stored-event.js";
-
-const iso = (ms: number) => new Date(ms).toISOString();
-const money = (minor: number | bigint, currency: string) => ({
-  currency,
-  minorUnits: BigInt(minor),
-  decimal: formatMinorUnits(minor, currency),
-});
-
-/** A first touch (stored on a customer or a visitor) as the proto Attribution. */
-function attributionMessage(a: {
-  channel: string;
-  source?: string;
-  medium?: string;
-  campaign?: string;
-  landingPage: string;
-  visitorId: string;
-  via?: string;
-  touchedAt?: number;
-  ts?: number;
-}) {
-  return {
-    channel: a.channel,
-    source: a.source,
-    medium: a.medium,
-    campaign: a.campaign,
-    landingPage: a.landingPage,
-    visitorId: a.visitorId,
-    link: a.via ?? "",
-    touchedAt: iso(a.touchedAt ?? a.ts ?? 0),
-  };
-}
 
 /** A revenue row (RevenueByChannel, SiteOverview) as the proto ChannelRevenue. */
 function channelRevenue(r: RevenueView) {
@@ -60,26 +27,6 @@ function currencyMrr(r: MrrView["rows"][number]) {
     currency: r.currency,
     mrr: money(r.mrrMinor, r.currency),
     subscriptions: BigInt(r.subscriptions),
-  };
-}
-
-/** A stored payment as the proto StoredPayment. */
-function paymentMessage(p: PaymentRecord) {
-  return {
-    siteId: p.siteId,
-    paymentId: p.paymentId,
-    customerId: p.customerId,
-    amount: money(p.amountMinor, p.currency),
-    fee: p.feeMinor === undefined ? undefined : money(p.feeMinor, p.currency),
-    kind: p.kind,
-    status: p.status,
-    paidAt: iso(p.paidAt),
-    metadata: p.metadata,
-    subscriptionId: p.subscriptionId,
-    createdAt: iso(p.createdAt),
-    updatedAt: iso(p.updatedAt),
-    channel: p.attribution?.channel ?? p.erasedChannel ?? UNATTRIBUTED,
-    attribution: p.attribution && attributionMessage(p.attribution),
   };
 }
 
@@ -127,6 +74,21 @@ export function createReportsService(deps: {
         events: page.events.map(toStoredEvent),
         nextPageToken: page.nextPageToken,
       };
+    },
+    async *exportEvents(req) {
+      const pages = await reports.exportEvents({ siteId: req.siteId, from: req.from, to: req.to });
+      // Each yield waits until the transport has taken the message: the
+      // next page is read only then. A cancelled call ends this loop, which
+      // returns the pages' iterator and so stops the reads.
+      for await (const events of pages) yield { events: events.map(toStoredEvent) };
+    },
+    async *exportPayments(req) {
+      const pages = await reports.exportPayments({
+        siteId: req.siteId,
+        from: req.from,
+        to: req.to,
+      });
+      for await (const payments of pages) yield { payments: payments.map(paymentMessage) };
     },
     async getPayment(req) {
       const p = await reports.getPayment({ siteId: req.siteId, paymentId: req.paymentId });

@@ -24,18 +24,24 @@ import { toConnectError } from "./connect-errors.js";
 /** The protocol and codec of a request the guard checks. */
 export type RpcKind =
   | { protocol: "connect"; json: boolean }
+  | { protocol: "connect-stream"; json: boolean; contentType: string }
   | { protocol: "grpc" | "grpc-web"; json: boolean; contentType: string };
 
 /**
  * Which protocol and codec a content type names, read by connect-es's own
- * parsers; undefined for what no unary RPC protocol this door serves speaks
- * (Connect streaming and gRPC-Web text included).
+ * parsers; undefined for what no RPC protocol this door serves speaks
+ * (gRPC-Web text included). Connect streaming (`application/connect+json`,
+ * `+proto`) is what Connect clients send to server-streaming methods.
  */
 export function rpcKindOf(contentType: string | undefined): RpcKind | undefined {
   if (contentType === undefined) return undefined;
   const connect = parseConnectContentType(contentType);
-  if (connect) return connect.stream ? undefined : { protocol: "connect", json: !connect.binary };
   const type = contentType.split(";")[0]?.trim().toLowerCase() ?? "";
+  if (connect) {
+    return connect.stream
+      ? { protocol: "connect-stream", json: !connect.binary, contentType: type }
+      : { protocol: "connect", json: !connect.binary };
+  }
   const grpc = parseGrpcContentType(contentType);
   if (grpc) return { protocol: "grpc", json: !grpc.binary, contentType: type };
   const grpcWeb = parseGrpcWebContentType(contentType);
@@ -63,6 +69,17 @@ export function sendRpcError(
       .code(status ?? codeToHttpStatus(err.code === Code.Unknown ? Code.InvalidArgument : err.code))
       .type("application/json")
       .send(errorToJson(err, undefined));
+  }
+  if (kind.protocol === "connect-stream") {
+    // Connect streaming: 200 and the error in the end-of-stream message, as connect-es answers.
+    const end = Buffer.from(JSON.stringify({ error: errorToJson(err, undefined) }));
+    const head = Buffer.alloc(5);
+    head[0] = 0x02;
+    head.writeUInt32BE(end.length, 1);
+    return reply
+      .code(200)
+      .header("content-type", kind.contentType)
+      .send(Buffer.concat([head, end]));
   }
   const grpcStatus = setTrailerStatus(new Headers(), err);
   reply.code(200).header("content-type", kind.contentType);

@@ -67,7 +67,9 @@ describe("gRPC reflection and health", () => {
       expect(listed).toContain("ingest.v1.ReportsService/SiteOverview");
       expect(listed).toContain("ingest.v1.ReportsService/CustomerJourney");
       expect(listed).toContain("ingest.v1.ReportsService/GetAccess");
-      expect(listed).toHaveLength(28);
+      expect(listed).toContain("ingest.v1.ReportsService/ExportEvents");
+      expect(listed).toContain("ingest.v1.ReportsService/ExportPayments");
+      expect(listed).toHaveLength(30);
     });
 
     it(`buf curl records a payment over ${name} with the schema from reflection`, async () => {

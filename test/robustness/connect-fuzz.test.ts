@@ -205,6 +205,28 @@ function checkRpcAnswer(ans: RawAnswer, context: string): string {
     if (leak) fail(`grpc-message leaks ${leak}`);
     return `grpc-${n}`;
   }
+  if (ans.status === 200 && /^application\/connect\+(?:json|proto)\b/.test(ct)) {
+    // Connect streaming: messages, then the end-of-stream message (flag 2) with any error.
+    let at = 0;
+    let end: { error?: { code?: unknown; message?: unknown } } | undefined;
+    while (at + 5 <= ans.bytes.length) {
+      const flags = ans.bytes[at] as number;
+      const length = ans.bytes.readUInt32BE(at + 1);
+      if (flags & 0x02) end = JSON.parse(ans.bytes.subarray(at + 5, at + 5 + length).toString());
+      at += 5 + length;
+    }
+    if (at !== ans.bytes.length || end === undefined) return fail("no Connect end-of-stream");
+    if (end.error === undefined) return "ok";
+    const code = end.error.code;
+    if (typeof code !== "string" || !(code in CONNECT_HTTP)) fail(`bad Connect code ${code}`);
+    const message = typeof end.error.message === "string" ? end.error.message : "";
+    if (CONNECT_FAULTS.has(code as string) && !isKnownLibraryInternal(message)) {
+      fail(`Connect server fault ${code}`);
+    }
+    const leak = leakIn(message, context);
+    if (leak) fail(`Connect message leaks ${leak}`);
+    return `connect-${code}`;
+  }
   if (ans.status === 200) {
     if (!/^application\/(?:json|proto)\b/.test(ct)) fail(`200 with content-type ${ct}`);
     return "ok";

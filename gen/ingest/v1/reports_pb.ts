@@ -11,7 +11,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file ingest/v1/reports.proto.
  */
 export const file_ingest_v1_reports: GenFile = /*@__PURE__*/
-  fileDesc("Chdpbmdlc3QvdjEvcmVwb3J0cy5wcm90bxIJaW5nZXN0LnYxIhIKEEdldEFjY2Vzc1JlcXVlc3QiMgoRR2V0QWNjZXNzUmVzcG9uc2USDAoEa2luZBgBIAEoCRIPCgdzaXRlX2lkGAIgASgJImEKEUxpc3RFdmVudHNSZXF1ZXN0Eg8KB3NpdGVfaWQYASABKAkSDQoFbGltaXQYAiABKAUSDAoEZnJvbRgDIAEoCRIKCgJ0bxgEIAEoCRISCgpwYWdlX3Rva2VuGAUgASgJIpoGCgtTdG9yZWRFdmVudBIMCgRuYW1lGAEgASgJEgsKA3VybBgCIAEoCRIVCghyZWZlcnJlchgDIAEoCUgAiAEBEhIKBXRpdGxlGAQgASgJSAGIAQESEgoFd2lkdGgYBSABKAVIAogBARIVCghsYW5ndWFnZRgGIAEoCUgDiAEBEiYKBXByb3BzGAcgASgLMhcuZ29vZ2xlLnByb3RvYnVmLlN0cnVjdBIKCgJ0cxgIIAEoAxITCgtyZWNlaXZlZF9hdBgJIAEoAxISCgp2aXNpdG9yX2lkGAogASgJEhQKB3VzZXJfaWQYCyABKAlIBIgBARIUCgdjb3VudHJ5GAwgASgJSAWIAQESFAoHYnJvd3NlchgNIAEoCUgGiAEBEg8KAm9zGA4gASgJSAeIAQESEwoGZGV2aWNlGA8gASgJSAiIAQESGgoNcmVmZXJyZXJfaG9zdBgQIAEoCUgJiAEBEhcKCnV0bV9zb3VyY2UYESABKAlICogBARIXCgp1dG1fbWVkaXVtGBIgASgJSAuIAQESGQoMdXRtX2NhbXBhaWduGBMgASgJSAyIAQESFQoIdXRtX3Rlcm0YFCABKAlIDYgBARIYCgt1dG1fY29udGVudBgVIAEoCUgOiAEBEjcKCWNsaWNrX2lkcxgWIAMoCzIkLmluZ2VzdC52MS5TdG9yZWRFdmVudC5DbGlja0lkc0VudHJ5Eg8KB3NpdGVfaWQYFyABKAkaLwoNQ2xpY2tJZHNFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBQgsKCV9yZWZlcnJlckIICgZfdGl0bGVCCAoGX3dpZHRoQgsKCV9sYW5ndWFnZUIKCghfdXNlcl9pZEIKCghfY291bnRyeUIKCghfYnJvd3NlckIFCgNfb3NCCQoHX2RldmljZUIQCg5fcmVmZXJyZXJfaG9zdEINCgtfdXRtX3NvdXJjZUINCgtfdXRtX21lZGl1bUIPCg1fdXRtX2NhbXBhaWduQgsKCV91dG1fdGVybUIOCgxfdXRtX2NvbnRlbnQiVQoSTGlzdEV2ZW50c1Jlc3BvbnNlEiYKBmV2ZW50cxgBIAMoCzIWLmluZ2VzdC52MS5TdG9yZWRFdmVudBIXCg9uZXh0X3BhZ2VfdG9rZW4YAiABKAkiOAoRR2V0UGF5bWVudFJlcXVlc3QSDwoHc2l0ZV9pZBgBIAEoCRISCgpwYXltZW50X2lkGAIgASgJIj8KBU1vbmV5EhAKCGN1cnJlbmN5GAEgASgJEhMKC21pbm9yX3VuaXRzGAIgASgDEg8KB2RlY2ltYWwYAyABKAki3gMKDVN0b3JlZFBheW1lbnQSDwoHc2l0ZV9pZBgBIAEoCRISCgpwYXltZW50X2lkGAIgASgJEhMKC2N1c3RvbWVyX2lkGAMgASgJEiAKBmFtb3VudBgEIAEoCzIQLmluZ2VzdC52MS5Nb25leRIiCgNmZWUYBSABKAsyEC5pbmdlc3QudjEuTW9uZXlIAIgBARIMCgRraW5kGAYgASgJEg4KBnN0YXR1cxgHIAEoCRIPCgdwYWlkX2F0GAggASgJEjgKCG1ldGFkYXRhGAkgAygLMiYuaW5nZXN0LnYxLlN0b3JlZFBheW1lbnQuTWV0YWRhdGFFbnRyeRIcCg9zdWJzY3JpcHRpb25faWQYCiABKAlIAYgBARISCgpjcmVhdGVkX2F0GAsgASgJEhIKCnVwZGF0ZWRfYXQYDCABKAkSDwoHY2hhbm5lbBgNIAEoCRIwCgthdHRyaWJ1dGlvbhgOIAEoCzIWLmluZ2VzdC52MS5BdHRyaWJ1dGlvbkgCiAEBGi8KDU1ldGFkYXRhRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4AUIGCgRfZmVlQhIKEF9zdWJzY3JpcHRpb25faWRCDgoMX2F0dHJpYnV0aW9uIs4BCgtBdHRyaWJ1dGlvbhIPCgdjaGFubmVsGAEgASgJEhMKBnNvdXJjZRgCIAEoCUgAiAEBEhMKBm1lZGl1bRgDIAEoCUgBiAEBEhUKCGNhbXBhaWduGAQgASgJSAKIAQESFAoMbGFuZGluZ19wYWdlGAUgASgJEhIKCnZpc2l0b3JfaWQYBiABKAkSDAoEbGluaxgHIAEoCRISCgp0b3VjaGVkX2F0GAggASgJQgkKB19zb3VyY2VCCQoHX21lZGl1bUILCglfY2FtcGFpZ24iPwoSR2V0UGF5bWVudFJlc3BvbnNlEikKB3BheW1lbnQYASABKAsyGC5pbmdlc3QudjEuU3RvcmVkUGF5bWVudCI6ChJHZXRDdXN0b21lclJlcXVlc3QSDwoHc2l0ZV9pZBgBIAEoCRITCgtjdXN0b21lcl9pZBgCIAEoCSLwAgoOU3RvcmVkQ3VzdG9tZXISDwoHc2l0ZV9pZBgBIAEoCRITCgtjdXN0b21lcl9pZBgCIAEoCRISCgVlbWFpbBgDIAEoCUgAiAEBEhQKB3VzZXJfaWQYBCABKAlIAYgBARIRCgRuYW1lGAUgASgJSAKIAQESFAoHY291bnRyeRgGIAEoCUgDiAEBEhcKCnZpc2l0b3JfaWQYByABKAlIBIgBARI5CghtZXRhZGF0YRgIIAMoCzInLmluZ2VzdC52MS5TdG9yZWRDdXN0b21lci5NZXRhZGF0YUVudHJ5EhIKCmNyZWF0ZWRfYXQYCSABKAkSEgoKdXBkYXRlZF9hdBgKIAEoCRovCg1NZXRhZGF0YUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAFCCAoGX2VtYWlsQgoKCF91c2VyX2lkQgcKBV9uYW1lQgoKCF9jb3VudHJ5Qg0KC192aXNpdG9yX2lkIoYBCg1MaW5rZWRWaXNpdG9yEhIKCnZpc2l0b3JfaWQYASABKAkSDAoEbGluaxgCIAEoCRIRCglsaW5rZWRfYXQYAyABKAkSMAoLZmlyc3RfdG91Y2gYBCABKAsyFi5pbmdlc3QudjEuQXR0cmlidXRpb25IAIgBAUIOCgxfZmlyc3RfdG91Y2gisAEKE0dldEN1c3RvbWVyUmVzcG9uc2USKwoIY3VzdG9tZXIYASABKAsyGS5pbmdlc3QudjEuU3RvcmVkQ3VzdG9tZXISKgoIdmlzaXRvcnMYAiADKAsyGC5pbmdlc3QudjEuTGlua2VkVmlzaXRvchIwCgtmaXJzdF90b3VjaBgDIAEoCzIWLmluZ2VzdC52MS5BdHRyaWJ1dGlvbkgAiAEBQg4KDF9maXJzdF90b3VjaCJEChdSZXZlbnVlQnlDaGFubmVsUmVxdWVzdBIPCgdzaXRlX2lkGAEgASgJEgwKBGZyb20YAiABKAkSCgoCdG8YAyABKAki6QEKDkNoYW5uZWxSZXZlbnVlEg8KB2NoYW5uZWwYASABKAkSEAoIY3VycmVuY3kYAiABKAkSHwoFZ3Jvc3MYAyABKAsyEC5pbmdlc3QudjEuTW9uZXkSIQoHcmVmdW5kcxgEIAEoCzIQLmluZ2VzdC52MS5Nb25leRIlCgtjaGFyZ2ViYWNrcxgFIAEoCzIQLmluZ2VzdC52MS5Nb25leRIdCgNuZXQYBiABKAsyEC5pbmdlc3QudjEuTW9uZXkSEAoIcGF5bWVudHMYByABKAMSGAoQcGF5aW5nX2N1c3RvbWVycxgIIAEoAyJDChhSZXZlbnVlQnlDaGFubmVsUmVzcG9uc2USJwoEcm93cxgBIAMoCzIZLmluZ2VzdC52MS5DaGFubmVsUmV2ZW51ZSIpCgpNcnJSZXF1ZXN0Eg8KB3NpdGVfaWQYASABKAkSCgoCYXQYAiABKAkiVQoLQ3VycmVuY3lNcnISEAoIY3VycmVuY3kYASABKAkSHQoDbXJyGAIgASgLMhAuaW5nZXN0LnYxLk1vbmV5EhUKDXN1YnNjcmlwdGlvbnMYAyABKAMiPwoLTXJyUmVzcG9uc2USCgoCYXQYASABKAkSJAoEcm93cxgCIAMoCzIWLmluZ2VzdC52MS5DdXJyZW5jeU1yciJAChNTaXRlT3ZlcnZpZXdSZXF1ZXN0Eg8KB3NpdGVfaWQYASABKAkSDAoEZnJvbRgCIAEoCRIKCgJ0bxgDIAEoCSJkCg9DaGFubmVsT3ZlcnZpZXcSDwoHY2hhbm5lbBgBIAEoCRIUCgxuZXdfdmlzaXRvcnMYAiABKAMSKgoHcmV2ZW51ZRgDIAMoCzIZLmluZ2VzdC52MS5DaGFubmVsUmV2ZW51ZSJmCgtEYXlPdmVydmlldxILCgNkYXkYASABKAkSEAoIdmlzaXRvcnMYAiABKAMSEQoJcGFnZXZpZXdzGAMgASgDEiUKC25ldF9yZXZlbnVlGAQgAygLMhAuaW5nZXN0LnYxLk1vbmV5IlYKCFRvcEVudHJ5Eg0KBXZhbHVlGAEgASgJEhQKDG5ld192aXNpdG9ycxgCIAEoAxIlCgtuZXRfcmV2ZW51ZRgDIAMoCzIQLmluZ2VzdC52MS5Nb25leSL6AQoNUmVjZW50UGF5bWVudBISCgpwYXltZW50X2lkGAEgASgJEhMKC2N1c3RvbWVyX2lkGAIgASgJEiAKBmFtb3VudBgDIAEoCzIQLmluZ2VzdC52MS5Nb25leRIMCgRraW5kGAQgASgJEg8KB3BhaWRfYXQYBSABKAkSDwoHY2hhbm5lbBgGIAEoCRITCgZzb3VyY2UYByABKAlIAIgBARIVCghjYW1wYWlnbhgIIAEoCUgBiAEBEhkKDGxhbmRpbmdfcGFnZRgJIAEoCUgCiAEBQgkKB19zb3VyY2VCCwoJX2NhbXBhaWduQg8KDV9sYW5kaW5nX3BhZ2UiwwQKFFNpdGVPdmVydmlld1Jlc3BvbnNlEgwKBGZyb20YASABKAkSCgoCdG8YAiABKAkSLAoIY2hhbm5lbHMYAyADKAsyGi5pbmdlc3QudjEuQ2hhbm5lbE92ZXJ2aWV3EiQKBGRheXMYBCADKAsyFi5pbmdlc3QudjEuRGF5T3ZlcnZpZXcSNAoXdG9wX3NvdXJjZXNfYnlfdmlzaXRvcnMYBSADKAsyEy5pbmdlc3QudjEuVG9wRW50cnkSNgoZdG9wX2NhbXBhaWduc19ieV92aXNpdG9ycxgGIAMoCzITLmluZ2VzdC52MS5Ub3BFbnRyeRI6Ch10b3BfbGFuZGluZ19wYWdlc19ieV92aXNpdG9ycxgHIAMoCzITLmluZ2VzdC52MS5Ub3BFbnRyeRIzChZ0b3Bfc291cmNlc19ieV9yZXZlbnVlGAggAygLMhMuaW5nZXN0LnYxLlRvcEVudHJ5EjUKGHRvcF9jYW1wYWlnbnNfYnlfcmV2ZW51ZRgJIAMoCzITLmluZ2VzdC52MS5Ub3BFbnRyeRI5Chx0b3BfbGFuZGluZ19wYWdlc19ieV9yZXZlbnVlGAogAygLMhMuaW5nZXN0LnYxLlRvcEVudHJ5EiMKA21ychgLIAMoCzIWLmluZ2VzdC52MS5DdXJyZW5jeU1ychIxCg9yZWNlbnRfcGF5bWVudHMYDCADKAsyGC5pbmdlc3QudjEuUmVjZW50UGF5bWVudBIUCgxuZXdfdmlzaXRvcnMYDSABKAMiPgoWQ3VzdG9tZXJKb3VybmV5UmVxdWVzdBIPCgdzaXRlX2lkGAEgASgJEhMKC2N1c3RvbWVyX2lkGAIgASgJIuABChdDdXN0b21lckpvdXJuZXlSZXNwb25zZRIrCghjdXN0b21lchgBIAEoCzIZLmluZ2VzdC52MS5TdG9yZWRDdXN0b21lchIqCgh2aXNpdG9ycxgCIAMoCzIYLmluZ2VzdC52MS5MaW5rZWRWaXNpdG9yEjAKC2ZpcnN0X3RvdWNoGAMgASgLMhYuaW5nZXN0LnYxLkF0dHJpYnV0aW9uSACIAQESKgoIcGF5bWVudHMYBCADKAsyGC5pbmdlc3QudjEuU3RvcmVkUGF5bWVudEIOCgxfZmlyc3RfdG91Y2gyogUKDlJlcG9ydHNTZXJ2aWNlEk4KCkxpc3RFdmVudHMSHC5pbmdlc3QudjEuTGlzdEV2ZW50c1JlcXVlc3QaHS5pbmdlc3QudjEuTGlzdEV2ZW50c1Jlc3BvbnNlIgOQAgESTgoKR2V0UGF5bWVudBIcLmluZ2VzdC52MS5HZXRQYXltZW50UmVxdWVzdBodLmluZ2VzdC52MS5HZXRQYXltZW50UmVzcG9uc2UiA5ACARJRCgtHZXRDdXN0b21lchIdLmluZ2VzdC52MS5HZXRDdXN0b21lclJlcXVlc3QaHi5pbmdlc3QudjEuR2V0Q3VzdG9tZXJSZXNwb25zZSIDkAIBEmAKEFJldmVudWVCeUNoYW5uZWwSIi5pbmdlc3QudjEuUmV2ZW51ZUJ5Q2hhbm5lbFJlcXVlc3QaIy5pbmdlc3QudjEuUmV2ZW51ZUJ5Q2hhbm5lbFJlc3BvbnNlIgOQAgESOQoDTXJyEhUuaW5nZXN0LnYxLk1yclJlcXVlc3QaFi5pbmdlc3QudjEuTXJyUmVzcG9uc2UiA5ACARJUCgxTaXRlT3ZlcnZpZXcSHi5pbmdlc3QudjEuU2l0ZU92ZXJ2aWV3UmVxdWVzdBofLmluZ2VzdC52MS5TaXRlT3ZlcnZpZXdSZXNwb25zZSIDkAIBEl0KD0N1c3RvbWVySm91cm5leRIhLmluZ2VzdC52MS5DdXN0b21lckpvdXJuZXlSZXF1ZXN0GiIuaW5nZXN0LnYxLkN1c3RvbWVySm91cm5leVJlc3BvbnNlIgOQAgESSwoJR2V0QWNjZXNzEhsuaW5nZXN0LnYxLkdldEFjY2Vzc1JlcXVlc3QaHC5pbmdlc3QudjEuR2V0QWNjZXNzUmVzcG9uc2UiA5ACAWIGcHJvdG8z", [file_google_protobuf_struct]);
+  fileDesc("Chdpbmdlc3QvdjEvcmVwb3J0cy5wcm90bxIJaW5nZXN0LnYxIhIKEEdldEFjY2Vzc1JlcXVlc3QiMgoRR2V0QWNjZXNzUmVzcG9uc2USDAoEa2luZBgBIAEoCRIPCgdzaXRlX2lkGAIgASgJIkAKE0V4cG9ydEV2ZW50c1JlcXVlc3QSDwoHc2l0ZV9pZBgBIAEoCRIMCgRmcm9tGAIgASgJEgoKAnRvGAMgASgJIj4KFEV4cG9ydEV2ZW50c1Jlc3BvbnNlEiYKBmV2ZW50cxgBIAMoCzIWLmluZ2VzdC52MS5TdG9yZWRFdmVudCJCChVFeHBvcnRQYXltZW50c1JlcXVlc3QSDwoHc2l0ZV9pZBgBIAEoCRIMCgRmcm9tGAIgASgJEgoKAnRvGAMgASgJIkQKFkV4cG9ydFBheW1lbnRzUmVzcG9uc2USKgoIcGF5bWVudHMYASADKAsyGC5pbmdlc3QudjEuU3RvcmVkUGF5bWVudCJhChFMaXN0RXZlbnRzUmVxdWVzdBIPCgdzaXRlX2lkGAEgASgJEg0KBWxpbWl0GAIgASgFEgwKBGZyb20YAyABKAkSCgoCdG8YBCABKAkSEgoKcGFnZV90b2tlbhgFIAEoCSKaBgoLU3RvcmVkRXZlbnQSDAoEbmFtZRgBIAEoCRILCgN1cmwYAiABKAkSFQoIcmVmZXJyZXIYAyABKAlIAIgBARISCgV0aXRsZRgEIAEoCUgBiAEBEhIKBXdpZHRoGAUgASgFSAKIAQESFQoIbGFuZ3VhZ2UYBiABKAlIA4gBARImCgVwcm9wcxgHIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSCgoCdHMYCCABKAMSEwoLcmVjZWl2ZWRfYXQYCSABKAMSEgoKdmlzaXRvcl9pZBgKIAEoCRIUCgd1c2VyX2lkGAsgASgJSASIAQESFAoHY291bnRyeRgMIAEoCUgFiAEBEhQKB2Jyb3dzZXIYDSABKAlIBogBARIPCgJvcxgOIAEoCUgHiAEBEhMKBmRldmljZRgPIAEoCUgIiAEBEhoKDXJlZmVycmVyX2hvc3QYECABKAlICYgBARIXCgp1dG1fc291cmNlGBEgASgJSAqIAQESFwoKdXRtX21lZGl1bRgSIAEoCUgLiAEBEhkKDHV0bV9jYW1wYWlnbhgTIAEoCUgMiAEBEhUKCHV0bV90ZXJtGBQgASgJSA2IAQESGAoLdXRtX2NvbnRlbnQYFSABKAlIDogBARI3CgljbGlja19pZHMYFiADKAsyJC5pbmdlc3QudjEuU3RvcmVkRXZlbnQuQ2xpY2tJZHNFbnRyeRIPCgdzaXRlX2lkGBcgASgJGi8KDUNsaWNrSWRzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4AUILCglfcmVmZXJyZXJCCAoGX3RpdGxlQggKBl93aWR0aEILCglfbGFuZ3VhZ2VCCgoIX3VzZXJfaWRCCgoIX2NvdW50cnlCCgoIX2Jyb3dzZXJCBQoDX29zQgkKB19kZXZpY2VCEAoOX3JlZmVycmVyX2hvc3RCDQoLX3V0bV9zb3VyY2VCDQoLX3V0bV9tZWRpdW1CDwoNX3V0bV9jYW1wYWlnbkILCglfdXRtX3Rlcm1CDgoMX3V0bV9jb250ZW50IlUKEkxpc3RFdmVudHNSZXNwb25zZRImCgZldmVudHMYASADKAsyFi5pbmdlc3QudjEuU3RvcmVkRXZlbnQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIjgKEUdldFBheW1lbnRSZXF1ZXN0Eg8KB3NpdGVfaWQYASABKAkSEgoKcGF5bWVudF9pZBgCIAEoCSI/CgVNb25leRIQCghjdXJyZW5jeRgBIAEoCRITCgttaW5vcl91bml0cxgCIAEoAxIPCgdkZWNpbWFsGAMgASgJIt4DCg1TdG9yZWRQYXltZW50Eg8KB3NpdGVfaWQYASABKAkSEgoKcGF5bWVudF9pZBgCIAEoCRITCgtjdXN0b21lcl9pZBgDIAEoCRIgCgZhbW91bnQYBCABKAsyEC5pbmdlc3QudjEuTW9uZXkSIgoDZmVlGAUgASgLMhAuaW5nZXN0LnYxLk1vbmV5SACIAQESDAoEa2luZBgGIAEoCRIOCgZzdGF0dXMYByABKAkSDwoHcGFpZF9hdBgIIAEoCRI4CghtZXRhZGF0YRgJIAMoCzImLmluZ2VzdC52MS5TdG9yZWRQYXltZW50Lk1ldGFkYXRhRW50cnkSHAoPc3Vic2NyaXB0aW9uX2lkGAogASgJSAGIAQESEgoKY3JlYXRlZF9hdBgLIAEoCRISCgp1cGRhdGVkX2F0GAwgASgJEg8KB2NoYW5uZWwYDSABKAkSMAoLYXR0cmlidXRpb24YDiABKAsyFi5pbmdlc3QudjEuQXR0cmlidXRpb25IAogBARovCg1NZXRhZGF0YUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAFCBgoEX2ZlZUISChBfc3Vic2NyaXB0aW9uX2lkQg4KDF9hdHRyaWJ1dGlvbiLOAQoLQXR0cmlidXRpb24SDwoHY2hhbm5lbBgBIAEoCRITCgZzb3VyY2UYAiABKAlIAIgBARITCgZtZWRpdW0YAyABKAlIAYgBARIVCghjYW1wYWlnbhgEIAEoCUgCiAEBEhQKDGxhbmRpbmdfcGFnZRgFIAEoCRISCgp2aXNpdG9yX2lkGAYgASgJEgwKBGxpbmsYByABKAkSEgoKdG91Y2hlZF9hdBgIIAEoCUIJCgdfc291cmNlQgkKB19tZWRpdW1CCwoJX2NhbXBhaWduIj8KEkdldFBheW1lbnRSZXNwb25zZRIpCgdwYXltZW50GAEgASgLMhguaW5nZXN0LnYxLlN0b3JlZFBheW1lbnQiOgoSR2V0Q3VzdG9tZXJSZXF1ZXN0Eg8KB3NpdGVfaWQYASABKAkSEwoLY3VzdG9tZXJfaWQYAiABKAki8AIKDlN0b3JlZEN1c3RvbWVyEg8KB3NpdGVfaWQYASABKAkSEwoLY3VzdG9tZXJfaWQYAiABKAkSEgoFZW1haWwYAyABKAlIAIgBARIUCgd1c2VyX2lkGAQgASgJSAGIAQESEQoEbmFtZRgFIAEoCUgCiAEBEhQKB2NvdW50cnkYBiABKAlIA4gBARIXCgp2aXNpdG9yX2lkGAcgASgJSASIAQESOQoIbWV0YWRhdGEYCCADKAsyJy5pbmdlc3QudjEuU3RvcmVkQ3VzdG9tZXIuTWV0YWRhdGFFbnRyeRISCgpjcmVhdGVkX2F0GAkgASgJEhIKCnVwZGF0ZWRfYXQYCiABKAkaLwoNTWV0YWRhdGFFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBQggKBl9lbWFpbEIKCghfdXNlcl9pZEIHCgVfbmFtZUIKCghfY291bnRyeUINCgtfdmlzaXRvcl9pZCKGAQoNTGlua2VkVmlzaXRvchISCgp2aXNpdG9yX2lkGAEgASgJEgwKBGxpbmsYAiABKAkSEQoJbGlua2VkX2F0GAMgASgJEjAKC2ZpcnN0X3RvdWNoGAQgASgLMhYuaW5nZXN0LnYxLkF0dHJpYnV0aW9uSACIAQFCDgoMX2ZpcnN0X3RvdWNoIrABChNHZXRDdXN0b21lclJlc3BvbnNlEisKCGN1c3RvbWVyGAEgASgLMhkuaW5nZXN0LnYxLlN0b3JlZEN1c3RvbWVyEioKCHZpc2l0b3JzGAIgAygLMhguaW5nZXN0LnYxLkxpbmtlZFZpc2l0b3ISMAoLZmlyc3RfdG91Y2gYAyABKAsyFi5pbmdlc3QudjEuQXR0cmlidXRpb25IAIgBAUIOCgxfZmlyc3RfdG91Y2giRAoXUmV2ZW51ZUJ5Q2hhbm5lbFJlcXVlc3QSDwoHc2l0ZV9pZBgBIAEoCRIMCgRmcm9tGAIgASgJEgoKAnRvGAMgASgJIukBCg5DaGFubmVsUmV2ZW51ZRIPCgdjaGFubmVsGAEgASgJEhAKCGN1cnJlbmN5GAIgASgJEh8KBWdyb3NzGAMgASgLMhAuaW5nZXN0LnYxLk1vbmV5EiEKB3JlZnVuZHMYBCABKAsyEC5pbmdlc3QudjEuTW9uZXkSJQoLY2hhcmdlYmFja3MYBSABKAsyEC5pbmdlc3QudjEuTW9uZXkSHQoDbmV0GAYgASgLMhAuaW5nZXN0LnYxLk1vbmV5EhAKCHBheW1lbnRzGAcgASgDEhgKEHBheWluZ19jdXN0b21lcnMYCCABKAMiQwoYUmV2ZW51ZUJ5Q2hhbm5lbFJlc3BvbnNlEicKBHJvd3MYASADKAsyGS5pbmdlc3QudjEuQ2hhbm5lbFJldmVudWUiKQoKTXJyUmVxdWVzdBIPCgdzaXRlX2lkGAEgASgJEgoKAmF0GAIgASgJIlUKC0N1cnJlbmN5TXJyEhAKCGN1cnJlbmN5GAEgASgJEh0KA21ychgCIAEoCzIQLmluZ2VzdC52MS5Nb25leRIVCg1zdWJzY3JpcHRpb25zGAMgASgDIj8KC01yclJlc3BvbnNlEgoKAmF0GAEgASgJEiQKBHJvd3MYAiADKAsyFi5pbmdlc3QudjEuQ3VycmVuY3lNcnIiQAoTU2l0ZU92ZXJ2aWV3UmVxdWVzdBIPCgdzaXRlX2lkGAEgASgJEgwKBGZyb20YAiABKAkSCgoCdG8YAyABKAkiZAoPQ2hhbm5lbE92ZXJ2aWV3Eg8KB2NoYW5uZWwYASABKAkSFAoMbmV3X3Zpc2l0b3JzGAIgASgDEioKB3JldmVudWUYAyADKAsyGS5pbmdlc3QudjEuQ2hhbm5lbFJldmVudWUiZgoLRGF5T3ZlcnZpZXcSCwoDZGF5GAEgASgJEhAKCHZpc2l0b3JzGAIgASgDEhEKCXBhZ2V2aWV3cxgDIAEoAxIlCgtuZXRfcmV2ZW51ZRgEIAMoCzIQLmluZ2VzdC52MS5Nb25leSJWCghUb3BFbnRyeRINCgV2YWx1ZRgBIAEoCRIUCgxuZXdfdmlzaXRvcnMYAiABKAMSJQoLbmV0X3JldmVudWUYAyADKAsyEC5pbmdlc3QudjEuTW9uZXki+gEKDVJlY2VudFBheW1lbnQSEgoKcGF5bWVudF9pZBgBIAEoCRITCgtjdXN0b21lcl9pZBgCIAEoCRIgCgZhbW91bnQYAyABKAsyEC5pbmdlc3QudjEuTW9uZXkSDAoEa2luZBgEIAEoCRIPCgdwYWlkX2F0GAUgASgJEg8KB2NoYW5uZWwYBiABKAkSEwoGc291cmNlGAcgASgJSACIAQESFQoIY2FtcGFpZ24YCCABKAlIAYgBARIZCgxsYW5kaW5nX3BhZ2UYCSABKAlIAogBAUIJCgdfc291cmNlQgsKCV9jYW1wYWlnbkIPCg1fbGFuZGluZ19wYWdlIsMEChRTaXRlT3ZlcnZpZXdSZXNwb25zZRIMCgRmcm9tGAEgASgJEgoKAnRvGAIgASgJEiwKCGNoYW5uZWxzGAMgAygLMhouaW5nZXN0LnYxLkNoYW5uZWxPdmVydmlldxIkCgRkYXlzGAQgAygLMhYuaW5nZXN0LnYxLkRheU92ZXJ2aWV3EjQKF3RvcF9zb3VyY2VzX2J5X3Zpc2l0b3JzGAUgAygLMhMuaW5nZXN0LnYxLlRvcEVudHJ5EjYKGXRvcF9jYW1wYWlnbnNfYnlfdmlzaXRvcnMYBiADKAsyEy5pbmdlc3QudjEuVG9wRW50cnkSOgoddG9wX2xhbmRpbmdfcGFnZXNfYnlfdmlzaXRvcnMYByADKAsyEy5pbmdlc3QudjEuVG9wRW50cnkSMwoWdG9wX3NvdXJjZXNfYnlfcmV2ZW51ZRgIIAMoCzITLmluZ2VzdC52MS5Ub3BFbnRyeRI1Chh0b3BfY2FtcGFpZ25zX2J5X3JldmVudWUYCSADKAsyEy5pbmdlc3QudjEuVG9wRW50cnkSOQocdG9wX2xhbmRpbmdfcGFnZXNfYnlfcmV2ZW51ZRgKIAMoCzITLmluZ2VzdC52MS5Ub3BFbnRyeRIjCgNtcnIYCyADKAsyFi5pbmdlc3QudjEuQ3VycmVuY3lNcnISMQoPcmVjZW50X3BheW1lbnRzGAwgAygLMhguaW5nZXN0LnYxLlJlY2VudFBheW1lbnQSFAoMbmV3X3Zpc2l0b3JzGA0gASgDIj4KFkN1c3RvbWVySm91cm5leVJlcXVlc3QSDwoHc2l0ZV9pZBgBIAEoCRITCgtjdXN0b21lcl9pZBgCIAEoCSLgAQoXQ3VzdG9tZXJKb3VybmV5UmVzcG9uc2USKwoIY3VzdG9tZXIYASABKAsyGS5pbmdlc3QudjEuU3RvcmVkQ3VzdG9tZXISKgoIdmlzaXRvcnMYAiADKAsyGC5pbmdlc3QudjEuTGlua2VkVmlzaXRvchIwCgtmaXJzdF90b3VjaBgDIAEoCzIWLmluZ2VzdC52MS5BdHRyaWJ1dGlvbkgAiAEBEioKCHBheW1lbnRzGAQgAygLMhguaW5nZXN0LnYxLlN0b3JlZFBheW1lbnRCDgoMX2ZpcnN0X3RvdWNoMtgGCg5SZXBvcnRzU2VydmljZRJOCgpMaXN0RXZlbnRzEhwuaW5nZXN0LnYxLkxpc3RFdmVudHNSZXF1ZXN0Gh0uaW5nZXN0LnYxLkxpc3RFdmVudHNSZXNwb25zZSIDkAIBEk4KCkdldFBheW1lbnQSHC5pbmdlc3QudjEuR2V0UGF5bWVudFJlcXVlc3QaHS5pbmdlc3QudjEuR2V0UGF5bWVudFJlc3BvbnNlIgOQAgESUQoLR2V0Q3VzdG9tZXISHS5pbmdlc3QudjEuR2V0Q3VzdG9tZXJSZXF1ZXN0Gh4uaW5nZXN0LnYxLkdldEN1c3RvbWVyUmVzcG9uc2UiA5ACARJgChBSZXZlbnVlQnlDaGFubmVsEiIuaW5nZXN0LnYxLlJldmVudWVCeUNoYW5uZWxSZXF1ZXN0GiMuaW5nZXN0LnYxLlJldmVudWVCeUNoYW5uZWxSZXNwb25zZSIDkAIBEjkKA01ychIVLmluZ2VzdC52MS5NcnJSZXF1ZXN0GhYuaW5nZXN0LnYxLk1yclJlc3BvbnNlIgOQAgESVAoMU2l0ZU92ZXJ2aWV3Eh4uaW5nZXN0LnYxLlNpdGVPdmVydmlld1JlcXVlc3QaHy5pbmdlc3QudjEuU2l0ZU92ZXJ2aWV3UmVzcG9uc2UiA5ACARJdCg9DdXN0b21lckpvdXJuZXkSIS5pbmdlc3QudjEuQ3VzdG9tZXJKb3VybmV5UmVxdWVzdBoiLmluZ2VzdC52MS5DdXN0b21lckpvdXJuZXlSZXNwb25zZSIDkAIBEksKCUdldEFjY2VzcxIbLmluZ2VzdC52MS5HZXRBY2Nlc3NSZXF1ZXN0GhwuaW5nZXN0LnYxLkdldEFjY2Vzc1Jlc3BvbnNlIgOQAgESVgoMRXhwb3J0RXZlbnRzEh4uaW5nZXN0LnYxLkV4cG9ydEV2ZW50c1JlcXVlc3QaHy5pbmdlc3QudjEuRXhwb3J0RXZlbnRzUmVzcG9uc2UiA5ACATABElwKDkV4cG9ydFBheW1lbnRzEiAuaW5nZXN0LnYxLkV4cG9ydFBheW1lbnRzUmVxdWVzdBohLmluZ2VzdC52MS5FeHBvcnRQYXltZW50c1Jlc3BvbnNlIgOQAgEwAWIGcHJvdG8z", [file_google_protobuf_struct]);
 
 /**
  * @generated from message ingest.v1.GetAccessRequest
@@ -51,6 +51,106 @@ export type GetAccessResponse = Message<"ingest.v1.GetAccessResponse"> & {
  */
 export const GetAccessResponseSchema: GenMessage<GetAccessResponse> = /*@__PURE__*/
   messageDesc(file_ingest_v1_reports, 1);
+
+/**
+ * @generated from message ingest.v1.ExportEventsRequest
+ */
+export type ExportEventsRequest = Message<"ingest.v1.ExportEventsRequest"> & {
+  /**
+   * @generated from field: string site_id = 1;
+   */
+  siteId: string;
+
+  /**
+   * RFC 3339: only events whose time (`ts`) is at or after it; unbounded when empty.
+   *
+   * @generated from field: string from = 2;
+   */
+  from: string;
+
+  /**
+   * RFC 3339: only events whose time is before it; unbounded when empty.
+   *
+   * @generated from field: string to = 3;
+   */
+  to: string;
+};
+
+/**
+ * Describes the message ingest.v1.ExportEventsRequest.
+ * Use `create(ExportEventsRequestSchema)` to create a new message.
+ */
+export const ExportEventsRequestSchema: GenMessage<ExportEventsRequest> = /*@__PURE__*/
+  messageDesc(file_ingest_v1_reports, 2);
+
+/**
+ * ExportEventsResponse is one page of an export: at most 500 events.
+ *
+ * @generated from message ingest.v1.ExportEventsResponse
+ */
+export type ExportEventsResponse = Message<"ingest.v1.ExportEventsResponse"> & {
+  /**
+   * @generated from field: repeated ingest.v1.StoredEvent events = 1;
+   */
+  events: StoredEvent[];
+};
+
+/**
+ * Describes the message ingest.v1.ExportEventsResponse.
+ * Use `create(ExportEventsResponseSchema)` to create a new message.
+ */
+export const ExportEventsResponseSchema: GenMessage<ExportEventsResponse> = /*@__PURE__*/
+  messageDesc(file_ingest_v1_reports, 3);
+
+/**
+ * @generated from message ingest.v1.ExportPaymentsRequest
+ */
+export type ExportPaymentsRequest = Message<"ingest.v1.ExportPaymentsRequest"> & {
+  /**
+   * @generated from field: string site_id = 1;
+   */
+  siteId: string;
+
+  /**
+   * RFC 3339: only payments paid at or after it; unbounded when empty.
+   *
+   * @generated from field: string from = 2;
+   */
+  from: string;
+
+  /**
+   * RFC 3339: only payments paid before it; unbounded when empty.
+   *
+   * @generated from field: string to = 3;
+   */
+  to: string;
+};
+
+/**
+ * Describes the message ingest.v1.ExportPaymentsRequest.
+ * Use `create(ExportPaymentsRequestSchema)` to create a new message.
+ */
+export const ExportPaymentsRequestSchema: GenMessage<ExportPaymentsRequest> = /*@__PURE__*/
+  messageDesc(file_ingest_v1_reports, 4);
+
+/**
+ * ExportPaymentsResponse is one page of an export: at most 500 payments.
+ *
+ * @generated from message ingest.v1.ExportPaymentsResponse
+ */
+export type ExportPaymentsResponse = Message<"ingest.v1.ExportPaymentsResponse"> & {
+  /**
+   * @generated from field: repeated ingest.v1.StoredPayment payments = 1;
+   */
+  payments: StoredPayment[];
+};
+
+/**
+ * Describes the message ingest.v1.ExportPaymentsResponse.
+ * Use `create(ExportPaymentsResponseSchema)` to create a new message.
+ */
+export const ExportPaymentsResponseSchema: GenMessage<ExportPaymentsResponse> = /*@__PURE__*/
+  messageDesc(file_ingest_v1_reports, 5);
 
 /**
  * @generated from message ingest.v1.ListEventsRequest
@@ -95,7 +195,7 @@ export type ListEventsRequest = Message<"ingest.v1.ListEventsRequest"> & {
  * Use `create(ListEventsRequestSchema)` to create a new message.
  */
 export const ListEventsRequestSchema: GenMessage<ListEventsRequest> = /*@__PURE__*/
-  messageDesc(file_ingest_v1_reports, 2);
+  messageDesc(file_ingest_v1_reports, 6);
 
 /**
  * StoredEvent is an event as stored, with its enriched fields.
@@ -228,7 +328,7 @@ export type StoredEvent = Message<"ingest.v1.StoredEvent"> & {
  * Use `create(StoredEventSchema)` to create a new message.
  */
 export const StoredEventSchema: GenMessage<StoredEvent> = /*@__PURE__*/
-  messageDesc(file_ingest_v1_reports, 3);
+  messageDesc(file_ingest_v1_reports, 7);
 
 /**
  * @generated from message ingest.v1.ListEventsResponse
@@ -252,7 +352,7 @@ export type ListEventsResponse = Message<"ingest.v1.ListEventsResponse"> & {
  * Use `create(ListEventsResponseSchema)` to create a new message.
  */
 export const ListEventsResponseSchema: GenMessage<ListEventsResponse> = /*@__PURE__*/
-  messageDesc(file_ingest_v1_reports, 4);
+  messageDesc(file_ingest_v1_reports, 8);
 
 /**
  * @generated from message ingest.v1.GetPaymentRequest
@@ -274,7 +374,7 @@ export type GetPaymentRequest = Message<"ingest.v1.GetPaymentRequest"> & {
  * Use `create(GetPaymentRequestSchema)` to create a new message.
  */
 export const GetPaymentRequestSchema: GenMessage<GetPaymentRequest> = /*@__PURE__*/
-  messageDesc(file_ingest_v1_reports, 5);
+  messageDesc(file_ingest_v1_reports, 9);
 
 /**
  * Money is an exact amount: integer minor units of an ISO 4217 currency.
@@ -305,7 +405,7 @@ export type Money = Message<"ingest.v1.Money"> & {
  * Use `create(MoneySchema)` to create a new message.
  */
 export const MoneySchema: GenMessage<Money> = /*@__PURE__*/
-  messageDesc(file_ingest_v1_reports, 6);
+  messageDesc(file_ingest_v1_reports, 10);
 
 /**
  * StoredPayment is a payment as stored.
@@ -393,7 +493,7 @@ export type StoredPayment = Message<"ingest.v1.StoredPayment"> & {
  * Use `create(StoredPaymentSchema)` to create a new message.
  */
 export const StoredPaymentSchema: GenMessage<StoredPayment> = /*@__PURE__*/
-  messageDesc(file_ingest_v1_reports, 7);
+  messageDesc(file_ingest_v1_reports, 11);
 
 /**
  * Attribution is the first touch a payment or customer is credited to.
@@ -454,7 +554,7 @@ export type Attribution = Message<"ingest.v1.Attribution"> & {
  * Use `create(AttributionSchema)` to create a new message.
  */
 export const AttributionSchema: GenMessage<Attribution> = /*@__PURE__*/
-  messageDesc(file_ingest_v1_reports, 8);
+  messageDesc(file_ingest_v1_reports, 12);
 
 /**
  * @generated from message ingest.v1.GetPaymentResponse
@@ -471,7 +571,7 @@ export type GetPaymentResponse = Message<"ingest.v1.GetPaymentResponse"> & {
  * Use `create(GetPaymentResponseSchema)` to create a new message.
  */
 export const GetPaymentResponseSchema: GenMessage<GetPaymentResponse> = /*@__PURE__*/
-  messageDesc(file_ingest_v1_reports, 9);
+  messageDesc(file_ingest_v1_reports, 13);
 
 /**
  * @generated from message ingest.v1.GetCustomerRequest
@@ -493,7 +593,7 @@ export type GetCustomerRequest = Message<"ingest.v1.GetCustomerRequest"> & {
  * Use `create(GetCustomerRequestSchema)` to create a new message.
  */
 export const GetCustomerRequestSchema: GenMessage<GetCustomerRequest> = /*@__PURE__*/
-  messageDesc(file_ingest_v1_reports, 10);
+  messageDesc(file_ingest_v1_reports, 14);
 
 /**
  * StoredCustomer is a customer as stored.
@@ -557,7 +657,7 @@ export type StoredCustomer = Message<"ingest.v1.StoredCustomer"> & {
  * Use `create(StoredCustomerSchema)` to create a new message.
  */
 export const StoredCustomerSchema: GenMessage<StoredCustomer> = /*@__PURE__*/
-  messageDesc(file_ingest_v1_reports, 11);
+  messageDesc(file_ingest_v1_reports, 15);
 
 /**
  * LinkedVisitor is a visitor linked to a customer, with its own first touch.
@@ -593,7 +693,7 @@ export type LinkedVisitor = Message<"ingest.v1.LinkedVisitor"> & {
  * Use `create(LinkedVisitorSchema)` to create a new message.
  */
 export const LinkedVisitorSchema: GenMessage<LinkedVisitor> = /*@__PURE__*/
-  messageDesc(file_ingest_v1_reports, 12);
+  messageDesc(file_ingest_v1_reports, 16);
 
 /**
  * @generated from message ingest.v1.GetCustomerResponse
@@ -622,7 +722,7 @@ export type GetCustomerResponse = Message<"ingest.v1.GetCustomerResponse"> & {
  * Use `create(GetCustomerResponseSchema)` to create a new message.
  */
 export const GetCustomerResponseSchema: GenMessage<GetCustomerResponse> = /*@__PURE__*/
-  messageDesc(file_ingest_v1_reports, 13);
+  messageDesc(file_ingest_v1_reports, 17);
 
 /**
  * @generated from message ingest.v1.RevenueByChannelRequest
@@ -653,7 +753,7 @@ export type RevenueByChannelRequest = Message<"ingest.v1.RevenueByChannelRequest
  * Use `create(RevenueByChannelRequestSchema)` to create a new message.
  */
 export const RevenueByChannelRequestSchema: GenMessage<RevenueByChannelRequest> = /*@__PURE__*/
-  messageDesc(file_ingest_v1_reports, 14);
+  messageDesc(file_ingest_v1_reports, 18);
 
 /**
  * ChannelRevenue is the revenue of one channel in one currency.
@@ -717,7 +817,7 @@ export type ChannelRevenue = Message<"ingest.v1.ChannelRevenue"> & {
  * Use `create(ChannelRevenueSchema)` to create a new message.
  */
 export const ChannelRevenueSchema: GenMessage<ChannelRevenue> = /*@__PURE__*/
-  messageDesc(file_ingest_v1_reports, 15);
+  messageDesc(file_ingest_v1_reports, 19);
 
 /**
  * @generated from message ingest.v1.RevenueByChannelResponse
@@ -734,7 +834,7 @@ export type RevenueByChannelResponse = Message<"ingest.v1.RevenueByChannelRespon
  * Use `create(RevenueByChannelResponseSchema)` to create a new message.
  */
 export const RevenueByChannelResponseSchema: GenMessage<RevenueByChannelResponse> = /*@__PURE__*/
-  messageDesc(file_ingest_v1_reports, 16);
+  messageDesc(file_ingest_v1_reports, 20);
 
 /**
  * @generated from message ingest.v1.MrrRequest
@@ -758,7 +858,7 @@ export type MrrRequest = Message<"ingest.v1.MrrRequest"> & {
  * Use `create(MrrRequestSchema)` to create a new message.
  */
 export const MrrRequestSchema: GenMessage<MrrRequest> = /*@__PURE__*/
-  messageDesc(file_ingest_v1_reports, 17);
+  messageDesc(file_ingest_v1_reports, 21);
 
 /**
  * CurrencyMrr is the recurring revenue of one currency, normalised to a month.
@@ -789,7 +889,7 @@ export type CurrencyMrr = Message<"ingest.v1.CurrencyMrr"> & {
  * Use `create(CurrencyMrrSchema)` to create a new message.
  */
 export const CurrencyMrrSchema: GenMessage<CurrencyMrr> = /*@__PURE__*/
-  messageDesc(file_ingest_v1_reports, 18);
+  messageDesc(file_ingest_v1_reports, 22);
 
 /**
  * @generated from message ingest.v1.MrrResponse
@@ -811,7 +911,7 @@ export type MrrResponse = Message<"ingest.v1.MrrResponse"> & {
  * Use `create(MrrResponseSchema)` to create a new message.
  */
 export const MrrResponseSchema: GenMessage<MrrResponse> = /*@__PURE__*/
-  messageDesc(file_ingest_v1_reports, 19);
+  messageDesc(file_ingest_v1_reports, 23);
 
 /**
  * @generated from message ingest.v1.SiteOverviewRequest
@@ -842,7 +942,7 @@ export type SiteOverviewRequest = Message<"ingest.v1.SiteOverviewRequest"> & {
  * Use `create(SiteOverviewRequestSchema)` to create a new message.
  */
 export const SiteOverviewRequestSchema: GenMessage<SiteOverviewRequest> = /*@__PURE__*/
-  messageDesc(file_ingest_v1_reports, 20);
+  messageDesc(file_ingest_v1_reports, 24);
 
 /**
  * ChannelOverview is one first-touch channel in the period: its new visitors
@@ -879,7 +979,7 @@ export type ChannelOverview = Message<"ingest.v1.ChannelOverview"> & {
  * Use `create(ChannelOverviewSchema)` to create a new message.
  */
 export const ChannelOverviewSchema: GenMessage<ChannelOverview> = /*@__PURE__*/
-  messageDesc(file_ingest_v1_reports, 21);
+  messageDesc(file_ingest_v1_reports, 25);
 
 /**
  * DayOverview is one UTC day of the period.
@@ -921,7 +1021,7 @@ export type DayOverview = Message<"ingest.v1.DayOverview"> & {
  * Use `create(DayOverviewSchema)` to create a new message.
  */
 export const DayOverviewSchema: GenMessage<DayOverview> = /*@__PURE__*/
-  messageDesc(file_ingest_v1_reports, 22);
+  messageDesc(file_ingest_v1_reports, 26);
 
 /**
  * TopEntry is one source, campaign or landing page: its new visitors and its
@@ -951,7 +1051,7 @@ export type TopEntry = Message<"ingest.v1.TopEntry"> & {
  * Use `create(TopEntrySchema)` to create a new message.
  */
 export const TopEntrySchema: GenMessage<TopEntry> = /*@__PURE__*/
-  messageDesc(file_ingest_v1_reports, 23);
+  messageDesc(file_ingest_v1_reports, 27);
 
 /**
  * RecentPayment is a succeeded payment of the period with where it came from.
@@ -1012,7 +1112,7 @@ export type RecentPayment = Message<"ingest.v1.RecentPayment"> & {
  * Use `create(RecentPaymentSchema)` to create a new message.
  */
 export const RecentPaymentSchema: GenMessage<RecentPayment> = /*@__PURE__*/
-  messageDesc(file_ingest_v1_reports, 24);
+  messageDesc(file_ingest_v1_reports, 28);
 
 /**
  * @generated from message ingest.v1.SiteOverviewResponse
@@ -1102,7 +1202,7 @@ export type SiteOverviewResponse = Message<"ingest.v1.SiteOverviewResponse"> & {
  * Use `create(SiteOverviewResponseSchema)` to create a new message.
  */
 export const SiteOverviewResponseSchema: GenMessage<SiteOverviewResponse> = /*@__PURE__*/
-  messageDesc(file_ingest_v1_reports, 25);
+  messageDesc(file_ingest_v1_reports, 29);
 
 /**
  * @generated from message ingest.v1.CustomerJourneyRequest
@@ -1124,7 +1224,7 @@ export type CustomerJourneyRequest = Message<"ingest.v1.CustomerJourneyRequest">
  * Use `create(CustomerJourneyRequestSchema)` to create a new message.
  */
 export const CustomerJourneyRequestSchema: GenMessage<CustomerJourneyRequest> = /*@__PURE__*/
-  messageDesc(file_ingest_v1_reports, 26);
+  messageDesc(file_ingest_v1_reports, 30);
 
 /**
  * @generated from message ingest.v1.CustomerJourneyResponse
@@ -1160,7 +1260,7 @@ export type CustomerJourneyResponse = Message<"ingest.v1.CustomerJourneyResponse
  * Use `create(CustomerJourneyResponseSchema)` to create a new message.
  */
 export const CustomerJourneyResponseSchema: GenMessage<CustomerJourneyResponse> = /*@__PURE__*/
-  messageDesc(file_ingest_v1_reports, 27);
+  messageDesc(file_ingest_v1_reports, 31);
 
 /**
  * ReportsService is the read side for inspection, tests and the dashboard.
@@ -1265,6 +1365,34 @@ export const ReportsService: GenService<{
     methodKind: "unary";
     input: typeof GetAccessRequestSchema;
     output: typeof GetAccessResponseSchema;
+  },
+  /**
+   * ExportEvents streams every event of a site whose time (`ts`) is in
+   * [from, to), newest first by order of arrival (ListEvents' order), one
+   * message per page of the store: the server reads the next page only when
+   * the client has taken the previous one, so a slow reader slows the export
+   * and the range is never held in memory. Events arriving during the export
+   * are not in it (they are newer than its first page).
+   *
+   * @generated from rpc ingest.v1.ReportsService.ExportEvents
+   */
+  exportEvents: {
+    methodKind: "server_streaming";
+    input: typeof ExportEventsRequestSchema;
+    output: typeof ExportEventsResponseSchema;
+  },
+  /**
+   * ExportPayments streams every payment of a site whose `paid_at` is in
+   * [from, to), oldest first by (paid_at, payment_id), one message per page
+   * of the store (at most 500), read only as the client takes them, as
+   * ExportEvents.
+   *
+   * @generated from rpc ingest.v1.ReportsService.ExportPayments
+   */
+  exportPayments: {
+    methodKind: "server_streaming";
+    input: typeof ExportPaymentsRequestSchema;
+    output: typeof ExportPaymentsResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_ingest_v1_reports, 0);

@@ -18,6 +18,7 @@ export type * from "./connectors-port.js";
 export type { CustomerErasure, UserLinksErasure, VisitorsErasure } from "./erasure-port.js";
 export type { EventPage, EventPageQuery } from "./events-port.js";
 export type * from "./overview-port.js";
+export type { PaymentPage, PaymentPageQuery, PaymentPosition } from "./payments-port.js";
 export type { VisitorStitch } from "./persistent-visitors-port.js";
 export * from "./records.js";
 export type {

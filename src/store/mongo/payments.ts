@@ -214,6 +214,26 @@ export function createMongoPayments(c: Collections): StorePaymentsPart {
       return paymentFromDoc(d);
     },
 
+    async pagePayments(siteId, q) {
+      const after = q.after ?? { paidAt: q.from, paymentId: "" };
+      const at = new Date(after.paidAt);
+      const docs = await c.payments
+        .find({
+          site_id: siteId,
+          paid_at: { $gte: new Date(q.from), $lt: new Date(q.to) },
+          $or: [{ paid_at: { $gt: at } }, { paid_at: at, payment_id: { $gt: after.paymentId } }],
+        })
+        .sort({ paid_at: 1, payment_id: 1 })
+        .limit(q.limit + 1)
+        .toArray();
+      // One more than the page: its presence says whether a next page exists (never an empty one).
+      const payments = docs.slice(0, q.limit).map(paymentFromDoc);
+      const last = payments.at(-1);
+      return docs.length > q.limit && last
+        ? { payments, next: { paidAt: last.paidAt, paymentId: last.paymentId } }
+        : { payments };
+    },
+
     async getCustomer(siteId, customerId) {
       const d = await c.customers.findOne({ site_id: siteId, customer_id: customerId });
       if (!d) return undefined;

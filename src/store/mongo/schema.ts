@@ -324,6 +324,8 @@ export const COLLECTIONS: readonly CollectionSpec[] = [
       { key: { site_id: 1, customer_id: 1 }, name: "site_customer" },
       // revenueByChannel: equality, equality, range (status is always `succeeded` there).
       { key: { site_id: 1, status: 1, paid_at: 1 }, name: "site_status_paid_at" },
+      // pagePayments (ExportPayments): the range and the page order in one index.
+      { key: { site_id: 1, paid_at: 1, payment_id: 1 }, name: "site_paid_at_payment" },
     ],
   },
   {

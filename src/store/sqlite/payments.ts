@@ -186,6 +186,12 @@ export function createSqlitePayments(db: Db): StorePaymentsPart {
   const write = createSqlitePaymentWriter(db);
   const s = {
     getPayment: db.prepare("SELECT * FROM payments WHERE site_id = ? AND payment_id = ?"),
+    // The range by the (site_id, paid_at) index; the position as a row-value comparison.
+    pagePayments: db.prepare(
+      `SELECT * FROM payments INDEXED BY payments_paid_at
+       WHERE site_id = ? AND paid_at >= ? AND paid_at < ? AND (paid_at, payment_id) > (?, ?)
+       ORDER BY paid_at, payment_id LIMIT ?`,
+    ),
     getCustomer: db.prepare("SELECT * FROM customers WHERE site_id = ? AND customer_id = ?"),
     getSubscription: db.prepare(
       "SELECT * FROM subscriptions WHERE site_id = ? AND subscription_id = ?",
@@ -205,6 +211,23 @@ export function createSqlitePayments(db: Db): StorePaymentsPart {
       const r = s.getPayment.get(siteId, paymentId) as PaymentRow | undefined;
       if (!r) return undefined;
       return paymentFromRow(r);
+    },
+    async pagePayments(siteId, q) {
+      const after = q.after ?? { paidAt: q.from, paymentId: "" };
+      const rows = s.pagePayments.all(
+        siteId,
+        q.from,
+        q.to,
+        after.paidAt,
+        after.paymentId,
+        q.limit + 1,
+      ) as PaymentRow[];
+      // One more than the page: its presence says whether a next page exists (never an empty one).
+      const payments = rows.slice(0, q.limit).map(paymentFromRow);
+      const last = payments.at(-1);
+      return rows.length > q.limit && last
+        ? { payments, next: { paidAt: last.paidAt, paymentId: last.paymentId } }
+        : { payments };
     },
     async getCustomer(siteId, customerId) {
       const r = s.getCustomer.get(siteId, customerId) as CustomerRow | undefined;

@@ -12,6 +12,7 @@ import { describeErasureContract } from "./erasure.js";
 import { describeEventPagesContract } from "./event-pages.js";
 import { describeEventsContract } from "./events.js";
 import { describeOverviewContract } from "./overview.js";
+import { describePaymentPagesContract } from "./payment-pages.js";
 import { describePaymentsContract } from "./payments.js";
 import { describeQuotaContract } from "./quota.js";
 
@@ -35,6 +36,7 @@ export function describeStoreContract(name: string, open: () => Promise<Store>):
     describeAttributionContract(contract);
     describeErasureContract(contract);
     describeEventPagesContract(contract);
+    describePaymentPagesContract(contract);
     describeOverviewContract(contract);
   });
 }

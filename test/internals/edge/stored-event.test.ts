@@ -3,7 +3,7 @@ import { create } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
 import { StoredEventSchema } from "../../../gen/ingest/v1/reports_pb.js";
 import { EVENT_FIELD_TABLE } from "../../../src/domain/store/event-fields.js";
-import { toStoredEvent } from "../../../src/rpc/stored-event.js";
+import { toStoredEvent } from "../../../src/edge/stored-event.js";
 
 describe("StoredEvent", () => {
   it("has a field for every row of the table, named as it is stored, with the record's name in code", () => {

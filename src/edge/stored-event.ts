@@ -2,7 +2,7 @@
  * An event record as the reports' StoredEvent message, field by field from
  * the event-field table (src/domain/store/event-fields.ts): each row's
  * `stored` name is the proto field, whose JSON and TypeScript name is the
- * record's (test/internals/rpc/stored-event.test.ts checks the proto against
+ * record's (test/internals/edge/stored-event.test.ts checks the proto against
  * the table).
  */
 import type { JsonObject, MessageInitShape } from "@bufbuild/protobuf";
