@@ -69,6 +69,22 @@ export const LIST_EVENTS_MAX = 1000;
 const TOKEN_PREFIX = "e1.";
 
 /** The opaque token of a position (base64url, so it passes in URLs and JSON as is). */
+/**
+ * The pages `read` gives, one read each time the consumer asks for the next
+ * (a slow consumer slows the reads; one that returns the iterator ends them),
+ * from no cursor until a page names no next one. Empty pages are not yielded.
+ */
+async function* pagesOf<T, C>(
+  read: (cursor: C | undefined) => Promise<{ items: T[]; next?: C }>,
+): AsyncGenerator<T[], void, undefined> {
+  let cursor: C | undefined;
+  do {
+    const page = await read(cursor);
+    if (page.items.length > 0) yield page.items;
+    cursor = page.next;
+  } while (cursor !== undefined);
+}
+
 function pageToken(position: number): string {
   return Buffer.from(`${TOKEN_PREFIX}${position}`).toString("base64url");
 }
@@ -93,6 +109,15 @@ export interface EventsPageView {
 
 export function createReports(deps: { store: Store; clock: Clock }) {
   const { store, clock } = deps;
+
+  /** An export's site and [from, to), checked before anything is read or sent. */
+  async function exportRange(input: { siteId: string; from?: string; to?: string }) {
+    const from = timeField("from", input.from ?? "", 0);
+    const to = timeField("to", input.to ?? "", Number.MAX_SAFE_INTEGER);
+    if (to < from) throw errors.invalid("to: must not be before from");
+    if (!(await store.getSite(input.siteId))) throw errors.siteNotFound(input.siteId);
+    return { siteId: input.siteId, from, to };
+  }
 
   /** MRR per currency of a site's subscriptions at `at`. */
   async function mrrAt(siteId: string, at: number): Promise<MrrView> {
@@ -187,26 +212,16 @@ export function createReports(deps: { store: Store; clock: Clock }) {
       from?: string;
       to?: string;
     }): Promise<AsyncGenerator<EventRecord[], void, undefined>> {
-      const from = timeField("from", input.from ?? "", 0);
-      const to = timeField("to", input.to ?? "", Number.MAX_SAFE_INTEGER);
-      if (to < from) throw errors.invalid("to: must not be before from");
-      if (!(await store.getSite(input.siteId))) {
-        throw errors.siteNotFound(input.siteId);
-      }
-      const siteId = input.siteId;
-      return (async function* pages() {
-        let before: number | undefined;
-        do {
-          const page = await store.pageEvents(siteId, {
-            from,
-            to,
-            limit: EXPORT_PAGE,
-            ...(before === undefined ? {} : { before }),
-          });
-          if (page.events.length > 0) yield page.events;
-          before = page.next;
-        } while (before !== undefined);
-      })();
+      const { siteId, from, to } = await exportRange(input);
+      return pagesOf(async (before: number | undefined) => {
+        const page = await store.pageEvents(siteId, {
+          from,
+          to,
+          limit: EXPORT_PAGE,
+          ...(before === undefined ? {} : { before }),
+        });
+        return { items: page.events, next: page.next };
+      });
     },
 
     /**
@@ -220,26 +235,16 @@ export function createReports(deps: { store: Store; clock: Clock }) {
       from?: string;
       to?: string;
     }): Promise<AsyncGenerator<PaymentRecord[], void, undefined>> {
-      const from = timeField("from", input.from ?? "", 0);
-      const to = timeField("to", input.to ?? "", Number.MAX_SAFE_INTEGER);
-      if (to < from) throw errors.invalid("to: must not be before from");
-      if (!(await store.getSite(input.siteId))) {
-        throw errors.siteNotFound(input.siteId);
-      }
-      const siteId = input.siteId;
-      return (async function* pages() {
-        let after: PaymentPosition | undefined;
-        do {
-          const page = await store.pagePayments(siteId, {
-            from,
-            to,
-            limit: EXPORT_PAGE,
-            ...(after === undefined ? {} : { after }),
-          });
-          if (page.payments.length > 0) yield page.payments;
-          after = page.next;
-        } while (after !== undefined);
-      })();
+      const { siteId, from, to } = await exportRange(input);
+      return pagesOf(async (after: PaymentPosition | undefined) => {
+        const page = await store.pagePayments(siteId, {
+          from,
+          to,
+          limit: EXPORT_PAGE,
+          ...(after === undefined ? {} : { after }),
+        });
+        return { items: page.payments, next: page.next };
+      });
     },
 
     async getPayment(input: { siteId: string; paymentId: string }): Promise<PaymentRecord> {
