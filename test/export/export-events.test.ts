@@ -16,6 +16,7 @@ import { EXPORT_PAGE } from "../../src/domain/reports.js";
 import type { EventRecord } from "../../src/domain/store/records.js";
 import type { Store } from "../../src/store/port.js";
 import { BROWSER_UA } from "../helpers/fixtures.js";
+import { expectRefusals, type Refusal } from "../helpers/refusals.js";
 import { describeRpcError, grpcJsClient, type Protocol } from "../helpers/rpc-clients.js";
 import { postJson, TEST_NOW } from "../helpers/test-server.js";
 import { useTestServer } from "../helpers/use-test-server.js";
@@ -153,7 +154,7 @@ describe("ExportEvents", () => {
   );
 
   it("refuses bad requests with exact messages in the envelope", async () => {
-    const cases: [string, Record<string, string>, number, string, string][] = [
+    const cases: Refusal[] = [
       [`site_id=${ctx.siteId}`, {}, 401, "unauthorized", "missing or invalid admin token"],
       ["", auth(), 400, "invalid_input", "site_id: required"],
       [
@@ -187,14 +188,7 @@ describe("ExportEvents", () => {
       [`site_id=${ctx.siteId}&format=csv`, auth(), 400, "invalid_input", "format: must be ndjson"],
       ["site_id=site_nope", auth(), 404, "not_found", "site site_nope not found"],
     ];
-    for (const [query, headers, status, code, message] of cases) {
-      const res = await fetch(exportUrl(query), { headers });
-      expect({ query, status: res.status, body: await res.json() }).toEqual({
-        query,
-        status,
-        body: { ok: false, error: { code, message } },
-      });
-    }
+    await expectRefusals(exportUrl, cases);
     const post = await fetch(exportUrl(`site_id=${ctx.siteId}`), {
       method: "POST",
       headers: auth(),

@@ -6,6 +6,7 @@
 import { toJsonString } from "@bufbuild/protobuf";
 import { describe, expect, it } from "vitest";
 import { ReportsService, StoredPaymentSchema } from "../../gen/ingest/v1/reports_pb.js";
+import { expectRefusals, type Refusal } from "../helpers/refusals.js";
 import type { Protocol } from "../helpers/rpc-clients.js";
 import { payment, write } from "../helpers/store-contract.js";
 import { TEST_NOW } from "../helpers/test-server.js";
@@ -133,7 +134,7 @@ describe("ExportPayments", () => {
   );
 
   it("refuses bad requests with exact messages in the envelope", async () => {
-    const cases: [string, Record<string, string>, number, string, string][] = [
+    const cases: Refusal[] = [
       [`site_id=${ctx.siteId}`, {}, 401, "unauthorized", "missing or invalid admin token"],
       ["format=csv", auth(), 400, "invalid_input", "site_id: required"],
       [
@@ -166,14 +167,7 @@ describe("ExportPayments", () => {
       ],
       ["site_id=site_nope&format=csv", auth(), 404, "not_found", "site site_nope not found"],
     ];
-    for (const [query, headers, status, code, message] of cases) {
-      const res = await fetch(exportUrl(query), { headers });
-      expect({ query, status: res.status, body: await res.json() }).toEqual({
-        query,
-        status,
-        body: { ok: false, error: { code, message } },
-      });
-    }
+    await expectRefusals(exportUrl, cases);
     const del = await fetch(exportUrl(`site_id=${ctx.siteId}`), {
       method: "DELETE",
       headers: auth(),
