@@ -688,7 +688,7 @@ function exportPaths(): Json {
         tags: ["Export"],
         summary: "Every payment of a site paid in a time range, as NDJSON or CSV, streamed",
         description: [
-          "Oldest first by (`paid_at`, `payment_id`). NDJSON: one StoredPayment a line in proto JSON (as ReportsService.GetPayment gives it, amounts as Money with `minorUnits` and `decimal`). CSV (`format=csv`): a header row, then one row a payment, CRLF line ends, fields quoted as RFC 4180 says, amounts and fees as exact decimals in major units (`29.99`; `1000` for JPY); metadata and the attribution's details are in the NDJSON form only.",
+          "Oldest first by (`paid_at`, `payment_id`). NDJSON: one StoredPayment a line in proto JSON (as ReportsService.GetPayment gives it, amounts as Money with `minorUnits` and `decimal`). CSV (`format=csv`): a header row, then one row a payment, CRLF line ends, fields quoted as RFC 4180 says, amounts and fees as exact decimals in major units (`29.99`; `1000` for JPY), a text cell that starts with `=`, `+`, `-`, `@`, a tab or a carriage return prefixed with `'` against formula injection (OWASP CSV Injection); metadata and the attribution's details are in the NDJSON form only.",
           streamedNote,
         ].join("\n\n"),
         security: [{ adminToken: [] }],

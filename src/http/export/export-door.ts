@@ -50,6 +50,23 @@ export const PAYMENT_CSV_COLUMNS = [
   "updated_at",
 ] as const;
 
+/**
+ * The columns whose cells are numbers we write (exact decimals, possibly
+ * negative): the only cells not guarded against formula injection, so that a
+ * spreadsheet still reads `-5.00` as a number.
+ */
+const NUMBER_COLUMNS: ReadonlySet<string> = new Set(["amount", "fee"]);
+
+/**
+ * A text cell safe from CSV (formula) injection, as OWASP's "CSV Injection"
+ * says: one that a spreadsheet would read as a formula (it starts with `=`,
+ * `+`, `-`, `@`, a tab or a carriage return) gets a leading single quote, so
+ * an id a client chose, such as `=HYPERLINK(...)`, is shown, never run.
+ */
+function guardedText(value: string): string {
+  return /^[=+\-@\t\r]/.test(value) ? `'${value}` : value;
+}
+
 /** A CSV field (RFC 4180): quoted when it holds a comma, a quote or a line break. */
 function csvField(value: string): string {
   return /[",\r\n]/.test(value) ? `"${value.replaceAll('"', '""')}"` : value;
@@ -73,7 +90,10 @@ function csvRow(p: PaymentRecord): string {
     created_at: isoOf(p.createdAt),
     updated_at: isoOf(p.updatedAt),
   };
-  return `${PAYMENT_CSV_COLUMNS.map((c) => csvField(fields[c])).join(",")}\r\n`;
+  const cells = PAYMENT_CSV_COLUMNS.map((c) =>
+    csvField(NUMBER_COLUMNS.has(c) ? fields[c] : guardedText(fields[c])),
+  );
+  return `${cells.join(",")}\r\n`;
 }
 
 /**
