@@ -11,7 +11,7 @@
 import { beforeAll, describe, expect, it } from "vitest";
 import { AdminService } from "../../gen/ingest/v1/admin_pb.js";
 import { ReportsService } from "../../gen/ingest/v1/reports_pb.js";
-import { charge, signStripe, stripeEvent } from "../helpers/stripe-events.js";
+import { charge, customer, signStripe, stripeEvent } from "../helpers/stripe-events.js";
 import { postJson } from "../helpers/test-server.js";
 import { useTestServer } from "../helpers/use-test-server.js";
 
@@ -35,23 +35,16 @@ async function deliver(event: Record<string, unknown>) {
   ]);
 }
 
-const customerObject = (name: string) => ({
-  id: CUS,
-  object: "customer",
-  address: {
-    city: "Paris",
-    country: "FR",
-    line1: null,
-    line2: null,
-    postal_code: null,
-    state: null,
-  },
-  created: 1773220000,
-  email: "marie@example.com",
-  livemode: false,
-  metadata: {},
-  name,
-});
+/** Erases the customer over AdminService (Connect), as its owner. */
+const erase = () =>
+  ctx
+    .client(AdminService)
+    .eraseCustomer(
+      { siteId: ctx.siteId, customerId: CUS, actorUserId: ctx.tenant.ownerUserId },
+      { headers: ctx.adminHeaders },
+    );
+
+const customerObject = (name: string) => customer({ id: CUS, name });
 
 describe("a customer erased here whom the provider still holds", () => {
   beforeAll(async () => {
@@ -70,12 +63,7 @@ describe("a customer erased here whom the provider still holds", () => {
     await deliver(stripeEvent("customer.created", customerObject("Marie Curie"), NOW_S - 30));
     await deliver(stripeEvent("charge.succeeded", first, NOW_S - 20));
 
-    const erased = await ctx
-      .client(AdminService)
-      .eraseCustomer(
-        { siteId: ctx.siteId, customerId: CUS, actorUserId: ctx.tenant.ownerUserId },
-        { headers: ctx.adminHeaders },
-      );
+    const erased = await erase();
     expect([erased.customers, erased.payments]).toEqual([1, 1]);
     expect(await ctx.store.getCustomer(ctx.siteId, CUS)).toBeUndefined();
 
@@ -107,12 +95,7 @@ describe("a customer erased here whom the provider still holds", () => {
     expect(await get(first.id as string)).toBe(CUS);
 
     // Erasing again (after erasing at the provider) removes what came back.
-    const again = await ctx
-      .client(AdminService)
-      .eraseCustomer(
-        { siteId: ctx.siteId, customerId: CUS, actorUserId: ctx.tenant.ownerUserId },
-        { headers: ctx.adminHeaders },
-      );
+    const again = await erase();
     expect([again.customers, again.payments]).toEqual([1, 2]);
     expect(await ctx.store.getCustomer(ctx.siteId, CUS)).toBeUndefined();
 
