@@ -7,11 +7,11 @@
  */
 import { beforeAll, describe, expect, it } from "vitest";
 import { ReportsService } from "../../gen/ingest/v1/reports_pb.js";
-import { BROWSER_UA } from "../helpers/fixtures.js";
+import { sendTagged } from "../helpers/events.js";
 import { expectRefusals, type Refusal } from "../helpers/refusals.js";
 import { describeRpcError, type Protocol } from "../helpers/rpc-clients.js";
 import { payment, write } from "../helpers/store-contract.js";
-import { createTenant, postJson, TEST_NOW, type Tenant } from "../helpers/test-server.js";
+import { createTenant, TEST_NOW, type Tenant } from "../helpers/test-server.js";
 import { useTestServer } from "../helpers/use-test-server.js";
 
 const ctx = useTestServer();
@@ -41,15 +41,7 @@ describe("the exports' access", () => {
     const deleted = await create(ctx.siteId, ctx.tenant.ownerUserId, "gone");
     await ctx.server.admin.deleteKey({ keyId: deleted.keyId, actorUserId: ctx.tenant.ownerUserId });
     deletedKey = deleted.key;
-    const sent = await postJson(
-      `${ctx.url}/api/v1/events`,
-      {
-        s: ctx.siteId,
-        b: [{ e: "pageview", u: "https://example.com/a", ts: TEST_NOW - 60_000, ua: BROWSER_UA }],
-      },
-      { key: ctx.key },
-    );
-    expect(sent.status).toBe(204);
+    await sendTagged(ctx.url, ctx.tenant, [1], () => TEST_NOW - 60_000);
     await ctx.store.commitPayments([
       write(payment(ctx.siteId, "pay_1", { paidAt: T + 1000, createdAt: T, updatedAt: T })),
       write(payment(other.siteId, "pay_o", { paidAt: T + 1000, createdAt: T, updatedAt: T })),
@@ -67,7 +59,7 @@ describe("the exports' access", () => {
       const text = await byKey.text();
       expect(text).toBe(await admin.text());
       expect(JSON.parse(text)).toMatchObject(
-        kind === "payments" ? { paymentId: "pay_1" } : { url: "https://example.com/a" },
+        kind === "payments" ? { paymentId: "pay_1" } : { url: "https://example.com/1" },
       );
     },
   );
@@ -154,7 +146,7 @@ describe("the exports' access", () => {
         ids: ["pay_1"],
       });
       expect(await exportOver(protocol, "events", ctx.siteId, reportsKey)).toEqual({
-        ids: ["https://example.com/a"],
+        ids: ["https://example.com/1"],
       });
       for (const kind of ["events", "payments"] as const) {
         expect(await exportOver(protocol, kind, other.siteId, reportsKey)).toEqual({
