@@ -140,30 +140,35 @@ export const exportDoor: FastifyPluginAsync<ExportDoorOptions> = async (scope, o
   const access = createReportsAccess({ adminToken: config.adminToken, auth });
 
   /**
-   * Authorizes the request for its `site_id`, first of all (a caller without
-   * a credential learns nothing of the query's faults). A key is checked
-   * against the site only when one `site_id` is given; otherwise the query
-   * is refused next, before anything is read.
+   * The request's credential and query, checked in that order before
+   * anything is read: a caller without a credential learns nothing of the
+   * query's faults. A key is checked against the site only when one
+   * `site_id` is given; otherwise the query is refused next. `formats` are
+   * the export's formats, the default first.
    */
-  const authorize = async (request: FastifyRequest) => {
-    const siteId = (request.query as Record<string, unknown>).site_id;
+  async function exportQuery<F extends string>(request: FastifyRequest, formats: readonly F[]) {
+    const raw = (request.query as Record<string, unknown>).site_id;
     await access.authorize(
       request.headers.authorization,
-      typeof siteId === "string" ? siteId : undefined,
+      typeof raw === "string" ? raw : undefined,
     );
-  };
-
-  scope.get(EXPORT_EVENTS_PATH, async (request, reply) => {
-    await authorize(request);
     const siteId = single(request.query, "site_id");
     if (!siteId) throw errors.invalid("site_id: required");
-    const format = single(request.query, "format") ?? "ndjson";
-    if (format !== "ndjson") throw errors.invalid("format: must be ndjson");
-    const pages = await reports.exportEvents({
+    const format = single(request.query, "format") ?? formats[0];
+    if (!formats.includes(format as F)) {
+      throw errors.invalid(`format: must be ${formats.join(" or ")}`);
+    }
+    return {
       siteId,
       from: single(request.query, "from") ?? "",
       to: single(request.query, "to") ?? "",
-    });
+      format: format as F,
+    };
+  }
+
+  scope.get(EXPORT_EVENTS_PATH, async (request, reply) => {
+    const { siteId, from, to } = await exportQuery(request, ["ndjson"]);
+    const pages = await reports.exportEvents({ siteId, from, to });
     reply.type("application/x-ndjson; charset=utf-8");
     reply.header("cache-control", "no-store");
     return reply.send(
@@ -175,18 +180,8 @@ export const exportDoor: FastifyPluginAsync<ExportDoorOptions> = async (scope, o
   });
 
   scope.get(EXPORT_PAYMENTS_PATH, async (request, reply) => {
-    await authorize(request);
-    const siteId = single(request.query, "site_id");
-    if (!siteId) throw errors.invalid("site_id: required");
-    const format = single(request.query, "format") ?? "ndjson";
-    if (format !== "ndjson" && format !== "csv") {
-      throw errors.invalid("format: must be ndjson or csv");
-    }
-    const pages = await reports.exportPayments({
-      siteId,
-      from: single(request.query, "from") ?? "",
-      to: single(request.query, "to") ?? "",
-    });
+    const { format, ...range } = await exportQuery(request, ["ndjson", "csv"]);
+    const pages = await reports.exportPayments(range);
     reply.header("cache-control", "no-store");
     if (format === "csv") {
       reply.type("text/csv; charset=utf-8; header=present");
