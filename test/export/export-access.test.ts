@@ -5,11 +5,12 @@
  * messages; a key of another site, a write key, an unknown or deleted key
  * are refused before anything is read.
  */
+import type { ServiceError } from "@grpc/grpc-js";
 import { beforeAll, describe, expect, it } from "vitest";
 import { ReportsService } from "../../gen/ingest/v1/reports_pb.js";
 import { sendTagged } from "../helpers/events.js";
 import { expectRefusals, type Refusal } from "../helpers/refusals.js";
-import { describeRpcError, type Protocol } from "../helpers/rpc-clients.js";
+import { describeRpcError, grpcJsClient, type Protocol } from "../helpers/rpc-clients.js";
 import { payment, write } from "../helpers/store-contract.js";
 import { createTenant, TEST_NOW, type Tenant } from "../helpers/test-server.js";
 import { useTestServer } from "../helpers/use-test-server.js";
@@ -167,6 +168,32 @@ describe("the exports' access", () => {
       }
     },
   );
+
+  it("applies the same rule to an independent grpc-js client's streams", async () => {
+    const c = grpcJsClient("reports.proto", "ReportsService", ctx.server.port);
+    const req = (site: string) => ({ site_id: site, from: iso(T), to: iso(TEST_NOW) });
+    const read = (method: string, site: string, token: string) =>
+      c
+        .readStream<{ payments?: { payment_id: string }[]; events?: { url: string }[] }>(
+          method,
+          req(site),
+          bearer(token),
+        )
+        .catch((e: ServiceError) => [e.code, e.details]);
+    try {
+      expect(await read("ExportPayments", ctx.siteId, reportsKey)).toMatchObject([
+        { payments: [{ payment_id: "pay_1" }] },
+      ]);
+      expect(await read("ExportEvents", ctx.siteId, reportsKey)).toMatchObject([
+        { events: [{ url: "https://example.com/1" }] },
+      ]);
+      expect(await read("ExportPayments", other.siteId, reportsKey)).toEqual([7, FOREIGN]);
+      expect(await read("ExportEvents", ctx.siteId, ctx.key)).toEqual([7, NO_SCOPE]);
+      expect(await read("ExportPayments", ctx.siteId, deletedKey)).toEqual([16, UNKNOWN]);
+    } finally {
+      c.close();
+    }
+  });
 
   /** Posts an ExportPayments Connect stream with no message at all; its status and end-of-stream envelope. */
   async function post(headers: Record<string, string>) {
