@@ -641,10 +641,18 @@ function exportPaths(): Json {
         { summary: "Format", err: errors.invalid(`format: must be ${formats}`) },
       ],
     ),
-    401: refusal("No ADMIN_TOKEN, a wrong one, or none configured.", [
+    401: refusal("No ADMIN_TOKEN, a wrong one, or none configured; an unknown or deleted key.", [
       { summary: "Wrong token", err: errors.badAdminToken() },
       { summary: "Unset", err: errors.adminTokenUnset() },
+      { summary: "Unknown key", err: errors.unknownKey() },
     ]),
+    403: refusal(
+      "A reports key of another site (or an unknown one), or a key without the reports scope.",
+      [
+        { summary: "Other site", err: errors.foreignSite() },
+        { summary: "Write key", err: errors.missingScope("reports") },
+      ],
+    ),
     404: refusal("The site does not exist.", [
       { summary: "Unknown site", err: errors.siteNotFound("site_nope") },
     ]),
@@ -661,7 +669,7 @@ function exportPaths(): Json {
           "One line per event, its StoredEvent in proto JSON (as ReportsService.ListEvents gives it), newest first by order of arrival; events stored after the export began are not in it.",
           streamedNote,
         ].join("\n\n"),
-        security: [{ adminToken: [] }],
+        security: [{ adminToken: [] }, { reportsKey: [] }],
         parameters: [
           ...common,
           time("from", "only events whose `ts` is at or after it"),
@@ -688,10 +696,10 @@ function exportPaths(): Json {
         tags: ["Export"],
         summary: "Every payment of a site paid in a time range, as NDJSON or CSV, streamed",
         description: [
-          "Oldest first by (`paid_at`, `payment_id`). NDJSON: one StoredPayment a line in proto JSON (as ReportsService.GetPayment gives it, amounts as Money with `minorUnits` and `decimal`). CSV (`format=csv`): a header row, then one row a payment, CRLF line ends, fields quoted as RFC 4180 says, amounts and fees as exact decimals in major units (`29.99`; `1000` for JPY); metadata and the attribution's details are in the NDJSON form only.",
+          "Oldest first by (`paid_at`, `payment_id`). NDJSON: one StoredPayment a line in proto JSON (as ReportsService.GetPayment gives it, amounts as Money with `minorUnits` and `decimal`). CSV (`format=csv`): a header row, then one row a payment, CRLF line ends, fields quoted as RFC 4180 says, amounts and fees as exact decimals in major units (`29.99`; `1000` for JPY), a text cell that starts with `=`, `+`, `-`, `@`, a tab or a carriage return prefixed with `'` against formula injection (OWASP CSV Injection); metadata and the attribution's details are in the NDJSON form only.",
           streamedNote,
         ].join("\n\n"),
-        security: [{ adminToken: [] }],
+        security: [{ adminToken: [] }, { reportsKey: [] }],
         parameters: [
           ...common,
           time("from", "only payments paid at or after it"),
@@ -969,6 +977,13 @@ function generate(request: CodeGeneratorRequest): string | undefined {
           scheme: "bearer",
           description:
             "The service's ADMIN_TOKEN, as for AdminService and ReportsService: `Authorization: Bearer <ADMIN_TOKEN>`.",
+        },
+        reportsKey: {
+          type: "http",
+          scheme: "bearer",
+          bearerFormat: "mk_live_ followed by 48 hexadecimal characters",
+          description:
+            "A site's reports key (scope `reports` alone): reads its own site only, as ReportsService does.",
         },
         apiKey: {
           type: "http",

@@ -17,6 +17,7 @@ import {
   price,
   refund,
   signStripe,
+  customer as stripeCustomer,
   stripeEvent,
   subscription,
 } from "../helpers/stripe-events.js";
@@ -290,23 +291,10 @@ describe("Stripe connector", () => {
   });
 
   it("keeps a customer's email, name, country and ingest ids from customer.created/updated", async () => {
-    const customer = {
+    const customer = stripeCustomer({
       id: "cus_profile_1",
-      object: "customer",
-      address: {
-        city: "Paris",
-        country: "FR",
-        line1: null,
-        line2: null,
-        postal_code: null,
-        state: null,
-      },
-      created: 1773220000,
-      email: "Marie@Example.com",
-      livemode: false,
       metadata: { ingest_visitor_id: "v_cus_1", ingest_user_id: "u_cus_1" },
-      name: "Marie Curie",
-    };
+    });
     await deliver(stripeEvent("customer.created", customer, NOW_S - 10));
     await deliver(stripeEvent("customer.updated", { ...customer, name: "Marie S. Curie" }, NOW_S));
     expect(await ctx.server.store.getCustomer(ctx.tenant.siteId, "cus_profile_1")).toMatchObject({

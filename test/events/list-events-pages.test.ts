@@ -4,34 +4,17 @@
  */
 import { describe, expect, it } from "vitest";
 import { ReportsService } from "../../gen/ingest/v1/reports_pb.js";
-import { BROWSER_UA } from "../helpers/fixtures.js";
+import { sendTagged, tagOf } from "../helpers/events.js";
 import { type Protocol, rpcError } from "../helpers/rpc-clients.js";
-import { postJson, TEST_NOW } from "../helpers/test-server.js";
+import { TEST_NOW } from "../helpers/test-server.js";
 import { useTestServer } from "../helpers/use-test-server.js";
 
 const ctx = useTestServer();
 const iso = (ms: number) => new Date(ms).toISOString();
 
-/** Sends pageviews tagged `tags`, one request, event times given. */
-async function send(tags: number[], ts: (tag: number) => number = () => TEST_NOW) {
-  const res = await postJson(
-    `${ctx.url}/api/v1/events`,
-    {
-      s: ctx.siteId,
-      b: tags.map((t) => ({
-        e: "pageview",
-        u: `https://example.com/${t}`,
-        ts: ts(t),
-        ip: "203.0.113.9",
-        ua: BROWSER_UA,
-      })),
-    },
-    { key: ctx.key },
-  );
-  expect(res.status).toBe(204);
-}
-
-const tagOf = (url: string) => Number(new URL(url).pathname.slice(1));
+/** Sends pageviews tagged `tags` to the test site, event times given. */
+const send = (tags: number[], ts?: (tag: number) => number) =>
+  sendTagged(ctx.url, ctx.tenant, tags, ts);
 
 describe("ListEvents pages", () => {
   const reports = (protocol: Protocol = "connect") => ctx.client(ReportsService, protocol);

@@ -15,10 +15,10 @@ import { ReportsService, StoredEventSchema } from "../../gen/ingest/v1/reports_p
 import { EXPORT_PAGE } from "../../src/domain/reports.js";
 import type { EventRecord } from "../../src/domain/store/records.js";
 import type { Store } from "../../src/store/port.js";
-import { BROWSER_UA } from "../helpers/fixtures.js";
+import { sendTagged, tagOf } from "../helpers/events.js";
 import { expectRefusals, type Refusal } from "../helpers/refusals.js";
 import { describeRpcError, grpcJsClient, type Protocol } from "../helpers/rpc-clients.js";
-import { postJson, TEST_NOW } from "../helpers/test-server.js";
+import { TEST_NOW } from "../helpers/test-server.js";
 import { useTestServer } from "../helpers/use-test-server.js";
 
 /** Page reads of the store, to see when an export stops reading. */
@@ -39,26 +39,10 @@ const counting = (store: Store): Store =>
 
 const ctx = useTestServer({ wrapStore: counting });
 const iso = (ms: number) => new Date(ms).toISOString();
-const tagOf = (url: string) => Number(new URL(url).pathname.slice(1));
 
-/** Sends pageviews tagged `tags` in one request, event times given. */
-async function send(tags: number[], ts: (tag: number) => number = () => TEST_NOW) {
-  const res = await postJson(
-    `${ctx.url}/api/v1/events`,
-    {
-      s: ctx.siteId,
-      b: tags.map((t) => ({
-        e: "pageview",
-        u: `https://example.com/${t}`,
-        ts: ts(t),
-        ip: "203.0.113.9",
-        ua: BROWSER_UA,
-      })),
-    },
-    { key: ctx.key },
-  );
-  expect(res.status).toBe(204);
-}
+/** Sends pageviews tagged `tags` to the test site, event times given. */
+const send = (tags: number[], ts?: (tag: number) => number) =>
+  sendTagged(ctx.url, ctx.tenant, tags, ts);
 
 /** Writes `n` events straight to the store at times [t, t + n) ms, in batches. */
 async function seed(store: Store, siteId: string, n: number, t: number) {

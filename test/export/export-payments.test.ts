@@ -74,6 +74,57 @@ describe("ExportPayments", () => {
     );
   });
 
+  it("prefixes text cells a spreadsheet would run as a formula with a quote, keeps amounts numbers and RFC 4180 quoting", async () => {
+    const base = T + 50_000;
+    const ids = [
+      '=HYPERLINK("http://x")',
+      "+1",
+      "@SUM(1)",
+      "-2+3",
+      "\tcmd",
+      "\rcmd",
+      'a "quoted",\nline',
+      "cus_plain",
+    ];
+    await ctx.store.commitPayments(
+      ids.map((customerId, i) =>
+        write(
+          payment(ctx.siteId, `pay_f${i}`, {
+            customerId,
+            subscriptionId: i === 0 ? "=1+2" : undefined,
+            // Never negative today (amounts must be greater than 0): were one
+            // ever, it stays a number, unguarded.
+            amountMinor: i === 3 ? -500 : 1999,
+            paidAt: base + i,
+            createdAt: base,
+            updatedAt: base,
+          }),
+        ),
+      ),
+    );
+    const res = await fetch(
+      exportUrl(`site_id=${ctx.siteId}&from=${iso(base)}&to=${iso(base + 100)}&format=csv`),
+      { headers: auth() },
+    );
+    expect(res.status).toBe(200);
+    const row = (i: number, customer: string, amount = "19.99", sub = "") =>
+      `pay_f${i},${customer},charge,succeeded,USD,${amount},0.88,${iso(base + i)},${sub},unattributed,${iso(base)},${iso(base)}`;
+    expect(await res.text()).toBe(
+      [
+        "payment_id,customer_id,kind,status,currency,amount,fee,paid_at,subscription_id,channel,created_at,updated_at",
+        row(0, `"'=HYPERLINK(""http://x"")"`, "19.99", "'=1+2"),
+        row(1, "'+1"),
+        row(2, "'@SUM(1)"),
+        row(3, "'-2+3", "-5.00"),
+        row(4, "'\tcmd"),
+        row(5, `"'\rcmd"`),
+        row(6, `"a ""quoted"",\nline"`),
+        row(7, "cus_plain"),
+        "",
+      ].join("\r\n"),
+    );
+  });
+
   it("answers an empty range in CSV with the header row only", async () => {
     const res = await fetch(
       exportUrl(`site_id=${ctx.siteId}&from=${iso(T - 5000)}&to=${iso(T)}&format=csv`),

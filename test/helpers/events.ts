@@ -5,7 +5,7 @@ import { expect } from "vitest";
 import { ReportsService, type StoredEvent } from "../../gen/ingest/v1/reports_pb.js";
 import type { Store } from "../../src/store/port.js";
 import { BROWSER_UA, IPHONE_UA } from "./fixtures.js";
-import { ADMIN_TOKEN, postJson, type Tenant } from "./test-server.js";
+import { ADMIN_TOKEN, postJson, TEST_NOW, type Tenant } from "./test-server.js";
 
 export { BROWSER_UA, IPHONE_UA };
 
@@ -77,3 +77,34 @@ export async function presetUsage(store: Store, accountId: string, month: string
   ]);
   expect(r?.ok).toBe(true);
 }
+
+/**
+ * Sends pageviews tagged `tags` (path `/<tag>`) in one request with the
+ * tenant's key, each at the time `ts(tag)` (TEST_NOW by default), from one
+ * browser; expects 204.
+ */
+export async function sendTagged(
+  baseUrl: string,
+  tenant: Pick<Tenant, "key" | "siteId">,
+  tags: number[],
+  ts: (tag: number) => number = () => TEST_NOW,
+) {
+  const res = await postJson(
+    `${baseUrl}/api/v1/events`,
+    {
+      s: tenant.siteId,
+      b: tags.map((t) => ({
+        e: "pageview",
+        u: `https://example.com/${t}`,
+        ts: ts(t),
+        ip: "203.0.113.9",
+        ua: BROWSER_UA,
+      })),
+    },
+    { key: tenant.key },
+  );
+  expect(res.status).toBe(204);
+}
+
+/** The tag of a pageview `sendTagged` sent, from its URL. */
+export const tagOf = (url: string) => Number(new URL(url).pathname.slice(1));

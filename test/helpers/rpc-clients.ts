@@ -139,6 +139,22 @@ export function grpcJsClient(file: string, serviceName: string, port: number) {
         );
       });
     },
+    /** Calls a server-streaming method and reads it to its end; resolves with every message or rejects with the ServiceError. */
+    async readStream<T>(
+      method: string,
+      request: unknown,
+      metadata: Record<string, string> = {},
+    ): Promise<T[]> {
+      const md = new grpc.Metadata();
+      for (const [k, v] of Object.entries(metadata)) md.set(k, v);
+      const fn = (client as unknown as Record<string, (...args: unknown[]) => AsyncIterable<T>>)[
+        method
+      ];
+      if (!fn) throw new Error(`no method ${method}`);
+      const messages: T[] = [];
+      for await (const m of fn.call(client, request, md)) messages.push(m);
+      return messages;
+    },
     close: () => client.close(),
   };
 }

@@ -140,6 +140,28 @@ export function dispute(chargeId: string, overrides: Obj = {}): Obj {
   };
 }
 
+/** A Customer object (Marie Curie, in Paris). */
+export function customer(overrides: Obj = {}): Obj {
+  return {
+    id: next("cus"),
+    object: "customer",
+    address: {
+      city: "Paris",
+      country: "FR",
+      line1: null,
+      line2: null,
+      postal_code: null,
+      state: null,
+    },
+    created: 1773220000,
+    email: "Marie@Example.com",
+    livemode: false,
+    metadata: {},
+    name: "Marie Curie",
+    ...overrides,
+  };
+}
+
 /** A Price object inside a subscription item. */
 export function price(overrides: Obj = {}): Obj {
   return {

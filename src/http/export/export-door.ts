@@ -5,7 +5,8 @@
  * first by order of arrival; `GET /api/v1/export/payments?site_id=&from=&to=`
  * its payments paid in the range, oldest first, as NDJSON (StoredPayment, as
  * ExportPayments gives it) or, with `format=csv`, as CSV with a header row,
- * amounts as exact decimals. Behind ADMIN_TOKEN, as ReportsService.
+ * amounts as exact decimals. Behind ADMIN_TOKEN or the site's reports key,
+ * the rule of ReportsService (src/domain/reports-access.ts), with its messages.
  *
  * The body is streamed: a Node Readable over the reports' export pages, which
  * reads the next store page only when the socket has taken the previous one
@@ -16,12 +17,13 @@
  */
 import { Readable } from "node:stream";
 import { create, toJsonString } from "@bufbuild/protobuf";
-import type { FastifyPluginAsync } from "fastify";
+import type { FastifyPluginAsync, FastifyRequest } from "fastify";
 import { StoredEventSchema, StoredPaymentSchema } from "../../../gen/ingest/v1/reports_pb.js";
-import { checkAdminToken } from "../../domain/admin-token.js";
+import type { Authenticator } from "../../domain/auth.js";
 import { errors } from "../../domain/errors.js";
 import { formatMinorUnits } from "../../domain/payments/money.js";
 import type { Reports } from "../../domain/reports.js";
+import { createReportsAccess } from "../../domain/reports-access.js";
 import type { PaymentRecord } from "../../domain/store/store.js";
 import { UNATTRIBUTED } from "../../domain/vocabulary.js";
 import { toStoredEvent } from "../../edge/stored-event.js";
@@ -50,6 +52,23 @@ export const PAYMENT_CSV_COLUMNS = [
   "updated_at",
 ] as const;
 
+/**
+ * The columns whose cells are numbers we write (exact decimals, possibly
+ * negative): the only cells not guarded against formula injection, so that a
+ * spreadsheet still reads `-5.00` as a number.
+ */
+const NUMBER_COLUMNS: ReadonlySet<string> = new Set(["amount", "fee"]);
+
+/**
+ * A text cell safe from CSV (formula) injection, as OWASP's "CSV Injection"
+ * says: one that a spreadsheet would read as a formula (it starts with `=`,
+ * `+`, `-`, `@`, a tab or a carriage return) gets a leading single quote, so
+ * an id a client chose, such as `=HYPERLINK(...)`, is shown, never run.
+ */
+function guardedText(value: string): string {
+  return /^[=+\-@\t\r]/.test(value) ? `'${value}` : value;
+}
+
 /** A CSV field (RFC 4180): quoted when it holds a comma, a quote or a line break. */
 function csvField(value: string): string {
   return /[",\r\n]/.test(value) ? `"${value.replaceAll('"', '""')}"` : value;
@@ -73,7 +92,10 @@ function csvRow(p: PaymentRecord): string {
     created_at: isoOf(p.createdAt),
     updated_at: isoOf(p.updatedAt),
   };
-  return `${PAYMENT_CSV_COLUMNS.map((c) => csvField(fields[c])).join(",")}\r\n`;
+  const cells = PAYMENT_CSV_COLUMNS.map((c) =>
+    csvField(NUMBER_COLUMNS.has(c) ? fields[c] : guardedText(fields[c])),
+  );
+  return `${cells.join(",")}\r\n`;
 }
 
 /**
@@ -97,6 +119,7 @@ function streamed<T>(pages: AsyncIterable<T[]>, line: (item: T) => string, head 
 /** What the export door calls. */
 export interface ExportDoorOptions {
   reports: Reports;
+  auth: Authenticator;
   config: { adminToken: string | undefined };
 }
 
@@ -113,19 +136,39 @@ function single(query: unknown, name: string): string | undefined {
 
 /** The export door plugin. */
 export const exportDoor: FastifyPluginAsync<ExportDoorOptions> = async (scope, options) => {
-  const { reports, config } = options;
+  const { reports, auth, config } = options;
+  const access = createReportsAccess({ adminToken: config.adminToken, auth });
 
-  scope.get(EXPORT_EVENTS_PATH, async (request, reply) => {
-    checkAdminToken(config.adminToken, request.headers.authorization);
+  /**
+   * The request's credential and query, checked in that order before
+   * anything is read: a caller without a credential learns nothing of the
+   * query's faults. A key is checked against the site only when one
+   * `site_id` is given; otherwise the query is refused next. `formats` are
+   * the export's formats, the default first.
+   */
+  async function exportQuery<F extends string>(request: FastifyRequest, formats: readonly F[]) {
+    const raw = (request.query as Record<string, unknown>).site_id;
+    await access.authorize(
+      request.headers.authorization,
+      typeof raw === "string" ? raw : undefined,
+    );
     const siteId = single(request.query, "site_id");
     if (!siteId) throw errors.invalid("site_id: required");
-    const format = single(request.query, "format") ?? "ndjson";
-    if (format !== "ndjson") throw errors.invalid("format: must be ndjson");
-    const pages = await reports.exportEvents({
+    const format = single(request.query, "format") ?? formats[0];
+    if (!formats.includes(format as F)) {
+      throw errors.invalid(`format: must be ${formats.join(" or ")}`);
+    }
+    return {
       siteId,
       from: single(request.query, "from") ?? "",
       to: single(request.query, "to") ?? "",
-    });
+      format: format as F,
+    };
+  }
+
+  scope.get(EXPORT_EVENTS_PATH, async (request, reply) => {
+    const { siteId, from, to } = await exportQuery(request, ["ndjson"]);
+    const pages = await reports.exportEvents({ siteId, from, to });
     reply.type("application/x-ndjson; charset=utf-8");
     reply.header("cache-control", "no-store");
     return reply.send(
@@ -137,18 +180,8 @@ export const exportDoor: FastifyPluginAsync<ExportDoorOptions> = async (scope, o
   });
 
   scope.get(EXPORT_PAYMENTS_PATH, async (request, reply) => {
-    checkAdminToken(config.adminToken, request.headers.authorization);
-    const siteId = single(request.query, "site_id");
-    if (!siteId) throw errors.invalid("site_id: required");
-    const format = single(request.query, "format") ?? "ndjson";
-    if (format !== "ndjson" && format !== "csv") {
-      throw errors.invalid("format: must be ndjson or csv");
-    }
-    const pages = await reports.exportPayments({
-      siteId,
-      from: single(request.query, "from") ?? "",
-      to: single(request.query, "to") ?? "",
-    });
+    const { format, ...range } = await exportQuery(request, ["ndjson", "csv"]);
+    const pages = await reports.exportPayments(range);
     reply.header("cache-control", "no-store");
     if (format === "csv") {
       reply.type("text/csv; charset=utf-8; header=present");
