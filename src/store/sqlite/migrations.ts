@@ -294,4 +294,113 @@ CREATE TABLE connector_objects (
 CREATE INDEX visitor_touches_ts ON visitor_touches(site_id, ts);
 `,
   },
+  {
+    version: 12,
+    description: "daily revenue cells kept by triggers on payments; paying customers by index",
+    // revenue_days holds, per site, UTC day of paid_at, currency, channel and
+    // first-touch source, campaign and landing page, the sums of the
+    // succeeded payments by kind and their number, so the revenue reads of a
+    // period read days, not payments (docs/dashboard.md, Performance). The
+    // rule is one line: a payment counts in its cell while its status is
+    // `succeeded`, its amount under its kind. The triggers apply it to every
+    // change of a payment, whoever writes it (a re-send, a re-attribution
+    // after an identify, an erasure, a deletion): remove the old row's
+    // contribution, add the new one's, drop cells that count nothing.
+    // `dims` is the cell's key for the three optional dimensions
+    // (json_array keeps null apart from ''). Paying customers are distinct
+    // over the whole period and cannot be summed from days: payments_paying
+    // answers them from the index alone, ordered by channel, currency and
+    // customer so the DISTINCT needs no sort.
+    sql: `
+CREATE TABLE revenue_days (
+  site_id TEXT NOT NULL,
+  day TEXT NOT NULL,
+  currency TEXT NOT NULL,
+  channel TEXT NOT NULL,
+  dims TEXT NOT NULL,
+  source TEXT,
+  campaign TEXT,
+  landing_page TEXT,
+  gross INTEGER NOT NULL,
+  refunds INTEGER NOT NULL,
+  chargebacks INTEGER NOT NULL,
+  payments INTEGER NOT NULL,
+  PRIMARY KEY (site_id, day, currency, channel, dims)
+) WITHOUT ROWID;
+${revenueDaysTriggers()}
+INSERT INTO revenue_days
+  SELECT ${cellOf("payments")}, sum(${amountOf("payments", "charge")}),
+    sum(${amountOf("payments", "refund")}), sum(${amountOf("payments", "chargeback")}), count(*)
+  FROM payments WHERE status = 'succeeded'
+  GROUP BY 1, 2, 3, 4, 5;
+CREATE INDEX payments_paying ON payments(site_id, status, kind, channel, currency, customer_id, paid_at);
+`,
+  },
 ];
+
+/** The revenue_days key and dimension columns of a payments row (NEW, OLD or the table). */
+function cellOf(row: string): string {
+  const dim = (path: string) => `json_extract(${row}.attribution, '$.${path}')`;
+  return [
+    `${row}.site_id`,
+    `strftime('%Y-%m-%d', ${row}.paid_at / 1000, 'unixepoch')`,
+    `${row}.currency`,
+    `${row}.channel`,
+    `json_array(${dim("source")}, ${dim("campaign")}, ${dim("landingPage")})`,
+    dim("source"),
+    dim("campaign"),
+    dim("landingPage"),
+  ].join(", ");
+}
+
+/** The row's amount when it is of this kind, else 0. */
+function amountOf(row: string, kind: string): string {
+  return `(CASE ${row}.kind WHEN '${kind}' THEN ${row}.amount_minor ELSE 0 END)`;
+}
+
+/**
+ * The triggers of migration 12: add NEW's contribution to its cell, take
+ * OLD's away from its own, delete a cell once it counts no payment. Only
+ * succeeded payments contribute. Written once here so the three read alike.
+ */
+function revenueDaysTriggers(): string {
+  const add = (row: string) => `INSERT INTO revenue_days
+    SELECT ${cellOf(row)}, ${amountOf(row, "charge")}, ${amountOf(row, "refund")},
+      ${amountOf(row, "chargeback")}, 1
+    WHERE ${row}.status = 'succeeded'
+    ON CONFLICT (site_id, day, currency, channel, dims) DO UPDATE SET
+      gross = gross + excluded.gross, refunds = refunds + excluded.refunds,
+      chargebacks = chargebacks + excluded.chargebacks, payments = payments + 1;`;
+  const key = (row: string) =>
+    `site_id = ${row}.site_id AND day = strftime('%Y-%m-%d', ${row}.paid_at / 1000, 'unixepoch')
+      AND currency = ${row}.currency AND channel = ${row}.channel
+      AND dims = json_array(json_extract(${row}.attribution, '$.source'),
+        json_extract(${row}.attribution, '$.campaign'), json_extract(${row}.attribution, '$.landingPage'))`;
+  const remove = (row: string) => `UPDATE revenue_days SET
+      gross = gross - ${amountOf(row, "charge")}, refunds = refunds - ${amountOf(row, "refund")},
+      chargebacks = chargebacks - ${amountOf(row, "chargeback")}, payments = payments - 1
+    WHERE ${row}.status = 'succeeded' AND ${key(row)};
+    DELETE FROM revenue_days WHERE ${key(row)} AND payments = 0;`;
+  const counted = [
+    "site_id",
+    "status",
+    "kind",
+    "amount_minor",
+    "currency",
+    "paid_at",
+    "channel",
+    "attribution",
+  ];
+  return `
+CREATE TRIGGER payments_revenue_insert AFTER INSERT ON payments BEGIN
+  ${add("NEW")}
+END;
+CREATE TRIGGER payments_revenue_delete AFTER DELETE ON payments BEGIN
+  ${remove("OLD")}
+END;
+CREATE TRIGGER payments_revenue_update AFTER UPDATE OF ${counted.join(", ")} ON payments
+WHEN ${counted.map((c) => `OLD.${c} IS NOT NEW.${c}`).join(" OR ")} BEGIN
+  ${remove("OLD")}
+  ${add("NEW")}
+END;`;
+}

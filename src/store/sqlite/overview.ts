@@ -1,8 +1,8 @@
 /** The site-overview reads in SQLite: grouped scans over one site's rows of a period. */
-import { UNATTRIBUTED } from "../../domain/vocabulary.js";
 import type { PaymentKind, StoreOverviewPart } from "../port.js";
 import { type Db, opt } from "./open-sqlite.js";
 import { type PaymentRow, paymentFromRow } from "./payments.js";
+import { exactSum, periodParts } from "./revenue-days.js";
 
 /** The UTC day of a Unix-millisecond column. */
 const DAY = (column: string) => `strftime('%Y-%m-%d', ${column} / 1000, 'unixepoch')`;
@@ -23,6 +23,7 @@ export function createSqliteOverview(db: Db): StoreOverviewPart {
        GROUP BY channel, source, campaign, landing_page
        ORDER BY channel, source, campaign, landing_page`,
     ),
+    // The payments of a partial day at either end of the period (revenue-days.ts).
     revenue: db.prepare(
       `SELECT ${DAY("paid_at")} AS day, currency, channel,
          json_extract(attribution, '$.source') AS source,
@@ -35,6 +36,11 @@ export function createSqliteOverview(db: Db): StoreOverviewPart {
        WHERE site_id = ? AND paid_at >= ? AND paid_at < ? AND status = 'succeeded'
        GROUP BY day, currency, channel, source, campaign, landing_page
        ORDER BY day, currency, channel, source, campaign, landing_page`,
+    ),
+    // The whole days: the cells as revenue_days keeps them (migration 12).
+    revenueDays: db.prepare(
+      `SELECT day, currency, channel, source, campaign, landing_page, gross, refunds, chargebacks
+       FROM revenue_days WHERE site_id = ? AND day >= ? AND day < ?`,
     ),
     recent: db.prepare(
       `SELECT payment_id, customer_id, currency, amount_minor, kind, paid_at, channel,
@@ -78,27 +84,39 @@ export function createSqliteOverview(db: Db): StoreOverviewPart {
       }));
     },
     async revenueCells(siteId, from, to) {
-      const rows = s.revenue.safeIntegers(true).all(siteId, from, to) as {
-        day: string;
-        currency: string;
-        channel: string;
-        source: string | null;
-        campaign: string | null;
-        landing_page: string | null;
-        gross: bigint;
-        refunds: bigint;
-        chargebacks: bigint;
-      }[];
-      return rows.map((r) => ({
-        day: r.day,
-        currency: r.currency,
-        channel: r.channel ?? UNATTRIBUTED,
-        source: opt(r.source),
-        campaign: opt(r.campaign),
-        landingPage: opt(r.landing_page),
-        grossMinor: r.gross,
-        refundsMinor: r.refunds,
-        chargebacksMinor: r.chargebacks,
+      const parts = periodParts(from, to);
+      // Rows as arrays: no per-row object of column names (thousands of cells over 90 days).
+      const rows = [
+        ...s.revenue
+          .safeIntegers(true)
+          .raw(true)
+          .all(siteId, ...parts.head),
+        ...s.revenueDays.safeIntegers(true).raw(true).all(siteId, parts.firstDay, parts.endDay),
+        ...s.revenue
+          .safeIntegers(true)
+          .raw(true)
+          .all(siteId, ...parts.tail),
+      ] as [
+        day: string,
+        currency: string,
+        channel: string,
+        source: string | null,
+        campaign: string | null,
+        landingPage: string | null,
+        gross: bigint,
+        refunds: bigint,
+        chargebacks: bigint,
+      ][];
+      return rows.map(([day, currency, channel, source, campaign, landingPage, g, r, c]) => ({
+        day,
+        currency,
+        channel,
+        source: opt(source),
+        campaign: opt(campaign),
+        landingPage: opt(landingPage),
+        grossMinor: exactSum(g),
+        refundsMinor: exactSum(r),
+        chargebacksMinor: exactSum(c),
       }));
     },
     async recentPayments(siteId, from, to, limit) {

@@ -1,0 +1,54 @@
+/**
+ * How the revenue reads split a period for revenue_days (migration 12): the
+ * whole UTC days inside [from, to) are read from the daily cells, the partial
+ * days at either end from the payments themselves, so any period is exact
+ * and a period of whole days (the dashboard's) reads cells only.
+ */
+
+const DAY_MS = 86_400_000;
+
+/** The parts of [from, to): whole days as YYYY-MM-DD bounds [firstDay, endDay), and the two edges in ms. */
+export interface PeriodParts {
+  firstDay: string;
+  endDay: string;
+  /** [from, head) before the first whole day; empty when from is midnight. */
+  head: [number, number];
+  /** [tail, to) after the last whole day; empty when to is midnight. */
+  tail: [number, number];
+}
+
+const isoDay = (ms: number) => new Date(ms).toISOString().slice(0, 10);
+
+/** Splits [from, to) into whole UTC days and the partial edges around them. */
+export function periodParts(from: number, to: number): PeriodParts {
+  const first = Math.ceil(from / DAY_MS) * DAY_MS;
+  const end = Math.floor(to / DAY_MS) * DAY_MS;
+  // Dates past the year 9999 have no YYYY-MM-DD; such periods read payments only.
+  const dated = (ms: number) => ms >= -62_135_596_800_000 && ms < 253_402_300_800_000;
+  if (first >= end || !dated(first) || !dated(end)) {
+    return { firstDay: "", endDay: "", head: [from, to], tail: [to, to] };
+  }
+  return { firstDay: isoDay(first), endDay: isoDay(end), head: [from, first], tail: [end, to] };
+}
+
+/**
+ * The succeeded payments of one edge [from, to) as revenue_days rows (one
+ * payment each), for a UNION ALL with the days; the bounds are parameter names.
+ */
+export const EDGE_SUMS = (from: string, to: string) =>
+  `SELECT channel, currency,
+     CASE kind WHEN 'charge' THEN amount_minor ELSE 0 END,
+     CASE kind WHEN 'refund' THEN amount_minor ELSE 0 END,
+     CASE kind WHEN 'chargeback' THEN amount_minor ELSE 0 END, 1
+   FROM payments INDEXED BY payments_paid_at
+   WHERE site_id = @site AND paid_at >= ${from} AND paid_at < ${to} AND status = 'succeeded'`;
+
+/**
+ * A sum read with safe integers. SQLite's `+` turns an integer past 2^63 into
+ * a float instead of failing (so a payment write never fails on a huge day);
+ * such a sum has no exact value, and the read fails as sum() itself does.
+ */
+export function exactSum(v: bigint | number): bigint {
+  if (typeof v !== "bigint") throw new RangeError("a revenue sum is past 2^63 minor units");
+  return v;
+}
