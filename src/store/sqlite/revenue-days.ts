@@ -17,17 +17,19 @@ export interface PeriodParts {
   tail: [number, number];
 }
 
+/** 0001-01-01 and 9999-12-31, UTC: the first and last days with a four-digit year. */
+const FIRST_DATED = -62_135_596_800_000;
+const END_DATED = 253_402_214_400_000;
+
 const isoDay = (ms: number) => new Date(ms).toISOString().slice(0, 10);
 
 /** Splits [from, to) into whole UTC days and the partial edges around them. */
 export function periodParts(from: number, to: number): PeriodParts {
-  const first = Math.ceil(from / DAY_MS) * DAY_MS;
-  const end = Math.floor(to / DAY_MS) * DAY_MS;
-  // Dates past the year 9999 have no YYYY-MM-DD; such periods read payments only.
-  const dated = (ms: number) => ms >= -62_135_596_800_000 && ms < 253_402_300_800_000;
-  if (first >= end || !dated(first) || !dated(end)) {
-    return { firstDay: "", endDay: "", head: [from, to], tail: [to, to] };
-  }
+  // Days have a YYYY-MM-DD only in years 1 to 9999: beyond, the edges read payments.
+  const clamp = (ms: number) => Math.min(Math.max(ms, FIRST_DATED), END_DATED);
+  const first = clamp(Math.ceil(from / DAY_MS) * DAY_MS);
+  const end = clamp(Math.floor(to / DAY_MS) * DAY_MS);
+  if (first >= end) return { firstDay: "", endDay: "", head: [from, to], tail: [to, to] };
   return { firstDay: isoDay(first), endDay: isoDay(end), head: [from, first], tail: [end, to] };
 }
 

@@ -1,6 +1,12 @@
 /** The store contract, the site-overview part: traffic per day, new visitors, revenue cells, recent payments. */
 import { beforeEach, describe, expect, it } from "vitest";
-import type { Attribution, RevenueCell, Store } from "../../../src/store/port.js";
+import type {
+  Attribution,
+  PaymentRecord,
+  RevenueCell,
+  RevenueRow,
+  Store,
+} from "../../../src/store/port.js";
 import {
   bareTouch,
   event,
@@ -187,6 +193,154 @@ export function describeOverviewContract(contract: StoreContract): void {
         expect.objectContaining({ paymentId: "pay_a3", kind: "refund", amountMinor: 300 }),
       ]);
       expect((await store.recentPayments(site.id, T0, T0 + 2 * DAY, 100)).length).toBe(5);
+    });
+
+    it("revenueCells and revenueByChannel follow every change of a payment: re-sends, re-attribution, erasure, any period", async () => {
+      const { site } = await newSite();
+      const [ca, cb] = [uid("cus"), uid("cus")];
+      // The model: the payments as last written, and each customer's first touch.
+      const sent = new Map<string, PaymentRecord>();
+      const touchOf = new Map<string, Attribution | undefined>();
+      const send = async (list: PaymentRecord[]) => {
+        for (const p of list) sent.set(p.paymentId, p);
+        await store.commitPayments(list.map((p) => write(p)));
+      };
+      const attribute = async (customerId: string, a: Attribution | undefined) => {
+        touchOf.set(customerId, a);
+        await store.setAttribution(site.id, customerId, a);
+      };
+      const day = (ms: number) => new Date(ms).toISOString().slice(0, 10);
+      /** What the reads must give for [from, to), computed from the model. */
+      const expected = (from: number, to: number) => {
+        const cells = new Map<string, RevenueCell>();
+        const rows = new Map<string, RevenueRow & { customers: Set<string> }>();
+        for (const p of sent.values()) {
+          if (p.status !== "succeeded" || p.paidAt < from || p.paidAt >= to) continue;
+          const a = touchOf.get(p.customerId);
+          const channel = erasedChannel.get(p.customerId) ?? a?.channel ?? "unattributed";
+          const dims = {
+            ...(a?.source === undefined ? {} : { source: a.source }),
+            ...(a?.campaign === undefined ? {} : { campaign: a.campaign }),
+            ...(a === undefined ? {} : { landingPage: a.landingPage }),
+          };
+          const k = JSON.stringify([day(p.paidAt), p.currency, channel, dims]);
+          const cell = cells.get(k) ?? {
+            day: day(p.paidAt),
+            currency: p.currency,
+            channel,
+            ...dims,
+            grossMinor: 0n,
+            refundsMinor: 0n,
+            chargebacksMinor: 0n,
+          };
+          const amount = BigInt(p.amountMinor);
+          if (p.kind === "charge") cell.grossMinor += amount;
+          if (p.kind === "refund") cell.refundsMinor += amount;
+          if (p.kind === "chargeback") cell.chargebacksMinor += amount;
+          cells.set(k, cell);
+          const rk = `${channel}/${p.currency}`;
+          const row = rows.get(rk) ?? {
+            channel,
+            currency: p.currency,
+            grossMinor: 0n,
+            refundsMinor: 0n,
+            chargebacksMinor: 0n,
+            payments: 0,
+            payingCustomers: 0,
+            customers: new Set<string>(),
+          };
+          if (p.kind === "charge") row.grossMinor += amount;
+          if (p.kind === "refund") row.refundsMinor += amount;
+          if (p.kind === "chargeback") row.chargebacksMinor += amount;
+          row.payments += 1;
+          if (p.kind === "charge") row.customers.add(p.customerId);
+          rows.set(rk, row);
+        }
+        return {
+          cells: [...cells.values()].sort(byCell),
+          rows: [...rows.values()]
+            .map(({ customers, ...r }) => ({ ...r, payingCustomers: customers.size }))
+            .sort((a, b) => (`${a.channel}/${a.currency}` < `${b.channel}/${b.currency}` ? -1 : 1)),
+        };
+      };
+      const byCell = (a: RevenueCell, b: RevenueCell) =>
+        JSON.stringify([a.day, a.currency, a.channel, a.source, a.campaign, a.landingPage]) <
+        JSON.stringify([b.day, b.currency, b.channel, b.source, b.campaign, b.landingPage])
+          ? -1
+          : 1;
+      const erasedChannel = new Map<string, string>();
+      // Whole days (a dashboard's period), partial days at both ends, one partial day.
+      const periods: [number, number][] = [
+        [T0, T0 + 3 * DAY],
+        [T0 + 3_600_000, T0 + 2 * DAY + 7_200_000],
+        [T0 + 10, T0 + 20],
+        [T0 + DAY, T0 + 2 * DAY],
+      ];
+      const check = async (step: string) => {
+        for (const [from, to] of periods) {
+          const want = expected(from, to);
+          const cells = (await store.revenueCells(site.id, from, to)).sort(byCell);
+          expect({ step, from, to, cells }).toEqual({ step, from, to, cells: want.cells });
+          const rows = await store.revenueByChannel(site.id, from, to);
+          expect({ step, from, to, rows }).toEqual({ step, from, to, rows: want.rows });
+        }
+      };
+      const p = (paymentId: string, over: Partial<PaymentRecord>) =>
+        payment(site.id, paymentId, { customerId: ca, ...over });
+      const google: Attribution = {
+        channel: "Organic Search",
+        source: "Google",
+        landingPage: "https://example.com/",
+        visitorId: "v1",
+        via: "visitor_id",
+        touchedAt: T0 - 1000,
+      };
+      const spring: Attribution = {
+        channel: "Paid Search",
+        source: "google",
+        campaign: "spring",
+        landingPage: "https://example.com/pricing",
+        visitorId: "v2",
+        via: "user_id",
+        touchedAt: T0 - 500,
+      };
+
+      await send([
+        p("pay_1", { amountMinor: 1000, paidAt: T0 + 15 }),
+        p("pay_2", { amountMinor: 500, paidAt: T0 + 5_000_000 }),
+        p("pay_3", { amountMinor: 300, kind: "refund", paidAt: T0 + DAY + 1 }),
+        p("pay_4", { amountMinor: 2000, currency: "EUR", paidAt: T0 + 2 * DAY + 3_600_000 }),
+        p("pay_5", { customerId: cb, amountMinor: 70, kind: "chargeback", paidAt: T0 + 12 }),
+        p("pay_6", { customerId: cb, amountMinor: 9, status: "pending", paidAt: T0 + DAY }),
+      ]);
+      await check("written");
+      await attribute(ca, google);
+      await check("attributed");
+      // Re-sends change what a payment counts for, and where: one field at a time.
+      await send([
+        p("pay_1", { amountMinor: 1000, paidAt: T0 + 15, status: "failed" }),
+        p("pay_2", { amountMinor: 500, kind: "chargeback", paidAt: T0 + 5_000_000 }),
+        p("pay_3", { amountMinor: 300, kind: "refund", paidAt: T0 + DAY + 1, currency: "EUR" }),
+        p("pay_4", { amountMinor: 2000, currency: "EUR", paidAt: T0 + DAY + 3_600_000 }),
+        p("pay_5", { customerId: cb, amountMinor: 75, kind: "chargeback", paidAt: T0 + 12 }),
+        p("pay_6", { customerId: cb, amountMinor: 9, status: "succeeded", paidAt: T0 + DAY }),
+      ]);
+      await check("re-sent");
+      // A later identify links the customer to a better first touch.
+      await attribute(ca, spring);
+      await check("re-attributed");
+      await attribute(cb, google);
+      await check("second customer attributed");
+      await send([p("pay_1", { amountMinor: 1000, paidAt: T0 + 15 })]);
+      await check("failed payment succeeded after all");
+      // Erasure: the payments keep their channel, lose the touch's details.
+      await store.eraseCustomer(site.id, ca, "erased_1");
+      for (const [id, q] of sent) {
+        if (q.customerId === ca) sent.set(id, { ...q, customerId: "erased_1" });
+      }
+      erasedChannel.set("erased_1", spring.channel);
+      touchOf.set("erased_1", undefined);
+      await check("erased");
     });
 
     it("customerPayments: a customer's payments of any status, newest first, this customer only", async () => {
