@@ -1,12 +1,6 @@
 /** The store contract, the site-overview part: traffic per day, new visitors, revenue cells, recent payments. */
 import { beforeEach, describe, expect, it } from "vitest";
-import type {
-  Attribution,
-  PaymentRecord,
-  RevenueCell,
-  RevenueRow,
-  Store,
-} from "../../../src/store/port.js";
+import type { Attribution, PaymentRecord, RevenueRow, Store } from "../../../src/store/port.js";
 import {
   bareTouch,
   event,
@@ -98,7 +92,7 @@ export function describeOverviewContract(contract: StoreContract): void {
       ]);
     });
 
-    it("revenueCells and recentPayments: succeeded payments of [from, to) with their first touch, exact", async () => {
+    it("revenueBreakdown and recentPayments: succeeded payments of [from, to) by day and first touch, exact", async () => {
       const { site } = await newSite();
       const ca = uid("cus");
       const cb = uid("cus");
@@ -132,40 +126,34 @@ export function describeOverviewContract(contract: StoreContract): void {
       };
       await store.setAttribution(site.id, ca, attribution);
 
-      const cells = await store.revenueCells(site.id, T0, T0 + 2 * DAY);
-      const order = (c: RevenueCell) => `${c.day}/${c.currency}/${c.channel}`;
-      expect(cells.sort((a, b) => (order(a) < order(b) ? -1 : 1))).toEqual([
-        {
-          day: "2025-06-01",
-          currency: "USD",
-          channel: "Paid Search",
-          source: "google",
-          campaign: "spring",
-          landingPage: "https://example.com/pricing",
-          grossMinor: 18_000_000_000_000_000n,
-          refundsMinor: 300n,
-          chargebacksMinor: 0n,
-        },
-        {
-          day: "2025-06-01",
-          currency: "USD",
-          channel: "unattributed",
-          grossMinor: 0n,
-          refundsMinor: 0n,
-          chargebacksMinor: 200n,
-        },
-        {
-          day: "2025-06-02",
-          currency: "EUR",
-          channel: "Paid Search",
-          source: "google",
-          campaign: "spring",
-          landingPage: "https://example.com/pricing",
-          grossMinor: 2000n,
-          refundsMinor: 0n,
-          chargebacksMinor: 0n,
-        },
-      ]);
+      const usd = (netMinor: bigint) => ({ currency: "USD", netMinor });
+      const eur = (netMinor: bigint) => ({ currency: "EUR", netMinor });
+      expect(await store.revenueBreakdown(site.id, T0, T0 + 2 * DAY)).toEqual({
+        // 2 × 9e15 − 300 − 200: past 2^53, exact.
+        days: [
+          { day: "2025-06-01", ...usd(17_999_999_999_999_500n) },
+          { day: "2025-06-02", ...eur(2000n) },
+        ],
+        // The unattributed chargeback has no source, campaign or landing page.
+        sources: [
+          { value: "google", ...eur(2000n) },
+          { value: "google", ...usd(17_999_999_999_999_700n) },
+        ],
+        campaigns: [
+          { value: "spring", ...eur(2000n) },
+          { value: "spring", ...usd(17_999_999_999_999_700n) },
+        ],
+        landingPages: [
+          { value: "https://example.com/pricing", ...eur(2000n) },
+          { value: "https://example.com/pricing", ...usd(17_999_999_999_999_700n) },
+        ],
+      });
+      expect(await store.revenueBreakdown(site.id, T0 + 2 * DAY + 1, T0 + 3 * DAY)).toEqual({
+        days: [],
+        sources: [],
+        campaigns: [],
+        landingPages: [],
+      });
 
       const recent = await store.recentPayments(site.id, T0, T0 + 2 * DAY, 3);
       expect(recent).toEqual([
@@ -195,7 +183,7 @@ export function describeOverviewContract(contract: StoreContract): void {
       expect((await store.recentPayments(site.id, T0, T0 + 2 * DAY, 100)).length).toBe(5);
     });
 
-    it("revenueCells and revenueByChannel follow every change of a payment: re-sends, re-attribution, erasure, any period", async () => {
+    it("revenueBreakdown and revenueByChannel follow every change of a payment: re-sends, re-attribution, erasure, any period", async () => {
       const { site } = await newSite();
       const [ca, cb] = [uid("cus"), uid("cus")];
       // The model: the payments as last written, and each customer's first touch.
@@ -212,32 +200,30 @@ export function describeOverviewContract(contract: StoreContract): void {
       const day = (ms: number) => new Date(ms).toISOString().slice(0, 10);
       /** What the reads must give for [from, to), computed from the model. */
       const expected = (from: number, to: number) => {
-        const cells = new Map<string, RevenueCell>();
+        const nets = {
+          days: new Map<string, bigint>(),
+          sources: new Map<string, bigint>(),
+          campaigns: new Map<string, bigint>(),
+          landingPages: new Map<string, bigint>(),
+        };
         const rows = new Map<string, RevenueRow & { customers: Set<string> }>();
         for (const p of sent.values()) {
           if (p.status !== "succeeded" || p.paidAt < from || p.paidAt >= to) continue;
           const a = touchOf.get(p.customerId);
           const channel = erasedChannel.get(p.customerId) ?? a?.channel ?? "unattributed";
-          const dims = {
-            ...(a?.source === undefined ? {} : { source: a.source }),
-            ...(a?.campaign === undefined ? {} : { campaign: a.campaign }),
-            ...(a === undefined ? {} : { landingPage: a.landingPage }),
-          };
-          const k = JSON.stringify([day(p.paidAt), p.currency, channel, dims]);
-          const cell = cells.get(k) ?? {
-            day: day(p.paidAt),
-            currency: p.currency,
-            channel,
-            ...dims,
-            grossMinor: 0n,
-            refundsMinor: 0n,
-            chargebacksMinor: 0n,
-          };
           const amount = BigInt(p.amountMinor);
-          if (p.kind === "charge") cell.grossMinor += amount;
-          if (p.kind === "refund") cell.refundsMinor += amount;
-          if (p.kind === "chargeback") cell.chargebacksMinor += amount;
-          cells.set(k, cell);
+          const net = p.kind === "charge" ? amount : -amount;
+          const keys: [keyof typeof nets, string | undefined][] = [
+            ["days", day(p.paidAt)],
+            ["sources", a?.source],
+            ["campaigns", a?.campaign],
+            ["landingPages", a?.landingPage],
+          ];
+          for (const [list, key] of keys) {
+            if (key === undefined) continue;
+            const k = JSON.stringify([key, p.currency]);
+            nets[list].set(k, (nets[list].get(k) ?? 0n) + net);
+          }
           const rk = `${channel}/${p.currency}`;
           const row = rows.get(rk) ?? {
             channel,
@@ -256,18 +242,25 @@ export function describeOverviewContract(contract: StoreContract): void {
           if (p.kind === "charge") row.customers.add(p.customerId);
           rows.set(rk, row);
         }
+        const list = (m: Map<string, bigint>, field: "day" | "value") =>
+          [...m]
+            .sort(([a], [b]) => (a < b ? -1 : 1))
+            .map(([k, netMinor]) => {
+              const [key, currency] = JSON.parse(k) as [string, string];
+              return { [field]: key, currency, netMinor };
+            });
         return {
-          cells: [...cells.values()].sort(byCell),
+          breakdown: {
+            days: list(nets.days, "day"),
+            sources: list(nets.sources, "value"),
+            campaigns: list(nets.campaigns, "value"),
+            landingPages: list(nets.landingPages, "value"),
+          },
           rows: [...rows.values()]
             .map(({ customers, ...r }) => ({ ...r, payingCustomers: customers.size }))
             .sort((a, b) => (`${a.channel}/${a.currency}` < `${b.channel}/${b.currency}` ? -1 : 1)),
         };
       };
-      const byCell = (a: RevenueCell, b: RevenueCell) =>
-        JSON.stringify([a.day, a.currency, a.channel, a.source, a.campaign, a.landingPage]) <
-        JSON.stringify([b.day, b.currency, b.channel, b.source, b.campaign, b.landingPage])
-          ? -1
-          : 1;
       const erasedChannel = new Map<string, string>();
       // Whole days (a dashboard's period), partial days at both ends, one partial day.
       const periods: [number, number][] = [
@@ -279,8 +272,13 @@ export function describeOverviewContract(contract: StoreContract): void {
       const check = async (step: string) => {
         for (const [from, to] of periods) {
           const want = expected(from, to);
-          const cells = (await store.revenueCells(site.id, from, to)).sort(byCell);
-          expect({ step, from, to, cells }).toEqual({ step, from, to, cells: want.cells });
+          const breakdown = await store.revenueBreakdown(site.id, from, to);
+          expect({ step, from, to, breakdown }).toEqual({
+            step,
+            from,
+            to,
+            breakdown: want.breakdown,
+          });
           const rows = await store.revenueByChannel(site.id, from, to);
           expect({ step, from, to, rows }).toEqual({ step, from, to, rows: want.rows });
         }

@@ -1,5 +1,5 @@
 /**
- * revenue_days (migration 12): the daily revenue cells equal the payments
+ * revenue_days and revenue_dims (migration 12): the daily rows equal the payments
  * summed afresh after any change, including a deletion nothing in the
  * adapter makes yet, and the migration back-fills a database written before
  * it; periodParts splits a period into whole days and partial edges.
@@ -18,35 +18,48 @@ const DAY = 86_400_000;
 const dir = mkdtempSync(join(tmpdir(), "revenue-days-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-/** The cells as stored, and as the payments sum them now (the back-fill's query). */
+/** The daily rows as stored, and as the payments sum them afresh. */
 function storedAndRecomputed(file: string) {
   const db = new Database(file, { readonly: true });
+  const day = "strftime('%Y-%m-%d', paid_at / 1000, 'unixepoch')";
+  const net = "CASE kind WHEN 'charge' THEN amount_minor ELSE -amount_minor END";
+  const dim = (name: string, path: string) =>
+    `SELECT site_id, ${day} AS day, currency, '${name}' AS dimension,
+       json_extract(attribution, '$.${path}') AS value, sum(${net}) AS net, count(*) AS payments
+     FROM payments WHERE status = 'succeeded' AND json_extract(attribution, '$.${path}') IS NOT NULL
+     GROUP BY 1, 2, 3, 5`;
   try {
-    const stored = db
-      .prepare(
-        `SELECT site_id, day, currency, channel, dims, source, campaign, landing_page,
-           gross, refunds, chargebacks, payments FROM revenue_days ORDER BY 1, 2, 3, 4, 5`,
-      )
-      .all();
-    const recomputed = db
-      .prepare(
-        `SELECT site_id, strftime('%Y-%m-%d', paid_at / 1000, 'unixepoch') AS day, currency, channel,
-           json_array(json_extract(attribution, '$.source'), json_extract(attribution, '$.campaign'),
-             json_extract(attribution, '$.landingPage')) AS dims,
-           json_extract(attribution, '$.source') AS source,
-           json_extract(attribution, '$.campaign') AS campaign,
-           json_extract(attribution, '$.landingPage') AS landing_page,
-           sum(CASE kind WHEN 'charge' THEN amount_minor ELSE 0 END) AS gross,
-           sum(CASE kind WHEN 'refund' THEN amount_minor ELSE 0 END) AS refunds,
-           sum(CASE kind WHEN 'chargeback' THEN amount_minor ELSE 0 END) AS chargebacks,
-           count(*) AS payments
-         FROM payments WHERE status = 'succeeded' GROUP BY 1, 2, 3, 4, 5 ORDER BY 1, 2, 3, 4, 5`,
-      )
-      .all();
-    return { stored, recomputed };
+    return {
+      days: db.prepare("SELECT * FROM revenue_days ORDER BY 1, 2, 3, 4").all(),
+      daysAfresh: db
+        .prepare(
+          `SELECT site_id, ${day} AS day, currency, channel,
+             sum(CASE kind WHEN 'charge' THEN amount_minor ELSE 0 END) AS gross,
+             sum(CASE kind WHEN 'refund' THEN amount_minor ELSE 0 END) AS refunds,
+             sum(CASE kind WHEN 'chargeback' THEN amount_minor ELSE 0 END) AS chargebacks,
+             count(*) AS payments
+           FROM payments WHERE status = 'succeeded' GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4`,
+        )
+        .all(),
+      dims: db.prepare("SELECT * FROM revenue_dims ORDER BY 1, 2, 3, 4, 5").all(),
+      dimsAfresh: db
+        .prepare(
+          `SELECT * FROM (${dim("source", "source")} UNION ALL ${dim("campaign", "campaign")}
+             UNION ALL ${dim("landing_page", "landingPage")}) ORDER BY 1, 2, 3, 4, 5`,
+        )
+        .all(),
+    };
   } finally {
     db.close();
   }
+}
+
+/** Stored equals afresh, for both tables. */
+function expectInStep(file: string) {
+  const now = storedAndRecomputed(file);
+  expect(now.days).toEqual(now.daysAfresh);
+  expect(now.dims).toEqual(now.dimsAfresh);
+  return now;
 }
 
 const attribution = {
@@ -58,7 +71,7 @@ const attribution = {
   touchedAt: T0 - 1,
 };
 
-describe("revenue_days", () => {
+describe("revenue_days and revenue_dims", () => {
   it("equals the payments summed afresh after writes, re-attribution and deletions; empty cells go", async () => {
     const file = join(dir, "changes.sqlite");
     const store = createSqliteStore(file);
@@ -78,17 +91,18 @@ describe("revenue_days", () => {
     } finally {
       await store.close();
     }
-    let now = storedAndRecomputed(file);
-    expect(now.stored).toEqual(now.recomputed);
-    expect(now.stored).toHaveLength(3);
+    let now = expectInStep(file);
+    expect(now.days).toHaveLength(3);
+    // pay_1 and pay_2 (cus_a): source and landing page, no campaign.
+    expect(now.dims).toHaveLength(4);
 
     // Deletions (a retention job, an operator's SQL) take the payment's part away.
     const db = new Database(file);
     db.prepare("DELETE FROM payments WHERE payment_id IN ('pay_2', 'pay_3', 'pay_4')").run();
     db.close();
-    now = storedAndRecomputed(file);
-    expect(now.stored).toEqual(now.recomputed);
-    expect(now.stored).toHaveLength(1);
+    now = expectInStep(file);
+    expect(now.days).toHaveLength(1);
+    expect(now.dims).toHaveLength(2);
   });
 
   it("migration 12 back-fills the cells of payments written before it", async () => {
@@ -118,11 +132,14 @@ describe("revenue_days", () => {
     old.close();
 
     await createSqliteStore(file).close();
-    const now = storedAndRecomputed(file);
-    expect(now.stored).toEqual(now.recomputed);
-    expect(now.stored).toEqual([
+    const now = expectInStep(file);
+    expect(now.days).toEqual([
       expect.objectContaining({ day: "2025-06-01", gross: 100, refunds: 7, payments: 2 }),
-      expect.objectContaining({ day: "2025-06-02", channel: "Paid Search", source: "google" }),
+      expect.objectContaining({ day: "2025-06-02", channel: "Paid Search", gross: 50 }),
+    ]);
+    expect(now.dims).toEqual([
+      expect.objectContaining({ dimension: "landing_page", value: "https://example.com/" }),
+      expect.objectContaining({ dimension: "source", value: "google", net: 50, payments: 1 }),
     ]);
   });
 });
