@@ -287,8 +287,8 @@ export function rankCondition(rank: string): Document {
 
 /**
  * Succeeded payments of a site with paid_at in [from, to), by channel and
- * currency. The `$match` is an index range on `site_status_paid_at`
- * (equality, equality, range); the group sums longs, so the sums are exact
+ * currency. The `$match` is an index range on `site_status_paid_at_revenue`
+ * (equality, equality, range), covered after the `$project`; the group sums longs, so the sums are exact
  * int64s. A payment written before attribution existed has no `channel`.
  */
 export function revenuePipeline(siteId: string, from: number, to: number): Document[] {
