@@ -125,7 +125,8 @@ describe("ReportsService over REST", () => {
       [journey, paymentsKey, 403, refusal("forbidden", "API key lacks the reports scope")],
       [
         "/api/v1/access",
-        ctx.key && `Bearer ${ctx.key}`,
+        // The tenant's key writes events and payments: not a reports key either.
+        `Bearer ${ctx.key}`,
         403,
         refusal("forbidden", "API key lacks the reports scope"),
       ],
@@ -229,5 +230,28 @@ describe("ReportsService over REST", () => {
     expect([del.status, del.allow]).toEqual([405, "GET, HEAD"]);
     const head = await get("/api/v1/access", ctx.adminHeaders.authorization, "HEAD");
     expect([head.status, head.text]).toEqual([200, ""]);
+  });
+});
+
+describe("ReportsService over REST without ADMIN_TOKEN", () => {
+  const bare = useTestServer({ env: { ADMIN_TOKEN: "" } });
+
+  it("refuses any other bearer token as the RPC does, and still answers a reports key", async () => {
+    const path = `/api/v1/sites/${bare.siteId}/overview?from=${FROM}&to=${TO}`;
+    const res = await fetch(`${bare.url}${path}`, {
+      headers: { authorization: "Bearer anything" },
+    });
+    expect([res.status, await res.text()]).toEqual([
+      401,
+      refusal("unauthorized", "admin API is disabled: ADMIN_TOKEN is not set"),
+    ]);
+    const key = await bare.keyWith(["reports"]);
+    const ok = await fetch(`${bare.url}/api/v1/access`, {
+      headers: { authorization: `Bearer ${key}` },
+    });
+    expect([ok.status, await ok.json()]).toEqual([
+      200,
+      { kind: "reports_key", siteId: bare.siteId },
+    ]);
   });
 });
