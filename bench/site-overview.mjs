@@ -112,7 +112,7 @@ try {
   for (const [name, read] of Object.entries({
     trafficByDay: () => store.trafficByDay(SITE, from, NOW),
     newVisitorCounts: () => store.newVisitorCounts(SITE, from, NOW),
-    revenueCells: () => store.revenueCells(SITE, from, NOW),
+    revenueBreakdown: () => store.revenueBreakdown(SITE, from, NOW),
     revenueByChannel: () => store.revenueByChannel(SITE, from, NOW),
     recentPayments: () => store.recentPayments(SITE, from, NOW, 20),
   })) {

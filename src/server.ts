@@ -28,6 +28,7 @@ import { sendError } from "./http/envelope.js";
 import { exportDoor } from "./http/export/export-door.js";
 import { createOnePortServer, type OnePortServer } from "./http/one-port.js";
 import { probes } from "./http/probes.js";
+import { reportsDoor } from "./http/reports/reports-door.js";
 import { restDoor } from "./http/rest/rest-door.js";
 import { scrub } from "./lib/scrub.js";
 import { answerUnknownRpc, rpcDoor } from "./rpc/rpc-door.js";
@@ -46,6 +47,7 @@ const DOORS: readonly FastifyPluginAsync<Services>[] = [
   connectorsDoor,
   dashboardDoor,
   exportDoor,
+  reportsDoor,
   rpcDoor,
 ];
 

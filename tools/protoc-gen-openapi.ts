@@ -392,6 +392,151 @@ function operation(method: DescMethod, verb: string, path: string): Json {
   };
 }
 
+/** What REST adds to each annotated ReportsService read: its query's errors and an example. */
+interface ReadProfile {
+  /** Query parameters the method requires (the others may be left out). */
+  required: readonly string[];
+  /** The 400s of its query and fields, exact messages. */
+  invalid: ServiceError[];
+  /** The 404s. */
+  notFound: ServiceError[];
+}
+
+const queryErrors = [
+  errors.invalid('unknown query parameter "x"'),
+  errors.invalid("from: must be given once"),
+];
+
+const READ_PROFILES: Record<string, ReadProfile> = {
+  "ingest.v1.ReportsService.SiteOverview": {
+    required: ["from", "to"],
+    invalid: [
+      errors.invalid("from: required"),
+      errors.invalid("from: must be RFC 3339, e.g. 2024-01-15T10:30:00Z"),
+      errors.invalid("to: must be after from"),
+      errors.invalid("to: must be at most 366 days after from"),
+      ...queryErrors,
+    ],
+    notFound: [errors.siteNotFound("site_123")],
+  },
+  "ingest.v1.ReportsService.CustomerJourney": {
+    required: [],
+    invalid: queryErrors,
+    notFound: [errors.customerNotFound("cus_42")],
+  },
+  "ingest.v1.ReportsService.GetAccess": { required: [], invalid: queryErrors, notFound: [] },
+};
+
+/** Output-form schemas: proto JSON as Connect writes it (JSON names, defaults left out). */
+const outputSchemas: Record<string, Json> = {};
+function outputRef(message: DescMessage): Json {
+  if (message.typeName === "google.protobuf.Struct") {
+    return { type: "object", description: "Any JSON object." };
+  }
+  const name = `${message.name}Json`;
+  if (!(name in outputSchemas)) {
+    outputSchemas[name] = {};
+    const properties: Record<string, Json> = {};
+    for (const field of message.fields) {
+      const doc = describe(getComments(field).leading);
+      type Element = { scalar?: ScalarType; enum?: DescEnum; message?: DescMessage };
+      const element = (e: Element) =>
+        e.message ? outputRef(e.message) : e.enum ? enumSchema(e.enum) : outputScalar(e.scalar);
+      properties[field.jsonName] =
+        field.fieldKind === "list"
+          ? { type: "array", items: element(field), ...doc }
+          : field.fieldKind === "map"
+            ? { type: "object", additionalProperties: element(field), ...doc }
+            : { ...element(field as Element), ...doc };
+    }
+    outputSchemas[name] = {
+      type: "object",
+      description: [
+        getComments(message)
+          .leading?.trim()
+          .replace(/\s*\n\s*/g, " "),
+        "Proto JSON: fields at their default (empty, zero, unset) are left out.",
+      ]
+        .filter(Boolean)
+        .join(" "),
+      additionalProperties: false,
+      properties,
+    };
+  }
+  return { $ref: `#/components/schemas/${name}` };
+}
+
+/** A scalar as proto JSON writes it: 64-bit integers as decimal strings. */
+function outputScalar(type: ScalarType | undefined): Json {
+  const s = scalarSchema(type as ScalarType);
+  return s.format === "int64" ? { type: "string", format: "int64", pattern: "^-?[0-9]+$" } : s;
+}
+
+/** A ReportsService read served by the reports door (src/http/reports/reports-door.ts). */
+function readOperation(method: DescMethod, path: string): Json {
+  const id = `${method.parent.typeName}.${method.name}`;
+  const profile = READ_PROFILES[id];
+  if (!profile) throw new Error(`${id} has a google.api.http GET rule but no read profile`);
+  const bound = [...path.matchAll(/\{([a-z_]+)\}/g)].map((x) => x[1] as string);
+  const parameters = method.input.fields.map((field) => ({
+    name: field.name,
+    in: bound.includes(field.name) ? "path" : "query",
+    required: bound.includes(field.name) || profile.required.includes(field.name),
+    schema: { type: "string" },
+    ...describe(getComments(field).leading),
+  }));
+  const errorResponse = (description: string, list: ServiceError[], retryAfter = false) => ({
+    description,
+    headers: {
+      "X-Request-Id": { $ref: "#/components/headers/X-Request-Id" },
+      ...(retryAfter ? { "Retry-After": { $ref: "#/components/headers/Retry-After" } } : {}),
+    },
+    content: jsonError(
+      errorExamples(list.map((err) => ({ summary: err.message.slice(0, 60), err }))),
+    ),
+  });
+  return {
+    get: {
+      operationId: `${method.parent.name}_${method.name}`,
+      tags: [method.parent.name],
+      summary: `${method.name} (GET ${path})`,
+      description: [
+        getComments(method).leading?.trim(),
+        "Requires `Authorization: Bearer <ADMIN_TOKEN>` (every site) or a `reports` key (its own site only; a key with the events or payments scope is refused), as over RPC.",
+        "The body is the proto JSON of the response, identical to the Connect JSON of the same call. Query parameters are the request's other fields, each at most once; any other parameter is refused.",
+        `Also served over Connect, gRPC-Web and gRPC as \`${method.parent.typeName}/${method.name}\`.`,
+      ]
+        .filter(Boolean)
+        .join("\n\n"),
+      security: [{ adminToken: [] }, { apiKey: [] }],
+      parameters,
+      responses: {
+        200: {
+          description: "The report.",
+          headers: { "X-Request-Id": { $ref: "#/components/headers/X-Request-Id" } },
+          content: { "application/json": { schema: outputRef(method.output) } },
+        },
+        400: errorResponse("A query parameter unknown, repeated or invalid.", profile.invalid),
+        401: errorResponse("Missing or wrong ADMIN_TOKEN, or an unknown or revoked key.", [
+          errors.badAdminToken(),
+          errors.unknownKey(),
+        ]),
+        403: errorResponse("A key without the reports scope, or of another site.", [
+          errors.missingScope("reports"),
+          errors.foreignSite(),
+        ]),
+        ...(profile.notFound.length > 0
+          ? { 404: errorResponse("Unknown site or customer.", profile.notFound) }
+          : {}),
+        500: errorResponse("A fault of the service; the cause is logged, never shown.", [
+          errors.internal(INTERNAL_MESSAGE),
+        ]),
+        503: errorResponse("The store is unavailable.", [errors.storeUnavailable()], true),
+      },
+    },
+  };
+}
+
 /**
  * The browser side, which has no proto method of its own: the public collect
  * endpoint (the events body of RecordEvents, without a key) and the script.
@@ -928,7 +1073,10 @@ function generate(request: CodeGeneratorRequest): string | undefined {
           throw new Error(`${method.name}: unsupported google.api.http rule ${String(verb)}`);
         }
         const path = String(rule.pattern.value);
-        paths[path] = { ...paths[path], ...operation(method, verb, path) };
+        paths[path] = {
+          ...paths[path],
+          ...(verb === "get" ? readOperation(method, path) : operation(method, verb, path)),
+        };
         if (!tags.some((t) => t.name === service.name)) {
           tags.push({ name: service.name, ...describe(getComments(service).leading) });
         }
@@ -1018,6 +1166,7 @@ function generate(request: CodeGeneratorRequest): string | undefined {
       },
       schemas: {
         ...sortKeys(schemas),
+        ...sortKeys(outputSchemas),
         ErrorEnvelope: {
           type: "object",
           description: "Every error, on every route.",

@@ -6,9 +6,9 @@
  */
 import { errors } from "./errors.js";
 import type {
+  DimensionNet,
   NewVisitorCount,
   PaymentSummary,
-  RevenueCell,
   RevenueRow,
   Store,
 } from "./store/store.js";
@@ -67,7 +67,6 @@ export interface SiteOverviewView {
 
 type Dimension = "source" | "campaign" | "landingPage";
 
-const net = (c: RevenueCell) => c.grossMinor - c.refundsMinor - c.chargebacksMinor;
 const byCurrency = (a: CurrencyAmount, b: CurrencyAmount) => (a.currency < b.currency ? -1 : 1);
 
 /** Adds `minor` to the currency's entry of `into`. */
@@ -83,7 +82,7 @@ function amounts(m: Map<string, bigint> | undefined): CurrencyAmount[] {
 export function topLists(
   dimension: Dimension,
   visitors: readonly NewVisitorCount[],
-  cells: readonly RevenueCell[],
+  nets: readonly DimensionNet[],
 ): TopListsView {
   const counts = new Map<string, number>();
   for (const v of visitors) {
@@ -91,12 +90,10 @@ export function topLists(
     if (value !== undefined) counts.set(value, (counts.get(value) ?? 0) + v.visitors);
   }
   const revenue = new Map<string, Map<string, bigint>>();
-  for (const c of cells) {
-    const value = c[dimension];
-    if (value === undefined) continue;
-    const m = revenue.get(value) ?? new Map<string, bigint>();
-    add(m, c.currency, net(c));
-    revenue.set(value, m);
+  for (const n of nets) {
+    const m = revenue.get(n.value) ?? new Map<string, bigint>();
+    add(m, n.currency, n.netMinor);
+    revenue.set(n.value, m);
   }
   const byVisitors = [...counts]
     .sort(([a, n], [b, m]) => m - n || (a < b ? -1 : 1))
@@ -141,10 +138,10 @@ export async function buildSiteOverview(
   from: number,
   to: number,
 ): Promise<SiteOverviewView> {
-  const [traffic, visitors, cells, revenue, recentPayments] = await Promise.all([
+  const [traffic, visitors, breakdown, revenue, recentPayments] = await Promise.all([
     store.trafficByDay(siteId, from, to),
     store.newVisitorCounts(siteId, from, to),
-    store.revenueCells(siteId, from, to),
+    store.revenueBreakdown(siteId, from, to),
     store.revenueByChannel(siteId, from, to),
     store.recentPayments(siteId, from, to, RECENT_PAYMENTS),
   ]);
@@ -165,10 +162,10 @@ export async function buildSiteOverview(
   }
   const trafficByDay = new Map(traffic.map((t) => [t.day, t]));
   const netByDay = new Map<string, Map<string, bigint>>();
-  for (const c of cells) {
-    const m = netByDay.get(c.day) ?? new Map<string, bigint>();
-    add(m, c.currency, net(c));
-    netByDay.set(c.day, m);
+  for (const d of breakdown.days) {
+    const m = netByDay.get(d.day) ?? new Map<string, bigint>();
+    add(m, d.currency, d.netMinor);
+    netByDay.set(d.day, m);
   }
   return {
     from,
@@ -183,9 +180,9 @@ export async function buildSiteOverview(
       pageviews: trafficByDay.get(day)?.pageviews ?? 0,
       net: amounts(netByDay.get(day)),
     })),
-    sources: topLists("source", visitors, cells),
-    campaigns: topLists("campaign", visitors, cells),
-    landingPages: topLists("landingPage", visitors, cells),
+    sources: topLists("source", visitors, breakdown.sources),
+    campaigns: topLists("campaign", visitors, breakdown.campaigns),
+    landingPages: topLists("landingPage", visitors, breakdown.landingPages),
     recentPayments,
   };
 }

@@ -21,19 +21,32 @@ export interface NewVisitorCount {
   visitors: number;
 }
 
-/** Succeeded payments of one UTC day, currency and first touch, summed by kind. */
-export interface RevenueCell {
-  /** YYYY-MM-DD (UTC) of `paid_at`. */
-  day: string;
+/** Net revenue (succeeded charges − refunds − chargebacks) in one currency, in minor units. */
+export interface NetRevenue {
   currency: string;
-  /** The first-touch channel, or `unattributed`. */
-  channel: string;
-  source?: string;
-  campaign?: string;
-  landingPage?: string;
-  grossMinor: bigint;
-  refundsMinor: bigint;
-  chargebacksMinor: bigint;
+  netMinor: bigint;
+}
+
+/** The net revenue of one UTC day (YYYY-MM-DD of `paid_at`) in one currency. */
+export interface DailyNet extends NetRevenue {
+  day: string;
+}
+
+/** The net revenue credited to one value of a first-touch dimension, in one currency. */
+export interface DimensionNet extends NetRevenue {
+  value: string;
+}
+
+/**
+ * A period's net revenue by day and by each first-touch dimension: one
+ * entry per key (day or value, and currency); payments whose first touch has
+ * no value for a dimension (no campaign, unattributed) are in no entry of it.
+ */
+export interface RevenueBreakdown {
+  days: DailyNet[];
+  sources: DimensionNet[];
+  campaigns: DimensionNet[];
+  landingPages: DimensionNet[];
 }
 
 /** A succeeded payment as a list shows it. */
@@ -61,8 +74,8 @@ export interface StoreOverviewPart {
   trafficByDay(siteId: string, from: number, to: number): Promise<DailyTraffic[]>;
   /** First touches with `ts` in the period, grouped by channel, source, campaign and landing page. */
   newVisitorCounts(siteId: string, from: number, to: number): Promise<NewVisitorCount[]>;
-  /** Succeeded payments with `paid_at` in the period, grouped by day, currency and first touch. */
-  revenueCells(siteId: string, from: number, to: number): Promise<RevenueCell[]>;
+  /** Succeeded payments with `paid_at` in the period: net revenue by day and by first-touch dimension. */
+  revenueBreakdown(siteId: string, from: number, to: number): Promise<RevenueBreakdown>;
   /** The `limit` most recent succeeded payments of the period, newest first (ties: payment id, descending). */
   recentPayments(
     siteId: string,

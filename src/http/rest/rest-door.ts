@@ -18,9 +18,8 @@
  */
 
 import { Readable } from "node:stream";
-import { type DescMethod, getOption } from "@bufbuild/protobuf";
+import type { DescMethod } from "@bufbuild/protobuf";
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
-import { http } from "../../../gen/google/api/annotations_pb.js";
 import { EventsService } from "../../../gen/ingest/v1/events_pb.js";
 import { PaymentsService } from "../../../gen/ingest/v1/payments_pb.js";
 import type { Authenticator } from "../../domain/auth.js";
@@ -32,6 +31,7 @@ import { bodyLimitOf } from "../../edge/body-limits.js";
 import { acceptRawJsonBodies, decodeStrict, parseJsonBody } from "../../edge/decode-json.js";
 import { decompressBody, readLimited, restEncodingOf } from "../../edge/decompress.js";
 import type { BodyLimitRouteConfig } from "../../edge/fastify-errors.js";
+import { httpRuleOf } from "../http-rule.js";
 import { registerMethodNotAllowed } from "../method-not-allowed.js";
 
 declare module "fastify" {
@@ -57,14 +57,6 @@ export interface RestDoorOptions {
   auth: Authenticator;
   payments: PaymentsApp;
   events: EventsApp;
-}
-
-/** The HTTP verb and path of a method's google.api.http rule. */
-export function httpRuleOf(method: DescMethod): { verb: "POST" | "GET"; path: string } {
-  const rule = getOption(method, http);
-  if (rule.pattern.case === "post") return { verb: "POST", path: rule.pattern.value };
-  if (rule.pattern.case === "get") return { verb: "GET", path: rule.pattern.value };
-  throw new Error(`${method.parent.typeName}.${method.name} has no supported google.api.http rule`);
 }
 
 /** The methods the door serves and how each answers. */

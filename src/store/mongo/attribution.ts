@@ -33,7 +33,7 @@ import {
   type VisitorTouchDoc,
 } from "./documents.js";
 import { bulkUpsert, retryDuplicates } from "./retry.js";
-import type { Collections } from "./schema.js";
+import { type Collections, REVENUE_FIELDS } from "./schema.js";
 
 /**
  * A value as a constant of an aggregation expression. Without `$literal`, a
@@ -287,8 +287,8 @@ export function rankCondition(rank: string): Document {
 
 /**
  * Succeeded payments of a site with paid_at in [from, to), by channel and
- * currency. The `$match` is an index range on `site_status_paid_at`
- * (equality, equality, range); the group sums longs, so the sums are exact
+ * currency. The `$match` is an index range on `site_status_paid_at_revenue`
+ * (equality, equality, range), covered after the `$project`; the group sums longs, so the sums are exact
  * int64s. A payment written before attribution existed has no `channel`.
  */
 export function revenuePipeline(siteId: string, from: number, to: number): Document[] {
@@ -303,6 +303,8 @@ export function revenuePipeline(siteId: string, from: number, to: number): Docum
         paid_at: { $gte: toDate(from), $lt: toDate(to) },
       },
     },
+    // Only fields of site_status_paid_at_revenue: the index answers without the documents.
+    { $project: { _id: 0, ...REVENUE_FIELDS } },
     // Two stages instead of an $addToSet of every paying customer (one
     // array per group that grows with the customers, up to the 100 MB stage
     // limit): first per customer, then per channel and currency, counting

@@ -5,17 +5,13 @@ import type { StoreOverviewPart } from "../port.js";
 import { toBigInt } from "./attribution.js";
 import { opt, toDate, toNumber } from "./documents.js";
 import { paymentFromDoc } from "./payments.js";
-import type { Collections } from "./schema.js";
+import { type Collections, REVENUE_FIELDS } from "./schema.js";
 
 /** Sums stay Long (exact), never doubles. */
 const EXACT = { promoteLongs: false } as const;
 
 /** The UTC day of a date field, as YYYY-MM-DD. */
 const day = (field: string) => ({ $dateToString: { format: "%Y-%m-%d", date: field } });
-
-const amountIf = (kind: string) => ({
-  $sum: { $cond: [{ $eq: ["$kind", kind] }, "$amount_minor", 0] },
-});
 
 const count = (v: unknown) => Number(toBigInt(v));
 
@@ -78,8 +74,23 @@ export function createMongoOverview(c: Collections): StoreOverviewPart {
       });
     },
 
-    async revenueCells(siteId, from, to) {
-      const rows = await c.payments
+    async revenueBreakdown(siteId, from, to) {
+      const net = {
+        $sum: {
+          $cond: [
+            { $eq: ["$kind", "charge"] },
+            "$amount_minor",
+            { $subtract: [0, "$amount_minor"] },
+          ],
+        },
+      };
+      // A dimension's net per value and currency, leaving out payments without the value.
+      const byValue = (field: string) => [
+        { $match: { [field]: { $type: "string" } } },
+        { $group: { _id: { value: `$${field}`, currency: "$currency" }, net } },
+        { $sort: { "_id.value": 1, "_id.currency": 1 } },
+      ];
+      const [r] = await c.payments
         .aggregate(
           [
             {
@@ -89,39 +100,39 @@ export function createMongoOverview(c: Collections): StoreOverviewPart {
                 paid_at: { $gte: toDate(from), $lt: toDate(to) },
               },
             },
+            // Only fields of site_status_paid_at_revenue: the index answers without the documents.
+            { $project: { _id: 0, ...REVENUE_FIELDS } },
             {
-              $group: {
-                _id: {
-                  day: day("$paid_at"),
-                  currency: "$currency",
-                  channel: { $ifNull: ["$channel", UNATTRIBUTED] },
-                  source: "$attribution.source",
-                  campaign: "$attribution.campaign",
-                  landing_page: "$attribution.landing_page",
-                },
-                gross: amountIf("charge"),
-                refunds: amountIf("refund"),
-                chargebacks: amountIf("chargeback"),
+              $facet: {
+                days: [
+                  { $group: { _id: { day: day("$paid_at"), currency: "$currency" }, net } },
+                  { $sort: { "_id.day": 1, "_id.currency": 1 } },
+                ],
+                sources: byValue("attribution.source"),
+                campaigns: byValue("attribution.campaign"),
+                landingPages: byValue("attribution.landing_page"),
               },
             },
           ],
           EXACT,
         )
         .toArray();
-      return rows.map((r) => {
-        const k = r._id as Document;
-        return {
-          day: k.day as string,
-          currency: k.currency as string,
-          channel: k.channel as string,
-          source: opt(k.source as string | undefined),
-          campaign: opt(k.campaign as string | undefined),
-          landingPage: opt(k.landing_page as string | undefined),
-          grossMinor: toBigInt(r.gross),
-          refundsMinor: toBigInt(r.refunds),
-          chargebacksMinor: toBigInt(r.chargebacks),
-        };
-      });
+      const values = (rows: Document[] | undefined) =>
+        (rows ?? []).map((x) => ({
+          value: (x._id as Document).value as string,
+          currency: (x._id as Document).currency as string,
+          netMinor: toBigInt(x.net),
+        }));
+      return {
+        days: ((r?.days ?? []) as Document[]).map((x) => ({
+          day: (x._id as Document).day as string,
+          currency: (x._id as Document).currency as string,
+          netMinor: toBigInt(x.net),
+        })),
+        sources: values(r?.sources),
+        campaigns: values(r?.campaigns),
+        landingPages: values(r?.landingPages),
+      };
     },
 
     async recentPayments(siteId, from, to, limit) {
@@ -132,6 +143,9 @@ export function createMongoOverview(c: Collections): StoreOverviewPart {
           paid_at: { $gte: toDate(from), $lt: toDate(to) },
         })
         .sort({ paid_at: -1, payment_id: -1 })
+        // The index in the sort's order, walked from the newest: the scan stops
+        // after `limit` succeeded payments instead of sorting the whole period.
+        .hint("site_paid_at_payment")
         .limit(limit)
         .toArray();
       return docs.map((d) => ({

@@ -90,6 +90,23 @@ interface CollectionSpec {
   indexes: IndexDescription[];
 }
 
+/**
+ * The payment fields the revenue reads use, in the order of the index
+ * site_status_paid_at_revenue after (site_id, status): paid_at first (the
+ * range), then the rest, so a `$project` of these covers the read.
+ */
+export const REVENUE_FIELDS = {
+  paid_at: 1,
+  kind: 1,
+  currency: 1,
+  channel: 1,
+  "attribution.source": 1,
+  "attribution.campaign": 1,
+  "attribution.landing_page": 1,
+  amount_minor: 1,
+  customer_id: 1,
+} as const;
+
 /** Every collection of the adapter. */
 export const COLLECTIONS: readonly CollectionSpec[] = [
   {
@@ -322,8 +339,13 @@ export const COLLECTIONS: readonly CollectionSpec[] = [
       { key: { site_id: 1, payment_id: 1 }, name: "site_payment_unique", unique: true },
       // A customer's payments; setAttribution's updateMany.
       { key: { site_id: 1, customer_id: 1 }, name: "site_customer" },
-      // revenueByChannel: equality, equality, range (status is always `succeeded` there).
-      { key: { site_id: 1, status: 1, paid_at: 1 }, name: "site_status_paid_at" },
+      // The revenue reads (revenueByChannel, revenueBreakdown, recentPayments):
+      // equality on the site and `succeeded`, the paid_at range, then every
+      // field they read, so the index answers them without the documents.
+      {
+        key: { site_id: 1, status: 1, ...REVENUE_FIELDS },
+        name: "site_status_paid_at_revenue",
+      },
       // pagePayments (ExportPayments): the range and the page order in one index.
       { key: { site_id: 1, paid_at: 1, payment_id: 1 }, name: "site_paid_at_payment" },
     ],
@@ -434,6 +456,8 @@ export const OBSOLETE_INDEXES: readonly { collection: string; name: string }[] =
   { collection: "identities", name: "site_visitor" },
   { collection: "subscriptions", name: "site_customer" },
   { collection: "payments", name: "site_paid_at" },
+  // Its prefix: site_status_paid_at_revenue answers every read it did.
+  { collection: "payments", name: "site_status_paid_at" },
 ];
 
 /** The server's code for "collection already exists". */

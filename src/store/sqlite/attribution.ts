@@ -12,6 +12,7 @@ import type {
   VisitorTouch,
 } from "../port.js";
 import { type Db, nul, opt } from "./open-sqlite.js";
+import { EDGE_SUMS, exactSum, periodParts } from "./revenue-days.js";
 
 interface TouchRow {
   site_id: string;
@@ -97,16 +98,28 @@ export function createSqliteAttribution(db: Db): StoreAttributionPart {
        WHERE site_id = @site AND customer_id = @customer
          AND (attribution IS NOT @json OR channel IS NOT @channel)`,
     ),
+    // The sums: revenue_days for the period's whole days, the payments of the
+    // partial days at its ends (revenue-days.ts); a dashboard period reads
+    // days only.
     revenue: db.prepare(
-      `SELECT channel, currency,
-         sum(CASE kind WHEN 'charge' THEN amount_minor ELSE 0 END) AS gross,
-         sum(CASE kind WHEN 'refund' THEN amount_minor ELSE 0 END) AS refunds,
-         sum(CASE kind WHEN 'chargeback' THEN amount_minor ELSE 0 END) AS chargebacks,
-         count(*) AS payments,
-         count(DISTINCT CASE kind WHEN 'charge' THEN customer_id END) AS paying
-       FROM payments
-       WHERE site_id = ? AND paid_at >= ? AND paid_at < ? AND status = 'succeeded'
+      `SELECT channel, currency, sum(gross) AS gross, sum(refunds) AS refunds,
+         sum(chargebacks) AS chargebacks, sum(payments) AS payments
+       FROM (
+         SELECT channel, currency, gross, refunds, chargebacks, payments FROM revenue_days
+         WHERE site_id = @site AND day >= @firstDay AND day < @endDay
+         UNION ALL ${EDGE_SUMS("@headFrom", "@headTo")}
+         UNION ALL ${EDGE_SUMS("@tailFrom", "@tailTo")}
+       )
        GROUP BY channel, currency ORDER BY channel, currency`,
+    ),
+    // Distinct over the whole period, so not from days: the index alone, in
+    // (channel, currency, customer) order, reads the site's succeeded charges
+    // and keeps those of the period.
+    paying: db.prepare(
+      `SELECT channel, currency, count(DISTINCT customer_id) AS paying
+       FROM payments INDEXED BY payments_paying
+       WHERE site_id = ? AND status = 'succeeded' AND kind = 'charge' AND paid_at >= ? AND paid_at < ?
+       GROUP BY channel, currency`,
     ),
     mrr: db.prepare(
       `SELECT currency, interval, sum(amount_minor) AS amount, count(*) AS n
@@ -200,24 +213,37 @@ export function createSqliteAttribution(db: Db): StoreAttributionPart {
       setAll.immediate(siteId, customerId, attribution);
     },
     async revenueByChannel(siteId, from, to) {
-      const rows = s.revenue.safeIntegers(true).all(siteId, from, to) as {
+      const parts = periodParts(from, to);
+      const rows = s.revenue.safeIntegers(true).all({
+        site: siteId,
+        firstDay: parts.firstDay,
+        endDay: parts.endDay,
+        headFrom: parts.head[0],
+        headTo: parts.head[1],
+        tailFrom: parts.tail[0],
+        tailTo: parts.tail[1],
+      }) as {
         channel: string;
         currency: string;
         gross: bigint;
         refunds: bigint;
         chargebacks: bigint;
         payments: bigint;
-        paying: bigint;
       }[];
+      const paying = new Map(
+        (
+          s.paying.all(siteId, from, to) as { channel: string; currency: string; paying: number }[]
+        ).map((r) => [`${r.channel}\u0000${r.currency}`, r.paying]),
+      );
       return rows.map(
         (r): RevenueRow => ({
           channel: r.channel,
           currency: r.currency,
-          grossMinor: r.gross,
-          refundsMinor: r.refunds,
-          chargebacksMinor: r.chargebacks,
+          grossMinor: exactSum(r.gross),
+          refundsMinor: exactSum(r.refunds),
+          chargebacksMinor: exactSum(r.chargebacks),
           payments: Number(r.payments),
-          payingCustomers: Number(r.paying),
+          payingCustomers: paying.get(`${r.channel}\u0000${r.currency}`) ?? 0,
         }),
       );
     },

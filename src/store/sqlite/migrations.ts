@@ -9,6 +9,13 @@ export interface Migration {
   sql: string;
 }
 
+/** revenue_dims' dimensions (migration 12): the stored name and the attribution's JSON field. */
+const REVENUE_DIMENSIONS = [
+  ["source", "source"],
+  ["campaign", "campaign"],
+  ["landing_page", "landingPage"],
+] as const;
+
 export const MIGRATIONS: readonly Migration[] = [
   {
     version: 1,
@@ -294,4 +301,138 @@ CREATE TABLE connector_objects (
 CREATE INDEX visitor_touches_ts ON visitor_touches(site_id, ts);
 `,
   },
+  {
+    version: 12,
+    description: "daily revenue kept by triggers on payments; paying customers by index",
+    // The revenue reads of a period read days, not payments
+    // (docs/dashboard.md, Performance): revenue_days holds per site, UTC day
+    // of paid_at, currency and channel the sums of the succeeded payments by
+    // kind and their number; revenue_dims the net revenue per day, currency
+    // and value of each first-touch dimension (source, campaign, landing page),
+    // with the number of payments in it. The rule is one line: a payment
+    // counts while its status is `succeeded`, its amount under its kind, in
+    // the day of its paid_at and under its channel and touch. The triggers
+    // apply it to every change of a payment, whoever writes it (a re-send, a
+    // re-attribution after an identify, an erasure, a deletion): take the old
+    // row's part away, add the new one's, drop what no payment counts in.
+    // Paying customers are distinct over the whole period and cannot be
+    // summed from days: payments_paying answers them from the index alone,
+    // ordered by channel, currency and customer so the DISTINCT needs no sort.
+    sql: `
+CREATE TABLE revenue_days (
+  site_id TEXT NOT NULL,
+  day TEXT NOT NULL,
+  currency TEXT NOT NULL,
+  channel TEXT NOT NULL,
+  gross INTEGER NOT NULL,
+  refunds INTEGER NOT NULL,
+  chargebacks INTEGER NOT NULL,
+  payments INTEGER NOT NULL,
+  PRIMARY KEY (site_id, day, currency, channel)
+) WITHOUT ROWID;
+CREATE TABLE revenue_dims (
+  site_id TEXT NOT NULL,
+  day TEXT NOT NULL,
+  currency TEXT NOT NULL,
+  dimension TEXT NOT NULL,
+  value TEXT NOT NULL,
+  net INTEGER NOT NULL,
+  payments INTEGER NOT NULL,
+  PRIMARY KEY (site_id, day, currency, dimension, value)
+) WITHOUT ROWID;
+${revenueTriggers()}
+INSERT INTO revenue_days
+  SELECT site_id, ${dayOf("payments")}, currency, channel, sum(${amountOf("payments", "charge")}),
+    sum(${amountOf("payments", "refund")}), sum(${amountOf("payments", "chargeback")}), count(*)
+  FROM payments WHERE status = 'succeeded'
+  GROUP BY 1, 2, 3, 4;
+${REVENUE_DIMENSIONS.map(
+  ([name, path]) => `INSERT INTO revenue_dims
+  SELECT site_id, ${dayOf("payments")}, currency, '${name}', json_extract(attribution, '$.${path}'),
+    sum(${netOf("payments")}), count(*)
+  FROM payments WHERE status = 'succeeded' AND json_extract(attribution, '$.${path}') IS NOT NULL
+  GROUP BY 1, 2, 3, 5;`,
+).join("\n")}
+CREATE INDEX payments_paying ON payments(site_id, status, kind, channel, currency, customer_id, paid_at);
+`,
+  },
 ];
+
+/** The UTC day (YYYY-MM-DD) of a payments row's paid_at (NEW, OLD or the table). */
+function dayOf(row: string): string {
+  return `strftime('%Y-%m-%d', ${row}.paid_at / 1000, 'unixepoch')`;
+}
+
+/** The row's amount when it is of this kind, else 0. */
+function amountOf(row: string, kind: string): string {
+  return `(CASE ${row}.kind WHEN '${kind}' THEN ${row}.amount_minor ELSE 0 END)`;
+}
+
+/** The row's part of a net revenue: a charge adds, a refund or a chargeback takes away. */
+function netOf(row: string): string {
+  return `(CASE ${row}.kind WHEN 'charge' THEN ${row}.amount_minor ELSE -${row}.amount_minor END)`;
+}
+
+/**
+ * The triggers of migration 12: add NEW's part to its day and dimension
+ * rows, take OLD's away from its own, delete a row once it counts no
+ * payment. Only succeeded payments count. Written once here so the three
+ * triggers read alike.
+ */
+function revenueTriggers(): string {
+  const dim = (row: string, path: string) => `json_extract(${row}.attribution, '$.${path}')`;
+  const add = (row: string) => [
+    `INSERT INTO revenue_days
+      SELECT ${row}.site_id, ${dayOf(row)}, ${row}.currency, ${row}.channel, ${amountOf(row, "charge")},
+        ${amountOf(row, "refund")}, ${amountOf(row, "chargeback")}, 1
+      WHERE ${row}.status = 'succeeded'
+      ON CONFLICT (site_id, day, currency, channel) DO UPDATE SET
+        gross = gross + excluded.gross, refunds = refunds + excluded.refunds,
+        chargebacks = chargebacks + excluded.chargebacks, payments = payments + 1;`,
+    ...REVENUE_DIMENSIONS.map(
+      ([name, path]) => `INSERT INTO revenue_dims
+      SELECT ${row}.site_id, ${dayOf(row)}, ${row}.currency, '${name}', ${dim(row, path)}, ${netOf(row)}, 1
+      WHERE ${row}.status = 'succeeded' AND ${dim(row, path)} IS NOT NULL
+      ON CONFLICT (site_id, day, currency, dimension, value) DO UPDATE SET
+        net = net + excluded.net, payments = payments + 1;`,
+    ),
+  ];
+  const dayKey = (row: string) =>
+    `site_id = ${row}.site_id AND day = ${dayOf(row)} AND currency = ${row}.currency`;
+  const remove = (row: string) => [
+    `UPDATE revenue_days SET
+      gross = gross - ${amountOf(row, "charge")}, refunds = refunds - ${amountOf(row, "refund")},
+      chargebacks = chargebacks - ${amountOf(row, "chargeback")}, payments = payments - 1
+    WHERE ${row}.status = 'succeeded' AND ${dayKey(row)} AND channel = ${row}.channel;`,
+    `DELETE FROM revenue_days WHERE ${dayKey(row)} AND channel = ${row}.channel AND payments = 0;`,
+    ...REVENUE_DIMENSIONS.flatMap(([name, path]) => [
+      `UPDATE revenue_dims SET net = net - ${netOf(row)}, payments = payments - 1
+      WHERE ${row}.status = 'succeeded' AND ${dayKey(row)} AND dimension = '${name}'
+        AND value = ${dim(row, path)};`,
+      `DELETE FROM revenue_dims WHERE ${dayKey(row)} AND dimension = '${name}'
+        AND value = ${dim(row, path)} AND payments = 0;`,
+    ]),
+  ];
+  const counted = [
+    "site_id",
+    "status",
+    "kind",
+    "amount_minor",
+    "currency",
+    "paid_at",
+    "channel",
+    "attribution",
+  ];
+  return `
+CREATE TRIGGER payments_revenue_insert AFTER INSERT ON payments BEGIN
+  ${add("NEW").join("\n  ")}
+END;
+CREATE TRIGGER payments_revenue_delete AFTER DELETE ON payments BEGIN
+  ${remove("OLD").join("\n  ")}
+END;
+CREATE TRIGGER payments_revenue_update AFTER UPDATE OF ${counted.join(", ")} ON payments
+WHEN ${counted.map((c) => `OLD.${c} IS NOT NEW.${c}`).join(" OR ")} BEGIN
+  ${remove("OLD").join("\n  ")}
+  ${add("NEW").join("\n  ")}
+END;`;
+}

@@ -1,8 +1,8 @@
 /** The site-overview reads in SQLite: grouped scans over one site's rows of a period. */
-import { UNATTRIBUTED } from "../../domain/vocabulary.js";
-import type { PaymentKind, StoreOverviewPart } from "../port.js";
+import type { DailyNet, DimensionNet, PaymentKind, StoreOverviewPart } from "../port.js";
 import { type Db, opt } from "./open-sqlite.js";
 import { type PaymentRow, paymentFromRow } from "./payments.js";
+import { createNetSums, periodParts } from "./revenue-days.js";
 
 /** The UTC day of a Unix-millisecond column. */
 const DAY = (column: string) => `strftime('%Y-%m-%d', ${column} / 1000, 'unixepoch')`;
@@ -23,18 +23,25 @@ export function createSqliteOverview(db: Db): StoreOverviewPart {
        GROUP BY channel, source, campaign, landing_page
        ORDER BY channel, source, campaign, landing_page`,
     ),
-    revenue: db.prepare(
-      `SELECT ${DAY("paid_at")} AS day, currency, channel,
-         json_extract(attribution, '$.source') AS source,
-         json_extract(attribution, '$.campaign') AS campaign,
-         json_extract(attribution, '$.landingPage') AS landing_page,
-         sum(CASE kind WHEN 'charge' THEN amount_minor ELSE 0 END) AS gross,
-         sum(CASE kind WHEN 'refund' THEN amount_minor ELSE 0 END) AS refunds,
-         sum(CASE kind WHEN 'chargeback' THEN amount_minor ELSE 0 END) AS chargebacks
+    // The whole days of the period (revenue-days.ts), from the daily rows of migration 12.
+    revenueDays: db.prepare(
+      `SELECT day, currency, sum(gross - refunds - chargebacks)
+       FROM revenue_days WHERE site_id = ? AND day >= ? AND day < ?
+       GROUP BY day, currency`,
+    ),
+    revenueDims: db.prepare(
+      `SELECT dimension, value, currency, sum(net)
+       FROM revenue_dims WHERE site_id = ? AND day >= ? AND day < ?
+       GROUP BY dimension, value, currency`,
+    ),
+    // The partial days at either end: their payments, one by one (a day's worth at most).
+    revenueEdge: db.prepare(
+      `SELECT ${DAY("paid_at")}, currency,
+         CASE kind WHEN 'charge' THEN amount_minor ELSE -amount_minor END,
+         json_extract(attribution, '$.source'), json_extract(attribution, '$.campaign'),
+         json_extract(attribution, '$.landingPage')
        FROM payments INDEXED BY payments_paid_at
-       WHERE site_id = ? AND paid_at >= ? AND paid_at < ? AND status = 'succeeded'
-       GROUP BY day, currency, channel, source, campaign, landing_page
-       ORDER BY day, currency, channel, source, campaign, landing_page`,
+       WHERE site_id = ? AND paid_at >= ? AND paid_at < ? AND status = 'succeeded'`,
     ),
     recent: db.prepare(
       `SELECT payment_id, customer_id, currency, amount_minor, kind, paid_at, channel,
@@ -77,29 +84,60 @@ export function createSqliteOverview(db: Db): StoreOverviewPart {
         visitors: r.visitors,
       }));
     },
-    async revenueCells(siteId, from, to) {
-      const rows = s.revenue.safeIntegers(true).all(siteId, from, to) as {
-        day: string;
-        currency: string;
-        channel: string;
-        source: string | null;
-        campaign: string | null;
-        landing_page: string | null;
-        gross: bigint;
-        refunds: bigint;
-        chargebacks: bigint;
-      }[];
-      return rows.map((r) => ({
-        day: r.day,
-        currency: r.currency,
-        channel: r.channel ?? UNATTRIBUTED,
-        source: opt(r.source),
-        campaign: opt(r.campaign),
-        landingPage: opt(r.landing_page),
-        grossMinor: r.gross,
-        refundsMinor: r.refunds,
-        chargebacksMinor: r.chargebacks,
-      }));
+    async revenueBreakdown(siteId, from, to) {
+      const parts = periodParts(from, to);
+      const days = createNetSums<DailyNet>((day) => ({ day }));
+      const dims = {
+        source: createNetSums<DimensionNet>((value) => ({ value })),
+        campaign: createNetSums<DimensionNet>((value) => ({ value })),
+        landing_page: createNetSums<DimensionNet>((value) => ({ value })),
+      };
+      // Rows as arrays: no per-row object of column names.
+      const read = (st: typeof s.revenueDays, ...args: unknown[]) =>
+        st
+          .safeIntegers(true)
+          .raw(true)
+          .all(...args) as unknown[][];
+      for (const [day, currency, net] of read(
+        s.revenueDays,
+        siteId,
+        parts.firstDay,
+        parts.endDay,
+      )) {
+        days.add(day as string, currency as string, net as bigint);
+      }
+      for (const [dimension, value, currency, net] of read(
+        s.revenueDims,
+        siteId,
+        parts.firstDay,
+        parts.endDay,
+      )) {
+        dims[dimension as keyof typeof dims].add(
+          value as string,
+          currency as string,
+          net as bigint,
+        );
+      }
+      for (const range of [parts.head, parts.tail]) {
+        for (const [day, currency, net, source, campaign, landingPage] of read(
+          s.revenueEdge,
+          siteId,
+          ...range,
+        )) {
+          const c = currency as string;
+          const n = net as bigint;
+          days.add(day as string, c, n);
+          if (source !== null) dims.source.add(source as string, c, n);
+          if (campaign !== null) dims.campaign.add(campaign as string, c, n);
+          if (landingPage !== null) dims.landing_page.add(landingPage as string, c, n);
+        }
+      }
+      return {
+        days: days.list(),
+        sources: dims.source.list(),
+        campaigns: dims.campaign.list(),
+        landingPages: dims.landing_page.list(),
+      };
     },
     async recentPayments(siteId, from, to, limit) {
       const rows = s.recent.all(siteId, from, to, limit) as {

@@ -6,19 +6,15 @@ import {
   TOP_ENTRIES,
   topLists,
 } from "../../../src/domain/site-overview.js";
-import type { NewVisitorCount, RevenueCell } from "../../../src/domain/store/store.js";
+import type { DimensionNet, NewVisitorCount } from "../../../src/domain/store/store.js";
 
 const DAY = 86_400_000;
 const T = Date.UTC(2026, 2, 9);
 
-const cell = (over: Partial<RevenueCell>): RevenueCell => ({
-  day: "2026-03-09",
-  currency: "USD",
-  channel: "Email",
-  grossMinor: 0n,
-  refundsMinor: 0n,
-  chargebacksMinor: 0n,
-  ...over,
+const net = (value: string, netMinor: bigint, currency = "USD"): DimensionNet => ({
+  value,
+  currency,
+  netMinor,
 });
 const visitors = (source: string | undefined, n: number): NewVisitorCount => ({
   channel: "Email",
@@ -60,13 +56,7 @@ describe("topLists", () => {
     const lists = topLists(
       "source",
       [visitors("a", 1)],
-      [
-        cell({ source: "a", grossMinor: 1000n, refundsMinor: 100n }),
-        cell({ source: "a", day: "2026-03-10", grossMinor: 50n }),
-        cell({ source: "b", grossMinor: 2000n, chargebacksMinor: 1n }),
-        cell({ source: "a", currency: "EUR", grossMinor: 5n }),
-        cell({ grossMinor: 99_999n }),
-      ],
+      [net("a", 900n), net("a", 50n), net("b", 1999n), net("a", 5n, "EUR")],
     );
     expect(
       lists.byRevenue.map((e) => [
@@ -90,10 +80,7 @@ describe("topLists", () => {
     const lists = topLists(
       "source",
       many.map((s, i) => visitors(s, i + 1)),
-      many.flatMap((s, i) => [
-        cell({ source: s, grossMinor: BigInt(i + 1) }),
-        cell({ source: s, currency: "EUR", grossMinor: BigInt(i + 1) }),
-      ]),
+      many.flatMap((s, i) => [net(s, BigInt(i + 1)), net(s, BigInt(i + 1), "EUR")]),
     );
     expect(lists.byVisitors.map((e) => e.value)).toEqual(many.slice(5).reverse());
     expect(lists.byRevenue).toHaveLength(2 * TOP_ENTRIES);

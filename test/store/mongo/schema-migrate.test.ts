@@ -141,6 +141,7 @@ describe("MongoDB schema: migrate once, verify at start", () => {
       "index identities.site_visitor",
       "index subscriptions.site_customer",
       "index payments.site_paid_at",
+      "index payments.site_status_paid_at",
     ]);
     expect(f.changes).toEqual(report.dropped.map((d) => `dropIndex ${d.slice("index ".length)}`));
     expect((await migrateSchema(f.db)).dropped).toEqual([]);

@@ -103,6 +103,7 @@ describe("SQLite indexes on the written tables", () => {
         "events_site", // ReportsService.ListEvents: a site's newest events
         "payments_customer", // a customer's payments when its attribution changes
         "payments_paid_at", // ReportsService revenue by channel over a period
+        "payments_paying", // revenue by channel: distinct paying customers of a period
         "visitor_stitches_persistent", // a persistent visitor's daily ids (attribution)
         "visitor_touches_ts", // ReportsService.SiteOverview: new visitors of a period
       ]);
@@ -139,6 +140,7 @@ describe("SQLite indexes on the written tables", () => {
         "events_site",
         "payments_customer",
         "payments_paid_at",
+        "payments_paying",
         "visitor_stitches_persistent",
         "visitor_touches_ts",
       ]);

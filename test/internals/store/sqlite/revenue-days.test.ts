@@ -1,0 +1,176 @@
+/**
+ * revenue_days and revenue_dims (migration 12): the daily rows equal the payments
+ * summed afresh after any change, including a deletion nothing in the
+ * adapter makes yet, and the migration back-fills a database written before
+ * it; periodParts splits a period into whole days and partial edges.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import Database from "better-sqlite3";
+import { afterAll, describe, expect, it } from "vitest";
+import { MIGRATIONS } from "../../../../src/store/sqlite/migrations.js";
+import { periodParts } from "../../../../src/store/sqlite/revenue-days.js";
+import { createSqliteStore } from "../../../../src/store/sqlite/sqlite-store.js";
+import { payment, T0, write } from "../../../helpers/store-contract.js";
+
+const DAY = 86_400_000;
+const dir = mkdtempSync(join(tmpdir(), "revenue-days-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+/** The daily rows as stored, and as the payments sum them afresh. */
+function storedAndRecomputed(file: string) {
+  const db = new Database(file, { readonly: true });
+  const day = "strftime('%Y-%m-%d', paid_at / 1000, 'unixepoch')";
+  const net = "CASE kind WHEN 'charge' THEN amount_minor ELSE -amount_minor END";
+  const dim = (name: string, path: string) =>
+    `SELECT site_id, ${day} AS day, currency, '${name}' AS dimension,
+       json_extract(attribution, '$.${path}') AS value, sum(${net}) AS net, count(*) AS payments
+     FROM payments WHERE status = 'succeeded' AND json_extract(attribution, '$.${path}') IS NOT NULL
+     GROUP BY 1, 2, 3, 5`;
+  try {
+    return {
+      days: db.prepare("SELECT * FROM revenue_days ORDER BY 1, 2, 3, 4").all(),
+      daysAfresh: db
+        .prepare(
+          `SELECT site_id, ${day} AS day, currency, channel,
+             sum(CASE kind WHEN 'charge' THEN amount_minor ELSE 0 END) AS gross,
+             sum(CASE kind WHEN 'refund' THEN amount_minor ELSE 0 END) AS refunds,
+             sum(CASE kind WHEN 'chargeback' THEN amount_minor ELSE 0 END) AS chargebacks,
+             count(*) AS payments
+           FROM payments WHERE status = 'succeeded' GROUP BY 1, 2, 3, 4 ORDER BY 1, 2, 3, 4`,
+        )
+        .all(),
+      dims: db.prepare("SELECT * FROM revenue_dims ORDER BY 1, 2, 3, 4, 5").all(),
+      dimsAfresh: db
+        .prepare(
+          `SELECT * FROM (${dim("source", "source")} UNION ALL ${dim("campaign", "campaign")}
+             UNION ALL ${dim("landing_page", "landingPage")}) ORDER BY 1, 2, 3, 4, 5`,
+        )
+        .all(),
+    };
+  } finally {
+    db.close();
+  }
+}
+
+/** Stored equals afresh, for both tables. */
+function expectInStep(file: string) {
+  const now = storedAndRecomputed(file);
+  expect(now.days).toEqual(now.daysAfresh);
+  expect(now.dims).toEqual(now.dimsAfresh);
+  return now;
+}
+
+const attribution = {
+  channel: "Paid Search",
+  source: "google",
+  landingPage: "https://example.com/",
+  visitorId: "v1",
+  via: "visitor_id" as const,
+  touchedAt: T0 - 1,
+};
+
+describe("revenue_days and revenue_dims", () => {
+  it("equals the payments summed afresh after writes, re-attribution and deletions; empty cells go", async () => {
+    const file = join(dir, "changes.sqlite");
+    const store = createSqliteStore(file);
+    const p = (id: string, over: Parameters<typeof payment>[2]) =>
+      payment("site_1", id, { customerId: "cus_a", ...over });
+    try {
+      await store.commitPayments(
+        [
+          p("pay_1", { paidAt: T0 + 1 }),
+          p("pay_2", { paidAt: T0 + DAY, kind: "refund", amountMinor: 5 }),
+          p("pay_3", { paidAt: T0 + 2, customerId: "cus_b", currency: "EUR" }),
+          p("pay_4", { paidAt: T0 + 3, status: "failed" }),
+        ].map((x) => write(x)),
+      );
+      await store.setAttribution("site_1", "cus_a", attribution);
+      await store.commitPayments([write(p("pay_1", { paidAt: T0 + 2 * DAY }))]);
+    } finally {
+      await store.close();
+    }
+    let now = expectInStep(file);
+    expect(now.days).toHaveLength(3);
+    // pay_1 and pay_2 (cus_a): source and landing page, no campaign.
+    expect(now.dims).toHaveLength(4);
+
+    // Deletions (a retention job, an operator's SQL) take the payment's part away.
+    const db = new Database(file);
+    db.prepare("DELETE FROM payments WHERE payment_id IN ('pay_2', 'pay_3', 'pay_4')").run();
+    db.close();
+    now = expectInStep(file);
+    expect(now.days).toHaveLength(1);
+    expect(now.dims).toHaveLength(2);
+  });
+
+  it("migration 12 back-fills the cells of payments written before it", async () => {
+    const file = join(dir, "before-12.sqlite");
+    const old = new Database(file);
+    for (const m of MIGRATIONS.filter((x) => x.version < 12)) {
+      old.exec(m.sql);
+      old.pragma(`user_version = ${m.version}`);
+    }
+    const insert = old.prepare(
+      `INSERT INTO payments (site_id, payment_id, customer_id, currency, amount_minor, kind, status,
+         paid_at, metadata, created_at, updated_at, attribution, channel)
+       VALUES ('site_1', ?, 'cus_a', 'USD', ?, ?, ?, ?, '{}', 0, 0, ?, ?)`,
+    );
+    insert.run("pay_1", 100, "charge", "succeeded", T0, null, "unattributed");
+    insert.run("pay_2", 7, "refund", "succeeded", T0 + 5, null, "unattributed");
+    insert.run(
+      "pay_3",
+      50,
+      "charge",
+      "succeeded",
+      T0 + DAY,
+      JSON.stringify(attribution),
+      "Paid Search",
+    );
+    insert.run("pay_4", 99, "charge", "pending", T0, null, "unattributed");
+    old.close();
+
+    await createSqliteStore(file).close();
+    const now = expectInStep(file);
+    expect(now.days).toEqual([
+      expect.objectContaining({ day: "2025-06-01", gross: 100, refunds: 7, payments: 2 }),
+      expect.objectContaining({ day: "2025-06-02", channel: "Paid Search", gross: 50 }),
+    ]);
+    expect(now.dims).toEqual([
+      expect.objectContaining({ dimension: "landing_page", value: "https://example.com/" }),
+      expect.objectContaining({ dimension: "source", value: "google", net: 50, payments: 1 }),
+    ]);
+  });
+});
+
+describe("periodParts", () => {
+  it("reads whole UTC days from the cells and the partial days at either end from payments", () => {
+    expect(periodParts(T0, T0 + 3 * DAY)).toEqual({
+      firstDay: "2025-06-01",
+      endDay: "2025-06-04",
+      head: [T0, T0],
+      tail: [T0 + 3 * DAY, T0 + 3 * DAY],
+    });
+    expect(periodParts(T0 + 5, T0 + 2 * DAY + 7)).toEqual({
+      firstDay: "2025-06-02",
+      endDay: "2025-06-03",
+      head: [T0 + 5, T0 + DAY],
+      tail: [T0 + 2 * DAY, T0 + 2 * DAY + 7],
+    });
+    // No whole day inside: the payments only.
+    expect(periodParts(T0 + 5, T0 + DAY + 7)).toEqual({
+      firstDay: "",
+      endDay: "",
+      head: [T0 + 5, T0 + DAY + 7],
+      tail: [T0 + DAY + 7, T0 + DAY + 7],
+    });
+    // Unbounded ends: the days the cells can name, the rest from payments.
+    expect(periodParts(0, Number.MAX_SAFE_INTEGER)).toEqual({
+      firstDay: "1970-01-01",
+      endDay: "9999-12-31",
+      head: [0, 0],
+      tail: [Date.UTC(9999, 11, 31), Number.MAX_SAFE_INTEGER],
+    });
+  });
+});
