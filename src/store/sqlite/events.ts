@@ -63,6 +63,17 @@ function eventParams(e: EventRecord): OnePer<typeof EVENT_COLUMNS> {
   ];
 }
 
+const DAY_MS = 86_400_000;
+/** The last day converted: events of a batch are mostly of one day. */
+let lastDay = { n: Number.NaN, day: "" };
+
+/** The UTC day (YYYY-MM-DD) of a Unix-millisecond time, as SQLite's strftime gives it. */
+export function utcDay(ts: number): string {
+  const n = Math.floor(ts / DAY_MS);
+  if (n !== lastDay.n) lastDay = { n, day: new Date(n * DAY_MS).toISOString().slice(0, 10) };
+  return lastDay.day;
+}
+
 /** A tuple of one value per element of `T`. */
 type OnePer<T extends readonly unknown[]> = { -readonly [K in keyof T]: unknown };
 
@@ -134,6 +145,15 @@ export function createSqliteEvents(db: Db): StoreEventsPart {
     getSalt: db.prepare("SELECT salt FROM salts WHERE day = ?"),
     // Day strings (YYYY-MM-DD) sort as dates.
     pruneSalts: db.prepare("DELETE FROM salts WHERE day < ?"),
+    // Daily rollups (migration 11): changes is 1 only when the visitor is new that day.
+    visitorDay: db.prepare(
+      "INSERT OR IGNORE INTO visitor_days (site_id, day, visitor_id) VALUES (?, ?, ?)",
+    ),
+    trafficDay: db.prepare(
+      `INSERT INTO traffic_days (site_id, day, visitors, pageviews) VALUES (?, ?, ?, ?)
+       ON CONFLICT (site_id, day) DO UPDATE SET
+         visitors = visitors + excluded.visitors, pageviews = pageviews + excluded.pageviews`,
+    ),
   };
 
   const writeTouch = createTouchWriter(db);
@@ -176,6 +196,35 @@ export function createSqliteEvents(db: Db): StoreEventsPart {
       for (const l of group) if (keep.has(l.visitorId)) s.insertLink.run(l);
     }
   }
+  /**
+   * Adds a batch's stored events to the daily traffic rollup: one set insert per
+   * distinct (site, day, visitor) of the batch, counted when it is new, then one
+   * upsert per (site, day). Runs in the commit's transaction, so the rollup
+   * holds exactly the committed events.
+   */
+  function rollUpTraffic(events: readonly EventRecord[]): void {
+    const days = new Map<
+      string,
+      { siteId: string; day: string; visitors: number; pageviews: number }
+    >();
+    const seen = new Set<string>();
+    for (const e of events) {
+      const day = utcDay(e.ts);
+      const key = `${e.siteId}\n${day}`;
+      let d = days.get(key);
+      if (!d) {
+        d = { siteId: e.siteId, day, visitors: 0, pageviews: 0 };
+        days.set(key, d);
+      }
+      if (e.name === "pageview") d.pageviews += 1;
+      const visitorKey = `${key}\n${e.visitorId}`;
+      if (seen.has(visitorKey)) continue;
+      seen.add(visitorKey);
+      d.visitors += s.visitorDay.run(e.siteId, day, e.visitorId).changes;
+    }
+    for (const d of days.values()) s.trafficDay.run(d.siteId, d.day, d.visitors, d.pageviews);
+  }
+
   const usageOf = (account: string, month: string): number =>
     (s.usage.get(account, month) as { count: number } | undefined)?.count ?? 0;
 
@@ -184,6 +233,7 @@ export function createSqliteEvents(db: Db): StoreEventsPart {
   // processes cannot interleave.
   const commit = db.transaction((groups: Parameters<StoreEventsPart["commitEvents"]>[0]) => {
     const results: EventGroupResult[] = [];
+    const stored: EventRecord[] = [];
     for (const g of groups) {
       if (g.countable > 0) {
         const changed = s.reserve.run({
@@ -201,7 +251,10 @@ export function createSqliteEvents(db: Db): StoreEventsPart {
           continue;
         }
       }
-      for (const e of g.events) s.insertEvent.run(eventParams(e));
+      for (const e of g.events) {
+        s.insertEvent.run(eventParams(e));
+        stored.push(e);
+      }
       // Touches before links: a visitor's pageview in the same request counts when the cap
       // on visitors per user id decides whether its link is kept.
       const firstTouches = (g.touches ?? []).filter(writeTouch).map((t) => t.visitorId);
@@ -213,6 +266,7 @@ export function createSqliteEvents(db: Db): StoreEventsPart {
         ...(firstTouches.length > 0 ? { firstTouches } : {}),
       });
     }
+    rollUpTraffic(stored);
     return results;
   });
 
