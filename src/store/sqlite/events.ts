@@ -11,7 +11,13 @@ import {
   type EventFieldKind,
   type StoredNames,
 } from "../../domain/store/event-fields.js";
-import type { EventGroupResult, EventRecord, IdentityLink, StoreEventsPart } from "../port.js";
+import type {
+  EventGroupResult,
+  EventRecord,
+  IdentityLink,
+  StoreEventsPart,
+  VisitorTouch,
+} from "../port.js";
 import { createTouchWriter } from "./attribution.js";
 import { type Db, nul } from "./open-sqlite.js";
 import { createStitchWriter } from "./persistent-visitors.js";
@@ -149,6 +155,13 @@ export function createSqliteEvents(db: Db): StoreEventsPart {
     visitorDay: db.prepare(
       "INSERT OR IGNORE INTO visitor_days (site_id, day, visitor_id) VALUES (?, ?, ?)",
     ),
+    // The +1 of stored first touches; the trigger of migration 11 takes 1 from a replaced one.
+    newVisitorDay: db.prepare(
+      `INSERT INTO new_visitor_days (site_id, day, channel, source, campaign, landing_page, visitors)
+       VALUES (?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (site_id, day, channel, source, campaign, landing_page)
+       DO UPDATE SET visitors = visitors + excluded.visitors`,
+    ),
     trafficDay: db.prepare(
       `INSERT INTO traffic_days (site_id, day, visitors, pageviews) VALUES (?, ?, ?, ?)
        ON CONFLICT (site_id, day) DO UPDATE SET
@@ -225,6 +238,27 @@ export function createSqliteEvents(db: Db): StoreEventsPart {
     for (const d of days.values()) s.trafficDay.run(d.siteId, d.day, d.visitors, d.pageviews);
   }
 
+  /** Adds a batch's stored (new or better) first touches to the new-visitor rollup: one upsert per day and dimensions. */
+  function rollUpNewVisitors(touches: readonly VisitorTouch[]): void {
+    const counts = new Map<string, { key: string[]; n: number }>();
+    for (const t of touches) {
+      // '' for an absent source or campaign, as in the rollup's key (migration 11).
+      const key = [
+        t.siteId,
+        utcDay(t.ts),
+        t.channel,
+        t.source ?? "",
+        t.campaign ?? "",
+        t.landingPage,
+      ];
+      const id = key.join("\n");
+      const c = counts.get(id);
+      if (c) c.n += 1;
+      else counts.set(id, { key, n: 1 });
+    }
+    for (const c of counts.values()) s.newVisitorDay.run(...c.key, c.n);
+  }
+
   const usageOf = (account: string, month: string): number =>
     (s.usage.get(account, month) as { count: number } | undefined)?.count ?? 0;
 
@@ -234,6 +268,7 @@ export function createSqliteEvents(db: Db): StoreEventsPart {
   const commit = db.transaction((groups: Parameters<StoreEventsPart["commitEvents"]>[0]) => {
     const results: EventGroupResult[] = [];
     const stored: EventRecord[] = [];
+    const storedTouches: VisitorTouch[] = [];
     for (const g of groups) {
       if (g.countable > 0) {
         const changed = s.reserve.run({
@@ -257,7 +292,9 @@ export function createSqliteEvents(db: Db): StoreEventsPart {
       }
       // Touches before links: a visitor's pageview in the same request counts when the cap
       // on visitors per user id decides whether its link is kept.
-      const firstTouches = (g.touches ?? []).filter(writeTouch).map((t) => t.visitorId);
+      const touched = (g.touches ?? []).filter(writeTouch);
+      for (const t of touched) storedTouches.push(t);
+      const firstTouches = touched.map((t) => t.visitorId);
       writeLinks(g.links);
       for (const st of g.stitches ?? []) writeStitch(st);
       results.push({
@@ -267,6 +304,7 @@ export function createSqliteEvents(db: Db): StoreEventsPart {
       });
     }
     rollUpTraffic(stored);
+    rollUpNewVisitors(storedTouches);
     return results;
   });
 

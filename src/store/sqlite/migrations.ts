@@ -302,13 +302,16 @@ CREATE INDEX visitor_touches_ts ON visitor_touches(site_id, ts);
     // the set of (site, day, visitor) already counted, so a visitor counts once
     // a day exactly; keyed day first, so a day's inserts stay on the few pages
     // of that day. new_visitor_days: first touches per (site, UTC day of the
-    // touch's ts, channel, source, campaign, landing page), kept by triggers on
-    // visitor_touches: +1 when a touch is stored, moved when a better touch
-    // replaces it. '' stands for an absent source or campaign (a primary key
-    // column cannot be NULL in a WITHOUT ROWID table; channels.ts never makes
-    // an empty one). No DELETE trigger: erasure and pruning delete rows, the
-    // counts (aggregates) stay. The back-fill gives an upgraded database the
-    // numbers it had.
+    // touch's ts, channel, source, campaign, landing page): the group commit adds
+    // +1 per touch it stores (aggregated per batch, events.ts), and the trigger
+    // takes 1 from the touch a better one replaces (only an UPDATE knows the old
+    // row; a replacement is rare, so the common insert costs no trigger). The
+    // -1 is an upsert too: the replaced touch may be of this same batch, whose
+    // +1 is added at the end of the transaction. ''
+    // stands for an absent source or campaign (a primary key column cannot be
+    // NULL in a WITHOUT ROWID table; channels.ts never makes an empty one). No
+    // DELETE trigger: erasure and pruning delete rows, the counts (aggregates)
+    // stay. The back-fill gives an upgraded database the numbers it had.
     sql: `
 CREATE TABLE traffic_days (
   site_id TEXT NOT NULL,
@@ -333,21 +336,11 @@ CREATE TABLE new_visitor_days (
   visitors INTEGER NOT NULL,
   PRIMARY KEY (site_id, day, channel, source, campaign, landing_page)
 ) WITHOUT ROWID;
-CREATE TRIGGER visitor_touches_count_new AFTER INSERT ON visitor_touches BEGIN
+CREATE TRIGGER visitor_touches_uncount_replaced AFTER UPDATE ON visitor_touches BEGIN
   INSERT INTO new_visitor_days (site_id, day, channel, source, campaign, landing_page, visitors)
-  VALUES (NEW.site_id, strftime('%Y-%m-%d', NEW.ts / 1000, 'unixepoch'), NEW.channel,
-    ifnull(NEW.source, ''), ifnull(NEW.campaign, ''), NEW.landing_page, 1)
-  ON CONFLICT (site_id, day, channel, source, campaign, landing_page) DO UPDATE SET visitors = visitors + 1;
-END;
-CREATE TRIGGER visitor_touches_count_moved AFTER UPDATE ON visitor_touches BEGIN
-  UPDATE new_visitor_days SET visitors = visitors - 1
-  WHERE site_id = OLD.site_id AND day = strftime('%Y-%m-%d', OLD.ts / 1000, 'unixepoch')
-    AND channel = OLD.channel AND source = ifnull(OLD.source, '')
-    AND campaign = ifnull(OLD.campaign, '') AND landing_page = OLD.landing_page;
-  INSERT INTO new_visitor_days (site_id, day, channel, source, campaign, landing_page, visitors)
-  VALUES (NEW.site_id, strftime('%Y-%m-%d', NEW.ts / 1000, 'unixepoch'), NEW.channel,
-    ifnull(NEW.source, ''), ifnull(NEW.campaign, ''), NEW.landing_page, 1)
-  ON CONFLICT (site_id, day, channel, source, campaign, landing_page) DO UPDATE SET visitors = visitors + 1;
+  VALUES (OLD.site_id, strftime('%Y-%m-%d', OLD.ts / 1000, 'unixepoch'), OLD.channel,
+    ifnull(OLD.source, ''), ifnull(OLD.campaign, ''), OLD.landing_page, -1)
+  ON CONFLICT (site_id, day, channel, source, campaign, landing_page) DO UPDATE SET visitors = visitors - 1;
 END;
 INSERT INTO visitor_days (site_id, day, visitor_id)
   SELECT DISTINCT site_id, strftime('%Y-%m-%d', ts / 1000, 'unixepoch'), visitor_id FROM events;
