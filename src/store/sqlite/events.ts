@@ -69,6 +69,15 @@ function eventParams(e: EventRecord): OnePer<typeof EVENT_COLUMNS> {
   ];
 }
 
+/** What a batch adds to one (site, day) of the traffic rollup, and the visitors it has seen there. */
+interface TrafficDelta {
+  siteId: string;
+  day: string;
+  visitors: number;
+  pageviews: number;
+  seen: Set<string>;
+}
+
 const DAY_MS = 86_400_000;
 /** The last day converted: events of a batch are mostly of one day. */
 let lastDay = { n: Number.NaN, day: "" };
@@ -216,23 +225,19 @@ export function createSqliteEvents(db: Db): StoreEventsPart {
    * holds exactly the committed events.
    */
   function rollUpTraffic(events: readonly EventRecord[]): void {
-    const days = new Map<
-      string,
-      { siteId: string; day: string; visitors: number; pageviews: number }
-    >();
-    const seen = new Set<string>();
+    // A batch is mostly one site and one day: the visitors seen are kept per (site, day).
+    const days = new Map<string, TrafficDelta>();
     for (const e of events) {
       const day = utcDay(e.ts);
       const key = `${e.siteId}\n${day}`;
       let d = days.get(key);
       if (!d) {
-        d = { siteId: e.siteId, day, visitors: 0, pageviews: 0 };
+        d = { siteId: e.siteId, day, visitors: 0, pageviews: 0, seen: new Set() };
         days.set(key, d);
       }
       if (e.name === "pageview") d.pageviews += 1;
-      const visitorKey = `${key}\n${e.visitorId}`;
-      if (seen.has(visitorKey)) continue;
-      seen.add(visitorKey);
+      if (d.seen.has(e.visitorId)) continue;
+      d.seen.add(e.visitorId);
       d.visitors += s.visitorDay.run(e.siteId, day, e.visitorId).changes;
     }
     for (const d of days.values()) s.trafficDay.run(d.siteId, d.day, d.visitors, d.pageviews);
