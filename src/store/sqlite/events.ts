@@ -69,13 +69,12 @@ function eventParams(e: EventRecord): OnePer<typeof EVENT_COLUMNS> {
   ];
 }
 
-/** What a batch adds to one (site, day) of the traffic rollup, and the visitors it has seen there. */
+/** A batch's events of one (site, day): their pageviews and distinct visitor ids. */
 interface TrafficDelta {
   siteId: string;
   day: string;
-  visitors: number;
   pageviews: number;
-  seen: Set<string>;
+  visitors: Set<string>;
 }
 
 const DAY_MS = 86_400_000;
@@ -160,9 +159,10 @@ export function createSqliteEvents(db: Db): StoreEventsPart {
     getSalt: db.prepare("SELECT salt FROM salts WHERE day = ?"),
     // Day strings (YYYY-MM-DD) sort as dates.
     pruneSalts: db.prepare("DELETE FROM salts WHERE day < ?"),
-    // Daily rollups (migration 11): changes is 1 only when the visitor is new that day.
-    visitorDay: db.prepare(
-      "INSERT OR IGNORE INTO visitor_days (site_id, day, visitor_id) VALUES (?, ?, ?)",
+    // Daily rollups (migration 11): one statement per (site, day) of a batch, its
+    // visitor ids as a JSON array; `changes` counts the ids new that day.
+    visitorDays: db.prepare(
+      "INSERT OR IGNORE INTO visitor_days (site_id, day, visitor_id) SELECT ?, ?, value FROM json_each(?)",
     ),
     // The +1 of stored first touches; the trigger of migration 11 takes 1 from a replaced one.
     newVisitorDay: db.prepare(
@@ -219,28 +219,29 @@ export function createSqliteEvents(db: Db): StoreEventsPart {
     }
   }
   /**
-   * Adds a batch's stored events to the daily traffic rollup: one set insert per
-   * distinct (site, day, visitor) of the batch, counted when it is new, then one
-   * upsert per (site, day). Runs in the commit's transaction, so the rollup
+   * Adds a batch's stored events to the daily traffic rollup: per (site, day),
+   * one insert of its distinct visitor ids into the set (those new that day
+   * count), then one upsert of the counts. Runs in the commit's transaction, so the rollup
    * holds exactly the committed events.
    */
   function rollUpTraffic(events: readonly EventRecord[]): void {
-    // A batch is mostly one site and one day: the visitors seen are kept per (site, day).
+    // A batch is mostly one site and one day: its visitors are gathered per (site, day).
     const days = new Map<string, TrafficDelta>();
     for (const e of events) {
       const day = utcDay(e.ts);
       const key = `${e.siteId}\n${day}`;
       let d = days.get(key);
       if (!d) {
-        d = { siteId: e.siteId, day, visitors: 0, pageviews: 0, seen: new Set() };
+        d = { siteId: e.siteId, day, pageviews: 0, visitors: new Set() };
         days.set(key, d);
       }
       if (e.name === "pageview") d.pageviews += 1;
-      if (d.seen.has(e.visitorId)) continue;
-      d.seen.add(e.visitorId);
-      d.visitors += s.visitorDay.run(e.siteId, day, e.visitorId).changes;
+      d.visitors.add(e.visitorId);
     }
-    for (const d of days.values()) s.trafficDay.run(d.siteId, d.day, d.visitors, d.pageviews);
+    for (const d of days.values()) {
+      const added = s.visitorDays.run(d.siteId, d.day, JSON.stringify([...d.visitors])).changes;
+      s.trafficDay.run(d.siteId, d.day, added, d.pageviews);
+    }
   }
 
   /** Adds a batch's stored (new or better) first touches to the new-visitor rollup: one upsert per day and dimensions. */
