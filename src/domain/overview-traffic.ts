@@ -23,7 +23,10 @@ export interface PeriodSplit {
   edges: Span[];
 }
 
-const dayString = (t: number) => new Date(t).toISOString().slice(0, 10);
+/** The UTC day (YYYY-MM-DD) of a Unix-millisecond time: the day rollups and reports count on. */
+export function utcDay(ts: number): string {
+  return new Date(Math.floor(ts / DAY_MS) * DAY_MS).toISOString().slice(0, 10);
+}
 
 /** Splits [from, to) into its whole UTC days and the partial days at its ends. */
 export function splitPeriod(from: number, to: number): PeriodSplit {
@@ -34,7 +37,7 @@ export function splitPeriod(from: number, to: number): PeriodSplit {
   const edges: Span[] = [];
   if (from < firstWhole) edges.push({ from, to: firstWhole });
   if (endWhole < to) edges.push({ from: endWhole, to });
-  return { days: { fromDay: dayString(firstWhole), toDay: dayString(endWhole) }, edges };
+  return { days: { fromDay: utcDay(firstWhole), toDay: utcDay(endWhole) }, edges };
 }
 
 /** Visitors and pageviews per UTC day of [from, to), oldest first; days without events are absent. */

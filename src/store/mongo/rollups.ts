@@ -14,6 +14,7 @@
  * after the events landed, is documented in docs/mongodb.md.
  */
 import { type AnyBulkWriteOperation, type Db, MongoBulkWriteError, type ObjectId } from "mongodb";
+import { utcDay } from "../../domain/overview-traffic.js";
 import type { DailyTraffic, EventRecord, NewVisitorCount } from "../port.js";
 import { bulkUpsert, DUPLICATE_KEY } from "./retry.js";
 import type { Collections } from "./schema.js";
@@ -64,10 +65,6 @@ const DAY_MS = 86_400_000;
 const EXACT = { promoteLongs: false } as const;
 /** A count (int32 or Long) as a number. */
 const count = (v: unknown) => (typeof v === "number" ? v : Number(String(v)));
-
-/** The UTC day (YYYY-MM-DD) of a Unix-millisecond time. */
-export const utcDay = (ts: number) =>
-  new Date(Math.floor(ts / DAY_MS) * DAY_MS).toISOString().slice(0, 10);
 
 /**
  * Adds landed events to the traffic rollup: the batch's distinct (site, day,

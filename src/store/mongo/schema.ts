@@ -557,8 +557,12 @@ export async function migrateSchema(db: Db): Promise<MigrationReport> {
       report.dropped.push(`index ${spec.name}.${old.name}`);
     }
   }
-  // Rollups created now, on a database that may hold events: counted from them once.
-  if (report.created.includes("collection traffic_days")) await backfillRollups(db);
+  // Rollups created now on a database that already held events (an upgrade): counted from
+  // the stored events and touches once. A new database has nothing to count.
+  if (existing.has("events") && report.created.includes("collection traffic_days")) {
+    await backfillRollups(db);
+    report.created.push("rollups traffic_days, visitor_days, new_visitor_days (back-filled)");
+  }
   return report;
 }
 

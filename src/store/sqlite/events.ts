@@ -6,6 +6,7 @@ import {
   MAX_VISITORS_PER_USER,
   planLinks,
 } from "../../domain/attribution/identity-cap.js";
+import { utcDay } from "../../domain/overview-traffic.js";
 import {
   EVENT_FIELD_TABLE,
   type EventFieldKind,
@@ -81,10 +82,10 @@ const DAY_MS = 86_400_000;
 /** The last day converted: events of a batch are mostly of one day. */
 let lastDay = { n: Number.NaN, day: "" };
 
-/** The UTC day (YYYY-MM-DD) of a Unix-millisecond time, as SQLite's strftime gives it. */
-export function utcDay(ts: number): string {
+/** The domain's utcDay, remembered for the last day (the events of a batch are mostly of one). */
+function dayOf(ts: number): string {
   const n = Math.floor(ts / DAY_MS);
-  if (n !== lastDay.n) lastDay = { n, day: new Date(n * DAY_MS).toISOString().slice(0, 10) };
+  if (n !== lastDay.n) lastDay = { n, day: utcDay(ts) };
   return lastDay.day;
 }
 
@@ -228,7 +229,7 @@ export function createSqliteEvents(db: Db): StoreEventsPart {
     // A batch is mostly one site and one day: its visitors are gathered per (site, day).
     const days = new Map<string, TrafficDelta>();
     for (const e of events) {
-      const day = utcDay(e.ts);
+      const day = dayOf(e.ts);
       const key = `${e.siteId}\n${day}`;
       let d = days.get(key);
       if (!d) {
@@ -251,7 +252,7 @@ export function createSqliteEvents(db: Db): StoreEventsPart {
       // '' for an absent source or campaign, as in the rollup's key (migration 11).
       const key = [
         t.siteId,
-        utcDay(t.ts),
+        dayOf(t.ts),
         t.channel,
         t.source ?? "",
         t.campaign ?? "",
