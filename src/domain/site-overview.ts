@@ -5,6 +5,7 @@
  * per currency: nothing here adds two currencies.
  */
 import { errors } from "./errors.js";
+import { newVisitorsOfPeriod, trafficOfPeriod } from "./overview-traffic.js";
 import type {
   DimensionNet,
   NewVisitorCount,
@@ -139,8 +140,9 @@ export async function buildSiteOverview(
   to: number,
 ): Promise<SiteOverviewView> {
   const [traffic, visitors, breakdown, revenue, recentPayments] = await Promise.all([
-    store.trafficByDay(siteId, from, to),
-    store.newVisitorCounts(siteId, from, to),
+    // Whole days from the daily rollups, partial days from the rows (overview-traffic.ts).
+    trafficOfPeriod(store, siteId, from, to),
+    newVisitorsOfPeriod(store, siteId, from, to),
     store.revenueBreakdown(siteId, from, to),
     store.revenueByChannel(siteId, from, to),
     store.recentPayments(siteId, from, to, RECENT_PAYMENTS),

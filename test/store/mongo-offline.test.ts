@@ -46,6 +46,7 @@ import {
   paymentUpsert,
   subscriptionUpsert,
 } from "../../src/store/mongo/payments.js";
+import { readNewVisitorRollup } from "../../src/store/mongo/rollups.js";
 import { COLLECTIONS, type Collections } from "../../src/store/mongo/schema.js";
 import type {
   Attribution,
@@ -232,6 +233,9 @@ describe("mongodb adapter without a server", () => {
       "connector_events",
       "connector_objects",
       "directory",
+      "traffic_days",
+      "visitor_days",
+      "new_visitor_days",
     ]);
     for (const c of COLLECTIONS) {
       expect(c.schema.bsonType).toBe("object");
@@ -254,6 +258,9 @@ describe("mongodb adapter without a server", () => {
       "visitor_stitches.site_visitor_unique",
       "connector_events.connector_event_unique",
       "connector_objects.site_object_unique",
+      "traffic_days.site_day_unique",
+      "visitor_days.site_day_visitor_unique",
+      "new_visitor_days.site_day_dimensions_unique",
     ]);
   });
 
@@ -586,6 +593,7 @@ describe("mongodb adapter without a server", () => {
           for (const [k, v] of Object.entries(fields as Doc)) {
             if (op === "$set") out[k] = v;
             else if (op === "$unset") delete out[k];
+            else if (op === "$inc") out[k] = ((out[k] as number | undefined) ?? 0) + (v as number);
             else throw new Error(`operator ${op} not modelled`);
           }
         }
@@ -596,7 +604,11 @@ describe("mongodb adapter without a server", () => {
         const i = this.docs.findIndex((d) => matches(d, filter));
         const before = this.docs[i];
         if (!Array.isArray(update)) {
-          if (i < 0) throw new Error("classic upserts are checked by run()");
+          if (i < 0) {
+            // An insert takes the filter's equality fields (the rollups' $inc upserts).
+            this.docs.push(this.classic({ ...filter }, update));
+            return undefined;
+          }
           this.docs[i] = this.classic(before as Doc, update);
           return before;
         }
@@ -620,7 +632,7 @@ describe("mongodb adapter without a server", () => {
         return projected;
       }
 
-      async bulkWrite(ops: { updateOne: { filter: Doc; update: Doc[]; upsert: boolean } }[]) {
+      async bulkWrite(ops: { updateOne: { filter: Doc; update: Doc | Doc[]; upsert: boolean } }[]) {
         for (const { updateOne } of ops) {
           expect(updateOne.upsert).toBe(true);
           this.upsertOne(updateOne.filter, updateOne.update);
@@ -665,6 +677,7 @@ describe("mongodb adapter without a server", () => {
         customers: new FakeCollection("customers"),
         payments: new FakeCollection("payments"),
         subscriptions: new FakeCollection("subscriptions"),
+        newVisitorDays: new FakeCollection("new_visitor_days"),
       };
       return { f, c: f as unknown as Collections };
     }
@@ -714,6 +727,21 @@ describe("mongodb adapter without a server", () => {
       expect(await put(touch("v", { ts: T0 + 300, channel: "tie" }))).toEqual([]);
       expect(await put(touch("v", { ts: T0 + 301 }))).toEqual([]);
       expect(await stored()).toEqual([organic]);
+      // The new-visitor rollup followed every replacement: one visitor, counted on the
+      // stored touch's dimensions only (the replaced ones went back to 0).
+      expect(await readNewVisitorRollup(c, "site_1", "2025-06-01", "2025-06-02")).toEqual([
+        {
+          channel: "Organic Search",
+          source: "google",
+          campaign: "c",
+          landingPage: "https://example.com/",
+          visitors: 1,
+        },
+      ]);
+      expect(f.newVisitorDays.docs.map((d) => [d.channel, d.visitors])).toEqual([
+        ["Direct", 0],
+        ["Organic Search", 1],
+      ]);
       // A better touch without optional fields removes the stored ones.
       const bare: VisitorTouch = {
         siteId: "site_1",

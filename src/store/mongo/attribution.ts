@@ -33,6 +33,7 @@ import {
   type VisitorTouchDoc,
 } from "./documents.js";
 import { bulkUpsert, retryDuplicates } from "./retry.js";
+import { countNewVisitors } from "./rollups.js";
 import { type Collections, REVENUE_FIELDS } from "./schema.js";
 
 /**
@@ -189,12 +190,33 @@ export async function writeTouches(
         c.touches.findOneAndUpdate(filter, update, {
           upsert: true,
           returnDocument: "before",
-          projection: { _id: 0, ts: 1, internal: 1 },
+          projection: {
+            _id: 0,
+            ts: 1,
+            internal: 1,
+            channel: 1,
+            source: 1,
+            campaign: 1,
+            landing_page: 1,
+          },
         }),
       );
-      return d ? { ts: d.ts.getTime(), internal: d.internal } : undefined;
+      return d ? touchFromDoc({ ...d, site_id: t.siteId, visitor_id: t.visitorId }) : undefined;
     }),
   );
+  // The new-visitor rollup follows what the writes changed: a write that stored its
+  // touch counts it, and uncounts the touch it replaced. Run again, the same write
+  // changes nothing, so it counts nothing (rollups.ts). A failed count leaves the
+  // rollup short (docs/mongodb.md, "Daily rollups"), not the touches' results.
+  const added: VisitorTouch[] = [];
+  const removed: VisitorTouch[] = [];
+  plan.writes.forEach((t, i) => {
+    const was = before[i];
+    if (!isBetterTouch(t, was)) return;
+    added.push(t);
+    if (was) removed.push(was);
+  });
+  await countNewVisitors(c, added, removed).catch(() => {});
   return plan.changes(before);
 }
 

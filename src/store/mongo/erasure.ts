@@ -116,6 +116,8 @@ export function createMongoErasure(c: Collections): StoreErasurePart {
       });
       const site = { site_id: siteId };
       const touches = (await c.touches.deleteMany({ ...site, visitor_id: inIds })).deletedCount;
+      // The visitor ids of the traffic rollup are personal data; the counts (aggregates) stay.
+      await c.visitorDays.deleteMany({ ...site, visitor_id: inIds });
       const identityLinks = (await c.identities.deleteMany({ ...site, visitor_id: inIds }))
         .deletedCount;
       const customerLinks = (await c.customerVisitors.deleteMany({ ...site, visitor_id: inIds }))

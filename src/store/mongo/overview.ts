@@ -5,6 +5,7 @@ import type { StoreOverviewPart } from "../port.js";
 import { toBigInt } from "./attribution.js";
 import { opt, toDate, toNumber } from "./documents.js";
 import { paymentFromDoc } from "./payments.js";
+import { readNewVisitorRollup, readTrafficRollup } from "./rollups.js";
 import { type Collections, REVENUE_FIELDS } from "./schema.js";
 
 /** Sums stay Long (exact), never doubles. */
@@ -20,7 +21,8 @@ export function createMongoOverview(c: Collections): StoreOverviewPart {
     async trafficByDay(siteId, from, to) {
       const range = { $gte: toDate(from), $lt: toDate(to) };
       // Every bucket of the site is unpacked: events are bucketed by insertion
-      // hour, not by ts. Daily rollups replace this scan later (docs/dashboard.md).
+      // hour, not by ts. Only for the partial days at a period's ends: whole days
+      // read the rollups (src/domain/overview-traffic.ts).
       const rows = await c.events
         .aggregate([
           { $match: { site_id: siteId } },
@@ -73,6 +75,10 @@ export function createMongoOverview(c: Collections): StoreOverviewPart {
         };
       });
     },
+
+    trafficRollup: (siteId, fromDay, toDay) => readTrafficRollup(c, siteId, fromDay, toDay),
+
+    newVisitorRollup: (siteId, fromDay, toDay) => readNewVisitorRollup(c, siteId, fromDay, toDay),
 
     async revenueBreakdown(siteId, from, to) {
       const net = {

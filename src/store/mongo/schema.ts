@@ -42,6 +42,12 @@ import type {
   VisitorStitchDoc,
   VisitorTouchDoc,
 } from "./documents.js";
+import {
+  backfillRollups,
+  type NewVisitorDayDoc,
+  type TrafficDayDoc,
+  type VisitorDayDoc,
+} from "./rollups.js";
 import { withTimeLimit } from "./time-limit.js";
 
 /** A validator's `enum`: the vocabulary's list (a copy: the driver may keep what it is given). */
@@ -445,6 +451,48 @@ export const COLLECTIONS: readonly CollectionSpec[] = [
     schema: object(["_id", "version"], { _id: str, version: integer }),
     indexes: [],
   },
+  // Daily rollups (rollups.ts, docs/mongodb.md "Daily rollups"): each unique key is
+  // the key of its writes and of the period reads (equality, then a range of days).
+  {
+    name: "traffic_days",
+    schema: object(["site_id", "day", "visitors", "pageviews"], {
+      site_id: str,
+      day: str,
+      visitors: integer,
+      pageviews: integer,
+    }),
+    indexes: [{ key: { site_id: 1, day: 1 }, name: "site_day_unique", unique: true }],
+  },
+  {
+    name: "visitor_days",
+    schema: object(["site_id", "day", "visitor_id"], { site_id: str, day: str, visitor_id: str }),
+    indexes: [
+      // Day before visitor: a day's inserts stay in a narrow part of the index.
+      { key: { site_id: 1, day: 1, visitor_id: 1 }, name: "site_day_visitor_unique", unique: true },
+    ],
+  },
+  {
+    name: "new_visitor_days",
+    schema: object(
+      ["site_id", "day", "channel", "source", "campaign", "landing_page", "visitors"],
+      {
+        site_id: str,
+        day: str,
+        channel: str,
+        source: str,
+        campaign: str,
+        landing_page: str,
+        visitors: integer,
+      },
+    ),
+    indexes: [
+      {
+        key: { site_id: 1, day: 1, channel: 1, source: 1, campaign: 1, landing_page: 1 },
+        name: "site_day_dimensions_unique",
+        unique: true,
+      },
+    ],
+  },
 ];
 
 /**
@@ -533,6 +581,12 @@ export async function migrateSchema(db: Db): Promise<MigrationReport> {
       report.dropped.push(`index ${spec.name}.${old.name}`);
     }
   }
+  // Rollups created now on a database that already held events (an upgrade): counted from
+  // the stored events and touches once. A new database has nothing to count.
+  if (existing.has("events") && report.created.includes("collection traffic_days")) {
+    await backfillRollups(db);
+    report.created.push("rollups traffic_days, visitor_days, new_visitor_days (back-filled)");
+  }
   return report;
 }
 
@@ -593,6 +647,9 @@ export interface Collections {
   connectors: Collection<ConnectorDoc>;
   connectorEvents: Collection<ConnectorEventDoc>;
   connectorObjects: Collection<ConnectorObjectDoc>;
+  trafficDays: Collection<TrafficDayDoc>;
+  visitorDays: Collection<VisitorDayDoc>;
+  newVisitorDays: Collection<NewVisitorDayDoc>;
 }
 
 /**
@@ -626,5 +683,8 @@ export function collections(db: Db, options: { maxTimeMS?: number } = {}): Colle
     connectors: get<ConnectorDoc>("connectors"),
     connectorEvents: get<ConnectorEventDoc>("connector_events"),
     connectorObjects: get<ConnectorObjectDoc>("connector_objects"),
+    trafficDays: get<TrafficDayDoc>("traffic_days"),
+    visitorDays: get<VisitorDayDoc>("visitor_days"),
+    newVisitorDays: get<NewVisitorDayDoc>("new_visitor_days"),
   };
 }

@@ -86,6 +86,9 @@ export function createSqliteErasure(db: Db): StoreErasurePart {
       out.touches += run(
         `DELETE FROM visitor_touches WHERE site_id = ? AND visitor_id IN (${marks(part)})`,
       );
+      // The visitor ids of the daily-traffic rollup (migration 11) are personal data; the
+      // counts they made are aggregates and stay.
+      run(`DELETE FROM visitor_days WHERE site_id = ? AND visitor_id IN (${marks(part)})`);
       out.identityLinks += run(
         `DELETE FROM identities WHERE site_id = ? AND visitor_id IN (${marks(part)})`,
       );

@@ -6,12 +6,19 @@ import {
   MAX_VISITORS_PER_USER,
   planLinks,
 } from "../../domain/attribution/identity-cap.js";
+import { utcDay } from "../../domain/overview-traffic.js";
 import {
   EVENT_FIELD_TABLE,
   type EventFieldKind,
   type StoredNames,
 } from "../../domain/store/event-fields.js";
-import type { EventGroupResult, EventRecord, IdentityLink, StoreEventsPart } from "../port.js";
+import type {
+  EventGroupResult,
+  EventRecord,
+  IdentityLink,
+  StoreEventsPart,
+  VisitorTouch,
+} from "../port.js";
 import { createTouchWriter } from "./attribution.js";
 import { type Db, nul } from "./open-sqlite.js";
 import { createStitchWriter } from "./persistent-visitors.js";
@@ -61,6 +68,25 @@ function eventParams(e: EventRecord): OnePer<typeof EVENT_COLUMNS> {
     nul(e.utmContent),
     e.clickIds && Object.keys(e.clickIds).length > 0 ? JSON.stringify(e.clickIds) : null,
   ];
+}
+
+/** A batch's events of one (site, day): their pageviews and distinct visitor ids. */
+interface TrafficDelta {
+  siteId: string;
+  day: string;
+  pageviews: number;
+  visitors: Set<string>;
+}
+
+const DAY_MS = 86_400_000;
+/** The last day converted: events of a batch are mostly of one day. */
+let lastDay = { n: Number.NaN, day: "" };
+
+/** The domain's utcDay, remembered for the last day (the events of a batch are mostly of one). */
+function dayOf(ts: number): string {
+  const n = Math.floor(ts / DAY_MS);
+  if (n !== lastDay.n) lastDay = { n, day: utcDay(ts) };
+  return lastDay.day;
 }
 
 /** A tuple of one value per element of `T`. */
@@ -134,6 +160,23 @@ export function createSqliteEvents(db: Db): StoreEventsPart {
     getSalt: db.prepare("SELECT salt FROM salts WHERE day = ?"),
     // Day strings (YYYY-MM-DD) sort as dates.
     pruneSalts: db.prepare("DELETE FROM salts WHERE day < ?"),
+    // Daily rollups (migration 11): one statement per (site, day) of a batch, its
+    // visitor ids as a JSON array; `changes` counts the ids new that day.
+    visitorDays: db.prepare(
+      "INSERT OR IGNORE INTO visitor_days (site_id, day, visitor_id) SELECT ?, ?, value FROM json_each(?)",
+    ),
+    // The +1 of stored first touches; the trigger of migration 11 takes 1 from a replaced one.
+    newVisitorDay: db.prepare(
+      `INSERT INTO new_visitor_days (site_id, day, channel, source, campaign, landing_page, visitors)
+       VALUES (?, ?, ?, ?, ?, ?, ?)
+       ON CONFLICT (site_id, day, channel, source, campaign, landing_page)
+       DO UPDATE SET visitors = visitors + excluded.visitors`,
+    ),
+    trafficDay: db.prepare(
+      `INSERT INTO traffic_days (site_id, day, visitors, pageviews) VALUES (?, ?, ?, ?)
+       ON CONFLICT (site_id, day) DO UPDATE SET
+         visitors = visitors + excluded.visitors, pageviews = pageviews + excluded.pageviews`,
+    ),
   };
 
   const writeTouch = createTouchWriter(db);
@@ -176,6 +219,53 @@ export function createSqliteEvents(db: Db): StoreEventsPart {
       for (const l of group) if (keep.has(l.visitorId)) s.insertLink.run(l);
     }
   }
+  /**
+   * Adds a batch's stored events to the daily traffic rollup: per (site, day),
+   * one insert of its distinct visitor ids into the set (those new that day
+   * count), then one upsert of the counts. Runs in the commit's transaction, so the rollup
+   * holds exactly the committed events.
+   */
+  function rollUpTraffic(events: readonly EventRecord[]): void {
+    // A batch is mostly one site and one day: its visitors are gathered per (site, day).
+    const days = new Map<string, TrafficDelta>();
+    for (const e of events) {
+      const day = dayOf(e.ts);
+      const key = `${e.siteId}\n${day}`;
+      let d = days.get(key);
+      if (!d) {
+        d = { siteId: e.siteId, day, pageviews: 0, visitors: new Set() };
+        days.set(key, d);
+      }
+      if (e.name === "pageview") d.pageviews += 1;
+      d.visitors.add(e.visitorId);
+    }
+    for (const d of days.values()) {
+      const added = s.visitorDays.run(d.siteId, d.day, JSON.stringify([...d.visitors])).changes;
+      s.trafficDay.run(d.siteId, d.day, added, d.pageviews);
+    }
+  }
+
+  /** Adds a batch's stored (new or better) first touches to the new-visitor rollup: one upsert per day and dimensions. */
+  function rollUpNewVisitors(touches: readonly VisitorTouch[]): void {
+    const counts = new Map<string, { key: string[]; n: number }>();
+    for (const t of touches) {
+      // '' for an absent source or campaign, as in the rollup's key (migration 11).
+      const key = [
+        t.siteId,
+        dayOf(t.ts),
+        t.channel,
+        t.source ?? "",
+        t.campaign ?? "",
+        t.landingPage,
+      ];
+      const id = key.join("\n");
+      const c = counts.get(id);
+      if (c) c.n += 1;
+      else counts.set(id, { key, n: 1 });
+    }
+    for (const c of counts.values()) s.newVisitorDay.run(...c.key, c.n);
+  }
+
   const usageOf = (account: string, month: string): number =>
     (s.usage.get(account, month) as { count: number } | undefined)?.count ?? 0;
 
@@ -184,6 +274,8 @@ export function createSqliteEvents(db: Db): StoreEventsPart {
   // processes cannot interleave.
   const commit = db.transaction((groups: Parameters<StoreEventsPart["commitEvents"]>[0]) => {
     const results: EventGroupResult[] = [];
+    const stored: EventRecord[] = [];
+    const storedTouches: VisitorTouch[] = [];
     for (const g of groups) {
       if (g.countable > 0) {
         const changed = s.reserve.run({
@@ -201,10 +293,15 @@ export function createSqliteEvents(db: Db): StoreEventsPart {
           continue;
         }
       }
-      for (const e of g.events) s.insertEvent.run(eventParams(e));
+      for (const e of g.events) {
+        s.insertEvent.run(eventParams(e));
+        stored.push(e);
+      }
       // Touches before links: a visitor's pageview in the same request counts when the cap
       // on visitors per user id decides whether its link is kept.
-      const firstTouches = (g.touches ?? []).filter(writeTouch).map((t) => t.visitorId);
+      const touched = (g.touches ?? []).filter(writeTouch);
+      for (const t of touched) storedTouches.push(t);
+      const firstTouches = touched.map((t) => t.visitorId);
       writeLinks(g.links);
       for (const st of g.stitches ?? []) writeStitch(st);
       results.push({
@@ -213,6 +310,8 @@ export function createSqliteEvents(db: Db): StoreEventsPart {
         ...(firstTouches.length > 0 ? { firstTouches } : {}),
       });
     }
+    rollUpTraffic(stored);
+    rollUpNewVisitors(storedTouches);
     return results;
   });
 

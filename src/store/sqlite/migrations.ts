@@ -302,6 +302,66 @@ CREATE INDEX visitor_touches_ts ON visitor_touches(site_id, ts);
 `,
   },
   {
+    version: 11,
+    description: "daily rollups of traffic and new visitors, kept by the events' group commit",
+    // traffic_days: visitors and pageviews per (site, UTC day of ts), added to by
+    // the group commit (events.ts) in the events' own transaction. visitor_days:
+    // the set of (site, day, visitor) already counted, so a visitor counts once
+    // a day exactly; keyed day first, so a day's inserts stay on the few pages
+    // of that day. new_visitor_days: first touches per (site, UTC day of the
+    // touch's ts, channel, source, campaign, landing page): the group commit adds
+    // +1 per touch it stores (aggregated per batch, events.ts), and the trigger
+    // takes 1 from the touch a better one replaces (only an UPDATE knows the old
+    // row; a replacement is rare, so the common insert costs no trigger). The
+    // -1 is an upsert too: the replaced touch may be of this same batch, whose
+    // +1 is added at the end of the transaction. ''
+    // stands for an absent source or campaign (a primary key column cannot be
+    // NULL in a WITHOUT ROWID table; channels.ts never makes an empty one). No
+    // DELETE trigger: erasure and pruning delete rows, the counts (aggregates)
+    // stay. The back-fill gives an upgraded database the numbers it had.
+    sql: `
+CREATE TABLE traffic_days (
+  site_id TEXT NOT NULL,
+  day TEXT NOT NULL,
+  visitors INTEGER NOT NULL,
+  pageviews INTEGER NOT NULL,
+  PRIMARY KEY (site_id, day)
+) WITHOUT ROWID;
+CREATE TABLE visitor_days (
+  site_id TEXT NOT NULL,
+  day TEXT NOT NULL,
+  visitor_id TEXT NOT NULL,
+  PRIMARY KEY (site_id, day, visitor_id)
+) WITHOUT ROWID;
+CREATE TABLE new_visitor_days (
+  site_id TEXT NOT NULL,
+  day TEXT NOT NULL,
+  channel TEXT NOT NULL,
+  source TEXT NOT NULL,
+  campaign TEXT NOT NULL,
+  landing_page TEXT NOT NULL,
+  visitors INTEGER NOT NULL,
+  PRIMARY KEY (site_id, day, channel, source, campaign, landing_page)
+) WITHOUT ROWID;
+CREATE TRIGGER visitor_touches_uncount_replaced AFTER UPDATE ON visitor_touches BEGIN
+  INSERT INTO new_visitor_days (site_id, day, channel, source, campaign, landing_page, visitors)
+  VALUES (OLD.site_id, strftime('%Y-%m-%d', OLD.ts / 1000, 'unixepoch'), OLD.channel,
+    ifnull(OLD.source, ''), ifnull(OLD.campaign, ''), OLD.landing_page, -1)
+  ON CONFLICT (site_id, day, channel, source, campaign, landing_page) DO UPDATE SET visitors = visitors - 1;
+END;
+INSERT INTO visitor_days (site_id, day, visitor_id)
+  SELECT DISTINCT site_id, strftime('%Y-%m-%d', ts / 1000, 'unixepoch'), visitor_id FROM events;
+INSERT INTO traffic_days (site_id, day, visitors, pageviews)
+  SELECT site_id, strftime('%Y-%m-%d', ts / 1000, 'unixepoch') AS d, count(DISTINCT visitor_id),
+    sum(name = 'pageview')
+  FROM events GROUP BY site_id, d;
+INSERT INTO new_visitor_days (site_id, day, channel, source, campaign, landing_page, visitors)
+  SELECT site_id, strftime('%Y-%m-%d', ts / 1000, 'unixepoch') AS d, channel, ifnull(source, ''),
+    ifnull(campaign, ''), landing_page, count(*)
+  FROM visitor_touches GROUP BY site_id, d, channel, ifnull(source, ''), ifnull(campaign, ''), landing_page;
+`,
+  },
+  {
     version: 12,
     description: "daily revenue kept by triggers on payments; paying customers by index",
     // The revenue reads of a period read days, not payments

@@ -9,7 +9,8 @@ const DAY = (column: string) => `strftime('%Y-%m-%d', ${column} / 1000, 'unixepo
 
 export function createSqliteOverview(db: Db): StoreOverviewPart {
   const s = {
-    // events_site, then the period's rows: daily rollups replace this scan later (docs/dashboard.md).
+    // events_site, then the period's rows: for the partial days at a period's ends only
+    // (the whole days read the rollups below; src/domain/overview-traffic.ts).
     traffic: db.prepare(
       `SELECT ${DAY("ts")} AS day, count(DISTINCT visitor_id) AS visitors,
          sum(name = 'pageview') AS pageviews
@@ -21,6 +22,17 @@ export function createSqliteOverview(db: Db): StoreOverviewPart {
        FROM visitor_touches INDEXED BY visitor_touches_ts
        WHERE site_id = ? AND ts >= ? AND ts < ?
        GROUP BY channel, source, campaign, landing_page
+       ORDER BY channel, source, campaign, landing_page`,
+    ),
+    trafficRollup: db.prepare(
+      `SELECT day, visitors, pageviews FROM traffic_days
+       WHERE site_id = ? AND day >= ? AND day < ? ORDER BY day`,
+    ),
+    // A group's count falls to 0 when all its touches were replaced by better ones.
+    newVisitorRollup: db.prepare(
+      `SELECT channel, source, campaign, landing_page, sum(visitors) AS visitors
+       FROM new_visitor_days WHERE site_id = ? AND day >= ? AND day < ?
+       GROUP BY channel, source, campaign, landing_page HAVING sum(visitors) > 0
        ORDER BY channel, source, campaign, landing_page`,
     ),
     // The whole days of the period (revenue-days.ts), from the daily rows of migration 12.
@@ -80,6 +92,30 @@ export function createSqliteOverview(db: Db): StoreOverviewPart {
         channel: r.channel,
         source: opt(r.source),
         campaign: opt(r.campaign),
+        landingPage: r.landing_page,
+        visitors: r.visitors,
+      }));
+    },
+    async trafficRollup(siteId, fromDay, toDay) {
+      return s.trafficRollup.all(siteId, fromDay, toDay) as {
+        day: string;
+        visitors: number;
+        pageviews: number;
+      }[];
+    },
+    async newVisitorRollup(siteId, fromDay, toDay) {
+      const rows = s.newVisitorRollup.all(siteId, fromDay, toDay) as {
+        channel: string;
+        source: string;
+        campaign: string;
+        landing_page: string;
+        visitors: number;
+      }[];
+      // '' is the rollup's key for an absent source or campaign (migration 11).
+      return rows.map((r) => ({
+        channel: r.channel,
+        source: r.source === "" ? undefined : r.source,
+        campaign: r.campaign === "" ? undefined : r.campaign,
         landingPage: r.landing_page,
         visitors: r.visitors,
       }));

@@ -5,7 +5,7 @@
  * and a period of whole days (the dashboard's) reads cells only.
  */
 
-const DAY_MS = 86_400_000;
+import { splitPeriod } from "../../domain/overview-traffic.js";
 
 /** The parts of [from, to): whole days as YYYY-MM-DD bounds [firstDay, endDay), and the two edges in ms. */
 export interface PeriodParts {
@@ -17,20 +17,13 @@ export interface PeriodParts {
   tail: [number, number];
 }
 
-/** 0001-01-01 and 9999-12-31, UTC: the first and last days with a four-digit year. */
-const FIRST_DATED = -62_135_596_800_000;
-const END_DATED = 253_402_214_400_000;
-
-const isoDay = (ms: number) => new Date(ms).toISOString().slice(0, 10);
-
-/** Splits [from, to) into whole UTC days and the partial edges around them. */
+/** Splits [from, to) as the domain does (splitPeriod): whole UTC days and the partial edges around them. */
 export function periodParts(from: number, to: number): PeriodParts {
-  // Days have a YYYY-MM-DD only in years 1 to 9999: beyond, the edges read payments.
-  const clamp = (ms: number) => Math.min(Math.max(ms, FIRST_DATED), END_DATED);
-  const first = clamp(Math.ceil(from / DAY_MS) * DAY_MS);
-  const end = clamp(Math.floor(to / DAY_MS) * DAY_MS);
-  if (first >= end) return { firstDay: "", endDay: "", head: [from, to], tail: [to, to] };
-  return { firstDay: isoDay(first), endDay: isoDay(end), head: [from, first], tail: [end, to] };
+  const { days } = splitPeriod(from, to);
+  if (!days) return { firstDay: "", endDay: "", head: [from, to], tail: [to, to] };
+  const first = Date.parse(days.fromDay);
+  const end = Date.parse(days.toDay);
+  return { firstDay: days.fromDay, endDay: days.toDay, head: [from, first], tail: [end, to] };
 }
 
 /**

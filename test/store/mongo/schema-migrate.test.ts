@@ -66,6 +66,13 @@ function fakeDb(options: { raceOn?: string } = {}) {
         changes.push(`dropIndex ${name}.${index}`);
         colls.get(name)?.indexes.delete(index);
       },
+      aggregate: (pipeline: Document[]) => ({
+        toArray: async () => {
+          const merge = pipeline.at(-1)?.$merge as { into: string; on: string[] } | undefined;
+          changes.push(`aggregate ${name} → $merge ${merge?.into} on ${merge?.on.join(",")}`);
+          return [];
+        },
+      }),
       createIndexes: async (specs: IndexDescription[]) => {
         changes.push(`createIndexes ${name}: ${specs.map((s) => s.name).join(",")}`);
         for (const s of specs) colls.get(name)?.indexes.set(s.name as string, s);
@@ -94,6 +101,27 @@ describe("MongoDB schema: migrate once, verify at start", () => {
     expect(f.changes.filter((c) => c.startsWith("collMod"))).toEqual([]);
     expect(allIndexes).toContain("index events.receipts_unique");
     expect(await verifySchema(f.db)).toEqual([]);
+  });
+
+  it("an upgraded database (events already there) gets the daily rollups back-filled once, on their unique keys", async () => {
+    const f = fakeDb();
+    await migrateSchema(f.db);
+    expect(f.changes.filter((c) => c.startsWith("aggregate"))).toEqual([]);
+    // A database of the version before the rollups: every collection but theirs.
+    for (const name of ["traffic_days", "visitor_days", "new_visitor_days"]) f.colls.delete(name);
+    f.changes.length = 0;
+    const report = await migrateSchema(f.db);
+    expect(f.changes.filter((c) => c.startsWith("aggregate"))).toEqual([
+      "aggregate events → $merge visitor_days on site_id,day,visitor_id",
+      "aggregate events → $merge traffic_days on site_id,day",
+      "aggregate visitor_touches → $merge new_visitor_days on site_id,day,channel,source,campaign,landing_page",
+    ]);
+    expect(report.created.at(-1)).toBe(
+      "rollups traffic_days, visitor_days, new_visitor_days (back-filled)",
+    );
+    f.changes.length = 0;
+    await migrateSchema(f.db);
+    expect(f.changes).toEqual([]);
   });
 
   it("is idempotent: a second run changes nothing (no collMod on every start any more)", async () => {

@@ -230,3 +230,84 @@ describe("commitEvents on MongoDB: one outcome per request", () => {
     expect(f.eventWrites()[0]).toHaveLength(1);
   });
 });
+
+/** The `$inc` of each traffic_days upsert the commit sent, by site and day. */
+function trafficIncrements(calls: { name: string; args: unknown[] }[]): Record<string, unknown> {
+  const out: Record<string, unknown> = {};
+  for (const x of calls.filter((c) => c.name === "trafficDays.bulkWrite")) {
+    for (const op of x.args[0] as {
+      updateOne: { filter: { site_id: string; day: string }; update: { $inc: unknown } };
+    }[]) {
+      out[`${op.updateOne.filter.site_id}/${op.updateOne.filter.day}`] = op.updateOne.update.$inc;
+    }
+  }
+  return out;
+}
+
+describe("commitEvents on MongoDB: the daily traffic rollup", () => {
+  it("counts the landed requests only, once, after the appends were settled (a re-sent append is not counted twice)", async () => {
+    const f = fakeCollections();
+    const store = createMongoEvents(f.c, { timeoutMs: 5_000 });
+    f.script(
+      "events.bulkWrite",
+      () => {
+        throw bulkDriverError(networkError());
+      },
+      // The re-send: a's append had landed, b's is refused by the validator.
+      () => {
+        throw bulkWriteErrors([
+          { index: 0, code: 11000 },
+          { index: 1, code: 121, errmsg: "Document failed validation" },
+        ]);
+      },
+    );
+    await store.commitEvents([request("acct_a", "a"), request("acct_a", "b")]);
+    const inserts = f.calls.filter((x) => x.name === "visitorDays.insertMany");
+    expect(inserts.map((x) => x.args[0])).toEqual([
+      [{ site_id: "a", day: "2025-06-01", visitor_id: "v1" }],
+    ]);
+    expect(trafficIncrements(f.calls)).toEqual({ "a/2025-06-01": { visitors: 1, pageviews: 1 } });
+  });
+
+  it("a visitor already counted that day (E11000 on its visitor_days insert) adds no visitor; the pageviews still count", async () => {
+    const f = fakeCollections();
+    const store = createMongoEvents(f.c);
+    const two: EventGroup = {
+      ...request("acct_a", "a"),
+      countable: 3,
+      events: [
+        event("a", "pageview"),
+        { ...event("a", "pageview"), visitorId: "v2" },
+        { ...event("a", "signup"), visitorId: "v2", ts: T0 - 86_400_000 },
+      ],
+    };
+    f.script("visitorDays.insertMany", () => {
+      throw bulkWriteErrors([{ index: 0, code: 11000, errmsg: "E11000 dup key" }]);
+    });
+    const [result] = await store.commitEvents([two]);
+    expect(result?.ok).toBe(true);
+    expect(f.calls.find((x) => x.name === "visitorDays.insertMany")?.args[0]).toEqual([
+      { site_id: "a", day: "2025-06-01", visitor_id: "v1" },
+      { site_id: "a", day: "2025-06-01", visitor_id: "v2" },
+      { site_id: "a", day: "2025-05-31", visitor_id: "v2" },
+    ]);
+    // v1 was already counted on the 1st; the late signup lands on the day of its ts.
+    expect(trafficIncrements(f.calls)).toEqual({
+      "a/2025-06-01": { visitors: 1, pageviews: 2 },
+      "a/2025-05-31": { visitors: 1, pageviews: 0 },
+    });
+  });
+
+  it("a failed rollup write leaves the landed events acknowledged (the rollup is short, never doubled)", async () => {
+    const f = fakeCollections();
+    const store = createMongoEvents(f.c);
+    f.script("trafficDays.bulkWrite", () => {
+      throw bulkDriverError(networkError());
+    });
+    const results = await store.commitEvents([request("acct_a", "a")]);
+    expect(results).toEqual([{ ok: true, remaining: 99, firstTouches: ["v_a"] }]);
+    // Sent once: not again at this commit nor at the next.
+    await store.commitEvents([{ ...request("acct_a", "a"), events: [] }]);
+    expect(f.calls.filter((x) => x.name === "trafficDays.bulkWrite")).toHaveLength(1);
+  });
+});
