@@ -28,6 +28,8 @@
  *   BENCH_DIST          the build to measure (default dist/ of this checkout)
  *   BENCH_IDLE_WAIT     seconds to wait for a quiet machine before each scenario (default 20)
  *   BENCH_NO_SAVE=1     do not write a result file
+ *   BENCH_OVERVIEW_EVENTS, BENCH_OVERVIEW_PAYMENTS  size of row o's site (default
+ *                       10,000,000 events and 100,000 payments: issue 25's)
  */
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from "node:fs";
 import os from "node:os";
@@ -37,6 +39,7 @@ import { create, toBinary } from "@bufbuild/protobuf";
 import Database from "better-sqlite3";
 import { batchMessages, HEADER_UA } from "./lib/bodies.mjs";
 import { cannon, grpcConnectLoad, grpcFrame, grpcRawLoad, paced } from "./lib/load.mjs";
+import { loadOverviewSite, OVERVIEW_CUSTOMER, OVERVIEW_SITE } from "./lib/overview-site.mjs";
 import {
   cpuMeter,
   freePort,
@@ -74,6 +77,8 @@ function readSettings(env) {
     idleWait: Number(env.BENCH_IDLE_WAIT ?? 20),
     noRate: env.BENCH_NO_RATE === "1",
     noSave: env.BENCH_NO_SAVE === "1",
+    overviewEvents: Number(env.BENCH_OVERVIEW_EVENTS ?? 10_000_000),
+    overviewPayments: Number(env.BENCH_OVERVIEW_PAYMENTS ?? 100_000),
     /** Server settings of every run (the defaults, spelled out so the result file records them). */
     serverEnv: {
       HOST: "127.0.0.1",
@@ -351,7 +356,80 @@ async function runGrpc(scenario) {
   }
 }
 
-const RUNNERS = { baseline: runBaseline, http: runHttp, grpc: runGrpc };
+/**
+ * o) The dashboard's calls at scale: a store holding issue 25's site (10
+ * million events, 100,000 payments over 90 days, loaded through the commit
+ * paths so the rollups are kept as in production), the built server started
+ * on it, and each ReportsService call behind a 90-day view (GetAccess,
+ * SiteOverview, CustomerJourney) sent as the dashboard sends it (Connect
+ * JSON over HTTP, ADMIN_TOKEN), one at a time: two unmeasured, then
+ * `scenario.calls` measured. The target: every call under 200 ms.
+ */
+async function runOverview(scenario) {
+  const { id, label, calls } = scenario;
+  const { overviewEvents: events, overviewPayments: payments } = settings;
+  const { createSqliteStore } = await import(
+    join(settings.dist, "src/store/sqlite/sqlite-store.js")
+  );
+  const dir = join(tmpRoot, id);
+  mkdirSync(dir, { recursive: true });
+  const dbPath = join(dir, "ingest.sqlite");
+  // A fixed "now" at midnight UTC: the dashboard's 90d is [now - 90 days, now).
+  const now = Math.floor(Date.now() / 86_400_000) * 86_400_000;
+  log(
+    `  o) loading ${events.toLocaleString("en-US")} events, ${payments.toLocaleString("en-US")} payments…`,
+  );
+  const store = createSqliteStore(dbPath);
+  let loadSeconds;
+  try {
+    loadSeconds = await loadOverviewSite({ store, now: now - 1, events, payments });
+  } finally {
+    await store.close();
+  }
+  const quietBefore = await quiet();
+  const server = await startServer({ dbPath });
+  try {
+    const period = {
+      from: new Date(now - 90 * 86_400_000).toISOString(),
+      to: new Date(now).toISOString(),
+    };
+    const requests = {
+      GetAccess: {},
+      SiteOverview: { siteId: OVERVIEW_SITE, ...period },
+      CustomerJourney: { siteId: OVERVIEW_SITE, customerId: OVERVIEW_CUSTOMER },
+    };
+    const timings = {};
+    for (const [method, body] of Object.entries(requests)) {
+      const ms = [];
+      for (let i = 0; i < calls + 2; i++) {
+        const started = performance.now();
+        const res = await fetch(`${server.url}/ingest.v1.ReportsService/${method}`, {
+          method: "POST",
+          headers: {
+            "content-type": "application/json",
+            authorization: `Bearer ${settings.serverEnv.ADMIN_TOKEN}`,
+          },
+          body: JSON.stringify(body),
+        });
+        const text = await res.text();
+        const took = performance.now() - started;
+        if (res.status !== 200) throw new Error(`${method}: ${res.status} ${text.slice(0, 200)}`);
+        if (i >= 2) ms.push(took);
+      }
+      ms.sort((a, b) => a - b);
+      timings[method] = {
+        p50Ms: round(ms[Math.floor(ms.length / 2)], 1),
+        maxMs: round(ms[ms.length - 1], 1),
+      };
+      log(`  o) ${method}: p50 ${timings[method].p50Ms} ms, max ${timings[method].maxMs} ms`);
+    }
+    return { id, label, events, payments, loadSeconds, calls: timings, quietBefore };
+  } finally {
+    await server.stop();
+  }
+}
+
+const RUNNERS = { baseline: runBaseline, http: runHttp, grpc: runGrpc, overview: runOverview };
 
 // ---------------------------------------------------------------- run, report, write
 

@@ -15,87 +15,23 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createReports } from "../src/domain/reports.ts";
 import { createSqliteStore } from "../src/store/sqlite/sqlite-store.ts";
+import { loadOverviewSite, OVERVIEW_SITE } from "./lib/overview-site.mjs";
 
 const DAY = 86_400_000;
 const NOW = Date.UTC(2026, 2, 11, 12);
 const EVENTS = Number(process.env.EVENTS ?? 10_000_000);
 const PAYMENTS = Number(process.env.PAYMENTS ?? 100_000);
-const VISITORS = Math.max(1, Math.floor(EVENTS / 10));
-const BATCH = 5000;
-const CHANNELS = ["Organic Search", "Paid Search", "Email", "Direct", "Referral"];
-const SITE = "site_bench";
+const SITE = OVERVIEW_SITE;
 
 const dir = mkdtempSync(join(tmpdir(), "bench-overview-"));
 const store = createSqliteStore(join(dir, "bench.sqlite"));
 try {
-  await store.createAccount({ id: "acct_bench", name: "bench", plan: "scale", createdAt: NOW });
-  await store.createSite({ id: SITE, accountId: "acct_bench", hostnames: [], createdAt: NOW });
-  const t0 = performance.now();
-  for (let i = 0; i < EVENTS; i += BATCH) {
-    const events = [];
-    const touches = [];
-    for (let j = i; j < Math.min(EVENTS, i + BATCH); j++) {
-      const ts = NOW - Math.floor((j / EVENTS) * 90 * DAY);
-      const visitorId = `v${j % VISITORS}`;
-      events.push({
-        siteId: SITE,
-        name: j % 3 ? "pageview" : "signup",
-        url: "https://example.com/p",
-        ts,
-        receivedAt: ts,
-        visitorId,
-      });
-      if (j < VISITORS) {
-        touches.push({
-          siteId: SITE,
-          visitorId,
-          ts,
-          internal: false,
-          channel: CHANNELS[j % CHANNELS.length],
-          source: `source${j % 20}`,
-          campaign: `campaign${j % 7}`,
-          landingPage: `https://example.com/l${j % 30}`,
-        });
-      }
-    }
-    await store.commitEvents([
-      {
-        accountId: "acct_bench",
-        month: "2026-03",
-        ceiling: 1e15,
-        countable: 0,
-        events,
-        links: [],
-        touches,
-      },
-    ]);
-  }
-  const t1 = performance.now();
-  for (let i = 0; i < PAYMENTS; i += BATCH) {
-    const writes = [];
-    for (let j = i; j < Math.min(PAYMENTS, i + BATCH); j++) {
-      const paidAt = NOW - Math.floor((j / PAYMENTS) * 90 * DAY);
-      const payment = {
-        siteId: SITE,
-        paymentId: `pay${j}`,
-        customerId: `cus${j % 20_000}`,
-        currency: j % 4 ? "USD" : "EUR",
-        amountMinor: 1000 + (j % 500),
-        kind: "charge",
-        status: "succeeded",
-        paidAt,
-        metadata: {},
-        createdAt: paidAt,
-        updatedAt: paidAt,
-      };
-      writes.push({
-        payment,
-        customer: { siteId: SITE, customerId: payment.customerId, at: paidAt },
-      });
-    }
-    await store.commitPayments(writes);
-  }
-  const t2 = performance.now();
+  const loadSeconds = await loadOverviewSite({
+    store,
+    now: NOW,
+    events: EVENTS,
+    payments: PAYMENTS,
+  });
 
   const reports = createReports({ store, clock: { now: () => NOW } });
   // The dashboard's "90d": the last 90 UTC days including today, [day 00:00Z, tomorrow 00:00Z).
@@ -133,10 +69,7 @@ try {
       store: "sqlite",
       events: EVENTS,
       payments: PAYMENTS,
-      loadSeconds: {
-        events: +((t1 - t0) / 1000).toFixed(1),
-        payments: +((t2 - t1) / 1000).toFixed(1),
-      },
+      loadSeconds,
       siteOverview90dMs: runs,
       readsMs: reads,
     }),

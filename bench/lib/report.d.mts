@@ -30,6 +30,20 @@ export interface Row {
   };
 }
 
+/** Row o: the dashboard's calls at scale, timed one at a time (bench/run.mjs runOverview). */
+export interface CallsRow {
+  id: string;
+  label: string;
+  events: number;
+  payments: number;
+  loadSeconds: { events: number; payments: number };
+  calls: Record<string, { p50Ms: number | null; maxMs: number | null }>;
+  quietBefore?: number;
+}
+
+/** Any row of a run. */
+export type AnyRow = Row | CallsRow;
+
 export interface Target {
   target: string;
   value: string;
@@ -59,10 +73,10 @@ export function resultRow(
   scenario: { id: string; label: string; workers?: number },
   measured: unknown,
 ): Row;
-export function baselineRate(rows: readonly Row[]): number | undefined;
-export function targets(rows: readonly Row[], baselineRps?: number): Target[];
+export function baselineRate(rows: readonly AnyRow[]): number | undefined;
+export function targets(rows: readonly AnyRow[], baselineRps?: number): Target[];
 export function renderTable(input: {
-  rows: readonly Row[];
+  rows: readonly AnyRow[];
   baselineRps: number | undefined;
   targets: readonly Target[];
   machine: Machine;
@@ -73,7 +87,7 @@ export function resultDocument(input: {
   startedAt: Date;
   machine: Machine;
   settings: ReportSettings;
-  rows: readonly Row[];
+  rows: readonly AnyRow[];
   workersRan: boolean;
 }): {
   startedAt: string;
@@ -81,7 +95,7 @@ export function resultDocument(input: {
   settings: Record<string, unknown>;
   baselineRequestsPerSec: number | undefined;
   targets: Target[];
-  results: Row[];
+  results: AnyRow[];
   table: string;
 };
 export function resultFileName(date: Date): string;

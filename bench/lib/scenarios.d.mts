@@ -1,6 +1,8 @@
 /** Types of scenarios.mjs, for the tests that call `planScenarios`. */
 export interface Scenario {
-  kind: "baseline" | "http" | "grpc";
+  kind: "baseline" | "http" | "grpc" | "overview";
+  /** Row o: calls timed per method. */
+  calls?: number;
   id: string;
   label: string;
   path?: string;

@@ -123,6 +123,14 @@ export const scenarioF = (workers, limit = "100000000") => ({
   workers,
 });
 
+/** o) The RPCs behind the dashboard's 90-day view, on a site of issue 25's size (runOverview). */
+export const scenarioO = () => ({
+  kind: "overview",
+  id: "o",
+  label: "o) dashboard calls for a 90-day view (issue 25's site)",
+  calls: 10,
+});
+
 /**
  * The rows of a run, in the order they are measured. `only` (BENCH_ONLY) keeps
  * the named ids; c<N> and f<N>x run only when named. `workersOk`: N > 0 and
@@ -148,6 +156,8 @@ export function planScenarios({ only, workers, workersOk }) {
     // Not in the default run (time budget): BENCH_ONLY=c2 adds it.
     if (named(`c${workers}`)) plan.push(scenarioC(workers));
   }
+  // Last but the baseline: it loads a large site first (about two minutes).
+  if (want("o")) plan.push(scenarioO());
   if (want("baseline") && plan.some((s) => s.id !== "baseline")) plan.push(baseline(true));
   return plan;
 }

@@ -26,13 +26,15 @@ describe("planScenarios", () => {
   it("measures every default row, the WORKERS=2 rows, and the baseline again at the end", () => {
     expect(ids(undefined)).toEqual([
       "baseline",
-      ...["a", "b", "c", "d", "e", "f", "a2", "b2", "f2"],
+      ...["a", "b", "c", "d", "e", "f", "a2", "b2", "f2", "o"],
       "baseline2",
     ]);
   });
 
   it("leaves out the WORKERS rows when the built server has no WORKERS setting", () => {
-    expect(ids(undefined, false)).toEqual(["baseline", "a", "b", "c", "d", "e", "f", "baseline2"]);
+    expect(ids(undefined, false)).toEqual([
+      ...["baseline", "a", "b", "c", "d", "e", "f", "o", "baseline2"],
+    ]);
   });
 
   it("runs only the rows BENCH_ONLY names, c2 and f2x only when named, the second baseline only with others", () => {
@@ -189,6 +191,51 @@ const settings: ReportSettings = {
     INGEST_BATCHES_IN_FLIGHT: "4",
   },
 };
+
+describe("row o: the dashboard's calls at scale", () => {
+  const rowO = (maxMs: number) => ({
+    id: "o",
+    label: "o) dashboard calls",
+    events: 10_000_000,
+    payments: 100_000,
+    loadSeconds: { events: 60, payments: 15 },
+    calls: {
+      GetAccess: { p50Ms: 1.5, maxMs: 2 },
+      SiteOverview: { p50Ms: 25, maxMs },
+      CustomerJourney: { p50Ms: 2, maxMs: 3 },
+    },
+  });
+
+  it("meets its target only when the slowest call of every method is under 200 ms", () => {
+    expect(targets([rowO(199.9)])).toEqual([
+      {
+        target: "o) every call behind a 90-day view < 200 ms (10,000,000 events, 100,000 payments)",
+        value: "199.9 ms (slowest of GetAccess, SiteOverview, CustomerJourney)",
+        met: true,
+      },
+    ]);
+    expect(targets([rowO(200)])[0]?.met).toBe(false);
+  });
+
+  it("has its own table of calls, not a throughput row", () => {
+    const table = renderTable({
+      rows: [rowO(30)],
+      baselineRps: undefined,
+      targets: [],
+      machine,
+      settings,
+      workersRan: true,
+    });
+    expect(table.split("\n").slice(0, 6)).toEqual([
+      "",
+      "| o) dashboard calls: 10,000,000 events, 100,000 payments (loaded in 75 s) | p50 ms | max ms |",
+      "|---|--:|--:|",
+      "| GetAccess | 1.5 | 2 |",
+      "| SiteOverview | 25 | 30 |",
+      "| CustomerJourney | 2 | 3 |",
+    ]);
+  });
+});
 
 describe("the table and the result file", () => {
   const rows = [

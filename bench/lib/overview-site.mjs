@@ -1,0 +1,127 @@
+/**
+ * The issue-25 site at scale, written straight into a store through its
+ * commit paths (commitEvents keeps the daily rollups, the payments' triggers
+ * the revenue days, as in production): EVENTS events from EVENTS/10 visitors,
+ * each with a first touch, and PAYMENTS succeeded payments from 20,000
+ * customers, four in five of them credited to a first touch, spread evenly
+ * over the 90 days before `now`. Deterministic. Used by `npm run
+ * bench:overview` (the store's reads, in process) and row o of `npm run
+ * bench` (the RPCs behind the dashboard, through a listening server).
+ */
+
+const DAY = 86_400_000;
+const BATCH = 5000;
+const CHANNELS = ["Organic Search", "Paid Search", "Email", "Direct", "Referral"];
+
+/** The site's account and site ids. */
+export const OVERVIEW_ACCOUNT = "acct_bench";
+export const OVERVIEW_SITE = "site_bench";
+/** A customer with payments, for CustomerJourney. */
+export const OVERVIEW_CUSTOMER = "cus1";
+
+/** The first touch of visitor number `v` (the one its first event made). */
+function touchOf(v, ts) {
+  return {
+    channel: CHANNELS[v % CHANNELS.length],
+    source: `source${v % 20}`,
+    campaign: `campaign${v % 7}`,
+    landingPage: `https://example.com/l${v % 30}`,
+    ts,
+  };
+}
+
+/**
+ * Loads the site into `store` (a store of the port, empty); returns the
+ * seconds each part took.
+ * @param {{ store: any, now: number, events: number, payments: number }} o
+ */
+export async function loadOverviewSite({ store, now, events: EVENTS, payments: PAYMENTS }) {
+  const visitors = Math.max(1, Math.floor(EVENTS / 10));
+  const at = (j, n) => now - Math.floor((j / n) * 90 * DAY);
+  await store.createAccount({ id: OVERVIEW_ACCOUNT, name: "bench", plan: "scale", createdAt: now });
+  await store.createSite({
+    id: OVERVIEW_SITE,
+    accountId: OVERVIEW_ACCOUNT,
+    hostnames: ["example.com"],
+    createdAt: now,
+  });
+  const month = new Date(now).toISOString().slice(0, 7);
+  const t0 = performance.now();
+  for (let i = 0; i < EVENTS; i += BATCH) {
+    const events = [];
+    const touches = [];
+    for (let j = i; j < Math.min(EVENTS, i + BATCH); j++) {
+      const ts = at(j, EVENTS);
+      const visitorId = `v${j % visitors}`;
+      events.push({
+        siteId: OVERVIEW_SITE,
+        name: j % 3 ? "pageview" : "signup",
+        url: "https://example.com/p",
+        ts,
+        receivedAt: ts,
+        visitorId,
+      });
+      if (j < visitors) {
+        const { ts: _ts, ...touch } = touchOf(j, ts);
+        touches.push({ siteId: OVERVIEW_SITE, visitorId, ts, internal: false, ...touch });
+      }
+    }
+    await store.commitEvents([
+      {
+        accountId: OVERVIEW_ACCOUNT,
+        month,
+        ceiling: 1e15,
+        countable: 0,
+        events,
+        links: [],
+        touches,
+      },
+    ]);
+  }
+  const t1 = performance.now();
+  for (let i = 0; i < PAYMENTS; i += BATCH) {
+    const writes = [];
+    for (let j = i; j < Math.min(PAYMENTS, i + BATCH); j++) {
+      const paidAt = at(j, PAYMENTS);
+      const c = j % 20_000;
+      const payment = {
+        siteId: OVERVIEW_SITE,
+        paymentId: `pay${j}`,
+        customerId: `cus${c}`,
+        currency: j % 4 ? "USD" : "EUR",
+        amountMinor: 1000 + (j % 500),
+        kind: j % 25 === 0 ? "refund" : "charge",
+        status: "succeeded",
+        paidAt,
+        metadata: {},
+        createdAt: paidAt,
+        updatedAt: paidAt,
+      };
+      writes.push({
+        payment,
+        customer: { siteId: OVERVIEW_SITE, customerId: payment.customerId, at: paidAt },
+      });
+    }
+    await store.commitPayments(writes);
+  }
+  // Four customers in five credited to visitor c's first touch (its first event's time),
+  // as the attributor does after a payment (setAttribution writes the customer's payments).
+  for (let c = 0; c < Math.min(20_000, PAYMENTS); c++) {
+    if (c % 5 === 0) continue;
+    const t = touchOf(c, at(c, EVENTS));
+    await store.setAttribution(OVERVIEW_SITE, `cus${c}`, {
+      channel: t.channel,
+      source: t.source,
+      campaign: t.campaign,
+      landingPage: t.landingPage,
+      visitorId: `v${c}`,
+      via: "customer",
+      touchedAt: t.ts,
+    });
+  }
+  const t2 = performance.now();
+  return {
+    events: +((t1 - t0) / 1000).toFixed(1),
+    payments: +((t2 - t1) / 1000).toFixed(1),
+  };
+}
