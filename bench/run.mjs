@@ -366,20 +366,42 @@ async function runGrpc(scenario) {
  * `scenario.calls` measured. The target: every call under 200 ms.
  */
 async function runOverview(scenario) {
-  const { id, label, calls } = scenario;
+  const { id, label, calls, store: kind } = scenario;
   const { overviewEvents: events, overviewPayments: payments } = settings;
-  const { createSqliteStore } = await import(
-    join(settings.dist, "src/store/sqlite/sqlite-store.js")
-  );
-  const dir = join(tmpRoot, id);
-  mkdirSync(dir, { recursive: true });
-  const dbPath = join(dir, "ingest.sqlite");
+  const mongoUri = process.env.MONGODB_URI;
+  if (kind === "mongodb" && !mongoUri) {
+    log(`  ${id}) skipped: MONGODB_URI not set`);
+    return { id, label, events, payments, skipped: "MONGODB_URI not set" };
+  }
+  const { openStore } = await import(join(settings.dist, "src/store/open-store.js"));
+  let storeUrl;
+  let dropDatabase = async () => {};
+  if (kind === "mongodb") {
+    // A database of its own, dropped at the end.
+    const url = new URL(mongoUri);
+    const name = `ingest_bench_${Date.now()}`;
+    url.pathname = `/${name}`;
+    storeUrl = url.toString();
+    dropDatabase = async () => {
+      const { MongoClient } = await import("mongodb");
+      const client = new MongoClient(storeUrl);
+      try {
+        await client.db(name).dropDatabase();
+      } finally {
+        await client.close();
+      }
+    };
+  } else {
+    const dir = join(tmpRoot, id);
+    mkdirSync(dir, { recursive: true });
+    storeUrl = `sqlite:${join(dir, "ingest.sqlite")}`;
+  }
   // A fixed "now" at midnight UTC: the dashboard's 90d is [now - 90 days, now).
   const now = Math.floor(Date.now() / 86_400_000) * 86_400_000;
   log(
-    `  o) loading ${events.toLocaleString("en-US")} events, ${payments.toLocaleString("en-US")} payments…`,
+    `  ${id}) loading ${events.toLocaleString("en-US")} events, ${payments.toLocaleString("en-US")} payments into ${kind}…`,
   );
-  const store = createSqliteStore(dbPath);
+  const store = await openStore(storeUrl, { migrate: () => {} });
   let loadSeconds;
   try {
     loadSeconds = await loadOverviewSite({ store, now: now - 1, events, payments });
@@ -387,7 +409,12 @@ async function runOverview(scenario) {
     await store.close();
   }
   const quietBefore = await quiet();
-  const server = await startServer({ dbPath });
+  const server = await startServer({}, { serverEnv: { STORE_URL: storeUrl } }).catch(
+    async (err) => {
+      await dropDatabase();
+      throw err;
+    },
+  );
   try {
     const period = {
       from: new Date(now - 90 * 86_400_000).toISOString(),
@@ -421,11 +448,12 @@ async function runOverview(scenario) {
         p50Ms: round(ms[Math.floor(ms.length / 2)], 1),
         maxMs: round(ms[ms.length - 1], 1),
       };
-      log(`  o) ${method}: p50 ${timings[method].p50Ms} ms, max ${timings[method].maxMs} ms`);
+      log(`  ${id}) ${method}: p50 ${timings[method].p50Ms} ms, max ${timings[method].maxMs} ms`);
     }
-    return { id, label, events, payments, loadSeconds, calls: timings, quietBefore };
+    return { id, label, store: kind, events, payments, loadSeconds, calls: timings, quietBefore };
   } finally {
     await server.stop();
+    await dropDatabase();
   }
 }
 

@@ -34,10 +34,14 @@ export interface Row {
 export interface CallsRow {
   id: string;
   label: string;
+  store?: "sqlite" | "mongodb";
   events: number;
   payments: number;
-  loadSeconds: { events: number; payments: number };
-  calls: Record<string, { p50Ms: number | null; maxMs: number | null }>;
+  loadSeconds?: { events: number; payments: number };
+  /** Absent when the row was skipped. */
+  calls?: Record<string, { p50Ms: number | null; maxMs: number | null }>;
+  /** Why the row did not run (the MongoDB half without MONGODB_URI). */
+  skipped?: string;
   quietBefore?: number;
 }
 

@@ -3,6 +3,7 @@ export interface Scenario {
   kind: "baseline" | "http" | "grpc" | "overview";
   /** Row o: calls timed per method. */
   calls?: number;
+  store?: "sqlite" | "mongodb";
   id: string;
   label: string;
   path?: string;

@@ -26,14 +26,14 @@ describe("planScenarios", () => {
   it("measures every default row, the WORKERS=2 rows, and the baseline again at the end", () => {
     expect(ids(undefined)).toEqual([
       "baseline",
-      ...["a", "b", "c", "d", "e", "f", "a2", "b2", "f2", "o"],
+      ...["a", "b", "c", "d", "e", "f", "a2", "b2", "f2", "o", "om"],
       "baseline2",
     ]);
   });
 
   it("leaves out the WORKERS rows when the built server has no WORKERS setting", () => {
     expect(ids(undefined, false)).toEqual([
-      ...["baseline", "a", "b", "c", "d", "e", "f", "o", "baseline2"],
+      ...["baseline", "a", "b", "c", "d", "e", "f", "o", "om", "baseline2"],
     ]);
   });
 
@@ -215,6 +215,29 @@ describe("row o: the dashboard's calls at scale", () => {
       },
     ]);
     expect(targets([rowO(200)])[0]?.met).toBe(false);
+  });
+
+  it("says plainly when its MongoDB half did not run", () => {
+    const skipped = {
+      id: "om",
+      label: "o) dashboard calls, MongoDB",
+      events: 10_000_000,
+      payments: 100_000,
+      skipped: "MONGODB_URI not set",
+    };
+    expect(targets([skipped])).toEqual([]);
+    const table = renderTable({
+      rows: [skipped],
+      baselineRps: undefined,
+      targets: [],
+      machine,
+      settings,
+      workersRan: true,
+    });
+    expect(table.split("\n").slice(0, 2)).toEqual([
+      "",
+      "o) dashboard calls, MongoDB: skipped, MONGODB_URI not set.",
+    ]);
   });
 
   it("has its own table of calls, not a throughput row", () => {
