@@ -1,5 +1,14 @@
 /** The retention part of the store port: per-site retention of raw events, and the pruning steps. */
 
+/**
+ * An event received this long after a pruning horizon, and every event
+ * stored after it, is newer than the horizon: the API's `ts` tolerance is
+ * one hour in the past (it replaces older times by the time of receipt);
+ * the second hour covers batching and the clocks of other workers. Both
+ * stores end a pass there instead of reading every later event.
+ */
+export const STOP_AFTER_MS = 2 * 3_600_000;
+
 /** A site whose raw events are kept a limited number of days. */
 export interface EventsRetention {
   siteId: string;

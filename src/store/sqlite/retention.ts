@@ -5,8 +5,8 @@
  * A step walks the site's events in rowid order on events_site, whose
  * entries are (site_id, rowid), from the cursor (the last rowid the pass
  * examined): `EXPLAIN QUERY PLAN` of both statements is
- * `SEARCH events USING INDEX events_site (site_id=? AND rowid>?)` (and
- * `rowid<?` for the delete), so a step reads at most `limit` index entries
+ * `SEARCH events USING INDEX events_site (site_id=? AND rowid>?)` (the
+ * delete adds `AND rowid<?`), so a step reads at most `limit` index entries
  * and rows, whatever the table's size, and holds the write lock for one
  * short transaction. Rowids grow with commits, and an event's `ts` is never
  * more than an hour before its receipt (the API replaces it otherwise), so
@@ -15,15 +15,9 @@
  * reads the events before the horizon and at most two hours after it, never
  * the whole table. No (site_id, ts) index is needed (migration 10).
  */
+import { STOP_AFTER_MS } from "../../domain/store/retention-port.js";
 import type { StoreRetentionPart } from "../port.js";
 import type { Db } from "./open-sqlite.js";
-
-/**
- * An event received this long after the horizon, and every event committed
- * after it, is newer than the horizon: the API's `ts` tolerance is one hour
- * in the past; the second hour covers batching and clocks of other workers.
- */
-export const STOP_AFTER_MS = 2 * 3_600_000;
 
 export function createSqliteRetention(db: Db): StoreRetentionPart {
   const s = {

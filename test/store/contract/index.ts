@@ -15,6 +15,7 @@ import { describeOverviewContract } from "./overview.js";
 import { describePaymentPagesContract } from "./payment-pages.js";
 import { describePaymentsContract } from "./payments.js";
 import { describeQuotaContract } from "./quota.js";
+import { describeRetentionContract } from "./retention.js";
 
 export function describeStoreContract(name: string, open: () => Promise<Store>): void {
   describe(`store contract: ${name}`, () => {
@@ -38,5 +39,6 @@ export function describeStoreContract(name: string, open: () => Promise<Store>):
     describeEventPagesContract(contract);
     describePaymentPagesContract(contract);
     describeOverviewContract(contract);
+    describeRetentionContract(contract);
   });
 }
