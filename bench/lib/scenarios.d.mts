@@ -1,6 +1,6 @@
 /** Types of scenarios.mjs, for the tests that call `planScenarios`. */
 export interface Scenario {
-  kind: "baseline" | "http" | "grpc";
+  kind: "baseline" | "http" | "grpc" | "retention";
   id: string;
   label: string;
   path?: string;
@@ -10,6 +10,10 @@ export interface Scenario {
   workers?: number;
   headers?: Record<string, string>;
   serverEnv?: Record<string, string>;
+  /** r): old events prepared, paced rate, keep/prune phase pairs. */
+  oldEvents?: number;
+  rate?: number;
+  phases?: number;
   makeBodies?: (tenant: { siteId: string }) => unknown;
 }
 
