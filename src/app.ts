@@ -7,6 +7,7 @@
 import type { FastifyInstance } from "fastify";
 import type { EventsApp } from "./domain/events/events-app.js";
 import type { PaymentsApp } from "./domain/payments/payments-app.js";
+import type { RetentionPruner } from "./domain/retention.js";
 import type { OnePortServer } from "./http/one-port.js";
 import { serviceVersion } from "./lib/version.js";
 import type { Observer } from "./metrics/observer.js";
@@ -27,6 +28,8 @@ export interface App {
   payments: PaymentsApp;
   events: EventsApp;
   metrics: Observer;
+  /** The retention pruner (runs on its timer once listening, unless turned off); tests call `runOnce()`. */
+  pruner: RetentionPruner;
   /** Listens on config.host:config.port; resolves with the bound port. */
   listen(): Promise<number>;
   /**
@@ -44,7 +47,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
   const { config } = deps;
   let log: ServiceLog | undefined;
   const services = await buildServices(deps, () => log);
-  const { store, readiness, payments, events, metrics } = services;
+  const { store, readiness, payments, events, metrics, pruner } = services;
   const { fastify, server } = await createServer(services, {
     ...(deps.logStream ? { logStream: deps.logStream } : {}),
   });
@@ -57,8 +60,10 @@ export async function createApp(deps: AppDeps): Promise<App> {
     payments,
     events,
     metrics,
+    pruner,
     async listen() {
       const address = await server.listen(config.port, config.host);
+      if (services.pruneEvents) pruner.start();
       // The line an operator looks for first: where, which build, which store, admin on or off.
       const host = config.host.includes(":") ? `[${config.host}]` : config.host;
       fastify.log.info(
@@ -78,6 +83,8 @@ export async function createApp(deps: AppDeps): Promise<App> {
       closing ??= (async () => {
         // Health watchers hear NOT_SERVING and their streams end, so they do not hold the close.
         readiness.markClosing();
+        // The pass in progress ends between two steps; the store closes after it.
+        await pruner.stop();
         await server.close(config.shutdownTimeoutMs);
         await Promise.allSettled([payments.drain(), events.drain()]);
         await fastify.close();

@@ -50,6 +50,12 @@ export interface Config {
   idleTimeoutMs: number;
   /** Streams one HTTP/2 connection may have open at once. */
   http2MaxStreams: number;
+  /** Time between two passes of the retention pruner; 0 runs no pruner in this process. */
+  retentionIntervalMs: number;
+  /** Most events one pruning step removes (one short store transaction). */
+  retentionStepEvents: number;
+  /** Least pause between two pruning steps. */
+  retentionStepPauseMs: number;
 }
 
 type Env = Record<string, string | undefined>;
@@ -137,5 +143,8 @@ export function loadConfig(env: Env = process.env): Config {
     requestTimeoutMs,
     idleTimeoutMs: int(env, "IDLE_TIMEOUT_MS", 65_000, 100, 3_600_000),
     http2MaxStreams: int(env, "HTTP2_MAX_STREAMS", 100, 1, 10_000),
+    retentionIntervalMs: int(env, "RETENTION_INTERVAL_MS", 600_000, 0, 86_400_000),
+    retentionStepEvents: int(env, "RETENTION_STEP_EVENTS", 500, 1, 10_000),
+    retentionStepPauseMs: int(env, "RETENTION_STEP_PAUSE_MS", 10, 0, 60_000),
   };
 }

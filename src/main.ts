@@ -22,6 +22,12 @@ import { openStore } from "./store/open-store.js";
 /** Consecutive workers that exit before listening, after which the primary gives up. */
 const MAX_START_FAILURES = 3;
 
+/**
+ * Set to "1" in the environment of the one worker that runs the retention
+ * pruner: two pruners would only race for the same rows.
+ */
+const PRUNER_ENV = "INGEST_RETENTION_PRUNER";
+
 /** A worker tells the primary why it could not start (the line it would print). */
 interface StartFailureMessage {
   startFailure: string;
@@ -69,7 +75,16 @@ async function serve(config: Config): Promise<void> {
     config.metricsPort === undefined
       ? undefined
       : (await import("./metrics/metrics.js")).createMetrics();
-  const app = await createApp({ config, store, clock: systemClock, collectLimiter, metrics });
+  // Under WORKERS one worker prunes (the primary says which in its environment).
+  const pruneEvents = !cluster.isWorker || process.env[PRUNER_ENV] === "1";
+  const app = await createApp({
+    config,
+    store,
+    clock: systemClock,
+    collectLimiter,
+    metrics,
+    pruneEvents,
+  });
   // A worker's metrics are served by the primary, aggregated; a lone process serves its own.
   // A worker joins the primary's scrapes before it listens, so none of its requests is missed.
   let metricsServer: MetricsServer | undefined;
@@ -127,6 +142,12 @@ async function supervise(config: Config): Promise<void> {
   let startFailures = 0;
   let giveUpCode: number | undefined;
   const listened = new Set<number>();
+  // The worker that runs the retention pruner; its replacement takes it over.
+  let prunerWorker: number | undefined;
+  const fork = (pruner: boolean) => {
+    const worker = cluster.fork({ [PRUNER_ENV]: pruner ? "1" : "0" });
+    if (pruner) prunerWorker = worker.id;
+  };
   const reasons = new Map<number, StartFailureMessage>();
 
   const stopAll = (signal: NodeJS.Signals) => {
@@ -165,10 +186,10 @@ async function supervise(config: Config): Promise<void> {
       return;
     }
     process.stderr.write(`worker ${worker.process.pid}: ${why}; starting another\n`);
-    cluster.fork();
+    fork(worker.id === prunerWorker);
   });
 
-  for (let i = 0; i < config.workers; i++) cluster.fork();
+  for (let i = 0; i < config.workers; i++) fork(i === 0);
   const stop = (signal: NodeJS.Signals) => {
     if (stopping) return;
     if (!stopAll(signal)) process.exit(0);

@@ -16,6 +16,12 @@ import { createEventsApp } from "./domain/events/events-app.js";
 import type { PaymentsApp } from "./domain/payments/payments-app.js";
 import { createPaymentsApp } from "./domain/payments/payments-app.js";
 import { createReports, type Reports } from "./domain/reports.js";
+import {
+  createRetention,
+  createRetentionPruner,
+  type Retention,
+  type RetentionPruner,
+} from "./domain/retention.js";
 import type { DashboardBundle } from "./http/dashboard/dashboard-bundle.js";
 import type { TrackerBundle } from "./http/tracker-script.js";
 import { createReadiness, type Readiness } from "./lib/readiness.js";
@@ -41,6 +47,11 @@ export interface ServiceDeps {
   trackerBundle?: TrackerBundle;
   /** The dashboard's files; default: what `npm run build` wrote to dist/dashboard/. */
   dashboardBundle?: DashboardBundle;
+  /**
+   * Whether this process runs the retention pruner (default: yes, when
+   * RETENTION_INTERVAL_MS is not 0). Under WORKERS only one worker does (main.ts).
+   */
+  pruneEvents?: boolean;
 }
 
 /** Where the services log what no request asked for (the store's outages, erasures' audit lines). */
@@ -59,6 +70,15 @@ export interface Services {
   auth: Authenticator;
   admin: Admin;
   erasure: Erasure;
+  /** Per-site retention of raw events (AdminService, CLI). */
+  retention: Retention;
+  /**
+   * The retention pruner: started by listen, stopped by close (src/app.ts);
+   * tests run its passes with `runOnce()`.
+   */
+  pruner: RetentionPruner;
+  /** Whether `pruner` runs on its timer in this process. */
+  pruneEvents: boolean;
   reports: Reports;
   payments: PaymentsApp;
   events: EventsApp;
@@ -133,6 +153,20 @@ export async function buildServices(
       attributor: attribution,
       audit: (line) => log()?.info(erasureAuditFields(line), "personal data erased"),
     }),
+    retention: createRetention({ store }),
+    pruner: createRetentionPruner({
+      store,
+      clock,
+      log: {
+        info: (fields, message) => log()?.info(fields, message),
+        warn: (fields, message) => log()?.warn(fields, message),
+      },
+      intervalMs: config.retentionIntervalMs,
+      stepEvents: config.retentionStepEvents,
+      stepPauseMs: config.retentionStepPauseMs,
+      onPruned: (count) => metrics.eventsPruned(count),
+    }),
+    pruneEvents: (deps.pruneEvents ?? true) && config.retentionIntervalMs > 0,
     reports: createReports({ store, clock }),
     payments,
     events,

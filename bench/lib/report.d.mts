@@ -28,6 +28,19 @@ export interface Row {
     paced: { latencyMs: { p50: number | null; p99: number | null }; non2xx: number };
     autocannon: { latencyMs: { p50: number | null; p99: number | null }; non2xx: number };
   };
+  /** r): the single-event p99s without and during a prune (bench/run.mjs, runRetention). */
+  retention?: {
+    rate: number;
+    phases: number;
+    oldEvents: number;
+    keepP99s: number[];
+    pruneP99s: number[];
+    keepP99Ms: number;
+    pruneP99Ms: number;
+    ratio: number;
+    prunedDuring: number;
+    left: number;
+  };
 }
 
 /** Row o: the dashboard's calls at scale, timed one at a time (bench/run.mjs runOverview). */

@@ -106,6 +106,14 @@ export function targets(rows, baselineRps = baselineRate(rows)) {
       met: p99 != null && p99 < 25,
     });
   }
+  if (by.r?.retention) {
+    const r = by.r.retention;
+    out.push({
+      target: "r) single-event p99 during a prune ≤ 2× without",
+      value: `${fmt(r.ratio, 2)}× (${fmt(r.pruneP99Ms, 1)} vs ${fmt(r.keepP99Ms, 1)} ms, ${fmt(r.prunedDuring)} events pruned while measured)`,
+      met: r.ratio <= 2 && r.prunedDuring > 0,
+    });
+  }
   if (by.e && by.b) {
     const ratio = by.e.eventsPerSec / by.b.eventsPerSec;
     out.push({
@@ -180,6 +188,16 @@ export function renderTable({ rows, baselineRps, targets: met, machine, settings
     for (const [method, c] of Object.entries(r.calls)) {
       lines.push(`| ${method} | ${fmt(c.p50Ms, 1)} | ${fmt(c.maxMs, 1)} |`);
     }
+  for (const r of rows.filter((x) => x.retention)) {
+    const t = r.retention;
+    lines.push("");
+    lines.push(
+      `| ${r.label} | rate/s | phases | p99 ms without prune (median of phases) | p99 ms during prune (median) | ratio | events pruned while measured |`,
+    );
+    lines.push("|---|--:|--:|--:|--:|--:|--:|");
+    lines.push(
+      `| per phase: ${t.keepP99s.map((x) => fmt(x, 1)).join(", ")} / ${t.pruneP99s.map((x) => fmt(x, 1)).join(", ")} ms | ${fmt(t.rate)} | ${t.phases}+${t.phases} | ${fmt(t.keepP99Ms, 1)} | ${fmt(t.pruneP99Ms, 1)} | ${fmt(t.ratio, 2)}× | ${fmt(t.prunedDuring)} |`,
+    );
   }
   if (met.length > 0) {
     lines.push("");

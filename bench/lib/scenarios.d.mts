@@ -1,6 +1,6 @@
 /** Types of scenarios.mjs, for the tests that call `planScenarios`. */
 export interface Scenario {
-  kind: "baseline" | "http" | "grpc" | "overview";
+  kind: "baseline" | "http" | "grpc" | "retention" | "overview";
   /** Row o: calls timed per method. */
   calls?: number;
   store?: "sqlite" | "mongodb";
@@ -13,6 +13,10 @@ export interface Scenario {
   workers?: number;
   headers?: Record<string, string>;
   serverEnv?: Record<string, string>;
+  /** r): old events prepared, paced rate, keep/prune phase pairs. */
+  oldEvents?: number;
+  rate?: number;
+  phases?: number;
   makeBodies?: (tenant: { siteId: string }) => unknown;
 }
 

@@ -133,6 +133,26 @@ export const scenarioO = (store = "sqlite") => ({
 });
 
 /**
+ * r) Single pageviews (a)'s bodies) at a fixed moderate rate while the
+ * retention pruner removes a million old events of the same site, against
+ * the same without pruning (retention off), phases interleaved on two copies
+ * of one prepared store (bench/run.mjs, runRetention). Target: the p99 with
+ * the prune within 2× of the p99 without.
+ */
+export const scenarioR = () => ({
+  kind: "retention",
+  id: "r",
+  label: "r) single pageviews during a prune of 1,000,000 old events",
+  path: EVENTS_PATH,
+  oldEvents: 1_000_000,
+  rate: 300,
+  phases: 3,
+  makeBodies: (t) => singleEventBodies(t.siteId, 4096),
+  // A short interval so the pass starts as soon as the server is up.
+  serverEnv: { RETENTION_INTERVAL_MS: "200" },
+});
+
+/**
  * The rows of a run, in the order they are measured. `only` (BENCH_ONLY) keeps
  * the named ids; c<N> and f<N>x run only when named. `workersOk`: N > 0 and
  * the built server has a WORKERS setting.
@@ -148,6 +168,7 @@ export function planScenarios({ only, workers, workersOk }) {
     scenarioD(),
     scenarioE(),
     scenarioF(),
+    scenarioR(),
   ].filter((s) => want(s.id));
   if (workersOk) {
     plan.push(

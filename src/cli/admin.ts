@@ -14,7 +14,8 @@ import { systemClock } from "../domain/clock.js";
 import { createErasure, type ErasureAudit, erasureAuditFields } from "../domain/erasure.js";
 import { DomainError } from "../domain/errors.js";
 import { KEY_PREFIX } from "../domain/keys.js";
-import { PLANS, PROVIDERS, ROLES, WRITE_SCOPES } from "../domain/vocabulary.js";
+import { createRetention } from "../domain/retention.js";
+import { MAX_RETENTION_DAYS, PLANS, PROVIDERS, ROLES, WRITE_SCOPES } from "../domain/vocabulary.js";
 import { httpErrorOf } from "../edge/http-errors.js";
 import { type MigrationReport, openStore } from "../store/open-store.js";
 import { backupSqlite, CopyRefusedError, restoreSqlite } from "../store/sqlite/backup.js";
@@ -33,6 +34,10 @@ const COMMANDS = {
   "site create": [
     "--account ID --hostname H [--hostname H2 …]",
     "Creates a site; events must come from one of its hostnames.",
+  ],
+  "site set-retention": [
+    `--site ID (--days N | --keep)`,
+    `Keeps N days (1 to ${MAX_RETENTION_DAYS}) of the site's raw events; older ones are pruned in the background (first touches, links and payments stay). --keep (or --days 0) keeps every event again.`,
   ],
   "key create": [
     `--site ID --name N --scopes ${WRITE_SCOPES.join(",")}|reports --as USER_ID`,
@@ -126,6 +131,8 @@ const OPTIONS = {
   customer: { type: "string" },
   user: { type: "string" },
   visitor: { type: "string" },
+  days: { type: "string" },
+  keep: { type: "boolean" },
   help: { type: "boolean", short: "h" },
 } as const;
 
@@ -279,6 +286,13 @@ async function run(argv: string[]): Promise<unknown> {
         const r = await admin.createSite({ accountId: need("account"), hostnames });
         return { site_id: r.siteId };
       }
+      case "site set-retention": {
+        const r = await createRetention({ store }).setSiteRetention({
+          siteId: need("site"),
+          days: retentionDays(values.days, values.keep, usageError),
+        });
+        return { site_id: r.siteId, events_retention_days: r.eventsRetentionDays ?? null };
+      }
       case "key create": {
         const r = await admin.createKey({
           siteId: need("site"),
@@ -392,6 +406,22 @@ async function run(argv: string[]): Promise<unknown> {
   } finally {
     await store.close();
   }
+}
+
+/**
+ * `--days N` or `--keep` (the same as `--days 0`), exactly one of them. N
+ * must be written as a whole number; its range is the domain's check.
+ */
+function retentionDays(
+  days: string | undefined,
+  keep: boolean | undefined,
+  usageError: (message: string) => Error,
+): number {
+  if (keep && days !== undefined) throw usageError("give either --days or --keep, not both");
+  if (keep) return 0;
+  if (days === undefined || days === "") throw usageError("--days or --keep is required");
+  // Not Number(): "1e3", "0x10" or " 7" are not what an operator means by a number of days.
+  return /^[0-9]{1,9}$/.test(days) ? Number(days) : Number.NaN;
 }
 
 /** The audit line of an erasure, on stderr (stdout carries the one result): hashes and counts only. */

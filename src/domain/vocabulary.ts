@@ -63,6 +63,9 @@ export const RECURRING_STATUSES: readonly SubscriptionStatus[] = ["active", "pas
 /** The channel of a payment no touch is credited to (stored, reported and summed under it). */
 export const UNATTRIBUTED = "unattributed";
 
+/** The longest per-site retention of raw events, in days (ten years); longer is "keep". */
+export const MAX_RETENTION_DAYS = 3650;
+
 /** Whether `value` is one of `values` (narrows it to their union). */
 export function isOneOf<T extends string>(values: readonly T[], value: unknown): value is T {
   return (values as readonly unknown[]).includes(value);

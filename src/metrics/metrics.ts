@@ -101,6 +101,11 @@ export function createMetrics(): Metrics {
     labelNames: ["operation"] as const,
     registers: [registry],
   });
+  const prunedEvents = new Counter({
+    name: "ingest_events_pruned_total",
+    help: "Raw events removed by the retention pruner (events_retention_days).",
+    registers: [registry],
+  });
   const connectorEvents = new Counter({
     name: "ingest_connector_events_total",
     help: "Verified payment-provider events received by connectors, by provider and outcome (applied, duplicate, ignored: a type the connector does not use).",
@@ -195,6 +200,9 @@ export function createMetrics(): Metrics {
     },
     storeError(operation) {
       storeErrors.inc({ operation });
+    },
+    eventsPruned(count) {
+      prunedEvents.inc(count);
     },
     connectorEvent(provider, outcome) {
       connectorEvents.inc({ provider, outcome });

@@ -30,6 +30,8 @@ export interface Observer {
   observeEvents(events: EventsApp): EventsApp;
   /** Told of each failed store call. */
   storeError(operation: string): void;
+  /** Counts raw events the retention pruner removed. */
+  eventsPruned(count: number): void;
   /** Told of each verified provider event a connector received, by what became of it. */
   connectorEvent(provider: string, outcome: ConnectorEventOutcome): void;
   /** Readiness at scrape time (1 ready, 0 not). */
@@ -59,6 +61,7 @@ export const noopObserver: Observer = {
   queue: () => ({ load() {}, batch() {} }),
   observeEvents: (events) => events,
   storeError() {},
+  eventsPruned() {},
   connectorEvent() {},
   setReadinessProbe() {},
 };

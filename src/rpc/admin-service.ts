@@ -3,6 +3,7 @@ import type { ServiceImpl } from "@connectrpc/connect";
 import type { AdminService } from "../../gen/ingest/v1/admin_pb.js";
 import type { Admin } from "../domain/admin.js";
 import type { Erasure } from "../domain/erasure.js";
+import type { Retention } from "../domain/retention.js";
 
 const iso = (ms: number) => new Date(ms).toISOString();
 
@@ -10,9 +11,14 @@ const iso = (ms: number) => new Date(ms).toISOString();
 export function createAdminService(deps: {
   admin: Admin;
   erasure: Erasure;
+  retention: Retention;
 }): ServiceImpl<typeof AdminService> {
-  const { admin, erasure } = deps;
+  const { admin, erasure, retention } = deps;
   return {
+    async setSiteRetention(req) {
+      const r = await retention.setSiteRetention({ siteId: req.siteId, days: req.days });
+      return { siteId: r.siteId, eventsRetentionDays: r.eventsRetentionDays };
+    },
     async createAccount(req) {
       return admin.createAccount({ name: req.name, plan: req.plan, ownerEmail: req.ownerEmail });
     },

@@ -40,6 +40,7 @@ import type { EventsApp } from "../domain/events/events-app.js";
 import type { PaymentsApp } from "../domain/payments/payments-app.js";
 import type { Reports } from "../domain/reports.js";
 import { createReportsAccess } from "../domain/reports-access.js";
+import type { Retention } from "../domain/retention.js";
 import { BODY_LIMITS, DEFAULT_BODY_LIMIT } from "../edge/body-limits.js";
 import { doorErrors } from "../edge/door-errors.js";
 import { fromFastifyError } from "../edge/fastify-errors.js";
@@ -68,6 +69,7 @@ export interface RpcDoorOptions {
   events: EventsApp;
   admin: Admin;
   erasure: Erasure;
+  retention: Retention;
   reports: Reports;
   readiness: Readiness;
   metrics: Observer;
@@ -75,7 +77,8 @@ export interface RpcDoorOptions {
 
 /** The RPC door plugin. */
 export const rpcDoor: FastifyPluginAsync<RpcDoorOptions> = async (scope, options) => {
-  const { config, auth, payments, events, admin, erasure, reports, readiness, metrics } = options;
+  const { config, auth, payments, events, admin, erasure, retention, reports, readiness, metrics } =
+    options;
   const apiServices = [PaymentsService, EventsService, AdminService, ReportsService];
 
   registerRpcBodyGuard(scope, [...apiServices, Health], {
@@ -93,7 +96,7 @@ export const rpcDoor: FastifyPluginAsync<RpcDoorOptions> = async (scope, options
     routes(router) {
       router.service(PaymentsService, createPaymentsService({ auth, payments }));
       router.service(EventsService, createEventsService({ auth, events }));
-      router.service(AdminService, createAdminService({ admin, erasure }));
+      router.service(AdminService, createAdminService({ admin, erasure, retention }));
       router.service(ReportsService, createReportsService({ reports }));
       router.service(
         Health,

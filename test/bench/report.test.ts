@@ -26,14 +26,14 @@ describe("planScenarios", () => {
   it("measures every default row, the WORKERS=2 rows, and the baseline again at the end", () => {
     expect(ids(undefined)).toEqual([
       "baseline",
-      ...["a", "b", "c", "d", "e", "f", "a2", "b2", "f2", "o", "om"],
+      ...["a", "b", "c", "d", "e", "f", "r", "a2", "b2", "f2", "o", "om"],
       "baseline2",
     ]);
   });
 
   it("leaves out the WORKERS rows when the built server has no WORKERS setting", () => {
     expect(ids(undefined, false)).toEqual([
-      ...["baseline", "a", "b", "c", "d", "e", "f", "o", "om", "baseline2"],
+      ...["baseline", "a", "b", "c", "d", "e", "f", "r", "o", "om", "baseline2"],
     ]);
   });
 
@@ -61,6 +61,12 @@ describe("planScenarios", () => {
     });
     expect(by.c).toMatchObject({ path: "/api/v1/payments", table: "payments", at70: true });
     expect(by.e).toMatchObject({ kind: "grpc", label: "e) gRPC RecordEvents, batches of 50" });
+    expect(by.r).toMatchObject({
+      kind: "retention",
+      path: "/api/v1/events",
+      oldEvents: 1_000_000,
+      serverEnv: { RETENTION_INTERVAL_MS: "200" },
+    });
     expect(by.f).toMatchObject({
       path: "/api/v1/collect",
       serverEnv: { COLLECT_RATE_LIMIT: "100000000" },
@@ -162,6 +168,32 @@ describe("targets", () => {
         met: undefined,
       },
     ]);
+  });
+
+  it("states r)'s target: the p99 during a prune within 2× of the p99 without, with events pruned meanwhile", () => {
+    const retention = {
+      rate: 300,
+      phases: 3,
+      oldEvents: 1_000_000,
+      keepP99s: [4, 5, 6],
+      pruneP99s: [8, 9, 10],
+      keepP99Ms: 5,
+      pruneP99Ms: 9,
+      ratio: 1.8,
+      prunedDuring: 600_000,
+      left: 400_000,
+    };
+    expect(targets([row("r", { retention })])).toEqual([
+      {
+        target: "r) single-event p99 during a prune ≤ 2× without",
+        value: "1.8× (9 vs 5 ms, 600,000 events pruned while measured)",
+        met: true,
+      },
+    ]);
+    expect(targets([row("r", { retention: { ...retention, prunedDuring: 0 } })])[0]?.met).toBe(
+      false,
+    );
+    expect(targets([row("r", { retention: { ...retention, ratio: 2.1 } })])[0]?.met).toBe(false);
   });
 
   it("leaves out what the run did not measure", () => {

@@ -69,7 +69,8 @@ describe("gRPC reflection and health", () => {
       expect(listed).toContain("ingest.v1.ReportsService/GetAccess");
       expect(listed).toContain("ingest.v1.ReportsService/ExportEvents");
       expect(listed).toContain("ingest.v1.ReportsService/ExportPayments");
-      expect(listed).toHaveLength(30);
+      expect(listed).toContain("ingest.v1.AdminService/SetSiteRetention");
+      expect(listed).toHaveLength(31);
     });
 
     it(`buf curl records a payment over ${name} with the schema from reflection`, async () => {

@@ -12,6 +12,7 @@ import type { StoreEventsPart } from "./events-port.js";
 import type { StoreOverviewPart } from "./overview-port.js";
 import type { StorePaymentsPart } from "./payments-port.js";
 import type { StorePersistentVisitorsPart } from "./persistent-visitors-port.js";
+import type { StoreRetentionPart } from "./retention-port.js";
 
 export * from "../vocabulary.js";
 export type * from "./connectors-port.js";
@@ -21,6 +22,7 @@ export type * from "./overview-port.js";
 export type { PaymentPage, PaymentPageQuery, PaymentPosition } from "./payments-port.js";
 export type { VisitorStitch } from "./persistent-visitors-port.js";
 export * from "./records.js";
+export type { EventsRetention, PruneStep } from "./retention-port.js";
 export type {
   StoreAccountsPart,
   StoreAttributionPart,
@@ -30,6 +32,7 @@ export type {
   StoreOverviewPart,
   StorePaymentsPart,
   StorePersistentVisitorsPart,
+  StoreRetentionPart,
 };
 
 /** The store port. Every method may reject when the database is unreachable. */
@@ -41,7 +44,8 @@ export interface Store
     StorePersistentVisitorsPart,
     StoreConnectorsPart,
     StoreErasurePart,
-    StoreOverviewPart {
+    StoreOverviewPart,
+    StoreRetentionPart {
   /** Which adapter this is, for logs and /readyz. */
   readonly kind: "sqlite" | "mongodb";
   /**

@@ -56,6 +56,8 @@ export interface SiteDoc {
   account_id: string;
   hostnames: string[];
   created_at: Date;
+  /** Days of raw events kept; absent: kept forever. */
+  events_retention_days?: number;
 }
 
 export interface ApiKeyDoc {

@@ -11,6 +11,7 @@ import { createMongoEvents } from "./events.js";
 import { createMongoOverview } from "./overview.js";
 import { createMongoPayments } from "./payments.js";
 import { createMongoPersistentVisitors } from "./persistent-visitors.js";
+import { createMongoRetention } from "./retention.js";
 import {
   collections,
   type MigrationReport,
@@ -127,6 +128,7 @@ export async function createMongoStore(
       ...createMongoConnectors(c),
       ...createMongoErasure(c),
       ...createMongoOverview(c),
+      ...createMongoRetention(c),
       async ping() {
         await checkWritablePrimary(db, timeoutMs);
       },

@@ -13,6 +13,7 @@ import {
 import { EVENT_FIELD_TABLE } from "../../domain/store/event-fields.js";
 import {
   LINK_KINDS,
+  MAX_RETENTION_DAYS,
   PAYMENT_KINDS,
   PAYMENT_STATUSES,
   PLANS,
@@ -146,6 +147,12 @@ export const COLLECTIONS: readonly CollectionSpec[] = [
       account_id: str,
       hostnames: { bsonType: "array", items: str },
       created_at: date,
+      // Absent: the site keeps its raw events (src/domain/retention.ts).
+      events_retention_days: {
+        ...integer,
+        minimum: 1,
+        maximum: MAX_RETENTION_DAYS,
+      },
     }),
     indexes: [],
   },

@@ -302,6 +302,17 @@ CREATE INDEX visitor_touches_ts ON visitor_touches(site_id, ts);
 `,
   },
   {
+    version: 10,
+    description: "a per-site retention of raw events, in days (NULL: keep)",
+    // No index: the pruner walks a site's events in rowid order on events_site
+    // (site_id, rowid) and stops at the first event received well after the
+    // horizon (src/store/sqlite/retention.ts); an index on (site_id, ts) would
+    // cost every insert one more B-tree write for a job that runs in the background.
+    sql: `
+ALTER TABLE sites ADD COLUMN events_retention_days INTEGER;
+`,
+  },
+  {
     version: 11,
     description: "daily rollups of traffic and new visitors, kept by the events' group commit",
     // traffic_days: visitors and pageviews per (site, UTC day of ts), added to by

@@ -10,6 +10,7 @@ import { openSqlite } from "./open-sqlite.js";
 import { createSqliteOverview } from "./overview.js";
 import { createSqlitePayments } from "./payments.js";
 import { createSqlitePersistentVisitors } from "./persistent-visitors.js";
+import { createSqliteRetention } from "./retention.js";
 import { countChanges, createWalSync, type SyncFile } from "./wal-sync.js";
 
 export interface SqliteStoreOptions {
@@ -44,6 +45,7 @@ export function createSqliteStore(path: string, options: SqliteStoreOptions = {}
     ...createSqliteConnectors(db),
     ...createSqliteErasure(db),
     ...createSqliteOverview(db),
+    ...createSqliteRetention(db),
   };
   // Every method that changed rows resolves only after the WAL is synced: the
   // adapter's methods do their SQLite work synchronously, so the count read

@@ -15,6 +15,7 @@ import { describeOverviewContract } from "./overview.js";
 import { describePaymentPagesContract } from "./payment-pages.js";
 import { describePaymentsContract } from "./payments.js";
 import { describeQuotaContract } from "./quota.js";
+import { describeRetentionContract } from "./retention.js";
 import { describeRollupsContract } from "./rollups.js";
 
 export function describeStoreContract(name: string, open: () => Promise<Store>): void {
@@ -40,5 +41,6 @@ export function describeStoreContract(name: string, open: () => Promise<Store>):
     describePaymentPagesContract(contract);
     describeOverviewContract(contract);
     describeRollupsContract(contract);
+    describeRetentionContract(contract);
   });
 }
