@@ -188,6 +188,7 @@ export function renderTable({ rows, baselineRps, targets: met, machine, settings
     for (const [method, c] of Object.entries(r.calls)) {
       lines.push(`| ${method} | ${fmt(c.p50Ms, 1)} | ${fmt(c.maxMs, 1)} |`);
     }
+  }
   for (const r of rows.filter((x) => x.retention)) {
     const t = r.retention;
     lines.push("");
