@@ -12,6 +12,7 @@
 
 import type { Clock } from "./clock.js";
 import { errors } from "./errors.js";
+import { utcDay } from "./overview-traffic.js";
 import type { Store } from "./store/store.js";
 import { MAX_RETENTION_DAYS } from "./vocabulary.js";
 
@@ -65,6 +66,8 @@ export interface SitePrune {
   horizon: number;
   /** Events removed. */
   pruned: number;
+  /** Rows of the rollups' visitor set removed (visitor ids of days before the horizon). */
+  visitorDays: number;
   steps: number;
   /** False when a step failed or the pruner was stopped: the next pass goes on. */
   complete: boolean;
@@ -77,7 +80,7 @@ export interface PrunerLog {
 }
 
 export interface PrunerOptions {
-  store: Pick<Store, "listEventsRetention" | "pruneEventsStep">;
+  store: Pick<Store, "listEventsRetention" | "pruneEventsStep" | "pruneVisitorDaysStep">;
   clock: Clock;
   log: PrunerLog;
   /** Time between passes (ms); the first pass starts one interval after `start()`. */
@@ -136,7 +139,15 @@ export function createRetentionPruner(options: PrunerOptions) {
   let running: Promise<SitePrune[]> | undefined;
 
   async function pruneSite(siteId: string, days: number, horizon: number): Promise<SitePrune> {
-    const result: SitePrune = { siteId, days, horizon, pruned: 0, steps: 0, complete: false };
+    const result: SitePrune = {
+      siteId,
+      days,
+      horizon,
+      pruned: 0,
+      visitorDays: 0,
+      steps: 0,
+      complete: false,
+    };
     let cursor: string | undefined;
     try {
       do {
@@ -149,7 +160,17 @@ export function createRetentionPruner(options: PrunerOptions) {
         // Always a pause, on a timer: ingestion's requests and commits run in between.
         await sleep(Math.max(stepPauseMs, (elapsed() - started) * PAUSE_FACTOR), stopping.signal);
       } while (cursor !== undefined && !stopping.signal.aborted);
-      result.complete = cursor === undefined;
+      // Then the visitor ids the daily rollups kept for those days (personal data the
+      // counts no longer need: no event before the horizon can arrive), in steps alike.
+      let removed = stepEvents;
+      while (cursor === undefined && removed === stepEvents && !stopping.signal.aborted) {
+        const started = elapsed();
+        removed = await store.pruneVisitorDaysStep(siteId, utcDay(horizon), stepEvents);
+        result.steps += 1;
+        result.visitorDays += removed;
+        await sleep(Math.max(stepPauseMs, (elapsed() - started) * PAUSE_FACTOR), stopping.signal);
+      }
+      result.complete = cursor === undefined && removed < stepEvents;
     } catch (err) {
       log.warn(
         { site_id: siteId, events_pruned: result.pruned, err: (err as Error)?.name ?? "Error" },
@@ -163,6 +184,7 @@ export function createRetentionPruner(options: PrunerOptions) {
         events_retention_days: days,
         horizon: new Date(horizon).toISOString(),
         events_pruned: result.pruned,
+        visitor_days_pruned: result.visitorDays,
         steps: result.steps,
         complete: result.complete,
       },

@@ -270,6 +270,38 @@ export function describeRollupsContract(contract: StoreContract): void {
       expect(await store.trafficRollup(site.id, "2025-06-01", "2025-06-02")).toEqual([]);
     });
 
+    it("pruning the visitor ids of days before the horizon goes in bounded steps and keeps the counts", async () => {
+      const { account, site } = await newSite();
+      const pv = (visitorId: string, ts: number) =>
+        event(site.id, "pageview", { visitorId, ts, receivedAt: ts });
+      // Three visitors on 2025-06-01, one on 2025-06-02 (T0 is 2025-06-01T00:00Z).
+      await store.commitEvents([
+        group(
+          account.id,
+          [pv("v1", T0 + 1), pv("v2", T0 + 2), pv("v3", T0 + 3), pv("v4", T0 + DAY + 1)],
+          {
+            ceiling: 1000,
+          },
+        ),
+      ]);
+      expect(await store.pruneVisitorDaysStep(site.id, "2025-06-02", 2)).toBe(2);
+      expect(await store.pruneVisitorDaysStep(site.id, "2025-06-02", 2)).toBe(1);
+      expect(await store.pruneVisitorDaysStep(site.id, "2025-06-02", 2)).toBe(0);
+      const days = ["2025-06-01", "2025-06-03"] as const;
+      const counts = [
+        { day: "2025-06-01", visitors: 3, pageviews: 3 },
+        { day: "2025-06-02", visitors: 1, pageviews: 1 },
+      ];
+      expect(await store.trafficRollup(site.id, ...days)).toEqual(counts);
+      // 2025-06-02's set is kept: v4 seen again that day is not a new visitor.
+      await store.commitEvents([group(account.id, [pv("v4", T0 + DAY + 2)], { ceiling: 1000 })]);
+      expect((await store.trafficRollup(site.id, ...days))[1]).toEqual({
+        day: "2025-06-02",
+        visitors: 1,
+        pageviews: 2,
+      });
+    });
+
     it("erasing a visitor keeps the counts (aggregates) and removes the visitor's id from the rollup", async () => {
       const { account, site } = await newSite();
       const pv = (visitorId: string) =>
