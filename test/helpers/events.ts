@@ -108,3 +108,26 @@ export async function sendTagged(
 
 /** The tag of a pageview `sendTagged` sent, from its URL. */
 export const tagOf = (url: string) => Number(new URL(url).pathname.slice(1));
+
+/** Where a customer's server sends: a listening server's URL, a site and its events+payments key. */
+export interface SiteDoor {
+  url: string;
+  siteId: string;
+  key: string;
+}
+
+/** Sends one event as a customer's server does, for a browser at `ip`; expects the 204. */
+export async function sendFrom(door: SiteDoor, event: Record<string, unknown>, ip: string) {
+  const res = await postJson(
+    `${door.url}/api/v1/events`,
+    { s: door.siteId, ip, ua: BROWSER_UA, ...event },
+    { key: door.key },
+  );
+  expect(res.status).toBe(204);
+}
+
+/** Records one payment over REST; expects the 200. */
+export async function recordPayment(door: SiteDoor, body: Record<string, unknown>) {
+  const res = await postJson(`${door.url}/api/v1/payments`, body, { key: door.key });
+  expect(res.status).toBe(200);
+}

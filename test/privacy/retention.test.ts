@@ -10,9 +10,9 @@ import { beforeAll, describe, expect, it } from "vitest";
 import { AdminService } from "../../gen/ingest/v1/admin_pb.js";
 import { ReportsService } from "../../gen/ingest/v1/reports_pb.js";
 import { runAdminCli } from "../helpers/cli.js";
-import { BROWSER_UA } from "../helpers/fixtures.js";
+import { recordPayment, sendFrom } from "../helpers/events.js";
 import { rpcError } from "../helpers/rpc-clients.js";
-import { postJson, TEST_NOW, type TestClock } from "../helpers/test-server.js";
+import { TEST_NOW, type TestClock } from "../helpers/test-server.js";
 import { useTestServer } from "../helpers/use-test-server.js";
 
 const DAY = 86_400_000;
@@ -23,19 +23,9 @@ const ctx = useTestServer({
 });
 const iso = (ms: number) => new Date(ms).toISOString();
 
-async function send(event: Record<string, unknown>, ip: string) {
-  const res = await postJson(
-    `${ctx.url}/api/v1/events`,
-    { s: ctx.siteId, ip, ua: BROWSER_UA, ...event },
-    { key: ctx.key },
-  );
-  expect(res.status).toBe(204);
-}
-
-async function pay(body: Record<string, unknown>) {
-  const res = await postJson(`${ctx.url}/api/v1/payments`, body, { key: ctx.key });
-  expect(res.status).toBe(200);
-}
+/** One event as a server would send it, for a browser at `ip`; one payment. */
+const send = (event: Record<string, unknown>, ip: string) => sendFrom(ctx, event, ip);
+const pay = (body: Record<string, unknown>) => recordPayment(ctx, body);
 
 describe("events retention", () => {
   const reports = () => ctx.client(ReportsService);
