@@ -71,15 +71,14 @@ function fakeEvents(docs: Bucket[]) {
       };
       return chain;
     },
-    async deleteMany(filter: { site_id: string; _id: { $in: ObjectId[] } }) {
+    async deleteOne(filter: { site_id: string; _id: ObjectId; n: number }) {
       deletes.push(filter);
-      const before = docs.length;
-      const gone = new Set(filter._id.$in.map(String));
-      for (let i = docs.length - 1; i >= 0; i--) {
-        const d = docs[i] as Bucket;
-        if (d.site_id === filter.site_id && gone.has(String(d._id))) docs.splice(i, 1);
-      }
-      return { deletedCount: before - docs.length };
+      const i = docs.findIndex(
+        (d) =>
+          d.site_id === filter.site_id && String(d._id) === String(filter._id) && d.n === filter.n,
+      );
+      if (i >= 0) docs.splice(i, 1);
+      return { deletedCount: i >= 0 ? 1 : 0 };
     },
   };
   return { events, finds, deletes };
@@ -117,17 +116,40 @@ describe("MongoDB retention (no server)", () => {
       limit: 2,
       projection: PROJECTION,
     });
-    expect(fake.deletes[0]).toEqual({
-      site_id: "s1",
-      _id: { $in: past },
-    });
+    expect(fake.deletes).toEqual([
+      { site_id: "s1", _id: past[0], n: 2 },
+      { site_id: "s1", _id: past[1], n: 2 },
+    ]);
 
     // The straddling bucket stays; the next one was received past STOP_AFTER_MS: the pass ends.
     const second = await retention.pruneEventsStep("s1", H, limit, first.cursor);
     expect(second).toEqual({ removed: 0 });
     expect(fake.finds[1]?.filter).toEqual({ site_id: "s1", max_q: { $gt: 400 } });
-    expect(fake.deletes).toHaveLength(1);
+    expect(fake.deletes).toHaveLength(2);
     expect(docs.map((d) => d.max_q)).toEqual([600, 800, 100]);
+  });
+
+  it("keeps a bucket whose event count changed between the read and the delete (an append it has not judged)", async () => {
+    const docs = buckets("s1", [[10, H - 5 * HOUR]]);
+    const fake = fakeEvents(docs);
+    const bucket = docs[0] as Bucket;
+    const find = fake.events.find.bind(fake.events);
+    // The append lands right after the step read the bucket.
+    fake.events.find = (filter) => {
+      const chain = find(filter);
+      const toArray = chain.toArray.bind(chain);
+      chain.toArray = async () => {
+        const read = await toArray();
+        bucket.n += 1;
+        bucket.events.push({ ts: new Date(H + HOUR) });
+        return read;
+      };
+      return chain;
+    };
+    const retention = createMongoRetention({ events: fake.events } as unknown as Collections);
+    expect(await retention.pruneEventsStep("s1", H, 50)).toEqual({ removed: 0, cursor: "10" });
+    expect(fake.deletes).toEqual([{ site_id: "s1", _id: bucket._id, n: 1 }]);
+    expect(docs).toHaveLength(1);
   });
 
   it("takes one bucket per step when the limit is below a bucket, and ends when no bucket is left", async () => {
