@@ -10,46 +10,24 @@ import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createSqliteStore } from "../src/store/sqlite/sqlite-store.ts";
+import { writeOldPageviews } from "./lib/old-events.mjs";
 
 const DAY = 86_400_000;
 const N = Number(process.env.EVENTS ?? 300_000);
-const BATCH = 5000;
 const dir = mkdtempSync(join(tmpdir(), "bench-retention-"));
 const store = createSqliteStore(join(dir, "bench.sqlite"));
 try {
   await store.createAccount({ id: "a", name: "a", plan: "scale", createdAt: 0 });
   await store.createSite({ id: "s", accountId: "a", hostnames: [], createdAt: 0 });
   const now = Date.now();
-  for (let i = 0; i < N; i += BATCH) {
-    const events = [];
-    for (let j = i; j < Math.min(N, i + BATCH); j++) {
-      const ts = now - 40 * DAY + j;
-      events.push({
-        siteId: "s",
-        name: "pageview",
-        url: `https://example.com/p${j % 50}`,
-        referrer: "https://www.google.com/",
-        ts,
-        receivedAt: ts,
-        visitorId: `v${j % 1000}`,
-        browser: "Chrome",
-        os: "Windows",
-        device: "desktop",
-        country: "DE",
-      });
-    }
-    await store.commitEvents([
-      {
-        accountId: "a",
-        month: "2026-01",
-        ceiling: 1e15,
-        countable: 0,
-        events,
-        links: [],
-        touches: [],
-      },
-    ]);
-  }
+  await writeOldPageviews({
+    store,
+    siteId: "s",
+    accountId: "a",
+    n: N,
+    tsOf: (j) => now - 40 * DAY + j,
+    visitors: 1000,
+  });
   for (const limit of [100, 200, 500]) {
     let cursor;
     let js = 0;

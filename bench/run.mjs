@@ -48,6 +48,7 @@ import { create, toBinary } from "@bufbuild/protobuf";
 import Database from "better-sqlite3";
 import { batchMessages, HEADER_UA } from "./lib/bodies.mjs";
 import { cannon, grpcConnectLoad, grpcFrame, grpcRawLoad, paced } from "./lib/load.mjs";
+import { writeOldPageviews } from "./lib/old-events.mjs";
 import { loadOverviewSite, OVERVIEW_CUSTOMER, OVERVIEW_SITE } from "./lib/overview-site.mjs";
 import {
   cpuMeter,
@@ -480,38 +481,15 @@ async function oldEventsTenant(id, n) {
   try {
     const site = await store.getSite(tenant.siteId);
     const now = Date.now();
-    const BATCH = 5000;
-    for (let i = 0; i < n; i += BATCH) {
-      const events = [];
-      for (let j = i; j < Math.min(n, i + BATCH); j++) {
-        // Oldest first, as they would have arrived.
-        const ts = now - 40 * DAY_MS + Math.floor((j / n) * 30 * DAY_MS);
-        events.push({
-          siteId: tenant.siteId,
-          name: "pageview",
-          url: `https://example.com/p${j % 50}`,
-          referrer: "https://www.google.com/",
-          ts,
-          receivedAt: ts,
-          visitorId: `v${j % 100_000}`,
-          browser: "Chrome",
-          os: "Windows",
-          device: "desktop",
-          country: "DE",
-        });
-      }
-      await store.commitEvents([
-        {
-          accountId: site.accountId,
-          month: "2026-01",
-          ceiling: 1e15,
-          countable: 0,
-          events,
-          links: [],
-          touches: [],
-        },
-      ]);
-    }
+    await writeOldPageviews({
+      store,
+      siteId: tenant.siteId,
+      accountId: site.accountId,
+      n,
+      // Oldest first, as they would have arrived.
+      tsOf: (j) => now - 40 * DAY_MS + Math.floor((j / n) * 30 * DAY_MS),
+      visitors: 100_000,
+    });
   } finally {
     await store.close();
   }

@@ -20,13 +20,12 @@ export const OVERVIEW_SITE = "site_bench";
 export const OVERVIEW_CUSTOMER = "cus1";
 
 /** The first touch of visitor number `v` (the one its first event made). */
-function touchOf(v, ts) {
+function touchOf(v) {
   return {
     channel: CHANNELS[v % CHANNELS.length],
     source: `source${v % 20}`,
     campaign: `campaign${v % 7}`,
     landingPage: `https://example.com/l${v % 30}`,
-    ts,
   };
 }
 
@@ -62,7 +61,7 @@ export async function loadOverviewSite({ store, now, events: EVENTS, payments: P
         visitorId,
       });
       if (j < visitors) {
-        const { ts: _ts, ...touch } = touchOf(j, ts);
+        const touch = touchOf(j);
         touches.push({ siteId: OVERVIEW_SITE, visitorId, ts, internal: false, ...touch });
       }
     }
@@ -108,7 +107,7 @@ export async function loadOverviewSite({ store, now, events: EVENTS, payments: P
   // as the attributor does after a payment (setAttribution writes the customer's payments).
   for (let c = 0; c < Math.min(20_000, PAYMENTS); c++) {
     if (c % 5 === 0) continue;
-    const t = touchOf(c, at(c, EVENTS));
+    const t = touchOf(c);
     await store.setAttribution(OVERVIEW_SITE, `cus${c}`, {
       channel: t.channel,
       source: t.source,
@@ -116,7 +115,7 @@ export async function loadOverviewSite({ store, now, events: EVENTS, payments: P
       landingPage: t.landingPage,
       visitorId: `v${c}`,
       via: "customer",
-      touchedAt: t.ts,
+      touchedAt: at(c, EVENTS),
     });
   }
   const t2 = performance.now();
