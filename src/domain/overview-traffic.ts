@@ -26,9 +26,14 @@ export interface PeriodSplit {
   edges: Span[];
 }
 
+/** The last day converted: the rows of one write are mostly of one day, and the conversion costs a µs. */
+let lastDay = { n: Number.NaN, day: "" };
+
 /** The UTC day (YYYY-MM-DD) of a Unix-millisecond time: the day rollups and reports count on. */
 export function utcDay(ts: number): string {
-  return new Date(Math.floor(ts / DAY_MS) * DAY_MS).toISOString().slice(0, 10);
+  const n = Math.floor(ts / DAY_MS);
+  if (n !== lastDay.n) lastDay = { n, day: new Date(n * DAY_MS).toISOString().slice(0, 10) };
+  return lastDay.day;
 }
 
 /** Splits [from, to) into its whole UTC days and the partial days at its ends. */

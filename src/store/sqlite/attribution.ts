@@ -13,6 +13,12 @@ import type {
 } from "../port.js";
 import { type Db, nul, opt } from "./open-sqlite.js";
 import { EDGE_SUMS, exactSum, periodParts } from "./revenue-days.js";
+import {
+  COUNTED_COLUMNS,
+  type CountedRow,
+  createRevenueRollupWriter,
+  trackRevenueChange,
+} from "./revenue-rollup.js";
 
 interface TouchRow {
   site_id: string;
@@ -67,6 +73,7 @@ function chunks<T>(items: T[], size = 500): T[][] {
 }
 
 export function createSqliteAttribution(db: Db): StoreAttributionPart {
+  const applyRevenue = createRevenueRollupWriter(db);
   const s = {
     links: db.prepare(
       "SELECT visitor_id, via, linked_at FROM customer_visitors WHERE site_id = ? AND customer_id = ? ORDER BY linked_at, visitor_id",
@@ -95,6 +102,12 @@ export function createSqliteAttribution(db: Db): StoreAttributionPart {
     // prefix here, i.e. a scan of the whole site's payments for every customer.
     setPayments: db.prepare(
       `UPDATE payments INDEXED BY payments_customer SET attribution = @json, channel = @channel
+       WHERE site_id = @site AND customer_id = @customer
+         AND (attribution IS NOT @json OR channel IS NOT @channel)`,
+    ),
+    // What the update above changes, read first for the revenue rollup.
+    paymentsToSet: db.prepare(
+      `SELECT ${COUNTED_COLUMNS} FROM payments INDEXED BY payments_customer
        WHERE site_id = @site AND customer_id = @customer
          AND (attribution IS NOT @json OR channel IS NOT @channel)`,
     ),
@@ -150,7 +163,13 @@ export function createSqliteAttribution(db: Db): StoreAttributionPart {
       const json = attribution === undefined ? null : JSON.stringify(attribution);
       const channel = attribution?.channel ?? UNATTRIBUTED;
       s.setCustomer.run({ json, site: siteId, customer: customerId });
-      s.setPayments.run({ json, channel, site: siteId, customer: customerId });
+      const params = { json, channel, site: siteId, customer: customerId };
+      trackRevenueChange(
+        applyRevenue,
+        s.paymentsToSet.all(params) as CountedRow[],
+        (p) => ({ ...p, channel, attribution }),
+        () => s.setPayments.run(params),
+      );
     },
   );
 

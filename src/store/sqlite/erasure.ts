@@ -8,6 +8,13 @@
 import { UNATTRIBUTED } from "../../domain/vocabulary.js";
 import type { StoreErasurePart } from "../port.js";
 import type { Db } from "./open-sqlite.js";
+import {
+  COUNTED_COLUMNS,
+  type CountedRow,
+  createRevenueRollupWriter,
+  trackRevenueChange,
+} from "./revenue-rollup.js";
+import type { SeenVisitorDays } from "./seen-visitor-days.js";
 
 /** SQLite limits bound parameters; ids go in chunks. */
 function chunks<T>(items: T[], size = 400): T[][] {
@@ -18,7 +25,8 @@ function chunks<T>(items: T[], size = 400): T[][] {
 
 const marks = (ids: readonly unknown[]) => ids.map(() => "?").join(",");
 
-export function createSqliteErasure(db: Db): StoreErasurePart {
+export function createSqliteErasure(db: Db, seen?: SeenVisitorDays): StoreErasurePart {
+  const applyRevenue = createRevenueRollupWriter(db);
   const s = {
     moveSubscriptions: db.prepare(
       "UPDATE subscriptions SET customer_id = ? WHERE site_id = ? AND customer_id = ?",
@@ -27,6 +35,11 @@ export function createSqliteErasure(db: Db): StoreErasurePart {
     // details (visitor id, landing page, campaign) are the customer's history.
     movePayments: db.prepare(
       `UPDATE payments INDEXED BY payments_customer SET customer_id = ?, metadata = '{}', attribution = NULL
+       WHERE site_id = ? AND customer_id = ?`,
+    ),
+    // What the updates of a customer's payments change, read first for the revenue rollup.
+    customerPayments: db.prepare(
+      `SELECT ${COUNTED_COLUMNS} FROM payments INDEXED BY payments_customer
        WHERE site_id = ? AND customer_id = ?`,
     ),
     customerLinks: db.prepare(
@@ -45,7 +58,16 @@ export function createSqliteErasure(db: Db): StoreErasurePart {
 
   const eraseCustomer = db.transaction((siteId: string, customerId: string, pseudonym: string) => {
     const subscriptions = s.moveSubscriptions.run(pseudonym, siteId, customerId).changes;
-    const payments = s.movePayments.run(pseudonym, siteId, customerId).changes;
+    let payments = 0;
+    // The attribution's details go, so its dimensions stop counting the payments; the channel stays.
+    trackRevenueChange(
+      applyRevenue,
+      s.customerPayments.all(siteId, customerId) as CountedRow[],
+      (p) => ({ ...p, attribution: undefined }),
+      () => {
+        payments = s.movePayments.run(pseudonym, siteId, customerId).changes;
+      },
+    );
     const customerLinks = s.customerLinks.run(siteId, customerId).changes;
     const customers = s.customer.run(siteId, customerId).changes;
     return { customers, payments, subscriptions, customerLinks };
@@ -117,7 +139,12 @@ export function createSqliteErasure(db: Db): StoreErasurePart {
     );
     for (const c of out.customers) {
       clearCustomer.run(siteId, c);
-      clearPayments.run(siteId, c);
+      trackRevenueChange(
+        applyRevenue,
+        s.customerPayments.all(siteId, c) as CountedRow[],
+        (p) => ({ ...p, channel: UNATTRIBUTED, attribution: undefined }),
+        () => clearPayments.run(siteId, c),
+      );
     }
     return out;
   });
@@ -130,7 +157,10 @@ export function createSqliteErasure(db: Db): StoreErasurePart {
       return eraseUserLinks.immediate(siteId, userId);
     },
     async eraseVisitors(siteId, visitorIds, names) {
-      return eraseVisitors.immediate(siteId, [...new Set(visitorIds)], [...new Set(names)]);
+      const out = eraseVisitors.immediate(siteId, [...new Set(visitorIds)], [...new Set(names)]);
+      // Their ids left visitor_days: the events' commit must not skip them as seen.
+      seen?.clear();
+      return out;
     },
   };
 }

@@ -6,7 +6,7 @@ import {
   MAX_VISITORS_PER_USER,
   planLinks,
 } from "../../domain/attribution/identity-cap.js";
-import { utcDay } from "../../domain/overview-traffic.js";
+import { utcDay as dayOf } from "../../domain/overview-traffic.js";
 import {
   EVENT_FIELD_TABLE,
   type EventFieldKind,
@@ -22,6 +22,7 @@ import type {
 import { createTouchWriter } from "./attribution.js";
 import { type Db, nul } from "./open-sqlite.js";
 import { createStitchWriter } from "./persistent-visitors.js";
+import { createSeenVisitorDays, type SeenVisitorDays } from "./seen-visitor-days.js";
 
 /** An events row: the site and the table's fields by column, NULL when absent. */
 type EventRow = { site_id: string } & {
@@ -78,17 +79,6 @@ interface TrafficDelta {
   visitors: Set<string>;
 }
 
-const DAY_MS = 86_400_000;
-/** The last day converted: events of a batch are mostly of one day. */
-let lastDay = { n: Number.NaN, day: "" };
-
-/** The domain's utcDay, remembered for the last day (the events of a batch are mostly of one). */
-function dayOf(ts: number): string {
-  const n = Math.floor(ts / DAY_MS);
-  if (n !== lastDay.n) lastDay = { n, day: utcDay(ts) };
-  return lastDay.day;
-}
-
 /** A tuple of one value per element of `T`. */
 type OnePer<T extends readonly unknown[]> = { -readonly [K in keyof T]: unknown };
 
@@ -110,7 +100,12 @@ function eventFromRow(r: EventRow): EventRecord {
   return e as EventRecord;
 }
 
-export function createSqliteEvents(db: Db): StoreEventsPart {
+export function createSqliteEvents(
+  db: Db,
+  seen: SeenVisitorDays = createSeenVisitorDays(),
+): StoreEventsPart {
+  /** The visitors per (site, day) the running transaction inserted or found; remembered once it commits. */
+  let pendingSeen: { siteId: string; day: string; visitorIds: string[] }[] = [];
   const s = {
     usage: db.prepare("SELECT count FROM quota_usage WHERE account_id = ? AND month = ?"),
     // The WHERE of the upsert makes the raise conditional: no change when it
@@ -223,25 +218,37 @@ export function createSqliteEvents(db: Db): StoreEventsPart {
    * Adds a batch's stored events to the daily traffic rollup: per (site, day),
    * one insert of its distinct visitor ids into the set (those new that day
    * count), then one upsert of the counts. Runs in the commit's transaction, so the rollup
-   * holds exactly the committed events.
+   * holds exactly the committed events. Ids this process saw committed that
+   * day are left out of the insert (seen-visitor-days.ts).
    */
   function rollUpTraffic(events: readonly EventRecord[]): void {
     // A batch is mostly one site and one day: its visitors are gathered per (site, day).
     const days = new Map<string, TrafficDelta>();
+    let d: TrafficDelta | undefined;
     for (const e of events) {
       const day = dayOf(e.ts);
-      const key = `${e.siteId}\n${day}`;
-      let d = days.get(key);
-      if (!d) {
-        d = { siteId: e.siteId, day, pageviews: 0, visitors: new Set() };
-        days.set(key, d);
+      // Mostly the previous event's (site, day): no key to build.
+      if (d?.siteId !== e.siteId || d.day !== day) {
+        const key = `${e.siteId}\n${day}`;
+        d = days.get(key);
+        if (!d) {
+          d = { siteId: e.siteId, day, pageviews: 0, visitors: new Set() };
+          days.set(key, d);
+        }
       }
       if (e.name === "pageview") d.pageviews += 1;
       d.visitors.add(e.visitorId);
     }
-    for (const d of days.values()) {
-      const added = s.visitorDays.run(d.siteId, d.day, JSON.stringify([...d.visitors])).changes;
-      s.trafficDay.run(d.siteId, d.day, added, d.pageviews);
+    for (const c of days.values()) {
+      const known = seen.of(c.siteId, c.day);
+      const unseen: string[] = [];
+      for (const v of c.visitors) if (!known.has(v)) unseen.push(v);
+      pendingSeen.push({ siteId: c.siteId, day: c.day, visitorIds: unseen });
+      const added =
+        unseen.length === 0
+          ? 0
+          : s.visitorDays.run(c.siteId, c.day, JSON.stringify(unseen)).changes;
+      if (added > 0 || c.pageviews > 0) s.trafficDay.run(c.siteId, c.day, added, c.pageviews);
     }
   }
 
@@ -320,7 +327,10 @@ export function createSqliteEvents(db: Db): StoreEventsPart {
       return usageOf(accountId, month);
     },
     async commitEvents(groups) {
-      return commit.immediate(groups);
+      pendingSeen = [];
+      const results = commit.immediate(groups);
+      for (const p of pendingSeen) seen.remember(p.siteId, p.day, p.visitorIds);
+      return results;
     },
     async listEvents(siteId, limit) {
       return (s.list.all(siteId, limit) as EventRow[]).map(eventFromRow);

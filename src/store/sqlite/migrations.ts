@@ -427,6 +427,23 @@ ${REVENUE_DIMENSIONS.map(
 CREATE INDEX payments_paying ON payments(site_id, status, kind, channel, currency, customer_id, paid_at);
 `,
   },
+  {
+    version: 13,
+    description:
+      "daily revenue kept by the payments' writers, summed per write; no per-row triggers",
+    // The insert and update triggers of migration 12 ran a trigger program of
+    // up to twelve statements for every payment a group commit wrote, which
+    // cost new payments a sixth of their throughput (docs/dashboard.md,
+    // Performance). The writers now read what they change, sum the deltas
+    // per cell with the domain's rule (src/domain/revenue-rollup.ts) and apply
+    // them once per transaction (src/store/sqlite/revenue-rollup.ts). The
+    // delete trigger stays: no writer of the service deletes a payment, so it
+    // costs nothing, and a payment deleted by hand still leaves the cells right.
+    sql: `
+DROP TRIGGER payments_revenue_insert;
+DROP TRIGGER payments_revenue_update;
+`,
+  },
 ];
 
 /** The UTC day (YYYY-MM-DD) of a payments row's paid_at (NEW, OLD or the table). */

@@ -1,5 +1,6 @@
 /** Payments, customers and subscriptions in SQLite. */
 
+import { createRevenueDeltas, type RevenueDeltas } from "../../domain/revenue-rollup.js";
 import {
   type CustomerFields,
   customerChange,
@@ -21,6 +22,12 @@ import type {
 } from "../port.js";
 import { createChangeWriter } from "./change-writer.js";
 import { type Db, nul, opt } from "./open-sqlite.js";
+import {
+  COUNTED_COLUMNS,
+  type CountedRow,
+  countedOf,
+  createRevenueRollupWriter,
+} from "./revenue-rollup.js";
 
 /** A row of the payments table. */
 export interface PaymentRow {
@@ -94,26 +101,39 @@ export function paymentFromRow(r: PaymentRow): PaymentRecord {
   };
 }
 
+/** Applies one write inside the caller's transaction, its revenue change counted into `deltas`. */
+export type SqlitePaymentWriter = (
+  w: Omit<PaymentWrite, "payment"> & { payment?: PaymentRecord },
+  deltas: RevenueDeltas,
+) => void;
+
 /**
  * Applies one write (its customer, subscription and payment, in that order)
- * inside the caller's transaction. `payment` may be absent: a provider's
+ * inside the caller's transaction, which applies the revenue deltas after
+ * its last write (revenue-rollup.ts). `payment` may be absent: a provider's
  * subscription change alone (src/store/sqlite/connectors.ts).
  */
-export function createSqlitePaymentWriter(
-  db: Db,
-): (w: Omit<PaymentWrite, "payment"> & { payment?: PaymentRecord }) => void {
+export function createSqlitePaymentWriter(db: Db): SqlitePaymentWriter {
   const s = {
-    // Every column is replaced on re-send except created_at.
-    upsertPayment: db.prepare(
+    // A new payment is one statement; a re-send reads what it counted, then
+    // replaces every column except created_at (and the attribution, which
+    // setAttribution writes).
+    insertPayment: db.prepare(
       `INSERT INTO payments (site_id, payment_id, customer_id, currency, amount_minor, fee_minor, kind,
          status, paid_at, metadata, subscription_id, created_at, updated_at)
        VALUES (@site_id, @payment_id, @customer_id, @currency, @amount_minor, @fee_minor, @kind,
          @status, @paid_at, @metadata, @subscription_id, @created_at, @updated_at)
-       ON CONFLICT (site_id, payment_id) DO UPDATE SET
-         customer_id = excluded.customer_id, currency = excluded.currency,
-         amount_minor = excluded.amount_minor, fee_minor = excluded.fee_minor, kind = excluded.kind,
-         status = excluded.status, paid_at = excluded.paid_at, metadata = excluded.metadata,
-         subscription_id = excluded.subscription_id, updated_at = excluded.updated_at`,
+       ON CONFLICT (site_id, payment_id) DO NOTHING`,
+    ),
+    counted: db.prepare(
+      `SELECT ${COUNTED_COLUMNS} FROM payments WHERE site_id = ? AND payment_id = ?`,
+    ),
+    updatePayment: db.prepare(
+      `UPDATE payments SET customer_id = @customer_id, currency = @currency,
+         amount_minor = @amount_minor, fee_minor = @fee_minor, kind = @kind, status = @status,
+         paid_at = @paid_at, metadata = @metadata, subscription_id = @subscription_id,
+         updated_at = @updated_at
+       WHERE site_id = @site_id AND payment_id = @payment_id`,
     ),
   };
 
@@ -157,14 +177,14 @@ export function createSqlitePaymentWriter(
     ],
   );
 
-  return (w) => {
+  return (w, deltas) => {
     const c = w.customer;
     writeCustomer([c.siteId, c.customerId], customerChange([c]));
     const sub = w.subscription;
     if (sub) writeSubscription([sub.siteId, sub.subscriptionId], subscriptionChange([sub]));
     const p = w.payment;
     if (!p) return;
-    s.upsertPayment.run({
+    const row = {
       site_id: p.siteId,
       payment_id: p.paymentId,
       customer_id: p.customerId,
@@ -178,12 +198,39 @@ export function createSqlitePaymentWriter(
       subscription_id: nul(p.subscriptionId),
       created_at: p.createdAt,
       updated_at: p.updatedAt,
+    };
+    if (s.insertPayment.run(row).changes === 1) {
+      // New: unattributed (the column's default) until setAttribution credits it.
+      deltas.count(
+        {
+          siteId: p.siteId,
+          status: p.status,
+          kind: p.kind,
+          amountMinor: p.amountMinor,
+          currency: p.currency,
+          paidAt: p.paidAt,
+          channel: UNATTRIBUTED,
+        },
+        1,
+      );
+      return;
+    }
+    const before = countedOf(s.counted.get(p.siteId, p.paymentId) as CountedRow);
+    s.updatePayment.run(row);
+    deltas.change(before, {
+      ...before,
+      status: p.status,
+      kind: p.kind,
+      amountMinor: p.amountMinor,
+      currency: p.currency,
+      paidAt: p.paidAt,
     });
   };
 }
 
 export function createSqlitePayments(db: Db): StorePaymentsPart {
   const write = createSqlitePaymentWriter(db);
+  const applyRevenue = createRevenueRollupWriter(db);
   const s = {
     getPayment: db.prepare("SELECT * FROM payments WHERE site_id = ? AND payment_id = ?"),
     // The range by the (site_id, paid_at) index; the position as a row-value comparison.
@@ -200,7 +247,9 @@ export function createSqlitePayments(db: Db): StorePaymentsPart {
 
   // One IMMEDIATE transaction (one WAL sync) for a whole batch of payments.
   const commit = db.transaction((writes: PaymentWrite[]) => {
-    for (const w of writes) write(w);
+    const deltas = createRevenueDeltas();
+    for (const w of writes) write(w, deltas);
+    applyRevenue(deltas);
   });
 
   return {

@@ -11,6 +11,7 @@ import { createSqliteOverview } from "./overview.js";
 import { createSqlitePayments } from "./payments.js";
 import { createSqlitePersistentVisitors } from "./persistent-visitors.js";
 import { createSqliteRetention } from "./retention.js";
+import { createSeenVisitorDays } from "./seen-visitor-days.js";
 import { countChanges, createWalSync, type SyncFile } from "./wal-sync.js";
 
 export interface SqliteStoreOptions {
@@ -36,14 +37,16 @@ export function createSqliteStore(path: string, options: SqliteStoreOptions = {}
     "INSERT INTO readiness_probe (id, checked_at) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET checked_at = excluded.checked_at",
   );
   let closed = false;
+  // Shared: an erasure makes the events' commit forget the visitor ids it saw.
+  const seenVisitorDays = createSeenVisitorDays();
   const parts: Record<string, unknown> = {
     ...createSqliteAccounts(db),
-    ...createSqliteEvents(db),
+    ...createSqliteEvents(db, seenVisitorDays),
     ...createSqlitePayments(db),
     ...createSqliteAttribution(db),
     ...createSqlitePersistentVisitors(db),
     ...createSqliteConnectors(db),
-    ...createSqliteErasure(db),
+    ...createSqliteErasure(db, seenVisitorDays),
     ...createSqliteOverview(db),
     ...createSqliteRetention(db),
   };

@@ -1,8 +1,10 @@
 /**
- * revenue_days and revenue_dims (migration 12): the daily rows equal the payments
- * summed afresh after any change, including a deletion nothing in the
- * adapter makes yet, and the migration back-fills a database written before
- * it; periodParts splits a period into whole days and partial edges.
+ * revenue_days and revenue_dims (migration 12, kept by the payments' writers
+ * since migration 13): the daily rows equal the payments summed afresh after
+ * every writer's change (a group commit, a re-send of each counted field, a
+ * provider delivery, re-attribution, both erasures) and after a deletion by
+ * hand, which nothing in the adapter makes; migration 12 back-fills a database
+ * written before it; periodParts splits a period into whole days and partial edges.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -103,6 +105,105 @@ describe("revenue_days and revenue_dims", () => {
     now = expectInStep(file);
     expect(now.days).toHaveLength(1);
     expect(now.dims).toHaveLength(2);
+  });
+
+  it("follows every writer: re-sends of each counted field, provider deliveries, both erasures", async () => {
+    const file = join(dir, "writers.sqlite");
+    const store = createSqliteStore(file);
+    const p = (id: string, over: Parameters<typeof payment>[2]) =>
+      payment("site_1", id, { customerId: "cus_a", ...over });
+    try {
+      await store.commitPayments(
+        [
+          p("pay_1", { paidAt: T0 + 1 }),
+          p("pay_2", { paidAt: T0 + 2, amountMinor: 10 }),
+          p("pay_3", { paidAt: T0 + 3, customerId: "cus_b" }),
+        ].map((x) => write(x)),
+      );
+      await store.setAttribution("site_1", "cus_a", attribution);
+      await store.setAttribution("site_1", "cus_b", { ...attribution, campaign: "spring" });
+      expectInStep(file);
+      // A re-send changing one counted field at a time, and one changing nothing counted.
+      const resends: Parameters<typeof payment>[2][] = [
+        { status: "pending" },
+        { status: "succeeded", kind: "refund" },
+        { kind: "chargeback", amountMinor: 7 },
+        { kind: "charge", currency: "EUR" },
+        { paidAt: T0 + 3 * DAY },
+        { metadata: { order: "B-2" }, feeMinor: 1 },
+      ];
+      for (const over of resends) {
+        await store.commitPayments([write(p("pay_1", over))]);
+        expectInStep(file);
+      }
+      // The same payment twice in one group commit, and a new one beside it.
+      await store.commitPayments(
+        [p("pay_2", { amountMinor: 20 }), p("pay_2", { amountMinor: 30 }), p("pay_4", {})].map(
+          (x) => write(x),
+        ),
+      );
+      expectInStep(file);
+
+      // A provider delivery writes through the same writer.
+      await store.createAccount({ id: "acct_1", name: "A", plan: "scale", createdAt: T0 });
+      await store.createSite({ id: "site_1", accountId: "acct_1", hostnames: [], createdAt: T0 });
+      await store.insertConnector({
+        id: "conn_1",
+        siteId: "site_1",
+        provider: "stripe",
+        secret: "whsec_x",
+        createdBy: "user_1",
+        createdAt: T0,
+      });
+      const delivered = (
+        eventId: string,
+        version: number,
+        over: Parameters<typeof payment>[2],
+      ) => ({
+        siteId: "site_1",
+        connectorId: "conn_1",
+        eventId,
+        receivedAt: T0,
+        writes: [{ object: "payment:pay_5", version, ...write(p("pay_5", over)) }],
+      });
+      await store.commitProviderDeliveries([delivered("evt_1", 1, { amountMinor: 500 })]);
+      expectInStep(file);
+      await store.commitProviderDeliveries([delivered("evt_2", 2, { status: "failed" })]);
+      expectInStep(file);
+
+      // Erasing a customer strips the attribution (dimensions), keeps the channel.
+      await store.eraseCustomer("site_1", "cus_b", "erased_1");
+      let now = expectInStep(file);
+      expect(now.dims.map((d) => (d as { value: string }).value)).not.toContain("spring");
+      expect(now.days).toContainEqual(expect.objectContaining({ channel: "Paid Search" }));
+      // Erasing the visitor of a customer's touch leaves its payments unattributed.
+      await store.linkCustomerVisitors("site_1", "cus_a", [
+        { visitorId: "v1", via: "visitor_id", linkedAt: T0 },
+      ]);
+      await store.eraseVisitors("site_1", ["v1"], []);
+      now = expectInStep(file);
+      expect(now.dims).toEqual([]);
+    } finally {
+      await store.close();
+    }
+  });
+
+  it("migration 13 drops the per-row insert and update triggers and keeps the delete trigger", async () => {
+    const file = join(dir, "migration-13.sqlite");
+    await createSqliteStore(file).close();
+    const db = new Database(file, { readonly: true });
+    try {
+      expect(
+        db
+          .prepare(
+            "SELECT name FROM sqlite_master WHERE type = 'trigger' AND tbl_name = 'payments'",
+          )
+          .pluck()
+          .all(),
+      ).toEqual(["payments_revenue_delete"]);
+    } finally {
+      db.close();
+    }
   });
 
   it("migration 12 back-fills the cells of payments written before it", async () => {
