@@ -101,6 +101,37 @@ export function paymentFromRow(r: PaymentRow): PaymentRecord {
   };
 }
 
+/** The payments columns a write sets, in the insert's order. */
+const PAYMENT_COLUMNS = [
+  "site_id",
+  "payment_id",
+  "customer_id",
+  "currency",
+  "amount_minor",
+  "fee_minor",
+  "kind",
+  "status",
+  "paid_at",
+  "metadata",
+  "subscription_id",
+  "created_at",
+  "updated_at",
+] as const;
+
+/** What a re-send replaces, in the updates' order: all but the key and created_at. */
+const UPDATED_COLUMNS = [
+  "customer_id",
+  "currency",
+  "amount_minor",
+  "fee_minor",
+  "kind",
+  "status",
+  "paid_at",
+  "metadata",
+  "subscription_id",
+  "updated_at",
+] as const;
+
 /** Applies one write inside the caller's transaction, its revenue change counted into `deltas`. */
 export type SqlitePaymentWriter = (
   w: Omit<PaymentWrite, "payment"> & { payment?: PaymentRecord },
@@ -115,25 +146,30 @@ export type SqlitePaymentWriter = (
  */
 export function createSqlitePaymentWriter(db: Db): SqlitePaymentWriter {
   const s = {
-    // A new payment is one statement; a re-send reads what it counted, then
-    // replaces every column except created_at (and the attribution, which
-    // setAttribution writes).
+    // A new payment is one insert. A re-send is the insert refused by the
+    // primary key, then one update that applies only when it leaves every
+    // counted column as it was (a re-send mostly repeats itself): no read, no
+    // delta. Otherwise the counted columns are read and the change counted.
+    // Every column is replaced except created_at (and the attribution, which
+    // setAttribution writes). Positional parameters: cheaper to bind.
     insertPayment: db.prepare(
-      `INSERT INTO payments (site_id, payment_id, customer_id, currency, amount_minor, fee_minor, kind,
-         status, paid_at, metadata, subscription_id, created_at, updated_at)
-       VALUES (@site_id, @payment_id, @customer_id, @currency, @amount_minor, @fee_minor, @kind,
-         @status, @paid_at, @metadata, @subscription_id, @created_at, @updated_at)
+      `INSERT INTO payments (${PAYMENT_COLUMNS.join(", ")}) VALUES (${PAYMENT_COLUMNS.map(() => "?").join(", ")})
        ON CONFLICT (site_id, payment_id) DO NOTHING`,
+    ),
+    // The counted columns are not SET: equal by the WHERE, and an unset
+    // column's indexes (payments_paid_at, payments_paying) are left alone.
+    updateUncounted: db.prepare(
+      `UPDATE payments SET customer_id = ?, fee_minor = ?, metadata = ?, subscription_id = ?,
+         updated_at = ?
+       WHERE site_id = ? AND payment_id = ?
+         AND status = ? AND kind = ? AND amount_minor = ? AND currency = ? AND paid_at = ?`,
     ),
     counted: db.prepare(
       `SELECT ${COUNTED_COLUMNS} FROM payments WHERE site_id = ? AND payment_id = ?`,
     ),
     updatePayment: db.prepare(
-      `UPDATE payments SET customer_id = @customer_id, currency = @currency,
-         amount_minor = @amount_minor, fee_minor = @fee_minor, kind = @kind, status = @status,
-         paid_at = @paid_at, metadata = @metadata, subscription_id = @subscription_id,
-         updated_at = @updated_at
-       WHERE site_id = @site_id AND payment_id = @payment_id`,
+      `UPDATE payments SET ${UPDATED_COLUMNS.map((c) => `${c} = ?`).join(", ")}
+       WHERE site_id = ? AND payment_id = ?`,
     ),
   };
 
@@ -184,22 +220,23 @@ export function createSqlitePaymentWriter(db: Db): SqlitePaymentWriter {
     if (sub) writeSubscription([sub.siteId, sub.subscriptionId], subscriptionChange([sub]));
     const p = w.payment;
     if (!p) return;
-    const row = {
-      site_id: p.siteId,
-      payment_id: p.paymentId,
-      customer_id: p.customerId,
-      currency: p.currency,
-      amount_minor: p.amountMinor,
-      fee_minor: nul(p.feeMinor),
-      kind: p.kind,
-      status: p.status,
-      paid_at: p.paidAt,
-      metadata: JSON.stringify(p.metadata),
-      subscription_id: nul(p.subscriptionId),
-      created_at: p.createdAt,
-      updated_at: p.updatedAt,
-    };
-    if (s.insertPayment.run(row).changes === 1) {
+    const metadata = JSON.stringify(p.metadata);
+    const inserted = s.insertPayment.run(
+      p.siteId,
+      p.paymentId,
+      p.customerId,
+      p.currency,
+      p.amountMinor,
+      nul(p.feeMinor),
+      p.kind,
+      p.status,
+      p.paidAt,
+      metadata,
+      nul(p.subscriptionId),
+      p.createdAt,
+      p.updatedAt,
+    ).changes;
+    if (inserted === 1) {
       // New: unattributed (the column's default) until setAttribution credits it.
       deltas.count(
         {
@@ -215,8 +252,36 @@ export function createSqlitePaymentWriter(db: Db): SqlitePaymentWriter {
       );
       return;
     }
+    const same = s.updateUncounted.run(
+      p.customerId,
+      nul(p.feeMinor),
+      metadata,
+      nul(p.subscriptionId),
+      p.updatedAt,
+      p.siteId,
+      p.paymentId,
+      p.status,
+      p.kind,
+      p.amountMinor,
+      p.currency,
+      p.paidAt,
+    ).changes;
+    if (same === 1) return;
     const before = countedOf(s.counted.get(p.siteId, p.paymentId) as CountedRow);
-    s.updatePayment.run(row);
+    s.updatePayment.run(
+      p.customerId,
+      p.currency,
+      p.amountMinor,
+      nul(p.feeMinor),
+      p.kind,
+      p.status,
+      p.paidAt,
+      metadata,
+      nul(p.subscriptionId),
+      p.updatedAt,
+      p.siteId,
+      p.paymentId,
+    );
     deltas.change(before, {
       ...before,
       status: p.status,
