@@ -59,8 +59,6 @@ export interface TouchDimensions {
   landingPage: string;
 }
 
-const DAY_MS = 86_400_000;
-
 /** Sums come back as Long past 2^31, never as doubles. */
 const EXACT = { promoteLongs: false } as const;
 /** A count (int32 or Long) as a number. */

@@ -119,18 +119,13 @@ const PAYMENT_COLUMNS = [
 ] as const;
 
 /** What a re-send replaces, in the updates' order: all but the key and created_at. */
-const UPDATED_COLUMNS = [
-  "customer_id",
-  "currency",
-  "amount_minor",
-  "fee_minor",
-  "kind",
-  "status",
-  "paid_at",
-  "metadata",
-  "subscription_id",
-  "updated_at",
-] as const;
+const UPDATED_COLUMNS = PAYMENT_COLUMNS.filter(
+  (c) => c !== "site_id" && c !== "payment_id" && c !== "created_at",
+);
+
+/** Where each of UPDATED_COLUMNS, and the metadata, sit in PAYMENT_COLUMNS. */
+const UPDATED_AT = UPDATED_COLUMNS.map((c) => PAYMENT_COLUMNS.indexOf(c));
+const METADATA = PAYMENT_COLUMNS.indexOf("metadata");
 
 /** Applies one write inside the caller's transaction, its revenue change counted into `deltas`. */
 export type SqlitePaymentWriter = (
@@ -220,8 +215,8 @@ export function createSqlitePaymentWriter(db: Db): SqlitePaymentWriter {
     if (sub) writeSubscription([sub.siteId, sub.subscriptionId], subscriptionChange([sub]));
     const p = w.payment;
     if (!p) return;
-    const metadata = JSON.stringify(p.metadata);
-    const inserted = s.insertPayment.run(
+    // Values in PAYMENT_COLUMNS' order.
+    const row = [
       p.siteId,
       p.paymentId,
       p.customerId,
@@ -231,11 +226,12 @@ export function createSqlitePaymentWriter(db: Db): SqlitePaymentWriter {
       p.kind,
       p.status,
       p.paidAt,
-      metadata,
+      JSON.stringify(p.metadata),
       nul(p.subscriptionId),
       p.createdAt,
       p.updatedAt,
-    ).changes;
+    ];
+    const inserted = s.insertPayment.run(...row).changes;
     if (inserted === 1) {
       // New: unattributed (the column's default) until setAttribution credits it.
       deltas.count(
@@ -255,7 +251,7 @@ export function createSqlitePaymentWriter(db: Db): SqlitePaymentWriter {
     const same = s.updateUncounted.run(
       p.customerId,
       nul(p.feeMinor),
-      metadata,
+      row[METADATA],
       nul(p.subscriptionId),
       p.updatedAt,
       p.siteId,
@@ -268,20 +264,7 @@ export function createSqlitePaymentWriter(db: Db): SqlitePaymentWriter {
     ).changes;
     if (same === 1) return;
     const before = countedOf(s.counted.get(p.siteId, p.paymentId) as CountedRow);
-    s.updatePayment.run(
-      p.customerId,
-      p.currency,
-      p.amountMinor,
-      nul(p.feeMinor),
-      p.kind,
-      p.status,
-      p.paidAt,
-      metadata,
-      nul(p.subscriptionId),
-      p.updatedAt,
-      p.siteId,
-      p.paymentId,
-    );
+    s.updatePayment.run(...UPDATED_AT.map((i) => row[i]), p.siteId, p.paymentId);
     deltas.change(before, {
       ...before,
       status: p.status,

@@ -73,12 +73,14 @@ const attribution = {
   touchedAt: T0 - 1,
 };
 
+/** A payment of site_1, customer cus_a unless told otherwise. */
+const p = (id: string, over: Parameters<typeof payment>[2]) =>
+  payment("site_1", id, { customerId: "cus_a", ...over });
+
 describe("revenue_days and revenue_dims", () => {
   it("equals the payments summed afresh after writes, re-attribution and deletions; empty cells go", async () => {
     const file = join(dir, "changes.sqlite");
     const store = createSqliteStore(file);
-    const p = (id: string, over: Parameters<typeof payment>[2]) =>
-      payment("site_1", id, { customerId: "cus_a", ...over });
     try {
       await store.commitPayments(
         [
@@ -110,8 +112,6 @@ describe("revenue_days and revenue_dims", () => {
   it("follows every writer: re-sends of each counted field, provider deliveries, both erasures", async () => {
     const file = join(dir, "writers.sqlite");
     const store = createSqliteStore(file);
-    const p = (id: string, over: Parameters<typeof payment>[2]) =>
-      payment("site_1", id, { customerId: "cus_a", ...over });
     try {
       await store.commitPayments(
         [
