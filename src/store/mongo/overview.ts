@@ -5,7 +5,7 @@ import type { StoreOverviewPart } from "../port.js";
 import { toBigInt } from "./attribution.js";
 import { opt, toDate, toNumber } from "./documents.js";
 import { paymentFromDoc } from "./payments.js";
-import { readNewVisitorRollup, readTrafficRollup } from "./rollups.js";
+import { BY_TOUCH_DIMENSIONS, readNewVisitorRollup, readTrafficRollup } from "./rollups.js";
 import { type Collections, REVENUE_FIELDS } from "./schema.js";
 
 /** Sums stay Long (exact), never doubles. */
@@ -53,12 +53,7 @@ export function createMongoOverview(c: Collections): StoreOverviewPart {
           { $match: { site_id: siteId, ts: { $gte: toDate(from), $lt: toDate(to) } } },
           {
             $group: {
-              _id: {
-                channel: "$channel",
-                source: "$source",
-                campaign: "$campaign",
-                landing_page: "$landing_page",
-              },
+              _id: BY_TOUCH_DIMENSIONS,
               visitors: { $sum: 1 },
             },
           },

@@ -187,6 +187,14 @@ export async function readTrafficRollup(
   }));
 }
 
+/** The `$group` key of new-visitor counts: a first touch's dimensions, as touches and the rollup store them. */
+export const BY_TOUCH_DIMENSIONS = {
+  channel: "$channel",
+  source: "$source",
+  campaign: "$campaign",
+  landing_page: "$landing_page",
+} as const;
+
 /** New visitors of the days [fromDay, toDay) by first-touch dimensions; groups at 0 are left out. */
 export async function readNewVisitorRollup(
   c: Collections,
@@ -200,12 +208,7 @@ export async function readNewVisitorRollup(
         { $match: { site_id: siteId, day: { $gte: fromDay, $lt: toDay } } },
         {
           $group: {
-            _id: {
-              channel: "$channel",
-              source: "$source",
-              campaign: "$campaign",
-              landing_page: "$landing_page",
-            },
+            _id: BY_TOUCH_DIMENSIONS,
             visitors: { $sum: "$visitors" },
           },
         },

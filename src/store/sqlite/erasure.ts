@@ -58,15 +58,12 @@ export function createSqliteErasure(db: Db, seen?: SeenVisitorDays): StoreErasur
 
   const eraseCustomer = db.transaction((siteId: string, customerId: string, pseudonym: string) => {
     const subscriptions = s.moveSubscriptions.run(pseudonym, siteId, customerId).changes;
-    let payments = 0;
     // The attribution's details go, so its dimensions stop counting the payments; the channel stays.
-    trackRevenueChange(
+    const payments = trackRevenueChange(
       applyRevenue,
       s.customerPayments.all(siteId, customerId) as CountedRow[],
       (p) => ({ ...p, attribution: undefined }),
-      () => {
-        payments = s.movePayments.run(pseudonym, siteId, customerId).changes;
-      },
+      () => s.movePayments.run(pseudonym, siteId, customerId).changes,
     );
     const customerLinks = s.customerLinks.run(siteId, customerId).changes;
     const customers = s.customer.run(siteId, customerId).changes;

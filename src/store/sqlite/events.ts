@@ -71,6 +71,13 @@ function eventParams(e: EventRecord): OnePer<typeof EVENT_COLUMNS> {
   ];
 }
 
+/** Visitor ids a transaction put (or found) in visitor_days for one (site, day). */
+interface SeenVisitors {
+  siteId: string;
+  day: string;
+  visitorIds: string[];
+}
+
 /** A batch's events of one (site, day): their pageviews and distinct visitor ids. */
 interface TrafficDelta {
   siteId: string;
@@ -104,8 +111,6 @@ export function createSqliteEvents(
   db: Db,
   seen: SeenVisitorDays = createSeenVisitorDays(),
 ): StoreEventsPart {
-  /** The visitors per (site, day) the running transaction inserted or found; remembered once it commits. */
-  let pendingSeen: { siteId: string; day: string; visitorIds: string[] }[] = [];
   const s = {
     usage: db.prepare("SELECT count FROM quota_usage WHERE account_id = ? AND month = ?"),
     // The WHERE of the upsert makes the raise conditional: no change when it
@@ -221,7 +226,7 @@ export function createSqliteEvents(
    * holds exactly the committed events. Ids this process saw committed that
    * day are left out of the insert (seen-visitor-days.ts).
    */
-  function rollUpTraffic(events: readonly EventRecord[]): void {
+  function rollUpTraffic(events: readonly EventRecord[]): SeenVisitors[] {
     // A batch is mostly one site and one day: its visitors are gathered per (site, day).
     const days = new Map<string, TrafficDelta>();
     let d: TrafficDelta | undefined;
@@ -239,17 +244,19 @@ export function createSqliteEvents(
       if (e.name === "pageview") d.pageviews += 1;
       d.visitors.add(e.visitorId);
     }
+    const inSet: SeenVisitors[] = [];
     for (const c of days.values()) {
       const known = seen.of(c.siteId, c.day);
       const unseen: string[] = [];
       for (const v of c.visitors) if (!known.has(v)) unseen.push(v);
-      pendingSeen.push({ siteId: c.siteId, day: c.day, visitorIds: unseen });
+      inSet.push({ siteId: c.siteId, day: c.day, visitorIds: unseen });
       const added =
         unseen.length === 0
           ? 0
           : s.visitorDays.run(c.siteId, c.day, JSON.stringify(unseen)).changes;
       if (added > 0 || c.pageviews > 0) s.trafficDay.run(c.siteId, c.day, added, c.pageviews);
     }
+    return inSet;
   }
 
   /** Adds a batch's stored (new or better) first touches to the new-visitor rollup: one upsert per day and dimensions. */
@@ -317,9 +324,9 @@ export function createSqliteEvents(
         ...(firstTouches.length > 0 ? { firstTouches } : {}),
       });
     }
-    rollUpTraffic(stored);
+    const inSet = rollUpTraffic(stored);
     rollUpNewVisitors(storedTouches);
-    return results;
+    return { results, inSet };
   });
 
   return {
@@ -327,9 +334,9 @@ export function createSqliteEvents(
       return usageOf(accountId, month);
     },
     async commitEvents(groups) {
-      pendingSeen = [];
-      const results = commit.immediate(groups);
-      for (const p of pendingSeen) seen.remember(p.siteId, p.day, p.visitorIds);
+      const { results, inSet } = commit.immediate(groups);
+      // Committed: the visitors the set now holds can be left out of the next inserts.
+      for (const v of inSet) seen.remember(v.siteId, v.day, v.visitorIds);
       return results;
     },
     async listEvents(siteId, limit) {

@@ -100,20 +100,22 @@ export function createRevenueRollupWriter(db: Db): RevenueRollupWriter {
 /**
  * Runs `update` on the rows `select` returns, counting each row's change
  * (`after` gives its new counted part) into one set of deltas applied with
- * it. For the updates that move or strip many payments at once
- * (re-attribution, erasure): read, update and apply in one transaction.
+ * it, and returns what `update` returns. For the updates that move or strip
+ * many payments at once (re-attribution, erasure): read, update and apply in
+ * one transaction.
  */
-export function trackRevenueChange(
+export function trackRevenueChange<T>(
   apply: RevenueRollupWriter,
   before: readonly CountedRow[],
   after: (p: CountedPayment) => CountedPayment,
-  update: () => void,
-): void {
+  update: () => T,
+): T {
   const deltas = createRevenueDeltas();
   for (const r of before) {
     const p = countedOf(r);
     deltas.change(p, after(p));
   }
-  update();
+  const result = update();
   apply(deltas);
+  return result;
 }
