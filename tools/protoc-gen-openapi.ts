@@ -473,9 +473,9 @@ function outputScalar(type: ScalarType | undefined): Json {
 }
 
 /** A ReportsService read served by the reports door (src/http/reports/reports-door.ts). */
-function readOperation(method: DescMethod, path: string): Json {
+function readOperation(method: DescMethod, path: string, given?: ReadProfile): Json {
   const id = `${method.parent.typeName}.${method.name}`;
-  const profile = READ_PROFILES[id];
+  const profile = given ?? READ_PROFILES[id];
   if (!profile) throw new Error(`${id} has a google.api.http GET rule but no read profile`);
   const bound = [...path.matchAll(/\{([a-z_]+)\}/g)].map((x) => x[1] as string);
   const parameters = method.input.fields.map((field) => ({
@@ -532,6 +532,49 @@ function readOperation(method: DescMethod, path: string): Json {
           errors.internal(INTERNAL_MESSAGE),
         ]),
         503: errorResponse("The store is unavailable.", [errors.storeUnavailable()], true),
+      },
+    },
+  };
+}
+
+/** The 400s of each ReportsService POST (a query in its body): examples of the exact messages. */
+const QUERY_PROFILES: Record<string, ServiceError[]> = {
+  "ingest.v1.ReportsService.Query": [
+    errors.invalid('metrics: unknown metric "visits_total"'),
+    errors.invalid("currency: required with a revenue metric (net_revenue)"),
+  ],
+  "ingest.v1.ReportsService.Funnel": [errors.invalid("steps: must have 2 to 8 steps")],
+};
+
+/**
+ * A ReportsService read whose request is a JSON body (POST): the reports'
+ * access rule and answer, with the request message as its body.
+ */
+function queryOperation(method: DescMethod, path: string): Json {
+  const id = `${method.parent.typeName}.${method.name}`;
+  const invalid = QUERY_PROFILES[id];
+  if (!invalid) throw new Error(`${id} has a google.api.http POST rule but no query profile`);
+  const read = readOperation(method, path, { required: [], invalid, notFound: [] }) as {
+    get: { parameters: { in: string }[]; description: string } & Record<string, unknown>;
+  };
+  const limitKb = Math.round(bodyLimitOf(method.parent.typeName, method.name) / 1024);
+  return {
+    post: {
+      ...read.get,
+      summary: `${method.name} (POST ${path})`,
+      description: [
+        getComments(method).leading?.trim(),
+        "Requires `Authorization: Bearer <ADMIN_TOKEN>` (every site) or a `reports` key (its own site only), as over RPC.",
+        "The answer is the proto JSON of the response, identical to the Connect JSON of the same call.",
+        `Also served over Connect, gRPC-Web and gRPC as \`${method.parent.typeName}/${method.name}\`.`,
+      ]
+        .filter(Boolean)
+        .join("\n\n"),
+      parameters: read.get.parameters.filter((p) => p.in === "path"),
+      requestBody: {
+        required: true,
+        description: `The request's proto JSON, at most ${limitKb} KB; the path names the site.`,
+        content: { "application/json": { schema: ref(method.input) } },
       },
     },
   };
@@ -1075,7 +1118,11 @@ function generate(request: CodeGeneratorRequest): string | undefined {
         const path = String(rule.pattern.value);
         paths[path] = {
           ...paths[path],
-          ...(verb === "get" ? readOperation(method, path) : operation(method, verb, path)),
+          ...(verb === "get"
+            ? readOperation(method, path)
+            : service.typeName === "ingest.v1.ReportsService"
+              ? queryOperation(method, path)
+              : operation(method, verb, path)),
         };
         if (!tags.some((t) => t.name === service.name)) {
           tags.push({ name: service.name, ...describe(getComments(service).leading) });

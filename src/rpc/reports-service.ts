@@ -1,5 +1,5 @@
 /** ReportsService: reads, behind ADMIN_TOKEN or a site's reports key (src/rpc/reports-auth.ts). */
-import type { ServiceImpl } from "@connectrpc/connect";
+import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
 import type { ReportsService } from "../../gen/ingest/v1/reports_pb.js";
 import type { Reports } from "../domain/reports.js";
 import {
@@ -32,6 +32,14 @@ export function createReportsService(deps: {
         events: page.events.map(toStoredEvent),
         nextPageToken: page.nextPageToken,
       };
+    },
+    // Served by the analytics engine (issue "analytics on a columnar engine"):
+    // until it is wired, the methods answer unimplemented.
+    query() {
+      throw new ConnectError("ReportsService.Query is not served yet", Code.Unimplemented);
+    },
+    funnel() {
+      throw new ConnectError("ReportsService.Funnel is not served yet", Code.Unimplemented);
     },
     async *exportEvents(req) {
       const pages = await reports.exportEvents({ siteId: req.siteId, from: req.from, to: req.to });

@@ -12,7 +12,7 @@ import type { JsonObject, Message } from "@bufbuild/protobuf";
  * Describes the file ingest/v1/reports.proto.
  */
 export const file_ingest_v1_reports: GenFile = /*@__PURE__*/
-  fileDesc("Chdpbmdlc3QvdjEvcmVwb3J0cy5wcm90bxIJaW5nZXN0LnYxIhIKEEdldEFjY2Vzc1JlcXVlc3QiMgoRR2V0QWNjZXNzUmVzcG9uc2USDAoEa2luZBgBIAEoCRIPCgdzaXRlX2lkGAIgASgJIkAKE0V4cG9ydEV2ZW50c1JlcXVlc3QSDwoHc2l0ZV9pZBgBIAEoCRIMCgRmcm9tGAIgASgJEgoKAnRvGAMgASgJIj4KFEV4cG9ydEV2ZW50c1Jlc3BvbnNlEiYKBmV2ZW50cxgBIAMoCzIWLmluZ2VzdC52MS5TdG9yZWRFdmVudCJCChVFeHBvcnRQYXltZW50c1JlcXVlc3QSDwoHc2l0ZV9pZBgBIAEoCRIMCgRmcm9tGAIgASgJEgoKAnRvGAMgASgJIkQKFkV4cG9ydFBheW1lbnRzUmVzcG9uc2USKgoIcGF5bWVudHMYASADKAsyGC5pbmdlc3QudjEuU3RvcmVkUGF5bWVudCJhChFMaXN0RXZlbnRzUmVxdWVzdBIPCgdzaXRlX2lkGAEgASgJEg0KBWxpbWl0GAIgASgFEgwKBGZyb20YAyABKAkSCgoCdG8YBCABKAkSEgoKcGFnZV90b2tlbhgFIAEoCSKaBgoLU3RvcmVkRXZlbnQSDAoEbmFtZRgBIAEoCRILCgN1cmwYAiABKAkSFQoIcmVmZXJyZXIYAyABKAlIAIgBARISCgV0aXRsZRgEIAEoCUgBiAEBEhIKBXdpZHRoGAUgASgFSAKIAQESFQoIbGFuZ3VhZ2UYBiABKAlIA4gBARImCgVwcm9wcxgHIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSCgoCdHMYCCABKAMSEwoLcmVjZWl2ZWRfYXQYCSABKAMSEgoKdmlzaXRvcl9pZBgKIAEoCRIUCgd1c2VyX2lkGAsgASgJSASIAQESFAoHY291bnRyeRgMIAEoCUgFiAEBEhQKB2Jyb3dzZXIYDSABKAlIBogBARIPCgJvcxgOIAEoCUgHiAEBEhMKBmRldmljZRgPIAEoCUgIiAEBEhoKDXJlZmVycmVyX2hvc3QYECABKAlICYgBARIXCgp1dG1fc291cmNlGBEgASgJSAqIAQESFwoKdXRtX21lZGl1bRgSIAEoCUgLiAEBEhkKDHV0bV9jYW1wYWlnbhgTIAEoCUgMiAEBEhUKCHV0bV90ZXJtGBQgASgJSA2IAQESGAoLdXRtX2NvbnRlbnQYFSABKAlIDogBARI3CgljbGlja19pZHMYFiADKAsyJC5pbmdlc3QudjEuU3RvcmVkRXZlbnQuQ2xpY2tJZHNFbnRyeRIPCgdzaXRlX2lkGBcgASgJGi8KDUNsaWNrSWRzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4AUILCglfcmVmZXJyZXJCCAoGX3RpdGxlQggKBl93aWR0aEILCglfbGFuZ3VhZ2VCCgoIX3VzZXJfaWRCCgoIX2NvdW50cnlCCgoIX2Jyb3dzZXJCBQoDX29zQgkKB19kZXZpY2VCEAoOX3JlZmVycmVyX2hvc3RCDQoLX3V0bV9zb3VyY2VCDQoLX3V0bV9tZWRpdW1CDwoNX3V0bV9jYW1wYWlnbkILCglfdXRtX3Rlcm1CDgoMX3V0bV9jb250ZW50IlUKEkxpc3RFdmVudHNSZXNwb25zZRImCgZldmVudHMYASADKAsyFi5pbmdlc3QudjEuU3RvcmVkRXZlbnQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIjgKEUdldFBheW1lbnRSZXF1ZXN0Eg8KB3NpdGVfaWQYASABKAkSEgoKcGF5bWVudF9pZBgCIAEoCSI/CgVNb25leRIQCghjdXJyZW5jeRgBIAEoCRITCgttaW5vcl91bml0cxgCIAEoAxIPCgdkZWNpbWFsGAMgASgJIt4DCg1TdG9yZWRQYXltZW50Eg8KB3NpdGVfaWQYASABKAkSEgoKcGF5bWVudF9pZBgCIAEoCRITCgtjdXN0b21lcl9pZBgDIAEoCRIgCgZhbW91bnQYBCABKAsyEC5pbmdlc3QudjEuTW9uZXkSIgoDZmVlGAUgASgLMhAuaW5nZXN0LnYxLk1vbmV5SACIAQESDAoEa2luZBgGIAEoCRIOCgZzdGF0dXMYByABKAkSDwoHcGFpZF9hdBgIIAEoCRI4CghtZXRhZGF0YRgJIAMoCzImLmluZ2VzdC52MS5TdG9yZWRQYXltZW50Lk1ldGFkYXRhRW50cnkSHAoPc3Vic2NyaXB0aW9uX2lkGAogASgJSAGIAQESEgoKY3JlYXRlZF9hdBgLIAEoCRISCgp1cGRhdGVkX2F0GAwgASgJEg8KB2NoYW5uZWwYDSABKAkSMAoLYXR0cmlidXRpb24YDiABKAsyFi5pbmdlc3QudjEuQXR0cmlidXRpb25IAogBARovCg1NZXRhZGF0YUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAFCBgoEX2ZlZUISChBfc3Vic2NyaXB0aW9uX2lkQg4KDF9hdHRyaWJ1dGlvbiLOAQoLQXR0cmlidXRpb24SDwoHY2hhbm5lbBgBIAEoCRITCgZzb3VyY2UYAiABKAlIAIgBARITCgZtZWRpdW0YAyABKAlIAYgBARIVCghjYW1wYWlnbhgEIAEoCUgCiAEBEhQKDGxhbmRpbmdfcGFnZRgFIAEoCRISCgp2aXNpdG9yX2lkGAYgASgJEgwKBGxpbmsYByABKAkSEgoKdG91Y2hlZF9hdBgIIAEoCUIJCgdfc291cmNlQgkKB19tZWRpdW1CCwoJX2NhbXBhaWduIj8KEkdldFBheW1lbnRSZXNwb25zZRIpCgdwYXltZW50GAEgASgLMhguaW5nZXN0LnYxLlN0b3JlZFBheW1lbnQiOgoSR2V0Q3VzdG9tZXJSZXF1ZXN0Eg8KB3NpdGVfaWQYASABKAkSEwoLY3VzdG9tZXJfaWQYAiABKAki8AIKDlN0b3JlZEN1c3RvbWVyEg8KB3NpdGVfaWQYASABKAkSEwoLY3VzdG9tZXJfaWQYAiABKAkSEgoFZW1haWwYAyABKAlIAIgBARIUCgd1c2VyX2lkGAQgASgJSAGIAQESEQoEbmFtZRgFIAEoCUgCiAEBEhQKB2NvdW50cnkYBiABKAlIA4gBARIXCgp2aXNpdG9yX2lkGAcgASgJSASIAQESOQoIbWV0YWRhdGEYCCADKAsyJy5pbmdlc3QudjEuU3RvcmVkQ3VzdG9tZXIuTWV0YWRhdGFFbnRyeRISCgpjcmVhdGVkX2F0GAkgASgJEhIKCnVwZGF0ZWRfYXQYCiABKAkaLwoNTWV0YWRhdGFFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBQggKBl9lbWFpbEIKCghfdXNlcl9pZEIHCgVfbmFtZUIKCghfY291bnRyeUINCgtfdmlzaXRvcl9pZCKGAQoNTGlua2VkVmlzaXRvchISCgp2aXNpdG9yX2lkGAEgASgJEgwKBGxpbmsYAiABKAkSEQoJbGlua2VkX2F0GAMgASgJEjAKC2ZpcnN0X3RvdWNoGAQgASgLMhYuaW5nZXN0LnYxLkF0dHJpYnV0aW9uSACIAQFCDgoMX2ZpcnN0X3RvdWNoIrABChNHZXRDdXN0b21lclJlc3BvbnNlEisKCGN1c3RvbWVyGAEgASgLMhkuaW5nZXN0LnYxLlN0b3JlZEN1c3RvbWVyEioKCHZpc2l0b3JzGAIgAygLMhguaW5nZXN0LnYxLkxpbmtlZFZpc2l0b3ISMAoLZmlyc3RfdG91Y2gYAyABKAsyFi5pbmdlc3QudjEuQXR0cmlidXRpb25IAIgBAUIOCgxfZmlyc3RfdG91Y2giRAoXUmV2ZW51ZUJ5Q2hhbm5lbFJlcXVlc3QSDwoHc2l0ZV9pZBgBIAEoCRIMCgRmcm9tGAIgASgJEgoKAnRvGAMgASgJIukBCg5DaGFubmVsUmV2ZW51ZRIPCgdjaGFubmVsGAEgASgJEhAKCGN1cnJlbmN5GAIgASgJEh8KBWdyb3NzGAMgASgLMhAuaW5nZXN0LnYxLk1vbmV5EiEKB3JlZnVuZHMYBCABKAsyEC5pbmdlc3QudjEuTW9uZXkSJQoLY2hhcmdlYmFja3MYBSABKAsyEC5pbmdlc3QudjEuTW9uZXkSHQoDbmV0GAYgASgLMhAuaW5nZXN0LnYxLk1vbmV5EhAKCHBheW1lbnRzGAcgASgDEhgKEHBheWluZ19jdXN0b21lcnMYCCABKAMiQwoYUmV2ZW51ZUJ5Q2hhbm5lbFJlc3BvbnNlEicKBHJvd3MYASADKAsyGS5pbmdlc3QudjEuQ2hhbm5lbFJldmVudWUiKQoKTXJyUmVxdWVzdBIPCgdzaXRlX2lkGAEgASgJEgoKAmF0GAIgASgJIlUKC0N1cnJlbmN5TXJyEhAKCGN1cnJlbmN5GAEgASgJEh0KA21ychgCIAEoCzIQLmluZ2VzdC52MS5Nb25leRIVCg1zdWJzY3JpcHRpb25zGAMgASgDIj8KC01yclJlc3BvbnNlEgoKAmF0GAEgASgJEiQKBHJvd3MYAiADKAsyFi5pbmdlc3QudjEuQ3VycmVuY3lNcnIiQAoTU2l0ZU92ZXJ2aWV3UmVxdWVzdBIPCgdzaXRlX2lkGAEgASgJEgwKBGZyb20YAiABKAkSCgoCdG8YAyABKAkiZAoPQ2hhbm5lbE92ZXJ2aWV3Eg8KB2NoYW5uZWwYASABKAkSFAoMbmV3X3Zpc2l0b3JzGAIgASgDEioKB3JldmVudWUYAyADKAsyGS5pbmdlc3QudjEuQ2hhbm5lbFJldmVudWUiZgoLRGF5T3ZlcnZpZXcSCwoDZGF5GAEgASgJEhAKCHZpc2l0b3JzGAIgASgDEhEKCXBhZ2V2aWV3cxgDIAEoAxIlCgtuZXRfcmV2ZW51ZRgEIAMoCzIQLmluZ2VzdC52MS5Nb25leSJWCghUb3BFbnRyeRINCgV2YWx1ZRgBIAEoCRIUCgxuZXdfdmlzaXRvcnMYAiABKAMSJQoLbmV0X3JldmVudWUYAyADKAsyEC5pbmdlc3QudjEuTW9uZXki+gEKDVJlY2VudFBheW1lbnQSEgoKcGF5bWVudF9pZBgBIAEoCRITCgtjdXN0b21lcl9pZBgCIAEoCRIgCgZhbW91bnQYAyABKAsyEC5pbmdlc3QudjEuTW9uZXkSDAoEa2luZBgEIAEoCRIPCgdwYWlkX2F0GAUgASgJEg8KB2NoYW5uZWwYBiABKAkSEwoGc291cmNlGAcgASgJSACIAQESFQoIY2FtcGFpZ24YCCABKAlIAYgBARIZCgxsYW5kaW5nX3BhZ2UYCSABKAlIAogBAUIJCgdfc291cmNlQgsKCV9jYW1wYWlnbkIPCg1fbGFuZGluZ19wYWdlIsMEChRTaXRlT3ZlcnZpZXdSZXNwb25zZRIMCgRmcm9tGAEgASgJEgoKAnRvGAIgASgJEiwKCGNoYW5uZWxzGAMgAygLMhouaW5nZXN0LnYxLkNoYW5uZWxPdmVydmlldxIkCgRkYXlzGAQgAygLMhYuaW5nZXN0LnYxLkRheU92ZXJ2aWV3EjQKF3RvcF9zb3VyY2VzX2J5X3Zpc2l0b3JzGAUgAygLMhMuaW5nZXN0LnYxLlRvcEVudHJ5EjYKGXRvcF9jYW1wYWlnbnNfYnlfdmlzaXRvcnMYBiADKAsyEy5pbmdlc3QudjEuVG9wRW50cnkSOgoddG9wX2xhbmRpbmdfcGFnZXNfYnlfdmlzaXRvcnMYByADKAsyEy5pbmdlc3QudjEuVG9wRW50cnkSMwoWdG9wX3NvdXJjZXNfYnlfcmV2ZW51ZRgIIAMoCzITLmluZ2VzdC52MS5Ub3BFbnRyeRI1Chh0b3BfY2FtcGFpZ25zX2J5X3JldmVudWUYCSADKAsyEy5pbmdlc3QudjEuVG9wRW50cnkSOQocdG9wX2xhbmRpbmdfcGFnZXNfYnlfcmV2ZW51ZRgKIAMoCzITLmluZ2VzdC52MS5Ub3BFbnRyeRIjCgNtcnIYCyADKAsyFi5pbmdlc3QudjEuQ3VycmVuY3lNcnISMQoPcmVjZW50X3BheW1lbnRzGAwgAygLMhguaW5nZXN0LnYxLlJlY2VudFBheW1lbnQSFAoMbmV3X3Zpc2l0b3JzGA0gASgDIj4KFkN1c3RvbWVySm91cm5leVJlcXVlc3QSDwoHc2l0ZV9pZBgBIAEoCRITCgtjdXN0b21lcl9pZBgCIAEoCSLgAQoXQ3VzdG9tZXJKb3VybmV5UmVzcG9uc2USKwoIY3VzdG9tZXIYASABKAsyGS5pbmdlc3QudjEuU3RvcmVkQ3VzdG9tZXISKgoIdmlzaXRvcnMYAiADKAsyGC5pbmdlc3QudjEuTGlua2VkVmlzaXRvchIwCgtmaXJzdF90b3VjaBgDIAEoCzIWLmluZ2VzdC52MS5BdHRyaWJ1dGlvbkgAiAEBEioKCHBheW1lbnRzGAQgAygLMhguaW5nZXN0LnYxLlN0b3JlZFBheW1lbnRCDgoMX2ZpcnN0X3RvdWNoMtYHCg5SZXBvcnRzU2VydmljZRJOCgpMaXN0RXZlbnRzEhwuaW5nZXN0LnYxLkxpc3RFdmVudHNSZXF1ZXN0Gh0uaW5nZXN0LnYxLkxpc3RFdmVudHNSZXNwb25zZSIDkAIBEk4KCkdldFBheW1lbnQSHC5pbmdlc3QudjEuR2V0UGF5bWVudFJlcXVlc3QaHS5pbmdlc3QudjEuR2V0UGF5bWVudFJlc3BvbnNlIgOQAgESUQoLR2V0Q3VzdG9tZXISHS5pbmdlc3QudjEuR2V0Q3VzdG9tZXJSZXF1ZXN0Gh4uaW5nZXN0LnYxLkdldEN1c3RvbWVyUmVzcG9uc2UiA5ACARJgChBSZXZlbnVlQnlDaGFubmVsEiIuaW5nZXN0LnYxLlJldmVudWVCeUNoYW5uZWxSZXF1ZXN0GiMuaW5nZXN0LnYxLlJldmVudWVCeUNoYW5uZWxSZXNwb25zZSIDkAIBEjkKA01ychIVLmluZ2VzdC52MS5NcnJSZXF1ZXN0GhYuaW5nZXN0LnYxLk1yclJlc3BvbnNlIgOQAgESfAoMU2l0ZU92ZXJ2aWV3Eh4uaW5nZXN0LnYxLlNpdGVPdmVydmlld1JlcXVlc3QaHy5pbmdlc3QudjEuU2l0ZU92ZXJ2aWV3UmVzcG9uc2UiK5ACAYLT5JMCIhIgL2FwaS92MS9zaXRlcy97c2l0ZV9pZH0vb3ZlcnZpZXcSnAEKD0N1c3RvbWVySm91cm5leRIhLmluZ2VzdC52MS5DdXN0b21lckpvdXJuZXlSZXF1ZXN0GiIuaW5nZXN0LnYxLkN1c3RvbWVySm91cm5leVJlc3BvbnNlIkKQAgGC0+STAjkSNy9hcGkvdjEvc2l0ZXMve3NpdGVfaWR9L2N1c3RvbWVycy97Y3VzdG9tZXJfaWR9L2pvdXJuZXkSYQoJR2V0QWNjZXNzEhsuaW5nZXN0LnYxLkdldEFjY2Vzc1JlcXVlc3QaHC5pbmdlc3QudjEuR2V0QWNjZXNzUmVzcG9uc2UiGZACAYLT5JMCEBIOL2FwaS92MS9hY2Nlc3MSVgoMRXhwb3J0RXZlbnRzEh4uaW5nZXN0LnYxLkV4cG9ydEV2ZW50c1JlcXVlc3QaHy5pbmdlc3QudjEuRXhwb3J0RXZlbnRzUmVzcG9uc2UiA5ACATABElwKDkV4cG9ydFBheW1lbnRzEiAuaW5nZXN0LnYxLkV4cG9ydFBheW1lbnRzUmVxdWVzdBohLmluZ2VzdC52MS5FeHBvcnRQYXltZW50c1Jlc3BvbnNlIgOQAgEwAWIGcHJvdG8z", [file_google_api_annotations, file_google_protobuf_struct]);
+  fileDesc("Chdpbmdlc3QvdjEvcmVwb3J0cy5wcm90bxIJaW5nZXN0LnYxIhIKEEdldEFjY2Vzc1JlcXVlc3QiMgoRR2V0QWNjZXNzUmVzcG9uc2USDAoEa2luZBgBIAEoCRIPCgdzaXRlX2lkGAIgASgJIkAKE0V4cG9ydEV2ZW50c1JlcXVlc3QSDwoHc2l0ZV9pZBgBIAEoCRIMCgRmcm9tGAIgASgJEgoKAnRvGAMgASgJIj4KFEV4cG9ydEV2ZW50c1Jlc3BvbnNlEiYKBmV2ZW50cxgBIAMoCzIWLmluZ2VzdC52MS5TdG9yZWRFdmVudCJCChVFeHBvcnRQYXltZW50c1JlcXVlc3QSDwoHc2l0ZV9pZBgBIAEoCRIMCgRmcm9tGAIgASgJEgoKAnRvGAMgASgJIkQKFkV4cG9ydFBheW1lbnRzUmVzcG9uc2USKgoIcGF5bWVudHMYASADKAsyGC5pbmdlc3QudjEuU3RvcmVkUGF5bWVudCJhChFMaXN0RXZlbnRzUmVxdWVzdBIPCgdzaXRlX2lkGAEgASgJEg0KBWxpbWl0GAIgASgFEgwKBGZyb20YAyABKAkSCgoCdG8YBCABKAkSEgoKcGFnZV90b2tlbhgFIAEoCSKaBgoLU3RvcmVkRXZlbnQSDAoEbmFtZRgBIAEoCRILCgN1cmwYAiABKAkSFQoIcmVmZXJyZXIYAyABKAlIAIgBARISCgV0aXRsZRgEIAEoCUgBiAEBEhIKBXdpZHRoGAUgASgFSAKIAQESFQoIbGFuZ3VhZ2UYBiABKAlIA4gBARImCgVwcm9wcxgHIAEoCzIXLmdvb2dsZS5wcm90b2J1Zi5TdHJ1Y3QSCgoCdHMYCCABKAMSEwoLcmVjZWl2ZWRfYXQYCSABKAMSEgoKdmlzaXRvcl9pZBgKIAEoCRIUCgd1c2VyX2lkGAsgASgJSASIAQESFAoHY291bnRyeRgMIAEoCUgFiAEBEhQKB2Jyb3dzZXIYDSABKAlIBogBARIPCgJvcxgOIAEoCUgHiAEBEhMKBmRldmljZRgPIAEoCUgIiAEBEhoKDXJlZmVycmVyX2hvc3QYECABKAlICYgBARIXCgp1dG1fc291cmNlGBEgASgJSAqIAQESFwoKdXRtX21lZGl1bRgSIAEoCUgLiAEBEhkKDHV0bV9jYW1wYWlnbhgTIAEoCUgMiAEBEhUKCHV0bV90ZXJtGBQgASgJSA2IAQESGAoLdXRtX2NvbnRlbnQYFSABKAlIDogBARI3CgljbGlja19pZHMYFiADKAsyJC5pbmdlc3QudjEuU3RvcmVkRXZlbnQuQ2xpY2tJZHNFbnRyeRIPCgdzaXRlX2lkGBcgASgJGi8KDUNsaWNrSWRzRW50cnkSCwoDa2V5GAEgASgJEg0KBXZhbHVlGAIgASgJOgI4AUILCglfcmVmZXJyZXJCCAoGX3RpdGxlQggKBl93aWR0aEILCglfbGFuZ3VhZ2VCCgoIX3VzZXJfaWRCCgoIX2NvdW50cnlCCgoIX2Jyb3dzZXJCBQoDX29zQgkKB19kZXZpY2VCEAoOX3JlZmVycmVyX2hvc3RCDQoLX3V0bV9zb3VyY2VCDQoLX3V0bV9tZWRpdW1CDwoNX3V0bV9jYW1wYWlnbkILCglfdXRtX3Rlcm1CDgoMX3V0bV9jb250ZW50IlUKEkxpc3RFdmVudHNSZXNwb25zZRImCgZldmVudHMYASADKAsyFi5pbmdlc3QudjEuU3RvcmVkRXZlbnQSFwoPbmV4dF9wYWdlX3Rva2VuGAIgASgJIjgKEUdldFBheW1lbnRSZXF1ZXN0Eg8KB3NpdGVfaWQYASABKAkSEgoKcGF5bWVudF9pZBgCIAEoCSI/CgVNb25leRIQCghjdXJyZW5jeRgBIAEoCRITCgttaW5vcl91bml0cxgCIAEoAxIPCgdkZWNpbWFsGAMgASgJIt4DCg1TdG9yZWRQYXltZW50Eg8KB3NpdGVfaWQYASABKAkSEgoKcGF5bWVudF9pZBgCIAEoCRITCgtjdXN0b21lcl9pZBgDIAEoCRIgCgZhbW91bnQYBCABKAsyEC5pbmdlc3QudjEuTW9uZXkSIgoDZmVlGAUgASgLMhAuaW5nZXN0LnYxLk1vbmV5SACIAQESDAoEa2luZBgGIAEoCRIOCgZzdGF0dXMYByABKAkSDwoHcGFpZF9hdBgIIAEoCRI4CghtZXRhZGF0YRgJIAMoCzImLmluZ2VzdC52MS5TdG9yZWRQYXltZW50Lk1ldGFkYXRhRW50cnkSHAoPc3Vic2NyaXB0aW9uX2lkGAogASgJSAGIAQESEgoKY3JlYXRlZF9hdBgLIAEoCRISCgp1cGRhdGVkX2F0GAwgASgJEg8KB2NoYW5uZWwYDSABKAkSMAoLYXR0cmlidXRpb24YDiABKAsyFi5pbmdlc3QudjEuQXR0cmlidXRpb25IAogBARovCg1NZXRhZGF0YUVudHJ5EgsKA2tleRgBIAEoCRINCgV2YWx1ZRgCIAEoCToCOAFCBgoEX2ZlZUISChBfc3Vic2NyaXB0aW9uX2lkQg4KDF9hdHRyaWJ1dGlvbiLOAQoLQXR0cmlidXRpb24SDwoHY2hhbm5lbBgBIAEoCRITCgZzb3VyY2UYAiABKAlIAIgBARITCgZtZWRpdW0YAyABKAlIAYgBARIVCghjYW1wYWlnbhgEIAEoCUgCiAEBEhQKDGxhbmRpbmdfcGFnZRgFIAEoCRISCgp2aXNpdG9yX2lkGAYgASgJEgwKBGxpbmsYByABKAkSEgoKdG91Y2hlZF9hdBgIIAEoCUIJCgdfc291cmNlQgkKB19tZWRpdW1CCwoJX2NhbXBhaWduIj8KEkdldFBheW1lbnRSZXNwb25zZRIpCgdwYXltZW50GAEgASgLMhguaW5nZXN0LnYxLlN0b3JlZFBheW1lbnQiOgoSR2V0Q3VzdG9tZXJSZXF1ZXN0Eg8KB3NpdGVfaWQYASABKAkSEwoLY3VzdG9tZXJfaWQYAiABKAki8AIKDlN0b3JlZEN1c3RvbWVyEg8KB3NpdGVfaWQYASABKAkSEwoLY3VzdG9tZXJfaWQYAiABKAkSEgoFZW1haWwYAyABKAlIAIgBARIUCgd1c2VyX2lkGAQgASgJSAGIAQESEQoEbmFtZRgFIAEoCUgCiAEBEhQKB2NvdW50cnkYBiABKAlIA4gBARIXCgp2aXNpdG9yX2lkGAcgASgJSASIAQESOQoIbWV0YWRhdGEYCCADKAsyJy5pbmdlc3QudjEuU3RvcmVkQ3VzdG9tZXIuTWV0YWRhdGFFbnRyeRISCgpjcmVhdGVkX2F0GAkgASgJEhIKCnVwZGF0ZWRfYXQYCiABKAkaLwoNTWV0YWRhdGFFbnRyeRILCgNrZXkYASABKAkSDQoFdmFsdWUYAiABKAk6AjgBQggKBl9lbWFpbEIKCghfdXNlcl9pZEIHCgVfbmFtZUIKCghfY291bnRyeUINCgtfdmlzaXRvcl9pZCKGAQoNTGlua2VkVmlzaXRvchISCgp2aXNpdG9yX2lkGAEgASgJEgwKBGxpbmsYAiABKAkSEQoJbGlua2VkX2F0GAMgASgJEjAKC2ZpcnN0X3RvdWNoGAQgASgLMhYuaW5nZXN0LnYxLkF0dHJpYnV0aW9uSACIAQFCDgoMX2ZpcnN0X3RvdWNoIrABChNHZXRDdXN0b21lclJlc3BvbnNlEisKCGN1c3RvbWVyGAEgASgLMhkuaW5nZXN0LnYxLlN0b3JlZEN1c3RvbWVyEioKCHZpc2l0b3JzGAIgAygLMhguaW5nZXN0LnYxLkxpbmtlZFZpc2l0b3ISMAoLZmlyc3RfdG91Y2gYAyABKAsyFi5pbmdlc3QudjEuQXR0cmlidXRpb25IAIgBAUIOCgxfZmlyc3RfdG91Y2giRAoXUmV2ZW51ZUJ5Q2hhbm5lbFJlcXVlc3QSDwoHc2l0ZV9pZBgBIAEoCRIMCgRmcm9tGAIgASgJEgoKAnRvGAMgASgJIukBCg5DaGFubmVsUmV2ZW51ZRIPCgdjaGFubmVsGAEgASgJEhAKCGN1cnJlbmN5GAIgASgJEh8KBWdyb3NzGAMgASgLMhAuaW5nZXN0LnYxLk1vbmV5EiEKB3JlZnVuZHMYBCABKAsyEC5pbmdlc3QudjEuTW9uZXkSJQoLY2hhcmdlYmFja3MYBSABKAsyEC5pbmdlc3QudjEuTW9uZXkSHQoDbmV0GAYgASgLMhAuaW5nZXN0LnYxLk1vbmV5EhAKCHBheW1lbnRzGAcgASgDEhgKEHBheWluZ19jdXN0b21lcnMYCCABKAMiQwoYUmV2ZW51ZUJ5Q2hhbm5lbFJlc3BvbnNlEicKBHJvd3MYASADKAsyGS5pbmdlc3QudjEuQ2hhbm5lbFJldmVudWUiKQoKTXJyUmVxdWVzdBIPCgdzaXRlX2lkGAEgASgJEgoKAmF0GAIgASgJIlUKC0N1cnJlbmN5TXJyEhAKCGN1cnJlbmN5GAEgASgJEh0KA21ychgCIAEoCzIQLmluZ2VzdC52MS5Nb25leRIVCg1zdWJzY3JpcHRpb25zGAMgASgDIj8KC01yclJlc3BvbnNlEgoKAmF0GAEgASgJEiQKBHJvd3MYAiADKAsyFi5pbmdlc3QudjEuQ3VycmVuY3lNcnIiQAoTU2l0ZU92ZXJ2aWV3UmVxdWVzdBIPCgdzaXRlX2lkGAEgASgJEgwKBGZyb20YAiABKAkSCgoCdG8YAyABKAkiZAoPQ2hhbm5lbE92ZXJ2aWV3Eg8KB2NoYW5uZWwYASABKAkSFAoMbmV3X3Zpc2l0b3JzGAIgASgDEioKB3JldmVudWUYAyADKAsyGS5pbmdlc3QudjEuQ2hhbm5lbFJldmVudWUiZgoLRGF5T3ZlcnZpZXcSCwoDZGF5GAEgASgJEhAKCHZpc2l0b3JzGAIgASgDEhEKCXBhZ2V2aWV3cxgDIAEoAxIlCgtuZXRfcmV2ZW51ZRgEIAMoCzIQLmluZ2VzdC52MS5Nb25leSJWCghUb3BFbnRyeRINCgV2YWx1ZRgBIAEoCRIUCgxuZXdfdmlzaXRvcnMYAiABKAMSJQoLbmV0X3JldmVudWUYAyADKAsyEC5pbmdlc3QudjEuTW9uZXki+gEKDVJlY2VudFBheW1lbnQSEgoKcGF5bWVudF9pZBgBIAEoCRITCgtjdXN0b21lcl9pZBgCIAEoCRIgCgZhbW91bnQYAyABKAsyEC5pbmdlc3QudjEuTW9uZXkSDAoEa2luZBgEIAEoCRIPCgdwYWlkX2F0GAUgASgJEg8KB2NoYW5uZWwYBiABKAkSEwoGc291cmNlGAcgASgJSACIAQESFQoIY2FtcGFpZ24YCCABKAlIAYgBARIZCgxsYW5kaW5nX3BhZ2UYCSABKAlIAogBAUIJCgdfc291cmNlQgsKCV9jYW1wYWlnbkIPCg1fbGFuZGluZ19wYWdlIsMEChRTaXRlT3ZlcnZpZXdSZXNwb25zZRIMCgRmcm9tGAEgASgJEgoKAnRvGAIgASgJEiwKCGNoYW5uZWxzGAMgAygLMhouaW5nZXN0LnYxLkNoYW5uZWxPdmVydmlldxIkCgRkYXlzGAQgAygLMhYuaW5nZXN0LnYxLkRheU92ZXJ2aWV3EjQKF3RvcF9zb3VyY2VzX2J5X3Zpc2l0b3JzGAUgAygLMhMuaW5nZXN0LnYxLlRvcEVudHJ5EjYKGXRvcF9jYW1wYWlnbnNfYnlfdmlzaXRvcnMYBiADKAsyEy5pbmdlc3QudjEuVG9wRW50cnkSOgoddG9wX2xhbmRpbmdfcGFnZXNfYnlfdmlzaXRvcnMYByADKAsyEy5pbmdlc3QudjEuVG9wRW50cnkSMwoWdG9wX3NvdXJjZXNfYnlfcmV2ZW51ZRgIIAMoCzITLmluZ2VzdC52MS5Ub3BFbnRyeRI1Chh0b3BfY2FtcGFpZ25zX2J5X3JldmVudWUYCSADKAsyEy5pbmdlc3QudjEuVG9wRW50cnkSOQocdG9wX2xhbmRpbmdfcGFnZXNfYnlfcmV2ZW51ZRgKIAMoCzITLmluZ2VzdC52MS5Ub3BFbnRyeRIjCgNtcnIYCyADKAsyFi5pbmdlc3QudjEuQ3VycmVuY3lNcnISMQoPcmVjZW50X3BheW1lbnRzGAwgAygLMhguaW5nZXN0LnYxLlJlY2VudFBheW1lbnQSFAoMbmV3X3Zpc2l0b3JzGA0gASgDIj4KFkN1c3RvbWVySm91cm5leVJlcXVlc3QSDwoHc2l0ZV9pZBgBIAEoCRITCgtjdXN0b21lcl9pZBgCIAEoCSLgAQoXQ3VzdG9tZXJKb3VybmV5UmVzcG9uc2USKwoIY3VzdG9tZXIYASABKAsyGS5pbmdlc3QudjEuU3RvcmVkQ3VzdG9tZXISKgoIdmlzaXRvcnMYAiADKAsyGC5pbmdlc3QudjEuTGlua2VkVmlzaXRvchIwCgtmaXJzdF90b3VjaBgDIAEoCzIWLmluZ2VzdC52MS5BdHRyaWJ1dGlvbkgAiAEBEioKCHBheW1lbnRzGAQgAygLMhguaW5nZXN0LnYxLlN0b3JlZFBheW1lbnRCDgoMX2ZpcnN0X3RvdWNoIjwKC1F1ZXJ5RmlsdGVyEhEKCWRpbWVuc2lvbhgBIAEoCRIKCgJvcBgCIAEoCRIOCgZ2YWx1ZXMYAyADKAkiSQoLUXVlcnlQZXJpb2QSEAoIZnJvbV9kYXkYASABKAkSDgoGdG9fZGF5GAIgASgJEgwKBGZyb20YAyABKAkSCgoCdG8YBCABKAkiKQoKUXVlcnlPcmRlchINCgVmaWVsZBgBIAEoCRIMCgRkZXNjGAIgASgIIpMCCgxRdWVyeVJlcXVlc3QSDwoHc2l0ZV9pZBgBIAEoCRIPCgdtZXRyaWNzGAIgAygJEhIKCmRpbWVuc2lvbnMYAyADKAkSJwoHZmlsdGVycxgEIAMoCzIWLmluZ2VzdC52MS5RdWVyeUZpbHRlchImCgZwZXJpb2QYBSABKAsyFi5pbmdlc3QudjEuUXVlcnlQZXJpb2QSDwoHY29tcGFyZRgGIAEoCRINCgVtb2RlbBgHIAEoCRIQCghjdXJyZW5jeRgIIAEoCRInCghvcmRlcl9ieRgJIAMoCzIVLmluZ2VzdC52MS5RdWVyeU9yZGVyEg0KBWxpbWl0GAogASgFEhIKCnBhZ2VfdG9rZW4YCyABKAkiXAoLTWV0cmljVmFsdWUSDwoFY291bnQYASABKANIABIQCgZudW1iZXIYAiABKAFIABIhCgVtb25leRgDIAEoCzIQLmluZ2VzdC52MS5Nb25leUgAQgcKBXZhbHVlInMKCFF1ZXJ5Um93EhIKCmRpbWVuc2lvbnMYASADKAkSJwoHbWV0cmljcxgCIAMoCzIWLmluZ2VzdC52MS5NZXRyaWNWYWx1ZRIqCgpjb21wYXJpc29uGAMgAygLMhYuaW5nZXN0LnYxLk1ldHJpY1ZhbHVlIj0KDlJlc29sdmVkUGVyaW9kEgwKBGZyb20YASABKAkSCgoCdG8YAiABKAkSEQoJdGltZV96b25lGAMgASgJItYCCg1RdWVyeVJlc3BvbnNlEg8KB21ldHJpY3MYASADKAkSEgoKZGltZW5zaW9ucxgCIAMoCRIhCgRyb3dzGAMgAygLMhMuaW5nZXN0LnYxLlF1ZXJ5Um93EiYKBnRvdGFscxgEIAMoCzIWLmluZ2VzdC52MS5NZXRyaWNWYWx1ZRIpCgZwZXJpb2QYBSABKAsyGS5pbmdlc3QudjEuUmVzb2x2ZWRQZXJpb2QSOQoRY29tcGFyaXNvbl9wZXJpb2QYBiABKAsyGS5pbmdlc3QudjEuUmVzb2x2ZWRQZXJpb2RIAIgBARIxChFjb21wYXJpc29uX3RvdGFscxgHIAMoCzIWLmluZ2VzdC52MS5NZXRyaWNWYWx1ZRIXCg9uZXh0X3BhZ2VfdG9rZW4YCCABKAkSDQoFbW9kZWwYCSABKAlCFAoSX2NvbXBhcmlzb25fcGVyaW9kImEKCkZ1bm5lbFN0ZXASDAoEa2luZBgBIAEoCRINCgV2YWx1ZRgCIAEoCRInCgdmaWx0ZXJzGAMgAygLMhYuaW5nZXN0LnYxLlF1ZXJ5RmlsdGVyEg0KBWxhYmVsGAQgASgJItABCg1GdW5uZWxSZXF1ZXN0Eg8KB3NpdGVfaWQYASABKAkSJAoFc3RlcHMYAiADKAsyFS5pbmdlc3QudjEuRnVubmVsU3RlcBInCgdmaWx0ZXJzGAMgAygLMhYuaW5nZXN0LnYxLlF1ZXJ5RmlsdGVyEiYKBnBlcmlvZBgEIAEoCzIWLmluZ2VzdC52MS5RdWVyeVBlcmlvZBIWCg53aW5kb3dfc2Vjb25kcxgFIAEoAxIQCghjdXJyZW5jeRgGIAEoCRINCgVtb2RlbBgHIAEoCSK9AQoQRnVubmVsU3RlcFJlc3VsdBINCgVsYWJlbBgBIAEoCRIQCgh2aXNpdG9ycxgCIAEoAxIgChhjb252ZXJzaW9uX2Zyb21fcHJldmlvdXMYAyABKAESGgoSY29udmVyc2lvbl9vdmVyYWxsGAQgASgBEikKHG1lZGlhbl9zZWNvbmRzX2Zyb21fcHJldmlvdXMYBSABKAFIAIgBAUIfCh1fbWVkaWFuX3NlY29uZHNfZnJvbV9wcmV2aW91cyLIAQoORnVubmVsUmVzcG9uc2USKgoFc3RlcHMYASADKAsyGy5pbmdlc3QudjEuRnVubmVsU3RlcFJlc3VsdBIpCgZwZXJpb2QYAiABKAsyGS5pbmdlc3QudjEuUmVzb2x2ZWRQZXJpb2QSNQoWY29tcGxldGVyc19uZXRfcmV2ZW51ZRgDIAEoCzIQLmluZ2VzdC52MS5Nb25leUgAiAEBEg0KBW1vZGVsGAQgASgJQhkKF19jb21wbGV0ZXJzX25ldF9yZXZlbnVlMqwJCg5SZXBvcnRzU2VydmljZRJOCgpMaXN0RXZlbnRzEhwuaW5nZXN0LnYxLkxpc3RFdmVudHNSZXF1ZXN0Gh0uaW5nZXN0LnYxLkxpc3RFdmVudHNSZXNwb25zZSIDkAIBEk4KCkdldFBheW1lbnQSHC5pbmdlc3QudjEuR2V0UGF5bWVudFJlcXVlc3QaHS5pbmdlc3QudjEuR2V0UGF5bWVudFJlc3BvbnNlIgOQAgESUQoLR2V0Q3VzdG9tZXISHS5pbmdlc3QudjEuR2V0Q3VzdG9tZXJSZXF1ZXN0Gh4uaW5nZXN0LnYxLkdldEN1c3RvbWVyUmVzcG9uc2UiA5ACARJgChBSZXZlbnVlQnlDaGFubmVsEiIuaW5nZXN0LnYxLlJldmVudWVCeUNoYW5uZWxSZXF1ZXN0GiMuaW5nZXN0LnYxLlJldmVudWVCeUNoYW5uZWxSZXNwb25zZSIDkAIBEjkKA01ychIVLmluZ2VzdC52MS5NcnJSZXF1ZXN0GhYuaW5nZXN0LnYxLk1yclJlc3BvbnNlIgOQAgESfAoMU2l0ZU92ZXJ2aWV3Eh4uaW5nZXN0LnYxLlNpdGVPdmVydmlld1JlcXVlc3QaHy5pbmdlc3QudjEuU2l0ZU92ZXJ2aWV3UmVzcG9uc2UiK5ACAYLT5JMCIhIgL2FwaS92MS9zaXRlcy97c2l0ZV9pZH0vb3ZlcnZpZXcSnAEKD0N1c3RvbWVySm91cm5leRIhLmluZ2VzdC52MS5DdXN0b21lckpvdXJuZXlSZXF1ZXN0GiIuaW5nZXN0LnYxLkN1c3RvbWVySm91cm5leVJlc3BvbnNlIkKQAgGC0+STAjkSNy9hcGkvdjEvc2l0ZXMve3NpdGVfaWR9L2N1c3RvbWVycy97Y3VzdG9tZXJfaWR9L2pvdXJuZXkSYQoJR2V0QWNjZXNzEhsuaW5nZXN0LnYxLkdldEFjY2Vzc1JlcXVlc3QaHC5pbmdlc3QudjEuR2V0QWNjZXNzUmVzcG9uc2UiGZACAYLT5JMCEBIOL2FwaS92MS9hY2Nlc3MSVgoMRXhwb3J0RXZlbnRzEh4uaW5nZXN0LnYxLkV4cG9ydEV2ZW50c1JlcXVlc3QaHy5pbmdlc3QudjEuRXhwb3J0RXZlbnRzUmVzcG9uc2UiA5ACATABElwKDkV4cG9ydFBheW1lbnRzEiAuaW5nZXN0LnYxLkV4cG9ydFBheW1lbnRzUmVxdWVzdBohLmluZ2VzdC52MS5FeHBvcnRQYXltZW50c1Jlc3BvbnNlIgOQAgEwARJnCgVRdWVyeRIXLmluZ2VzdC52MS5RdWVyeVJlcXVlc3QaGC5pbmdlc3QudjEuUXVlcnlSZXNwb25zZSIrkAIBgtPkkwIiOgEqIh0vYXBpL3YxL3NpdGVzL3tzaXRlX2lkfS9xdWVyeRJrCgZGdW5uZWwSGC5pbmdlc3QudjEuRnVubmVsUmVxdWVzdBoZLmluZ2VzdC52MS5GdW5uZWxSZXNwb25zZSIskAIBgtPkkwIjOgEqIh4vYXBpL3YxL3NpdGVzL3tzaXRlX2lkfS9mdW5uZWxiBnByb3RvMw", [file_google_api_annotations, file_google_protobuf_struct]);
 
 /**
  * @generated from message ingest.v1.GetAccessRequest
@@ -1264,6 +1264,547 @@ export const CustomerJourneyResponseSchema: GenMessage<CustomerJourneyResponse> 
   messageDesc(file_ingest_v1_reports, 31);
 
 /**
+ * QueryFilter keeps the rows whose `dimension` satisfies `op` for any of the
+ * `values` (`is_not`: none of them). Every filter of a request must hold.
+ *
+ * @generated from message ingest.v1.QueryFilter
+ */
+export type QueryFilter = Message<"ingest.v1.QueryFilter"> & {
+  /**
+   * A dimension name, as in QueryRequest.dimensions (not a time dimension).
+   *
+   * @generated from field: string dimension = 1;
+   */
+  dimension: string;
+
+  /**
+   * `is`, `is_not` or `contains` (case-insensitive substring).
+   *
+   * @generated from field: string op = 2;
+   */
+  op: string;
+
+  /**
+   * 1–50 values; "(none)" stands for an absent value.
+   *
+   * @generated from field: repeated string values = 3;
+   */
+  values: string[];
+};
+
+/**
+ * Describes the message ingest.v1.QueryFilter.
+ * Use `create(QueryFilterSchema)` to create a new message.
+ */
+export const QueryFilterSchema: GenMessage<QueryFilter> = /*@__PURE__*/
+  messageDesc(file_ingest_v1_reports, 32);
+
+/**
+ * QueryPeriod is either whole days in the site's time zone (`from_day` and
+ * `to_day`, both inclusive, YYYY-MM-DD) or instants (`from` inclusive and
+ * `to` exclusive, RFC 3339), never both; at most 3 years long.
+ *
+ * @generated from message ingest.v1.QueryPeriod
+ */
+export type QueryPeriod = Message<"ingest.v1.QueryPeriod"> & {
+  /**
+   * @generated from field: string from_day = 1;
+   */
+  fromDay: string;
+
+  /**
+   * @generated from field: string to_day = 2;
+   */
+  toDay: string;
+
+  /**
+   * @generated from field: string from = 3;
+   */
+  from: string;
+
+  /**
+   * @generated from field: string to = 4;
+   */
+  to: string;
+};
+
+/**
+ * Describes the message ingest.v1.QueryPeriod.
+ * Use `create(QueryPeriodSchema)` to create a new message.
+ */
+export const QueryPeriodSchema: GenMessage<QueryPeriod> = /*@__PURE__*/
+  messageDesc(file_ingest_v1_reports, 33);
+
+/**
+ * QueryOrder sorts the rows by a requested metric or dimension.
+ *
+ * @generated from message ingest.v1.QueryOrder
+ */
+export type QueryOrder = Message<"ingest.v1.QueryOrder"> & {
+  /**
+   * @generated from field: string field = 1;
+   */
+  field: string;
+
+  /**
+   * @generated from field: bool desc = 2;
+   */
+  desc: boolean;
+};
+
+/**
+ * Describes the message ingest.v1.QueryOrder.
+ * Use `create(QueryOrderSchema)` to create a new message.
+ */
+export const QueryOrderSchema: GenMessage<QueryOrder> = /*@__PURE__*/
+  messageDesc(file_ingest_v1_reports, 34);
+
+/**
+ * @generated from message ingest.v1.QueryRequest
+ */
+export type QueryRequest = Message<"ingest.v1.QueryRequest"> & {
+  /**
+   * @generated from field: string site_id = 1;
+   */
+  siteId: string;
+
+  /**
+   * 1–10 of: visitors, visits, pageviews, events, views_per_visit,
+   * bounce_rate, visit_duration, conversions, conversion_rate, payments,
+   * paying_customers, gross_revenue, refunds, chargebacks, net_revenue,
+   * revenue_per_visitor, average_order_value, median_days_to_first_payment,
+   * median_visits_to_first_payment.
+   *
+   * @generated from field: repeated string metrics = 2;
+   */
+  metrics: string[];
+
+  /**
+   * 0–3 of: channel, source, medium, campaign, term, content, referrer,
+   * landing_page, page, exit_page, country, device, browser, os, event,
+   * prop:<key>, time:hour, time:day, time:week, time:month.
+   *
+   * @generated from field: repeated string dimensions = 3;
+   */
+  dimensions: string[];
+
+  /**
+   * @generated from field: repeated ingest.v1.QueryFilter filters = 4;
+   */
+  filters: QueryFilter[];
+
+  /**
+   * @generated from field: ingest.v1.QueryPeriod period = 5;
+   */
+  period?: QueryPeriod | undefined;
+
+  /**
+   * `previous_period` or `year_over_year`; no comparison when empty.
+   *
+   * @generated from field: string compare = 6;
+   */
+  compare: string;
+
+  /**
+   * The attribution model of revenue metrics: first_touch (default),
+   * last_touch, last_non_direct, linear or position_based.
+   *
+   * @generated from field: string model = 7;
+   */
+  model: string;
+
+  /**
+   * ISO 4217; required with any revenue metric (amounts are never summed
+   * across currencies).
+   *
+   * @generated from field: string currency = 8;
+   */
+  currency: string;
+
+  /**
+   * By the first metric, descending, when empty (time dimensions: ascending).
+   *
+   * @generated from field: repeated ingest.v1.QueryOrder order_by = 9;
+   */
+  orderBy: QueryOrder[];
+
+  /**
+   * 1–1000; 100 when unset.
+   *
+   * @generated from field: int32 limit = 10;
+   */
+  limit: number;
+
+  /**
+   * The `next_page_token` of the previous page; empty for the first page.
+   *
+   * @generated from field: string page_token = 11;
+   */
+  pageToken: string;
+};
+
+/**
+ * Describes the message ingest.v1.QueryRequest.
+ * Use `create(QueryRequestSchema)` to create a new message.
+ */
+export const QueryRequestSchema: GenMessage<QueryRequest> = /*@__PURE__*/
+  messageDesc(file_ingest_v1_reports, 35);
+
+/**
+ * MetricValue is one metric's value; unset when it has none (e.g. a rate of
+ * zero visits, the median of no payments).
+ *
+ * @generated from message ingest.v1.MetricValue
+ */
+export type MetricValue = Message<"ingest.v1.MetricValue"> & {
+  /**
+   * @generated from oneof ingest.v1.MetricValue.value
+   */
+  value: {
+    /**
+     * visitors, visits, pageviews, events, conversions, payments, paying_customers.
+     *
+     * @generated from field: int64 count = 1;
+     */
+    value: bigint;
+    case: "count";
+  } | {
+    /**
+     * views_per_visit, bounce_rate and conversion_rate (percent), visit_duration
+     * (seconds), median_days_to_first_payment, median_visits_to_first_payment.
+     *
+     * @generated from field: double number = 2;
+     */
+    value: number;
+    case: "number";
+  } | {
+    /**
+     * Revenue metrics, in the request's currency.
+     *
+     * @generated from field: ingest.v1.Money money = 3;
+     */
+    value: Money;
+    case: "money";
+  } | { case: undefined; value?: undefined };
+};
+
+/**
+ * Describes the message ingest.v1.MetricValue.
+ * Use `create(MetricValueSchema)` to create a new message.
+ */
+export const MetricValueSchema: GenMessage<MetricValue> = /*@__PURE__*/
+  messageDesc(file_ingest_v1_reports, 36);
+
+/**
+ * QueryRow is one combination of dimension values.
+ *
+ * @generated from message ingest.v1.QueryRow
+ */
+export type QueryRow = Message<"ingest.v1.QueryRow"> & {
+  /**
+   * One per requested dimension, in its order; "(none)" when absent.
+   *
+   * @generated from field: repeated string dimensions = 1;
+   */
+  dimensions: string[];
+
+  /**
+   * One per requested metric, in its order.
+   *
+   * @generated from field: repeated ingest.v1.MetricValue metrics = 2;
+   */
+  metrics: MetricValue[];
+
+  /**
+   * With a comparison: the same row's metrics in the comparison period
+   * (time dimensions: the bucket at the same position).
+   *
+   * @generated from field: repeated ingest.v1.MetricValue comparison = 3;
+   */
+  comparison: MetricValue[];
+};
+
+/**
+ * Describes the message ingest.v1.QueryRow.
+ * Use `create(QueryRowSchema)` to create a new message.
+ */
+export const QueryRowSchema: GenMessage<QueryRow> = /*@__PURE__*/
+  messageDesc(file_ingest_v1_reports, 37);
+
+/**
+ * ResolvedPeriod is the period a query covered.
+ *
+ * @generated from message ingest.v1.ResolvedPeriod
+ */
+export type ResolvedPeriod = Message<"ingest.v1.ResolvedPeriod"> & {
+  /**
+   * RFC 3339 instants: from inclusive, to exclusive.
+   *
+   * @generated from field: string from = 1;
+   */
+  from: string;
+
+  /**
+   * @generated from field: string to = 2;
+   */
+  to: string;
+
+  /**
+   * The site's IANA time zone the days were read in.
+   *
+   * @generated from field: string time_zone = 3;
+   */
+  timeZone: string;
+};
+
+/**
+ * Describes the message ingest.v1.ResolvedPeriod.
+ * Use `create(ResolvedPeriodSchema)` to create a new message.
+ */
+export const ResolvedPeriodSchema: GenMessage<ResolvedPeriod> = /*@__PURE__*/
+  messageDesc(file_ingest_v1_reports, 38);
+
+/**
+ * @generated from message ingest.v1.QueryResponse
+ */
+export type QueryResponse = Message<"ingest.v1.QueryResponse"> & {
+  /**
+   * @generated from field: repeated string metrics = 1;
+   */
+  metrics: string[];
+
+  /**
+   * @generated from field: repeated string dimensions = 2;
+   */
+  dimensions: string[];
+
+  /**
+   * @generated from field: repeated ingest.v1.QueryRow rows = 3;
+   */
+  rows: QueryRow[];
+
+  /**
+   * The metrics of the whole filtered period (all rows, not only this page).
+   *
+   * @generated from field: repeated ingest.v1.MetricValue totals = 4;
+   */
+  totals: MetricValue[];
+
+  /**
+   * @generated from field: ingest.v1.ResolvedPeriod period = 5;
+   */
+  period?: ResolvedPeriod | undefined;
+
+  /**
+   * Set with a comparison.
+   *
+   * @generated from field: optional ingest.v1.ResolvedPeriod comparison_period = 6;
+   */
+  comparisonPeriod?: ResolvedPeriod | undefined;
+
+  /**
+   * @generated from field: repeated ingest.v1.MetricValue comparison_totals = 7;
+   */
+  comparisonTotals: MetricValue[];
+
+  /**
+   * The token of the next page; empty on the last page.
+   *
+   * @generated from field: string next_page_token = 8;
+   */
+  nextPageToken: string;
+
+  /**
+   * The attribution model revenue metrics were computed with.
+   *
+   * @generated from field: string model = 9;
+   */
+  model: string;
+};
+
+/**
+ * Describes the message ingest.v1.QueryResponse.
+ * Use `create(QueryResponseSchema)` to create a new message.
+ */
+export const QueryResponseSchema: GenMessage<QueryResponse> = /*@__PURE__*/
+  messageDesc(file_ingest_v1_reports, 39);
+
+/**
+ * FunnelStep is a page (exact path or URL), a page prefix or an event name,
+ * optionally narrowed by filters.
+ *
+ * @generated from message ingest.v1.FunnelStep
+ */
+export type FunnelStep = Message<"ingest.v1.FunnelStep"> & {
+  /**
+   * `page`, `page_prefix` or `event`.
+   *
+   * @generated from field: string kind = 1;
+   */
+  kind: string;
+
+  /**
+   * @generated from field: string value = 2;
+   */
+  value: string;
+
+  /**
+   * @generated from field: repeated ingest.v1.QueryFilter filters = 3;
+   */
+  filters: QueryFilter[];
+
+  /**
+   * Shown instead of the value; optional.
+   *
+   * @generated from field: string label = 4;
+   */
+  label: string;
+};
+
+/**
+ * Describes the message ingest.v1.FunnelStep.
+ * Use `create(FunnelStepSchema)` to create a new message.
+ */
+export const FunnelStepSchema: GenMessage<FunnelStep> = /*@__PURE__*/
+  messageDesc(file_ingest_v1_reports, 40);
+
+/**
+ * @generated from message ingest.v1.FunnelRequest
+ */
+export type FunnelRequest = Message<"ingest.v1.FunnelRequest"> & {
+  /**
+   * @generated from field: string site_id = 1;
+   */
+  siteId: string;
+
+  /**
+   * 2–8 steps, in order.
+   *
+   * @generated from field: repeated ingest.v1.FunnelStep steps = 2;
+   */
+  steps: FunnelStep[];
+
+  /**
+   * Filters on the visitors' events, as in QueryRequest.
+   *
+   * @generated from field: repeated ingest.v1.QueryFilter filters = 3;
+   */
+  filters: QueryFilter[];
+
+  /**
+   * @generated from field: ingest.v1.QueryPeriod period = 4;
+   */
+  period?: QueryPeriod | undefined;
+
+  /**
+   * The most time from a visitor's first step to its last; the whole period when 0.
+   *
+   * @generated from field: int64 window_seconds = 5;
+   */
+  windowSeconds: bigint;
+
+  /**
+   * ISO 4217: with it, the net revenue of the visitors who completed the funnel.
+   *
+   * @generated from field: string currency = 6;
+   */
+  currency: string;
+
+  /**
+   * The attribution model of that revenue (as QueryRequest.model).
+   *
+   * @generated from field: string model = 7;
+   */
+  model: string;
+};
+
+/**
+ * Describes the message ingest.v1.FunnelRequest.
+ * Use `create(FunnelRequestSchema)` to create a new message.
+ */
+export const FunnelRequestSchema: GenMessage<FunnelRequest> = /*@__PURE__*/
+  messageDesc(file_ingest_v1_reports, 41);
+
+/**
+ * @generated from message ingest.v1.FunnelStepResult
+ */
+export type FunnelStepResult = Message<"ingest.v1.FunnelStepResult"> & {
+  /**
+   * @generated from field: string label = 1;
+   */
+  label: string;
+
+  /**
+   * Visitors who reached this step after the previous ones, in order.
+   *
+   * @generated from field: int64 visitors = 2;
+   */
+  visitors: bigint;
+
+  /**
+   * Percent of the previous step's visitors (100 for the first step).
+   *
+   * @generated from field: double conversion_from_previous = 3;
+   */
+  conversionFromPrevious: number;
+
+  /**
+   * Percent of the first step's visitors.
+   *
+   * @generated from field: double conversion_overall = 4;
+   */
+  conversionOverall: number;
+
+  /**
+   * Median seconds from the previous step; unset for the first step or when no one reached it.
+   *
+   * @generated from field: optional double median_seconds_from_previous = 5;
+   */
+  medianSecondsFromPrevious?: number | undefined;
+};
+
+/**
+ * Describes the message ingest.v1.FunnelStepResult.
+ * Use `create(FunnelStepResultSchema)` to create a new message.
+ */
+export const FunnelStepResultSchema: GenMessage<FunnelStepResult> = /*@__PURE__*/
+  messageDesc(file_ingest_v1_reports, 42);
+
+/**
+ * @generated from message ingest.v1.FunnelResponse
+ */
+export type FunnelResponse = Message<"ingest.v1.FunnelResponse"> & {
+  /**
+   * @generated from field: repeated ingest.v1.FunnelStepResult steps = 1;
+   */
+  steps: FunnelStepResult[];
+
+  /**
+   * @generated from field: ingest.v1.ResolvedPeriod period = 2;
+   */
+  period?: ResolvedPeriod | undefined;
+
+  /**
+   * With a currency: the net revenue of the visitors who completed every step.
+   *
+   * @generated from field: optional ingest.v1.Money completers_net_revenue = 3;
+   */
+  completersNetRevenue?: Money | undefined;
+
+  /**
+   * @generated from field: string model = 4;
+   */
+  model: string;
+};
+
+/**
+ * Describes the message ingest.v1.FunnelResponse.
+ * Use `create(FunnelResponseSchema)` to create a new message.
+ */
+export const FunnelResponseSchema: GenMessage<FunnelResponse> = /*@__PURE__*/
+  messageDesc(file_ingest_v1_reports, 43);
+
+/**
  * ReportsService is the read side for inspection, tests and the dashboard.
  * Every call requires `authorization: Bearer <token>`: the service's
  * ADMIN_TOKEN (every site), or an API key with the `reports` scope, which
@@ -1397,6 +1938,36 @@ export const ReportsService: GenService<{
     methodKind: "server_streaming";
     input: typeof ExportPaymentsRequestSchema;
     output: typeof ExportPaymentsResponseSchema;
+  },
+  /**
+   * Query answers any cut of a site's traffic and revenue: 1–10 metrics by
+   * 0–3 dimensions, with filters, a period in the site's time zone (or
+   * instants), an optional comparison period and, for revenue metrics, an
+   * attribution model and a currency. Metrics, dimensions and models are
+   * defined in docs/reports.md. Refusals are invalid_argument (REST 400
+   * invalid_input) with a message naming what is wrong.
+   * Also `POST /api/v1/sites/{site_id}/query` (REST; body: this request's JSON).
+   *
+   * @generated from rpc ingest.v1.ReportsService.Query
+   */
+  query: {
+    methodKind: "unary";
+    input: typeof QueryRequestSchema;
+    output: typeof QueryResponseSchema;
+  },
+  /**
+   * Funnel counts the visitors who reach 2–8 ordered steps (a page, a page
+   * prefix or an event) within a conversion window, with the conversion and
+   * the median time between steps, and the net revenue of those who completed
+   * it when a currency is given.
+   * Also `POST /api/v1/sites/{site_id}/funnel` (REST; body: this request's JSON).
+   *
+   * @generated from rpc ingest.v1.ReportsService.Funnel
+   */
+  funnel: {
+    methodKind: "unary";
+    input: typeof FunnelRequestSchema;
+    output: typeof FunnelResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_ingest_v1_reports, 0);
