@@ -283,6 +283,16 @@ describe("Paddle connector", () => {
     expect(pick(await deliver(event, { ts: NOW_S - 6 }))).toEqual(
       error(400, "Paddle-Signature timestamp is more than 5 seconds off"),
     );
+    for (const ts of [NOW_S + 6, NOW_S + 365 * 86_400]) {
+      expect(pick(await deliver(event, { ts }))).toEqual(
+        error(400, "Paddle-Signature timestamp is more than 5 seconds off"),
+      );
+    }
+    // Exactly a SHA-256 digest in hex: trailing junk is not dropped.
+    const signed = signPaddle(payload, PADDLE_SECRET, NOW_S);
+    expect(await post({ "paddle-signature": `${signed}zz` })).toEqual(
+      error(400, "malformed Paddle-Signature header"),
+    );
     expect(outcome(await deliver(event, { ts: NOW_S - 5 }))).toBe("applied");
   });
 });
@@ -408,6 +418,13 @@ describe("Lemon Squeezy connector", () => {
     expect(pick(await deliver(event, "another-secret"))).toEqual(
       error(400, "X-Signature does not match the body"),
     );
+    // Exactly a SHA-256 digest in hex: the valid digest with trailing junk is malformed.
+    const fresh = JSON.stringify(lemonEvent("order_created", "orders", "3", lemonOrder()));
+    const junk = await postJson(paths.lemonsqueezy as string, fresh, {
+      headers: { "x-signature": `${signLemon(fresh, LEMON_SECRET)}zz` },
+    });
+    expect(pick(junk)).toEqual(error(400, "malformed X-Signature header"));
+    expect(await payment("ls_order_3")).toBeUndefined();
   });
 });
 
@@ -519,5 +536,10 @@ describe("Polar connector", () => {
     expect(pick(await deliver(event, { ts: NOW_S - 301 }))).toEqual(
       error(400, "webhook-timestamp is more than 300 seconds off"),
     );
+    for (const ts of [NOW_S + 301, NOW_S + 365 * 86_400]) {
+      expect(pick(await deliver(event, { ts }))).toEqual(
+        error(400, "webhook-timestamp is more than 300 seconds off"),
+      );
+    }
   });
 });

@@ -408,6 +408,12 @@ describe("Stripe connector", () => {
       expect(pick(await deliver(e, { at: NOW_S - 301 }))).toEqual(
         error(400, "invalid_input", "Stripe-Signature timestamp is more than 300 seconds old"),
       );
+      // The future is bounded as Paddle's and Polar's are: a year ahead, or 301 seconds.
+      for (const at of [NOW_S + 365 * 86_400, NOW_S + 301]) {
+        expect(pick(await deliver(e, { at }))).toEqual(
+          error(400, "invalid_input", "Stripe-Signature timestamp is more than 300 seconds ahead"),
+        );
+      }
       // A body altered after signing.
       const { header } = signStripe(e, SECRET, NOW_S);
       const altered = await postJson(`${ctx.server.url}${path}`, payload.replace("2999", "1"), {
