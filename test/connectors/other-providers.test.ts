@@ -297,6 +297,67 @@ describe("Paddle connector", () => {
   });
 });
 
+describe("provider times out of range", () => {
+  const rfc = (field: string) =>
+    error(400, `invalid provider event: ${field}: must be RFC 3339 within years 0000-9999`);
+
+  it("Paddle: 400 naming the field, nothing stored", async () => {
+    const txn = paddleTransaction({
+      id: "txn_01time00000000000000000000",
+      billed_at: "99999-01-01T00:00:00Z",
+    });
+    const payload = JSON.stringify(
+      paddleEvent("transaction.completed", txn, "2026-03-11T11:00:02Z"),
+    );
+    const r = await postJson(paths.paddle as string, payload, {
+      headers: { "paddle-signature": signPaddle(payload, PADDLE_SECRET, NOW_S) },
+    });
+    expect(pick(r)).toEqual(rfc("data.billed_at"));
+    const late = paddleEvent(
+      "transaction.completed",
+      { ...txn, billed_at: null },
+      "+275760-09-13T00:00:00Z",
+    );
+    const body = JSON.stringify({
+      ...late,
+      data: { ...txn, billed_at: null, updated_at: "10000-01-01T00:00:00Z" },
+    });
+    const r2 = await postJson(paths.paddle as string, body, {
+      headers: { "paddle-signature": signPaddle(body, PADDLE_SECRET, NOW_S) },
+    });
+    expect(pick(r2)).toEqual(rfc("data.updated_at"));
+    expect(await payment("txn_01time00000000000000000000")).toBeUndefined();
+  });
+
+  it("Lemon Squeezy: 400 naming the field, nothing stored", async () => {
+    const event = lemonEvent(
+      "order_created",
+      "orders",
+      "77",
+      lemonOrder({ created_at: "0000-00-00T00:00:00Z" }),
+    );
+    const payload = JSON.stringify(event);
+    const r = await postJson(paths.lemonsqueezy as string, payload, {
+      headers: { "x-signature": signLemon(payload, LEMON_SECRET) },
+    });
+    expect(pick(r)).toEqual(rfc("data.attributes.created_at"));
+    expect(await payment("ls_order_77")).toBeUndefined();
+  });
+
+  it("Polar: 400 naming the field, nothing stored", async () => {
+    const order = polarOrder({
+      id: "0f0e0d0c-0b0a-4909-8807-0605040302ff",
+      created_at: "12026-03-11T11:00:00Z",
+    });
+    const payload = JSON.stringify(polarEvent("order.paid", order, "2026-03-11T11:00:01Z"));
+    const r = await postJson(paths.polar as string, payload, {
+      headers: signPolar(payload, POLAR_SECRET, "msg_time_1", NOW_S),
+    });
+    expect(pick(r)).toEqual(rfc("data.created_at"));
+    expect(await payment(order.id as string)).toBeUndefined();
+  });
+});
+
 describe("Lemon Squeezy connector", () => {
   function deliver(event: Record<string, unknown>, secret = LEMON_SECRET) {
     const payload = JSON.stringify(event);

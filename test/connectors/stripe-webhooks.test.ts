@@ -425,6 +425,37 @@ describe("Stripe connector", () => {
       expect(await payment((e.data as { object: { id: string } }).object.id)).toBeUndefined();
     });
 
+    it("answers 400 naming the field for a signed event whose time is out of range, and stores nothing", async () => {
+      const unix = (field: string) =>
+        error(
+          400,
+          "invalid_input",
+          `invalid provider event: ${field}: must be Unix seconds within years 0000-9999`,
+        );
+      const ch = charge({ created: 1e17 });
+      expect(pick(await deliver(stripeEvent("charge.succeeded", ch, NOW_S)))).toEqual(
+        unix("data.object.created"),
+      );
+      expect(await payment(ch.id as string)).toBeUndefined();
+      const late = charge();
+      expect(pick(await deliver(stripeEvent("charge.succeeded", late, 1e17)))).toEqual(
+        unix("created"),
+      );
+      const re = refund(late.id as string, { created: -1e15 });
+      expect(pick(await deliver(stripeEvent("refund.created", re, NOW_S)))).toEqual(
+        unix("data.object.created"),
+      );
+      const sub = subscription({ canceled_at: 253_402_300_800 });
+      expect(pick(await deliver(stripeEvent("customer.subscription.updated", sub, NOW_S)))).toEqual(
+        unix("data.object.canceled_at"),
+      );
+      expect(await payment(late.id as string)).toBeUndefined();
+      expect(await payment(re.id as string)).toBeUndefined();
+      expect(
+        await ctx.server.store.getSubscription(ctx.tenant.siteId, sub.id as string),
+      ).toBeUndefined();
+    });
+
     it("answers 400 for a signed body that is not a JSON object", async () => {
       const payload = "[1,2]";
       const header = (await import("stripe")).default.webhooks.generateTestHeaderString({
