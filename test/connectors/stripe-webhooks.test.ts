@@ -456,6 +456,23 @@ describe("Stripe connector", () => {
       ).toBeUndefined();
     });
 
+    it("holds what an event stores to the 64 KB of a Payment body: 20,000 metadata keys are refused, 1,000 are kept", async () => {
+      const many = (n: number) =>
+        Object.fromEntries(Array.from({ length: n }, (_, i) => [`k${i}`, `value ${i}`]));
+      const ch = charge({ metadata: many(20_000) });
+      expect(pick(await deliver(stripeEvent("charge.succeeded", ch, NOW_S)))).toEqual(
+        error(
+          400,
+          "invalid_input",
+          "invalid provider event: metadata: must fit the 64 KB of a Payment body",
+        ),
+      );
+      expect(await payment(ch.id as string)).toBeUndefined();
+      const fits = charge({ metadata: many(1_000) });
+      expect((await deliver(stripeEvent("charge.succeeded", fits, NOW_S))).status).toBe(200);
+      expect(Object.keys((await payment(fits.id as string))?.metadata ?? {})).toHaveLength(1_000);
+    });
+
     it("answers 400 for a signed body that is not a JSON object", async () => {
       const payload = "[1,2]";
       const header = (await import("stripe")).default.webhooks.generateTestHeaderString({

@@ -15,6 +15,35 @@ import { mapPaddleEvent } from "./paddle-mapper.js";
 import { mapPolarEvent } from "./polar-mapper.js";
 import { mapStripeEvent } from "./stripe-mapper.js";
 
+/**
+ * The largest Payment body POST /api/v1/payments accepts (src/edge/body-limits.ts,
+ * RecordPayment): what one provider event makes of a payment, customer or
+ * subscription is held to it too, so a connector cannot store what the
+ * endpoint would refuse (a charge with 20,000 metadata keys).
+ */
+export const PAYMENT_BODY_LIMIT = 64 * 1024;
+
+/**
+ * The 400 for a Payment body over the limit: it names `metadata` when the
+ * body fits without its metadata (the payment's and its customer's), the
+ * usual case, else the payment as a whole.
+ */
+function tooLarge(body: Record<string, unknown>) {
+  const { metadata: _, customer, ...rest } = body;
+  const bare = { ...rest, customer: { ...(customer as object), metadata: undefined } };
+  const what = byteLength(bare) <= PAYMENT_BODY_LIMIT ? "metadata: must" : "the payment must";
+  return errors.invalid(
+    `invalid provider event: ${what} fit the ${PAYMENT_BODY_LIMIT / 1024} KB of a Payment body`,
+  );
+}
+
+/** UTF-8 bytes of a value's JSON; 0 for undefined. */
+function byteLength(value: unknown): number {
+  const json = JSON.stringify(value);
+  return json === undefined ? 0 : ENCODER.encode(json).length;
+}
+const ENCODER = new TextEncoder();
+
 const MAPPERS: Record<Provider, EventMapper> = {
   stripe: mapStripeEvent,
   paddle: mapPaddleEvent,
@@ -60,6 +89,14 @@ export function createConnectorsApp(deps: { store: Store; payments: PaymentsApp 
       if (mapped.changes.length === 0) {
         // A used type whose object says nothing to store (a setup-mode Checkout Session).
         return { outcome: "ignored", type: mapped.type, eventId: mapped.eventId };
+      }
+      for (const change of mapped.changes) {
+        // The Payment body the change stands for, as POST /api/v1/payments would receive it.
+        const body =
+          "payment" in change
+            ? change.payment
+            : { customer: change.customer, subscription: change.subscription };
+        if (byteLength(body) > PAYMENT_BODY_LIMIT) throw tooLarge(body);
       }
       const outcome = await payments.recordProviderEvent({
         siteId: connector.siteId,
