@@ -5,10 +5,12 @@
  * transaction here, so each erasure is ordered to be safe to run again: what
  * points at a record goes before the record itself.
  */
-import type { Document, Filter } from "mongodb";
+import { randomBytes } from "node:crypto";
+import { Binary, type Document, type Filter } from "mongodb";
 import { UNATTRIBUTED } from "../../domain/vocabulary.js";
 import type { StoreErasurePart } from "../port.js";
 import type { EventBucketDoc } from "./documents.js";
+import { retryDuplicates } from "./retry.js";
 import type { Collections } from "./schema.js";
 
 /**
@@ -142,6 +144,22 @@ export function createMongoErasure(c: Collections): StoreErasurePart {
         await c.customers.updateMany(theirs, { $unset: { attribution: "", attribution_rank: "" } });
       }
       return { events, touches, identityLinks, customerLinks, stitches, customers };
+    },
+
+    async auditKey() {
+      const key = { _id: "erasure_audit" };
+      // The first writer's random key wins ($setOnInsert); a concurrent first
+      // upsert that loses the race on _id (E11000) is run again and reads it.
+      await retryDuplicates(() =>
+        c.settings.updateOne(
+          key,
+          { $setOnInsert: { secret: new Binary(randomBytes(32)) } },
+          { upsert: true },
+        ),
+      );
+      const doc = await c.settings.findOne(key);
+      if (!doc) throw new Error("the erasure audit key was not stored");
+      return new Uint8Array(doc.secret.buffer);
     },
   };
 }

@@ -5,6 +5,7 @@
  * WAL after the commit (`wal_checkpoint(TRUNCATE)`, sqlite-store.ts) so the
  * frames that held the old rows are copied over and the WAL emptied.
  */
+import { randomBytes } from "node:crypto";
 import { UNATTRIBUTED } from "../../domain/vocabulary.js";
 import type { StoreErasurePart } from "../port.js";
 import type { Db } from "./open-sqlite.js";
@@ -51,6 +52,11 @@ export function createSqliteErasure(db: Db, seen?: SeenVisitorDays): StoreErasur
     userEvents: db.prepare(
       "DELETE FROM events WHERE site_id = ? AND user_id = ? AND name = '$identify'",
     ),
+    // The first caller's random key wins; every later one reads it (migration 16).
+    makeAuditKey: db.prepare(
+      "INSERT INTO installation_secrets (name, secret) VALUES ('erasure_audit', ?) ON CONFLICT (name) DO NOTHING",
+    ),
+    auditKey: db.prepare("SELECT secret FROM installation_secrets WHERE name = 'erasure_audit'"),
     customersByUser: db.prepare(
       "SELECT customer_id FROM customers WHERE site_id = ? AND user_id = ? ORDER BY customer_id",
     ),
@@ -158,6 +164,10 @@ export function createSqliteErasure(db: Db, seen?: SeenVisitorDays): StoreErasur
       // Their ids left visitor_days: the events' commit must not skip them as seen.
       seen?.clear();
       return out;
+    },
+    async auditKey() {
+      s.makeAuditKey.run(randomBytes(32));
+      return new Uint8Array((s.auditKey.get() as { secret: Buffer }).secret);
     },
   };
 }
