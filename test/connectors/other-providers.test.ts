@@ -192,15 +192,29 @@ describe("Paddle connector", () => {
       status: "succeeded",
       metadata: { paddle_transaction: txn.id, paddle_reason: "error" },
     });
+    // The rest of the 36.00 after the 12.00 refund (together they never exceed the charge).
     const chargeback = paddleAdjustment(txn.id as string, {
       action: "chargeback",
-      totals: { total: "3600", currency_code: "USD" },
+      totals: { total: "2400", currency_code: "USD" },
     });
     await deliver(paddleEvent("adjustment.created", chargeback, "2026-03-11T12:00:00Z"));
     expect(await payment(chargeback.id as string)).toMatchObject({
       kind: "chargeback",
-      amountMinor: 3600,
+      amountMinor: 2400,
     });
+    // One cent more is refused, naming Paddle's field.
+    const more = paddleAdjustment(txn.id as string, {
+      action: "chargeback",
+      totals: { total: "1", currency_code: "USD" },
+    });
+    expect(
+      pick(await deliver(paddleEvent("adjustment.created", more, "2026-03-11T12:00:01Z"))),
+    ).toEqual(
+      error(
+        400,
+        `invalid provider event: data.totals.total: refunds and chargebacks of ${txn.id} would exceed its amount`,
+      ),
+    );
     expect(await payment(txn.id as string)).toMatchObject({ kind: "charge", amountMinor: 3600 });
   });
 
@@ -403,6 +417,34 @@ describe("Lemon Squeezy connector", () => {
       status: "succeeded",
     });
     expect(await payment("ls_order_1")).toMatchObject({ kind: "charge", amountMinor: 1199 });
+  });
+
+  it("refuses a refunded_amount larger than the order's total, naming the field", async () => {
+    const order = lemonOrder({ total: 1999 });
+    expect((await deliver(lemonEvent("order_created", "orders", "90", order))).status).toBe(200);
+    const refunded = {
+      ...order,
+      status: "refunded",
+      refunded: true,
+      refunded_at: "2026-03-12T10:00:00.000000Z",
+      refunded_amount: 99_999_900,
+      updated_at: "2026-03-12T10:00:00.000000Z",
+    };
+    expect(pick(await deliver(lemonEvent("order_refunded", "orders", "90", refunded)))).toEqual(
+      error(
+        400,
+        "invalid provider event: data.attributes.refunded_amount: refunds and chargebacks of ls_order_90 would exceed its amount",
+      ),
+    );
+    expect(await payment("ls_order_refund_90")).toBeUndefined();
+    const whole = { ...refunded, refunded_amount: 1999, updated_at: "2026-03-12T10:00:01.000000Z" };
+    expect(outcome(await deliver(lemonEvent("order_refunded", "orders", "90", whole)))).toBe(
+      "applied",
+    );
+    expect(await payment("ls_order_refund_90")).toMatchObject({
+      kind: "refund",
+      amountMinor: 1999,
+    });
   });
 
   it("keeps the subscription current and takes the recurring amount from renewals", async () => {

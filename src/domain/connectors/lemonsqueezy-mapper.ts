@@ -142,6 +142,15 @@ function subscriptionChange(
   };
 }
 
+/** The order or invoice a refund payment is of: the refunded total is held to its total. */
+function refundOf(p: Record<string, unknown>) {
+  const chargeId = (p.metadata as Record<string, string> | undefined)?.[REFUND_OF];
+  return p.kind === "refund" && chargeId
+    ? { chargeId, key: REFUND_OF, field: "data.attributes.refunded_amount" }
+    : undefined;
+}
+const REFUND_OF = "lemonsqueezy_refund_of";
+
 /** Maps one verified Lemon Squeezy webhook. */
 export async function mapLemonSqueezyEvent(event: Obj): Promise<MappedEvent> {
   const meta = obj(event, "meta");
@@ -160,13 +169,23 @@ export async function mapLemonSqueezyEvent(event: Obj): Promise<MappedEvent> {
   const changes: ProviderChange[] = [];
   if (type.startsWith("order_")) {
     for (const p of paymentsOf("order", a, objectId, custom)) {
-      changes.push({ object: `payment:${p.payment_id}`, version, payment: p });
+      changes.push({
+        object: `payment:${p.payment_id}`,
+        version,
+        payment: p,
+        against: refundOf(p),
+      });
     }
   } else if (type.startsWith("subscription_payment_")) {
     // The first invoice of a subscription is also an order (order_created): only renewals are new money.
     if (str(a.billing_reason) !== "initial") {
       for (const p of paymentsOf("invoice", a, objectId, custom)) {
-        changes.push({ object: `payment:${p.payment_id}`, version, payment: p });
+        changes.push({
+          object: `payment:${p.payment_id}`,
+          version,
+          payment: p,
+          against: refundOf(p),
+        });
       }
     }
     // A paid renewal's subtotal (before tax) is the recurring amount.

@@ -148,7 +148,17 @@ export async function mapPaddleEvent(event: Obj): Promise<MappedEvent> {
     changes.push({ object: `payment:${p.payment_id}`, version, payment: p });
   } else if (entity === "adjustment") {
     const p = adjustment(d);
-    if (p) changes.push({ object: `payment:${p.payment_id}`, version, payment: p });
+    const transaction = str(d.transaction_id);
+    if (p) {
+      changes.push({
+        object: `payment:${p.payment_id}`,
+        version,
+        payment: p,
+        against: transaction
+          ? { chargeId: transaction, key: "paddle_transaction", field: "data.totals.total" }
+          : undefined,
+      });
+    }
   } else if (entity === "subscription") {
     const c = subscription(d, version);
     if (c) changes.push(c);

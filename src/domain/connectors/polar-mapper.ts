@@ -160,7 +160,14 @@ export async function mapPolarEvent(
       paid_at: rfc3339Of(d.created_at, "data.created_at"),
       metadata: compact({ polar_order: orderId, polar_reason: str(d.reason) }),
     });
-    changes.push({ object: `payment:${p.payment_id}`, version, payment: p });
+    changes.push({
+      object: `payment:${p.payment_id}`,
+      version,
+      payment: p,
+      against: orderId
+        ? { chargeId: orderId, key: "polar_order", field: "data.amount" }
+        : undefined,
+    });
   } else if (entity === "subscription") {
     const c = subscription(d, version);
     if (c) changes.push(c);

@@ -6,7 +6,7 @@
  * invoice's subscription moved to `parent.subscription_details` and a
  * subscription's current period to its items.
  */
-import type { ProviderChange } from "../payments/payments-app.js";
+import type { ChargeReference, ProviderChange } from "../payments/payments-app.js";
 import {
   attributionOf,
   compact,
@@ -290,8 +290,11 @@ export async function mapStripeEvent(event: Obj, lookups: MapperLookups): Promis
   // Stripe's event time orders the states of one object; seconds, as Stripe gives it.
   const version = unixMs(event.created, "created") ?? 0;
   const changes: ProviderChange[] = [];
-  const payment = (p: Record<string, unknown>) =>
-    changes.push({ object: `payment:${p.payment_id}`, version, payment: p });
+  const payment = (p: Record<string, unknown>, against?: ChargeReference) =>
+    changes.push({ object: `payment:${p.payment_id}`, version, payment: p, against });
+  /** What a refund or dispute of the charge `chargeId` is held against; its amount at `field`. */
+  const of = (chargeId: string | undefined, field: string) =>
+    chargeId ? { chargeId, key: "stripe_charge", field } : undefined;
 
   switch (type) {
     case "charge.succeeded":
@@ -306,7 +309,10 @@ export async function mapStripeEvent(event: Obj, lookups: MapperLookups): Promis
       payment(chargePayment(o));
       const customerId = chargeCustomer(o).id as string;
       for (const re of list(obj(o, "refunds").data)) {
-        payment(refundPayment(re, customerId, str(o.id), "data.object.refunds.data"));
+        payment(
+          refundPayment(re, customerId, str(o.id), "data.object.refunds.data"),
+          of(str(o.id), "data.object.refunds.data.amount"),
+        );
       }
       break;
     }
@@ -314,7 +320,10 @@ export async function mapStripeEvent(event: Obj, lookups: MapperLookups): Promis
     case "refund.updated":
     case "refund.failed":
     case "charge.refund.updated":
-      payment(refundPayment(o, await customerOfCharge(o, lookups), idOf(o.charge), "data.object"));
+      payment(
+        refundPayment(o, await customerOfCharge(o, lookups), idOf(o.charge), "data.object"),
+        of(idOf(o.charge), "data.object.amount"),
+      );
       break;
     case "charge.dispute.created":
     case "charge.dispute.updated":
@@ -336,6 +345,7 @@ export async function mapStripeEvent(event: Obj, lookups: MapperLookups): Promis
             stripe_dispute_reason: str(o.reason),
           }),
         }),
+        of(idOf(o.charge), "data.object.amount"),
       );
       break;
     }
