@@ -170,7 +170,11 @@ export async function buildServices(
     reports: createReports({ store, clock }),
     payments,
     events,
-    connectors: createConnectorsApp({ store, payments }),
+    connectors: createConnectorsApp({
+      store,
+      payments,
+      onRefundExcess: (provider) => metrics.connectorEvent(provider, "refund_exceeds_charge"),
+    }),
     readiness,
     ...(deps.collectLimiter ? { collectLimiter: deps.collectLimiter } : {}),
     ...(deps.trackerBundle ? { trackerBundle: deps.trackerBundle } : {}),

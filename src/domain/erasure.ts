@@ -4,7 +4,7 @@
  * the admin CLI. What each erasure removes and what remains is
  * docs/privacy.md; the stores do the removing (src/domain/store/erasure-port.ts).
  */
-import { createHash, randomBytes } from "node:crypto";
+import { createHmac, randomBytes } from "node:crypto";
 import type { Attributor } from "./attribution/attribute.js";
 import { joinStitchedVisitors } from "./attribution/stitched-visitors.js";
 import { errors } from "./errors.js";
@@ -39,13 +39,14 @@ export interface VisitorErased {
 
 /**
  * The audit line of one erasure: which kind, the site, the acting user, the
- * SHA-256 of the erased id (never the id) and the counts.
+ * keyed hash of the erased id (never the id) and the counts.
  */
 export interface ErasureAudit {
   erasure: "customer" | "user" | "visitor";
   siteId: string;
   actorUserId: string;
-  idSha256: string;
+  /** HMAC-SHA256 hex of the erased id under the installation's audit key ({@link auditIdHash}). */
+  idHmac: string;
   counts: CustomerErased | UserErased | VisitorErased;
 }
 
@@ -56,12 +57,20 @@ export function erasureAuditFields(line: ErasureAudit): Record<string, unknown> 
     erasure: line.erasure,
     site_id: line.siteId,
     actor_user_id: line.actorUserId,
-    id_sha256: line.idSha256,
+    id_hmac: line.idHmac,
     counts: line.counts,
   };
 }
 
-const sha256 = (text: string) => createHash("sha256").update(text).digest("hex");
+/**
+ * The erased id as the audit line shows it: HMAC-SHA256 under the
+ * installation's key (kept in the store, `Store.auditKey`). Whoever holds the
+ * database can match a request's id against the line; whoever holds only
+ * the logs cannot test guesses, as they could against a plain SHA-256.
+ */
+export function auditIdHash(key: Uint8Array, id: string): string {
+  return createHmac("sha256", key).update(id).digest("hex");
+}
 
 /**
  * A customer id that stands for an erased customer: random, so nothing
@@ -95,6 +104,8 @@ export function createErasure(deps: {
     const role = await store.getRole(site.accountId, actorUserId);
     if (!role) throw errors.notMember(actorUserId, site.accountId);
     if (!KEY_MANAGERS.includes(role)) throw errors.notDataEraser(actorUserId, role);
+    // The audit key is read before anything is erased: an erasure that ran is always logged.
+    await auditKey();
   }
 
   function required(name: string, value: string): string {
@@ -102,18 +113,28 @@ export function createErasure(deps: {
     return value;
   }
 
+  // Read once per process; a failed read is tried again by the next erasure.
+  let key: Promise<Uint8Array> | undefined;
+  function auditKey(): Promise<Uint8Array> {
+    key ??= store.auditKey().catch((err) => {
+      key = undefined;
+      throw err;
+    });
+    return key;
+  }
+
   /** Logs the audit line of an erasure that ran, and hands its counts back. */
-  function audited<C extends ErasureAudit["counts"]>(
+  async function audited<C extends ErasureAudit["counts"]>(
     erasure: ErasureAudit["erasure"],
     input: { siteId: string; actorUserId: string },
     id: string,
     counts: C,
-  ): C {
+  ): Promise<C> {
     audit({
       erasure,
       siteId: input.siteId,
       actorUserId: input.actorUserId,
-      idSha256: sha256(id),
+      idHmac: auditIdHash(await auditKey(), id),
       counts,
     });
     return counts;

@@ -139,8 +139,8 @@ export const errors = {
     new DomainError("invalid_input", `malformed ${header} header`),
   signatureMismatch: (header: string) =>
     new DomainError("invalid_input", `${header} does not match the body`),
-  /** A signed timestamp outside the provider's tolerance; `when` is `old` or `off` (either way). */
-  signatureStale: (timestamp: string, seconds: number, when: "old" | "off") =>
+  /** A signed timestamp outside the provider's tolerance; `when` is `old`, `ahead` (in the future) or `off` (either way). */
+  signatureStale: (timestamp: string, seconds: number, when: "old" | "ahead" | "off") =>
     new DomainError("invalid_input", `${timestamp} is more than ${seconds} seconds ${when}`),
   /** A broken invariant the caller cannot fix (its message is the caller's answer). */
   internal: (message: string, cause?: unknown) => new DomainError("internal", message, { cause }),

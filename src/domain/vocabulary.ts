@@ -63,6 +63,13 @@ export const RECURRING_STATUSES: readonly SubscriptionStatus[] = ["active", "pas
 /** The channel of a payment no touch is credited to (stored, reported and summed under it). */
 export const UNATTRIBUTED = "unattributed";
 
+/**
+ * The landing page of the new-visitor rollup row an erased visitor's count
+ * moves to (same day and channel, no source or campaign): the number of
+ * new visitors stays, the strings that came from their events go.
+ */
+export const ERASED_LANDING_PAGE = "(erased)";
+
 /** The longest per-site retention of raw events, in days (ten years); longer is "keep". */
 export const MAX_RETENTION_DAYS = 3650;
 

@@ -108,7 +108,7 @@ export function createMetrics(): Metrics {
   });
   const connectorEvents = new Counter({
     name: "ingest_connector_events_total",
-    help: "Verified payment-provider events received by connectors, by provider and outcome (applied, duplicate, ignored: a type the connector does not use).",
+    help: "Verified payment-provider events received by connectors, by provider and outcome (applied, duplicate, ignored: a type the connector does not use, refund_exceeds_charge: refused, its refunds and chargebacks would exceed their charge).",
     labelNames: ["provider", "outcome"] as const,
     registers: [registry],
   });

@@ -12,8 +12,12 @@ import type { GroupCommitObserver } from "../lib/group-commit.js";
 /** Why events were not stored: the `reason` label of ingest_events_dropped_total. */
 export type DropReason = "bot" | "quota" | "invalid" | "rate_limit" | "unavailable" | "rejected";
 
-/** What became of a provider event: the `outcome` label of ingest_connector_events_total. */
-export type ConnectorEventOutcome = "applied" | "duplicate" | "ignored";
+/**
+ * What became of a provider event: the `outcome` label of
+ * ingest_connector_events_total; `refund_exceeds_charge` is a verified event
+ * refused because its refunds and chargebacks would exceed their charge.
+ */
+export type ConnectorEventOutcome = "applied" | "duplicate" | "ignored" | "refund_exceeds_charge";
 
 export type Protocol = "rest" | "connect" | "grpc" | "grpc-web";
 

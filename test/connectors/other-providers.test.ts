@@ -192,15 +192,29 @@ describe("Paddle connector", () => {
       status: "succeeded",
       metadata: { paddle_transaction: txn.id, paddle_reason: "error" },
     });
+    // The rest of the 36.00 after the 12.00 refund (together they never exceed the charge).
     const chargeback = paddleAdjustment(txn.id as string, {
       action: "chargeback",
-      totals: { total: "3600", currency_code: "USD" },
+      totals: { total: "2400", currency_code: "USD" },
     });
     await deliver(paddleEvent("adjustment.created", chargeback, "2026-03-11T12:00:00Z"));
     expect(await payment(chargeback.id as string)).toMatchObject({
       kind: "chargeback",
-      amountMinor: 3600,
+      amountMinor: 2400,
     });
+    // One cent more is refused, naming Paddle's field.
+    const more = paddleAdjustment(txn.id as string, {
+      action: "chargeback",
+      totals: { total: "1", currency_code: "USD" },
+    });
+    expect(
+      pick(await deliver(paddleEvent("adjustment.created", more, "2026-03-11T12:00:01Z"))),
+    ).toEqual(
+      error(
+        400,
+        `invalid provider event: data.totals.total: refunds and chargebacks of ${txn.id} would exceed its amount`,
+      ),
+    );
     expect(await payment(txn.id as string)).toMatchObject({ kind: "charge", amountMinor: 3600 });
   });
 
@@ -283,7 +297,78 @@ describe("Paddle connector", () => {
     expect(pick(await deliver(event, { ts: NOW_S - 6 }))).toEqual(
       error(400, "Paddle-Signature timestamp is more than 5 seconds off"),
     );
+    for (const ts of [NOW_S + 6, NOW_S + 365 * 86_400]) {
+      expect(pick(await deliver(event, { ts }))).toEqual(
+        error(400, "Paddle-Signature timestamp is more than 5 seconds off"),
+      );
+    }
+    // Exactly a SHA-256 digest in hex: trailing junk is not dropped.
+    const signed = signPaddle(payload, PADDLE_SECRET, NOW_S);
+    expect(await post({ "paddle-signature": `${signed}zz` })).toEqual(
+      error(400, "malformed Paddle-Signature header"),
+    );
     expect(outcome(await deliver(event, { ts: NOW_S - 5 }))).toBe("applied");
+  });
+});
+
+describe("provider times out of range", () => {
+  const rfc = (field: string) =>
+    error(400, `invalid provider event: ${field}: must be RFC 3339 within years 0000-9999`);
+
+  it("Paddle: 400 naming the field, nothing stored", async () => {
+    const txn = paddleTransaction({
+      id: "txn_01time00000000000000000000",
+      billed_at: "99999-01-01T00:00:00Z",
+    });
+    const payload = JSON.stringify(
+      paddleEvent("transaction.completed", txn, "2026-03-11T11:00:02Z"),
+    );
+    const r = await postJson(paths.paddle as string, payload, {
+      headers: { "paddle-signature": signPaddle(payload, PADDLE_SECRET, NOW_S) },
+    });
+    expect(pick(r)).toEqual(rfc("data.billed_at"));
+    const late = paddleEvent(
+      "transaction.completed",
+      { ...txn, billed_at: null },
+      "+275760-09-13T00:00:00Z",
+    );
+    const body = JSON.stringify({
+      ...late,
+      data: { ...txn, billed_at: null, updated_at: "10000-01-01T00:00:00Z" },
+    });
+    const r2 = await postJson(paths.paddle as string, body, {
+      headers: { "paddle-signature": signPaddle(body, PADDLE_SECRET, NOW_S) },
+    });
+    expect(pick(r2)).toEqual(rfc("data.updated_at"));
+    expect(await payment("txn_01time00000000000000000000")).toBeUndefined();
+  });
+
+  it("Lemon Squeezy: 400 naming the field, nothing stored", async () => {
+    const event = lemonEvent(
+      "order_created",
+      "orders",
+      "77",
+      lemonOrder({ created_at: "0000-00-00T00:00:00Z" }),
+    );
+    const payload = JSON.stringify(event);
+    const r = await postJson(paths.lemonsqueezy as string, payload, {
+      headers: { "x-signature": signLemon(payload, LEMON_SECRET) },
+    });
+    expect(pick(r)).toEqual(rfc("data.attributes.created_at"));
+    expect(await payment("ls_order_77")).toBeUndefined();
+  });
+
+  it("Polar: 400 naming the field, nothing stored", async () => {
+    const order = polarOrder({
+      id: "0f0e0d0c-0b0a-4909-8807-0605040302ff",
+      created_at: "12026-03-11T11:00:00Z",
+    });
+    const payload = JSON.stringify(polarEvent("order.paid", order, "2026-03-11T11:00:01Z"));
+    const r = await postJson(paths.polar as string, payload, {
+      headers: signPolar(payload, POLAR_SECRET, "msg_time_1", NOW_S),
+    });
+    expect(pick(r)).toEqual(rfc("data.created_at"));
+    expect(await payment(order.id as string)).toBeUndefined();
   });
 });
 
@@ -332,6 +417,34 @@ describe("Lemon Squeezy connector", () => {
       status: "succeeded",
     });
     expect(await payment("ls_order_1")).toMatchObject({ kind: "charge", amountMinor: 1199 });
+  });
+
+  it("refuses a refunded_amount larger than the order's total, naming the field", async () => {
+    const order = lemonOrder({ total: 1999 });
+    expect((await deliver(lemonEvent("order_created", "orders", "90", order))).status).toBe(200);
+    const refunded = {
+      ...order,
+      status: "refunded",
+      refunded: true,
+      refunded_at: "2026-03-12T10:00:00.000000Z",
+      refunded_amount: 99_999_900,
+      updated_at: "2026-03-12T10:00:00.000000Z",
+    };
+    expect(pick(await deliver(lemonEvent("order_refunded", "orders", "90", refunded)))).toEqual(
+      error(
+        400,
+        "invalid provider event: data.attributes.refunded_amount: refunds and chargebacks of ls_order_90 would exceed its amount",
+      ),
+    );
+    expect(await payment("ls_order_refund_90")).toBeUndefined();
+    const whole = { ...refunded, refunded_amount: 1999, updated_at: "2026-03-12T10:00:01.000000Z" };
+    expect(outcome(await deliver(lemonEvent("order_refunded", "orders", "90", whole)))).toBe(
+      "applied",
+    );
+    expect(await payment("ls_order_refund_90")).toMatchObject({
+      kind: "refund",
+      amountMinor: 1999,
+    });
   });
 
   it("keeps the subscription current and takes the recurring amount from renewals", async () => {
@@ -408,6 +521,13 @@ describe("Lemon Squeezy connector", () => {
     expect(pick(await deliver(event, "another-secret"))).toEqual(
       error(400, "X-Signature does not match the body"),
     );
+    // Exactly a SHA-256 digest in hex: the valid digest with trailing junk is malformed.
+    const fresh = JSON.stringify(lemonEvent("order_created", "orders", "3", lemonOrder()));
+    const junk = await postJson(paths.lemonsqueezy as string, fresh, {
+      headers: { "x-signature": `${signLemon(fresh, LEMON_SECRET)}zz` },
+    });
+    expect(pick(junk)).toEqual(error(400, "malformed X-Signature header"));
+    expect(await payment("ls_order_3")).toBeUndefined();
   });
 });
 
@@ -519,5 +639,10 @@ describe("Polar connector", () => {
     expect(pick(await deliver(event, { ts: NOW_S - 301 }))).toEqual(
       error(400, "webhook-timestamp is more than 300 seconds off"),
     );
+    for (const ts of [NOW_S + 301, NOW_S + 365 * 86_400]) {
+      expect(pick(await deliver(event, { ts }))).toEqual(
+        error(400, "webhook-timestamp is more than 300 seconds off"),
+      );
+    }
   });
 });

@@ -192,8 +192,12 @@ describe("Stripe connector", () => {
     await deliver(stripeEvent("charge.dispute.closed", { ...lost, status: "lost" }, NOW_S + 10));
     expect((await payment(lost.id as string))?.status).toBe("succeeded");
 
-    const won = dispute(lostCh.id as string);
-    await deliver(stripeEvent("charge.dispute.created", won, NOW_S));
+    // Another charge's dispute: one charge's disputes and refunds never exceed it.
+    const wonCh = charge();
+    await deliver(stripeEvent("charge.succeeded", wonCh, NOW_S));
+    const won = dispute(wonCh.id as string);
+    expect((await deliver(stripeEvent("charge.dispute.created", won, NOW_S))).status).toBe(200);
+    expect((await payment(won.id as string))?.status).toBe("pending");
     await deliver(stripeEvent("charge.dispute.closed", { ...won, status: "won" }, NOW_S + 10));
     expect((await payment(won.id as string))?.status).toBe("failed");
     // The charge itself is untouched by either.
@@ -315,7 +319,8 @@ describe("Stripe connector", () => {
     const re2 = refund(ch.id as string, { status: "succeeded" });
     await deliver(stripeEvent("charge.refund.updated", re2, NOW_S));
     expect(await payment(re2.id as string)).toMatchObject({ kind: "refund", status: "succeeded" });
-    const dp = dispute(ch.id as string, { status: "under_review" });
+    // Disputed after the 10.00 refund: the rest of the 29.99 (refunds and disputes never exceed the charge).
+    const dp = dispute(ch.id as string, { status: "under_review", amount: 1999 });
     await deliver(stripeEvent("charge.dispute.updated", dp, NOW_S));
     expect(await payment(dp.id as string)).toMatchObject({
       kind: "chargeback",
@@ -350,6 +355,76 @@ describe("Stripe connector", () => {
     );
     expect(late.status).toBe(200);
     expect((await payment(ch.id as string))?.status).toBe("succeeded");
+  });
+
+  it("refuses refunds and chargebacks that together would exceed their charge, naming the field, and counts it", async () => {
+    const refused = {
+      status: 400,
+      body: {
+        ok: false,
+        error: {
+          code: "invalid_input",
+          message: "",
+        },
+      },
+    };
+    const excess = (chargeId: string, field = "data.object.amount") => ({
+      ...refused,
+      body: {
+        ok: false,
+        error: {
+          code: "invalid_input",
+          message: `invalid provider event: ${field}: refunds and chargebacks of ${chargeId} would exceed its amount`,
+        },
+      },
+    });
+    const pick = (r: { status: number; body: unknown }) => ({ status: r.status, body: r.body });
+    const ch = charge({ amount: 1000 });
+    await deliver(stripeEvent("charge.succeeded", ch, NOW_S));
+    const huge = refund(ch.id as string, { amount: 99_999_999 });
+    expect(pick(await deliver(stripeEvent("refund.created", huge, NOW_S)))).toEqual(
+      excess(ch.id as string),
+    );
+    expect(await payment(huge.id as string)).toBeUndefined();
+    // 6.00 then 3.00 fit the 10.00; a 2.00 dispute on top does not; the 6.00 re-sent as 7.00 still fits.
+    const r1 = refund(ch.id as string, { amount: 600 });
+    const r2 = refund(ch.id as string, { amount: 300 });
+    expect((await deliver(stripeEvent("refund.created", r1, NOW_S))).status).toBe(200);
+    expect((await deliver(stripeEvent("refund.created", r2, NOW_S))).status).toBe(200);
+    const dp = dispute(ch.id as string, { amount: 200 });
+    expect(pick(await deliver(stripeEvent("charge.dispute.created", dp, NOW_S)))).toEqual(
+      excess(ch.id as string),
+    );
+    expect(await payment(dp.id as string)).toBeUndefined();
+    expect(
+      (await deliver(stripeEvent("refund.updated", { ...r1, amount: 700 }, NOW_S + 1))).status,
+    ).toBe(200);
+    // A failed refund holds nothing back: then the dispute fits.
+    expect(
+      (await deliver(stripeEvent("refund.failed", { ...r2, status: "failed" }, NOW_S + 2))).status,
+    ).toBe(200);
+    expect((await deliver(stripeEvent("charge.dispute.created", dp, NOW_S + 3))).status).toBe(200);
+    // Refunds listed on charge.refunded are held to the charge in the same event.
+    const listed = charge({ amount: 1000 });
+    listed.refunds = {
+      object: "list",
+      data: [
+        refund(listed.id as string, { amount: 800 }),
+        refund(listed.id as string, { amount: 300 }),
+      ],
+      has_more: false,
+      total_count: 2,
+    };
+    expect(
+      pick(await deliver(stripeEvent("charge.refunded", listed, NOW_S, { apiVersion: OLD_API }))),
+    ).toEqual(excess(listed.id as string, "data.object.refunds.data.amount"));
+    expect(
+      (await metrics.registry.metrics())
+        .split("\n")
+        .filter((l) => l.startsWith("ingest_connector") && l.includes("refund_exceeds_charge")),
+    ).toEqual([
+      'ingest_connector_events_total{provider="stripe",outcome="refund_exceeds_charge"} 3',
+    ]);
   });
 
   it("answers 2xx to an event type the connector does not use, stores nothing and counts it", async () => {
@@ -408,6 +483,12 @@ describe("Stripe connector", () => {
       expect(pick(await deliver(e, { at: NOW_S - 301 }))).toEqual(
         error(400, "invalid_input", "Stripe-Signature timestamp is more than 300 seconds old"),
       );
+      // The future is bounded as Paddle's and Polar's are: a year ahead, or 301 seconds.
+      for (const at of [NOW_S + 365 * 86_400, NOW_S + 301]) {
+        expect(pick(await deliver(e, { at }))).toEqual(
+          error(400, "invalid_input", "Stripe-Signature timestamp is more than 300 seconds ahead"),
+        );
+      }
       // A body altered after signing.
       const { header } = signStripe(e, SECRET, NOW_S);
       const altered = await postJson(`${ctx.server.url}${path}`, payload.replace("2999", "1"), {
@@ -417,6 +498,54 @@ describe("Stripe connector", () => {
         error(400, "invalid_input", "Stripe-Signature does not match the body"),
       );
       expect(await payment((e.data as { object: { id: string } }).object.id)).toBeUndefined();
+    });
+
+    it("answers 400 naming the field for a signed event whose time is out of range, and stores nothing", async () => {
+      const unix = (field: string) =>
+        error(
+          400,
+          "invalid_input",
+          `invalid provider event: ${field}: must be Unix seconds within years 0000-9999`,
+        );
+      const ch = charge({ created: 1e17 });
+      expect(pick(await deliver(stripeEvent("charge.succeeded", ch, NOW_S)))).toEqual(
+        unix("data.object.created"),
+      );
+      expect(await payment(ch.id as string)).toBeUndefined();
+      const late = charge();
+      expect(pick(await deliver(stripeEvent("charge.succeeded", late, 1e17)))).toEqual(
+        unix("created"),
+      );
+      const re = refund(late.id as string, { created: -1e15 });
+      expect(pick(await deliver(stripeEvent("refund.created", re, NOW_S)))).toEqual(
+        unix("data.object.created"),
+      );
+      const sub = subscription({ canceled_at: 253_402_300_800 });
+      expect(pick(await deliver(stripeEvent("customer.subscription.updated", sub, NOW_S)))).toEqual(
+        unix("data.object.canceled_at"),
+      );
+      expect(await payment(late.id as string)).toBeUndefined();
+      expect(await payment(re.id as string)).toBeUndefined();
+      expect(
+        await ctx.server.store.getSubscription(ctx.tenant.siteId, sub.id as string),
+      ).toBeUndefined();
+    });
+
+    it("holds what an event stores to the 64 KB of a Payment body: 20,000 metadata keys are refused, 1,000 are kept", async () => {
+      const many = (n: number) =>
+        Object.fromEntries(Array.from({ length: n }, (_, i) => [`k${i}`, `value ${i}`]));
+      const ch = charge({ metadata: many(20_000) });
+      expect(pick(await deliver(stripeEvent("charge.succeeded", ch, NOW_S)))).toEqual(
+        error(
+          400,
+          "invalid_input",
+          "invalid provider event: metadata: must fit the 64 KB of a Payment body",
+        ),
+      );
+      expect(await payment(ch.id as string)).toBeUndefined();
+      const fits = charge({ metadata: many(1_000) });
+      expect((await deliver(stripeEvent("charge.succeeded", fits, NOW_S))).status).toBe(200);
+      expect(Object.keys((await payment(fits.id as string))?.metadata ?? {})).toHaveLength(1_000);
     });
 
     it("answers 400 for a signed body that is not a JSON object", async () => {

@@ -9,6 +9,7 @@ import { join } from "node:path";
 import { beforeAll, describe, expect, it } from "vitest";
 import { AdminService } from "../../gen/ingest/v1/admin_pb.js";
 import { ReportsService } from "../../gen/ingest/v1/reports_pb.js";
+import { auditIdHash } from "../../src/domain/erasure.js";
 import { runAdminCli } from "../helpers/cli.js";
 import { recordPayment, sendFrom } from "../helpers/events.js";
 import { grpcJsClient, rpcError } from "../helpers/rpc-clients.js";
@@ -219,18 +220,23 @@ describe("erasure over RPC and the CLI", () => {
     expect(unknown.customers).toBe(0);
 
     const audits = logs.map((l) => JSON.parse(l)).filter((l) => l.audit === "erasure");
-    expect(audits.slice(0, 2).map((a) => [a.erasure, a.id_sha256, a.counts])).toEqual([
+    const key = await ctx.server.store.auditKey();
+    const keyed = (id: string) => auditIdHash(key, id);
+    expect(audits.slice(0, 2).map((a) => [a.erasure, a.id_hmac, a.counts])).toEqual([
       [
         "customer",
-        sha256("cus_ada"),
+        keyed("cus_ada"),
         { customers: 1, payments: 1, subscriptions: 0, customerLinks: 1 },
       ],
       [
         "customer",
-        sha256("cus_ada"),
+        keyed("cus_ada"),
         { customers: 0, payments: 0, subscriptions: 0, customerLinks: 0 },
       ],
     ]);
+    // Not the unsalted SHA-256 (`echo -n cus_ada | sha256sum` would match it).
+    expect(audits[0]?.id_hmac).not.toBe(sha256("cus_ada"));
+    expect(JSON.stringify(audits)).not.toContain(sha256("cus_ada"));
     expect(audits[0]).toMatchObject({
       site_id: ctx.siteId,
       actor_user_id: adminUser,
@@ -305,8 +311,11 @@ describe("erasure over RPC and the CLI", () => {
       audit: "erasure",
       erasure: "user",
       site_id: ctx.siteId,
-      id_sha256: sha256("u_ada"),
+      // The CLI is another process on the same database: the same key, so the same value
+      // as the server logs for this id, and never the plain SHA-256.
+      id_hmac: auditIdHash(await ctx.server.store.auditKey(), "u_ada"),
     });
+    expect(first.stderr).not.toContain(sha256("u_ada"));
     expect(first.stderr).not.toContain("u_ada");
     const events = (await reports().listEvents({ siteId: ctx.siteId, limit: 10 }, headers()))
       .events;

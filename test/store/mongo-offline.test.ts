@@ -6,7 +6,7 @@
  * $inc, $min, $max, $push/$each) applies the updates; the contract suite
  * (mongodb.test.ts) is the real check when MONGODB_URI is set.
  */
-import { Long, MongoServerSelectionError, ObjectId } from "mongodb";
+import { Binary, Long, MongoServerSelectionError, ObjectId } from "mongodb";
 import { describe, expect, it } from "vitest";
 import { attributionRank, UNATTRIBUTED_RANK } from "../../src/domain/attribution/ranking.js";
 import {
@@ -32,6 +32,7 @@ import {
   toLong,
   toPairs,
 } from "../../src/store/mongo/documents.js";
+import { createMongoErasure } from "../../src/store/mongo/erasure.js";
 import {
   BUCKET_CAP,
   type EventUnit,
@@ -123,6 +124,7 @@ function bsonTypeOf(v: unknown): string[] {
   if (typeof v === "boolean") return ["bool"];
   if (v instanceof Date) return ["date"];
   if (v instanceof Long) return ["long", "number"];
+  if (v instanceof Binary) return ["binData"];
   if (typeof v === "number") {
     // How the driver serializes a JS number.
     const int32 = Number.isInteger(v) && v >= -(2 ** 31) && v < 2 ** 31;
@@ -233,6 +235,7 @@ describe("mongodb adapter without a server", () => {
       "connector_events",
       "connector_objects",
       "directory",
+      "settings",
       "traffic_days",
       "visitor_days",
       "new_visitor_days",
@@ -282,6 +285,31 @@ describe("mongodb adapter without a server", () => {
     const proto = fromPairs([{ k: "__proto__", v: "x" }]);
     expect(Object.keys(proto)).toEqual(["__proto__"]);
     expect(fromPairs(undefined)).toEqual({});
+  });
+
+  it("keeps the erasure audit key in one settings document: made by the first call, read by every later one", async () => {
+    let stored: Doc | undefined;
+    const writes: Doc[] = [];
+    const settings = {
+      async updateOne(filter: Doc, update: Doc, options: Doc) {
+        expect(filter).toEqual({ _id: "erasure_audit" });
+        expect(options).toEqual({ upsert: true });
+        writes.push(update);
+        // $setOnInsert: only the insert writes the secret.
+        stored = stored ?? applyUpsert(undefined, filter, update);
+        expect(validate(schemaOf("settings"), stored)).toEqual([]);
+      },
+      async findOne(filter: Doc) {
+        expect(filter).toEqual({ _id: "erasure_audit" });
+        return stored ? { ...stored } : null;
+      },
+    };
+    const erasure = createMongoErasure({ settings } as unknown as Collections);
+    const first = await erasure.auditKey();
+    const second = await erasure.auditKey();
+    expect(first).toHaveLength(32);
+    expect(Buffer.from(second).equals(Buffer.from(first))).toBe(true);
+    expect(writes.map((w) => Object.keys(w))).toEqual([["$setOnInsert"], ["$setOnInsert"]]);
   });
 
   describe("events", () => {

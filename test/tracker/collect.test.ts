@@ -193,6 +193,13 @@ describe("collect endpoint", () => {
       "Origin host evil.test is not one of the site's hostnames",
     ],
     [
+      "an Origin whose host only ends like the site's (never a suffix match)",
+      () => collect(ctx.url, pageview(ctx.siteId), { origin: "https://evil-example.com" }),
+      400,
+      "invalid_input",
+      "Origin host evil-example.com is not one of the site's hostnames",
+    ],
+    [
       "an opaque Origin",
       () => collect(ctx.url, pageview(ctx.siteId), { origin: "null" }),
       400,

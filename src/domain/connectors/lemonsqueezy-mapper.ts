@@ -11,7 +11,7 @@
 import type { ProviderChange } from "../payments/payments-app.js";
 import { attributionOf, compact, num, type Obj, obj, str } from "./json-access.js";
 import type { MappedEvent } from "./mapped-event.js";
-import { isoExponent, msOf, toMajor } from "./provider-money.js";
+import { isoExponent, msOf, rfc3339Of, toMajor } from "./provider-money.js";
 
 export const LEMONSQUEEZY_EVENTS = [
   "order_created",
@@ -81,7 +81,7 @@ function paymentsOf(kind: "order" | "invoice", a: Obj, objectId: string, custom:
     currency,
     kind: "charge",
     status: PAYMENT_STATUS[str(a.status) ?? ""] ?? "pending",
-    paid_at: str(a.created_at),
+    paid_at: rfc3339Of(a.created_at, "data.attributes.created_at"),
     metadata: compact({
       lemonsqueezy_order_number: a.order_number === undefined ? undefined : String(a.order_number),
     }),
@@ -103,7 +103,9 @@ function paymentsOf(kind: "order" | "invoice", a: Obj, objectId: string, custom:
         currency,
         kind: "refund",
         status: "succeeded",
-        paid_at: str(a.refunded_at) ?? str(a.updated_at),
+        paid_at:
+          rfc3339Of(a.refunded_at, "data.attributes.refunded_at") ??
+          rfc3339Of(a.updated_at, "data.attributes.updated_at"),
         metadata: { lemonsqueezy_refund_of: id(kind, objectId) as string },
       }),
     );
@@ -122,18 +124,32 @@ function subscriptionChange(
     object: `subscription:${id("sub", objectId)}`,
     version,
     customer: customerOf(a, custom),
-    at: str(a.created_at) ?? "",
+    at: rfc3339Of(a.created_at, "data.attributes.created_at") ?? "",
     subscription: compact({
       id: id("sub", objectId),
       plan: [str(a.product_name), str(a.variant_name)].filter(Boolean).join(" – ") || undefined,
       status,
-      started_at: str(a.created_at),
-      current_period_end: str(a.renews_at),
-      canceled_at: a.cancelled === true ? str(a.updated_at) : undefined,
-      ended_at: status === "ended" ? (str(a.ends_at) ?? str(a.updated_at)) : undefined,
+      started_at: rfc3339Of(a.created_at, "data.attributes.created_at"),
+      current_period_end: rfc3339Of(a.renews_at, "data.attributes.renews_at"),
+      canceled_at:
+        a.cancelled === true ? rfc3339Of(a.updated_at, "data.attributes.updated_at") : undefined,
+      ended_at:
+        status === "ended"
+          ? (rfc3339Of(a.ends_at, "data.attributes.ends_at") ??
+            rfc3339Of(a.updated_at, "data.attributes.updated_at"))
+          : undefined,
     }),
   };
 }
+
+/** The order or invoice a refund payment is of: the refunded total is held to its total. */
+function refundOf(p: Record<string, unknown>) {
+  const chargeId = (p.metadata as Record<string, string> | undefined)?.[REFUND_OF];
+  return p.kind === "refund" && chargeId
+    ? { chargeId, key: REFUND_OF, field: "data.attributes.refunded_amount" }
+    : undefined;
+}
+const REFUND_OF = "lemonsqueezy_refund_of";
 
 /** Maps one verified Lemon Squeezy webhook. */
 export async function mapLemonSqueezyEvent(event: Obj): Promise<MappedEvent> {
@@ -148,18 +164,28 @@ export async function mapLemonSqueezyEvent(event: Obj): Promise<MappedEvent> {
   if (!eventId || !objectId || !(LEMONSQUEEZY_EVENTS as readonly string[]).includes(type)) {
     return { kind: "ignored", eventId, type };
   }
-  const version = msOf(updatedAt) ?? 0;
+  const version = msOf(updatedAt, "data.attributes.updated_at") ?? 0;
   const custom = meta.custom_data;
   const changes: ProviderChange[] = [];
   if (type.startsWith("order_")) {
     for (const p of paymentsOf("order", a, objectId, custom)) {
-      changes.push({ object: `payment:${p.payment_id}`, version, payment: p });
+      changes.push({
+        object: `payment:${p.payment_id}`,
+        version,
+        payment: p,
+        against: refundOf(p),
+      });
     }
   } else if (type.startsWith("subscription_payment_")) {
     // The first invoice of a subscription is also an order (order_created): only renewals are new money.
     if (str(a.billing_reason) !== "initial") {
       for (const p of paymentsOf("invoice", a, objectId, custom)) {
-        changes.push({ object: `payment:${p.payment_id}`, version, payment: p });
+        changes.push({
+          object: `payment:${p.payment_id}`,
+          version,
+          payment: p,
+          against: refundOf(p),
+        });
       }
     }
     // A paid renewal's subtotal (before tax) is the recurring amount.
@@ -171,7 +197,7 @@ export async function mapLemonSqueezyEvent(event: Obj): Promise<MappedEvent> {
         version,
         customer: customerOf(a, custom),
         currency: str(a.currency),
-        at: str(a.created_at) ?? "",
+        at: rfc3339Of(a.created_at, "data.attributes.created_at") ?? "",
         subscription: { id: subId, amount: subtotal },
       });
     }

@@ -9,7 +9,7 @@
 import type { ProviderChange } from "../payments/payments-app.js";
 import { attributionOf, compact, list, num, type Obj, obj, str } from "./json-access.js";
 import type { MappedEvent } from "./mapped-event.js";
-import { isoExponent, msOf, toMajor } from "./provider-money.js";
+import { isoExponent, msOf, rfc3339Of, toMajor } from "./provider-money.js";
 
 export const PADDLE_EVENTS = [
   "transaction.completed",
@@ -57,7 +57,7 @@ function payment(d: Obj, type: string): Record<string, unknown> {
     fee: money(totals.fee, currency),
     kind: "charge",
     status,
-    paid_at: str(d.billed_at) ?? str(d.created_at),
+    paid_at: rfc3339Of(d.billed_at, "data.billed_at") ?? rfc3339Of(d.created_at, "data.created_at"),
     metadata: compact({
       paddle_invoice_number: str(d.invoice_number),
       paddle_origin: str(d.origin),
@@ -80,7 +80,7 @@ function adjustment(d: Obj): Record<string, unknown> | undefined {
     fee: money(totals.fee, currency),
     kind: action === "refund" ? "refund" : "chargeback",
     status: ADJUSTMENT_STATUS[str(d.status) ?? ""] ?? "pending",
-    paid_at: str(d.created_at),
+    paid_at: rfc3339Of(d.created_at, "data.created_at"),
     metadata: compact({ paddle_transaction: str(d.transaction_id), paddle_reason: str(d.reason) }),
   });
 }
@@ -100,13 +100,16 @@ function subscription(d: Obj, version: number): ProviderChange | undefined {
     else total += unit * (num(item.quantity) ?? 1);
   }
   const status = str(d.status) ?? "";
-  const canceledAt = str(d.canceled_at);
+  const canceledAt = rfc3339Of(d.canceled_at, "data.canceled_at");
   return {
     object: `subscription:${id}`,
     version,
     customer: compact({ id: customerId, ...attributionOf(d.custom_data) }),
     currency,
-    at: str(d.started_at) ?? str(d.created_at) ?? "",
+    at:
+      rfc3339Of(d.started_at, "data.started_at") ??
+      rfc3339Of(d.created_at, "data.created_at") ??
+      "",
     subscription: compact({
       id,
       plan:
@@ -116,8 +119,11 @@ function subscription(d: Obj, version: number): ProviderChange | undefined {
       interval: str(obj(d, "billing_cycle").interval),
       status: SUBSCRIPTION_STATUS.has(status) ? status : undefined,
       amount: known ? money(total, currency) : undefined,
-      started_at: str(d.started_at),
-      current_period_end: str(obj(d, "current_billing_period").ends_at),
+      started_at: rfc3339Of(d.started_at, "data.started_at"),
+      current_period_end: rfc3339Of(
+        obj(d, "current_billing_period").ends_at,
+        "data.current_billing_period.ends_at",
+      ),
       canceled_at: canceledAt,
       // A canceled Paddle subscription has ended: Paddle cancels at the period's end or at once.
       ended_at: status === "canceled" ? canceledAt : undefined,
@@ -133,7 +139,8 @@ export async function mapPaddleEvent(event: Obj): Promise<MappedEvent> {
     return { kind: "ignored", eventId, type };
   }
   const d = obj(event, "data");
-  const version = msOf(d.updated_at) ?? msOf(event.occurred_at) ?? 0;
+  const version =
+    msOf(d.updated_at, "data.updated_at") ?? msOf(event.occurred_at, "occurred_at") ?? 0;
   const changes: ProviderChange[] = [];
   const [entity] = type.split(".");
   if (entity === "transaction") {
@@ -141,7 +148,17 @@ export async function mapPaddleEvent(event: Obj): Promise<MappedEvent> {
     changes.push({ object: `payment:${p.payment_id}`, version, payment: p });
   } else if (entity === "adjustment") {
     const p = adjustment(d);
-    if (p) changes.push({ object: `payment:${p.payment_id}`, version, payment: p });
+    const transaction = str(d.transaction_id);
+    if (p) {
+      changes.push({
+        object: `payment:${p.payment_id}`,
+        version,
+        payment: p,
+        against: transaction
+          ? { chargeId: transaction, key: "paddle_transaction", field: "data.totals.total" }
+          : undefined,
+      });
+    }
   } else if (entity === "subscription") {
     const c = subscription(d, version);
     if (c) changes.push(c);
@@ -155,7 +172,7 @@ export async function mapPaddleEvent(event: Obj): Promise<MappedEvent> {
         name: str(d.name),
         ...attributionOf(d.custom_data),
       }),
-      at: str(d.created_at) ?? "",
+      at: rfc3339Of(d.created_at, "data.created_at") ?? "",
     });
   }
   return { kind: "changes", eventId, type, changes };

@@ -9,7 +9,7 @@
 import type { ProviderChange } from "../payments/payments-app.js";
 import { attributionOf, compact, idOf, type Obj, obj, str } from "./json-access.js";
 import type { DeliveryInfo, MappedEvent } from "./mapped-event.js";
-import { isoExponent, msOf, toMajor } from "./provider-money.js";
+import { isoExponent, msOf, rfc3339Of, toMajor } from "./provider-money.js";
 
 export const POLAR_EVENTS = [
   "order.created",
@@ -82,7 +82,7 @@ function order(o: Obj): Record<string, unknown> {
     currency,
     kind: "charge",
     status: ORDER_STATUS[str(o.status) ?? ""] ?? (o.paid === true ? "succeeded" : "pending"),
-    paid_at: str(o.created_at),
+    paid_at: rfc3339Of(o.created_at, "data.created_at"),
     metadata: compact({
       polar_billing_reason: str(o.billing_reason),
       polar_product: str(obj(o, "product").name),
@@ -105,17 +105,20 @@ function subscription(s: Obj, version: number): ProviderChange | undefined {
     version,
     customer,
     currency,
-    at: str(s.started_at) ?? str(s.created_at) ?? "",
+    at:
+      rfc3339Of(s.started_at, "data.started_at") ??
+      rfc3339Of(s.created_at, "data.created_at") ??
+      "",
     subscription: compact({
       id,
       plan: str(obj(s, "product").name),
       interval: str(s.recurring_interval),
       status: SUBSCRIPTION_STATUS[str(s.status) ?? ""],
       amount: money(s.amount, currency),
-      started_at: str(s.started_at),
-      current_period_end: str(s.current_period_end),
-      canceled_at: str(s.canceled_at),
-      ended_at: str(s.ended_at),
+      started_at: rfc3339Of(s.started_at, "data.started_at"),
+      current_period_end: rfc3339Of(s.current_period_end, "data.current_period_end"),
+      canceled_at: rfc3339Of(s.canceled_at, "data.canceled_at"),
+      ended_at: rfc3339Of(s.ended_at, "data.ended_at"),
     }),
   };
 }
@@ -132,7 +135,11 @@ export async function mapPolarEvent(
     return { kind: "ignored", eventId, type };
   }
   const d = obj(event, "data");
-  const version = msOf(d.modified_at) ?? msOf(d.created_at) ?? msOf(event.timestamp) ?? 0;
+  const version =
+    msOf(d.modified_at, "data.modified_at") ??
+    msOf(d.created_at, "data.created_at") ??
+    msOf(event.timestamp, "timestamp") ??
+    0;
   const changes: ProviderChange[] = [];
   const [entity] = type.split(".");
   if (entity === "order") {
@@ -150,10 +157,17 @@ export async function mapPolarEvent(
       currency,
       kind: "refund",
       status: REFUND_STATUS[str(d.status) ?? ""] ?? "pending",
-      paid_at: str(d.created_at),
+      paid_at: rfc3339Of(d.created_at, "data.created_at"),
       metadata: compact({ polar_order: orderId, polar_reason: str(d.reason) }),
     });
-    changes.push({ object: `payment:${p.payment_id}`, version, payment: p });
+    changes.push({
+      object: `payment:${p.payment_id}`,
+      version,
+      payment: p,
+      against: orderId
+        ? { chargeId: orderId, key: "polar_order", field: "data.amount" }
+        : undefined,
+    });
   } else if (entity === "subscription") {
     const c = subscription(d, version);
     if (c) changes.push(c);
@@ -168,7 +182,7 @@ export async function mapPolarEvent(
         country: str(obj(d, "billing_address").country),
         ...attributionOf(d.metadata),
       }),
-      at: str(d.created_at) ?? "",
+      at: rfc3339Of(d.created_at, "data.created_at") ?? "",
     });
   }
   return { kind: "changes", eventId, type, changes };

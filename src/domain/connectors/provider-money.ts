@@ -4,7 +4,9 @@
  * 4217's; the result goes through the payments validation, which stores it
  * in ISO minor units (and refuses what ISO cannot hold exactly).
  */
+import { errors } from "../errors.js";
 import { currencyExponent } from "../payments/money.js";
+import { MAX_MS, MIN_MS, parseRfc3339 } from "../payments/rfc3339.js";
 
 /**
  * Stripe's exponents where they differ from 2 (Stripe's currency documentation):
@@ -45,15 +47,49 @@ export function toMajor(minor: unknown, exponent: number): number | undefined {
   return (n < 0 ? -1 : 1) * Number(text);
 }
 
-/** Unix seconds (providers' `created`) as RFC 3339, or undefined. */
-export function fromUnixSeconds(seconds: unknown): string | undefined {
-  if (typeof seconds !== "number" || !Number.isFinite(seconds)) return undefined;
-  return new Date(seconds * 1000).toISOString();
+/** The instants a stored time may be: RFC 3339's four-digit years, as the payments endpoint bounds them. */
+const TIME_RANGE = "within years 0000-9999";
+
+/** The 400 for a provider's time field that is unreadable or out of range, naming the field. */
+function badTime(field: string, form: string) {
+  return errors.invalid(`invalid provider event: ${field}: must be ${form} ${TIME_RANGE}`);
 }
 
-/** An RFC 3339 provider time as Unix ms (for ordering), or undefined. */
-export function msOf(time: unknown): number | undefined {
-  if (typeof time !== "string") return undefined;
-  const ms = Date.parse(time);
-  return Number.isNaN(ms) ? undefined : ms;
+/**
+ * Unix seconds (Stripe's `created` and the like) as Unix ms; undefined when
+ * absent (null or missing). Anything else that is not a time within years
+ * 0000-9999 is refused with a 400 naming `field` (a path in the provider's
+ * payload, e.g. `data.object.created`): `new Date(1e20)` would throw a
+ * RangeError, a 500 the provider retries for days.
+ */
+export function unixMs(seconds: unknown, field: string): number | undefined {
+  if (seconds === undefined || seconds === null) return undefined;
+  const ms = typeof seconds === "number" ? Math.trunc(seconds * 1000) : Number.NaN;
+  if (!(ms >= MIN_MS && ms <= MAX_MS)) throw badTime(field, "Unix seconds");
+  return ms;
+}
+
+/** Unix seconds as RFC 3339 (the Payment body's times), bounded as {@link unixMs} bounds them. */
+export function fromUnixSeconds(seconds: unknown, field: string): string | undefined {
+  const ms = unixMs(seconds, field);
+  return ms === undefined ? undefined : new Date(ms).toISOString();
+}
+
+/**
+ * A provider's RFC 3339 time as it is, undefined when absent (null, missing
+ * or ""); anything else that is not RFC 3339 within years 0000-9999 is
+ * refused with a 400 naming `field`.
+ */
+export function rfc3339Of(time: unknown, field: string): string | undefined {
+  if (time === undefined || time === null || time === "") return undefined;
+  if (typeof time !== "string" || parseRfc3339(time) === undefined) {
+    throw badTime(field, "RFC 3339");
+  }
+  return time;
+}
+
+/** A provider's RFC 3339 time as Unix ms (for ordering), bounded as {@link rfc3339Of} bounds it. */
+export function msOf(time: unknown, field: string): number | undefined {
+  const text = rfc3339Of(time, field);
+  return text === undefined ? undefined : parseRfc3339(text);
 }

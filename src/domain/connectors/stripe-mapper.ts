@@ -6,7 +6,7 @@
  * invoice's subscription moved to `parent.subscription_details` and a
  * subscription's current period to its items.
  */
-import type { ProviderChange } from "../payments/payments-app.js";
+import type { ChargeReference, ProviderChange } from "../payments/payments-app.js";
 import {
   attributionOf,
   compact,
@@ -20,7 +20,7 @@ import {
   stringValues,
 } from "./json-access.js";
 import type { MappedEvent, MapperLookups } from "./mapped-event.js";
-import { fromUnixSeconds, stripeExponent, toMajor } from "./provider-money.js";
+import { fromUnixSeconds, stripeExponent, toMajor, unixMs } from "./provider-money.js";
 
 /** The event types a Stripe connector uses; every other one is ignored. */
 export const STRIPE_EVENTS = [
@@ -108,7 +108,7 @@ function feeOf(bt: unknown, currency: string | undefined): number | undefined {
   return money(bt.fee, currency);
 }
 
-function chargePayment(ch: Obj): Record<string, unknown> {
+function chargePayment(ch: Obj, at = "data.object"): Record<string, unknown> {
   const currency = upper(ch.currency);
   const status = str(ch.status);
   return compact({
@@ -120,12 +120,12 @@ function chargePayment(ch: Obj): Record<string, unknown> {
     kind: "charge",
     status:
       status === "succeeded" || status === "pending" || status === "failed" ? status : undefined,
-    paid_at: fromUnixSeconds(ch.created),
+    paid_at: fromUnixSeconds(ch.created, `${at}.created`),
     metadata: stringValues(ch.metadata),
   });
 }
 
-function refundPayment(re: Obj, customerId: string, chargeId: string | undefined) {
+function refundPayment(re: Obj, customerId: string, chargeId: string | undefined, at: string) {
   const currency = upper(re.currency);
   return compact({
     payment_id: str(re.id),
@@ -135,7 +135,7 @@ function refundPayment(re: Obj, customerId: string, chargeId: string | undefined
     fee: feeOf(re.balance_transaction, currency),
     kind: "refund",
     status: REFUND_STATUS[str(re.status) ?? ""] ?? "pending",
-    paid_at: fromUnixSeconds(re.created),
+    paid_at: fromUnixSeconds(re.created, `${at}.created`),
     metadata: compact({ ...stringValues(re.metadata), stripe_charge: chargeId }),
   });
 }
@@ -174,7 +174,10 @@ function subscriptionTerms(sub: Obj, currency: string | undefined) {
     interval: str(obj(price, "recurring").interval),
     amount: known ? money(total, currency) : undefined,
     // Before basil the period is the subscription's; since, each item's.
-    current_period_end: fromUnixSeconds(sub.current_period_end ?? first.current_period_end),
+    current_period_end:
+      sub.current_period_end !== undefined && sub.current_period_end !== null
+        ? fromUnixSeconds(sub.current_period_end, "data.object.current_period_end")
+        : fromUnixSeconds(first.current_period_end, "data.object.items.data.current_period_end"),
   };
 }
 
@@ -188,14 +191,17 @@ function subscriptionChange(sub: Obj, version: number): ProviderChange | undefin
     version,
     customer: { id: customerId, ...attributionOf(sub.metadata) },
     currency,
-    at: fromUnixSeconds(sub.start_date ?? sub.created) ?? "",
+    at:
+      fromUnixSeconds(sub.start_date, "data.object.start_date") ??
+      fromUnixSeconds(sub.created, "data.object.created") ??
+      "",
     subscription: compact({
       id,
       ...subscriptionTerms(sub, currency),
       status: SUBSCRIPTION_STATUS[str(sub.status) ?? ""],
-      started_at: fromUnixSeconds(sub.start_date),
-      canceled_at: fromUnixSeconds(sub.canceled_at),
-      ended_at: fromUnixSeconds(sub.ended_at),
+      started_at: fromUnixSeconds(sub.start_date, "data.object.start_date"),
+      canceled_at: fromUnixSeconds(sub.canceled_at, "data.object.canceled_at"),
+      ended_at: fromUnixSeconds(sub.ended_at, "data.object.ended_at"),
     }),
   };
 }
@@ -214,7 +220,7 @@ function invoiceChange(inv: Obj, version: number): ProviderChange | undefined {
   const currency = upper(inv.currency);
   if (!subscriptionId || !customerId || !currency) return undefined;
   const ends = list(obj(inv, "lines").data)
-    .map((line) => num(obj(line, "period").end))
+    .map((line) => unixMs(obj(line, "period").end, "data.object.lines.data.period.end"))
     .filter((n): n is number => n !== undefined);
   const paid = (num(inv.amount_paid) ?? 0) > 0;
   return {
@@ -228,12 +234,18 @@ function invoiceChange(inv: Obj, version: number): ProviderChange | undefined {
       ...attributionOf(details.metadata ?? obj(inv, "subscription_details").metadata),
     }),
     currency,
-    at: fromUnixSeconds(obj(inv, "status_transitions").paid_at ?? inv.created) ?? "",
+    at:
+      fromUnixSeconds(
+        obj(inv, "status_transitions").paid_at,
+        "data.object.status_transitions.paid_at",
+      ) ??
+      fromUnixSeconds(inv.created, "data.object.created") ??
+      "",
     subscription: compact({
       id: subscriptionId,
       // A paid invoice (not a $0 trial one) means the subscription is active.
       status: paid ? "active" : undefined,
-      current_period_end: ends.length > 0 ? fromUnixSeconds(Math.max(...ends)) : undefined,
+      current_period_end: ends.length > 0 ? new Date(Math.max(...ends)).toISOString() : undefined,
     }),
   };
 }
@@ -246,7 +258,7 @@ function customerChange(o: Obj, customer: Obj, version: number): ProviderChange 
     version,
     customer,
     currency: "USD",
-    at: fromUnixSeconds(o.created) ?? "",
+    at: fromUnixSeconds(o.created, "data.object.created") ?? "",
   };
 }
 
@@ -276,10 +288,13 @@ export async function mapStripeEvent(event: Obj, lookups: MapperLookups): Promis
   }
   const o = obj(event, "data", "object");
   // Stripe's event time orders the states of one object; seconds, as Stripe gives it.
-  const version = (num(event.created) ?? 0) * 1000;
+  const version = unixMs(event.created, "created") ?? 0;
   const changes: ProviderChange[] = [];
-  const payment = (p: Record<string, unknown>) =>
-    changes.push({ object: `payment:${p.payment_id}`, version, payment: p });
+  const payment = (p: Record<string, unknown>, against?: ChargeReference) =>
+    changes.push({ object: `payment:${p.payment_id}`, version, payment: p, against });
+  /** What a refund or dispute of the charge `chargeId` is held against; its amount at `field`. */
+  const of = (chargeId: string | undefined, field: string) =>
+    chargeId ? { chargeId, key: "stripe_charge", field } : undefined;
 
   switch (type) {
     case "charge.succeeded":
@@ -294,7 +309,10 @@ export async function mapStripeEvent(event: Obj, lookups: MapperLookups): Promis
       payment(chargePayment(o));
       const customerId = chargeCustomer(o).id as string;
       for (const re of list(obj(o, "refunds").data)) {
-        payment(refundPayment(re, customerId, str(o.id)));
+        payment(
+          refundPayment(re, customerId, str(o.id), "data.object.refunds.data"),
+          of(str(o.id), "data.object.refunds.data.amount"),
+        );
       }
       break;
     }
@@ -302,7 +320,10 @@ export async function mapStripeEvent(event: Obj, lookups: MapperLookups): Promis
     case "refund.updated":
     case "refund.failed":
     case "charge.refund.updated":
-      payment(refundPayment(o, await customerOfCharge(o, lookups), idOf(o.charge)));
+      payment(
+        refundPayment(o, await customerOfCharge(o, lookups), idOf(o.charge), "data.object"),
+        of(idOf(o.charge), "data.object.amount"),
+      );
       break;
     case "charge.dispute.created":
     case "charge.dispute.updated":
@@ -316,7 +337,7 @@ export async function mapStripeEvent(event: Obj, lookups: MapperLookups): Promis
           currency,
           kind: "chargeback",
           status: disputeStatus(str(o.status)),
-          paid_at: fromUnixSeconds(o.created),
+          paid_at: fromUnixSeconds(o.created, "data.object.created"),
           metadata: compact({
             ...stringValues(o.metadata),
             stripe_charge: idOf(o.charge),
@@ -324,6 +345,7 @@ export async function mapStripeEvent(event: Obj, lookups: MapperLookups): Promis
             stripe_dispute_reason: str(o.reason),
           }),
         }),
+        of(idOf(o.charge), "data.object.amount"),
       );
       break;
     }

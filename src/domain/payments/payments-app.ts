@@ -43,7 +43,13 @@ export interface PaymentsApp {
  * provider object (an older one never overwrites a newer one).
  */
 export type ProviderChange =
-  | { object: string; version: number; payment: Record<string, unknown> }
+  | {
+      object: string;
+      version: number;
+      payment: Record<string, unknown>;
+      /** A refund's or chargeback's charge, as its metadata names it (the connectors' excess check). */
+      against?: ChargeReference;
+    }
   | {
       object: string;
       version: number;
@@ -55,6 +61,17 @@ export type ProviderChange =
       /** RFC 3339; the subscription's start when it is first stored without one. */
       at: string;
     };
+
+/**
+ * The charge a provider's refund or chargeback names: its payment id, the
+ * metadata key the refund carries it under, and the provider's field of the
+ * refund's amount (named when the excess is refused).
+ */
+export interface ChargeReference {
+  chargeId: string;
+  key: string;
+  field: string;
+}
 
 /** What one provider event says, for one site, through one connector. */
 export interface ProviderEventInput {

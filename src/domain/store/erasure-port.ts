@@ -56,4 +56,10 @@ export interface StoreErasurePart {
    * channel `unattributed`, with any stored rank, and are returned.
    */
   eraseVisitors(siteId: string, visitorIds: string[], names: string[]): Promise<VisitorsErasure>;
+  /**
+   * The installation's key for the erasure audit line's keyed hash: 32
+   * random bytes made on the first call and kept in the database, the same
+   * for every later call and process on it. Concurrent first calls agree.
+   */
+  auditKey(): Promise<Uint8Array>;
 }

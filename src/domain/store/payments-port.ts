@@ -35,6 +35,17 @@ export interface StorePaymentsPart {
   commitPayments(writes: PaymentWrite[]): Promise<void>;
   getPayment(siteId: string, paymentId: string): Promise<PaymentRecord | undefined>;
   /**
+   * A customer's refunds and chargebacks, failed ones excepted, whose
+   * metadata names a charge (`metadata[key] === chargeId`, as the
+   * connectors record it): what the connectors hold a new one against.
+   */
+  refundsOfCharge(
+    siteId: string,
+    customerId: string,
+    key: string,
+    chargeId: string,
+  ): Promise<PaymentRecord[]>;
+  /**
    * A page of a site's payments with `paidAt` in [from, to), oldest first by
    * (paidAt, paymentId): a reader paging with `next` sees every payment of
    * the range that is not changed meanwhile exactly once.

@@ -19,6 +19,8 @@ export const STRIPE_TOLERANCE_SECONDS = 300;
 export const PADDLE_TOLERANCE_SECONDS = 5;
 /** Standard Webhooks' (Polar's) tolerance, either way: 5 minutes. */
 export const POLAR_TOLERANCE_SECONDS = 300;
+/** Hex characters of an HMAC-SHA256 digest: what Paddle's h1 and Lemon Squeezy's X-Signature are. */
+const SHA256_HEX = /^[0-9a-fA-F]{64}$/;
 
 /** Checks the raw body's signature; throws the 400 saying why it is refused. */
 export type Verifier = (
@@ -64,6 +66,14 @@ function verifyStripe(raw: Buffer, headers: IncomingHttpHeaders, secret: string,
     }
     throw errors.signatureMalformed("Stripe-Signature");
   }
+  // The SDK bounds only the past (a signature older than the tolerance); a
+  // timestamp ahead of the clock by more than the tolerance is refused as
+  // Paddle's and Polar's are. The header parsed: the SDK accepted one `t=`.
+  const t = /(?:^|,)\s*t=(\d{1,12})\s*(?:,|$)/.exec(signature)?.[1];
+  if (t === undefined) throw errors.signatureMalformed("Stripe-Signature");
+  if (Number(t) - nowMs / 1000 > STRIPE_TOLERANCE_SECONDS) {
+    throw errors.signatureStale("Stripe-Signature timestamp", STRIPE_TOLERANCE_SECONDS, "ahead");
+  }
 }
 
 /**
@@ -82,7 +92,10 @@ function verifyPaddle(raw: Buffer, headers: IncomingHttpHeaders, secret: string,
     if (k === "ts" && v && /^\d{1,12}$/.test(v)) ts = v;
     else if (k === "h1" && v) h1.push(v);
   }
-  if (!ts || h1.length === 0) throw errors.signatureMalformed("Paddle-Signature");
+  // Exactly a SHA-256 digest in hex: Buffer.from(…, "hex") would drop trailing junk.
+  if (!ts || h1.length === 0 || !h1.every((h) => SHA256_HEX.test(h))) {
+    throw errors.signatureMalformed("Paddle-Signature");
+  }
   const expected = createHmac("sha256", secret).update(`${ts}:`).update(raw).digest();
   if (!h1.some((h) => sameBytes(Buffer.from(h, "hex"), expected))) {
     throw errors.signatureMismatch("Paddle-Signature");
@@ -100,6 +113,8 @@ function verifyPaddle(raw: Buffer, headers: IncomingHttpHeaders, secret: string,
 function verifyLemonSqueezy(raw: Buffer, headers: IncomingHttpHeaders, secret: string) {
   const signature = header(headers, "x-signature");
   if (!signature) throw errors.signatureMissing("X-Signature");
+  // Exactly a SHA-256 digest in hex: Buffer.from(…, "hex") would drop trailing junk.
+  if (!SHA256_HEX.test(signature)) throw errors.signatureMalformed("X-Signature");
   const expected = createHmac("sha256", secret).update(raw).digest();
   if (!sameBytes(Buffer.from(signature, "hex"), expected)) {
     throw errors.signatureMismatch("X-Signature");

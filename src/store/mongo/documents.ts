@@ -11,7 +11,7 @@
  *   as arrays of `{k, v}` pairs: any key is safe (`$`-prefixed and dotted keys
  *   are not valid in update operators) and the pairs can be indexed.
  */
-import { Long, type ObjectId } from "mongodb";
+import { type Binary, Long, type ObjectId } from "mongodb";
 import type { Plan } from "../../domain/plans.js";
 import type { StoredEventFields } from "../../domain/store/event-fields.js";
 import type {
@@ -86,6 +86,12 @@ export interface QuotaDoc {
 export interface DirectoryDoc {
   _id: string;
   version: number;
+}
+
+/** One of the installation's secrets, by name (`erasure_audit`). */
+export interface SettingDoc {
+  _id: string;
+  secret: Binary;
 }
 
 export interface SaltDoc {

@@ -5,10 +5,13 @@
  * transaction here, so each erasure is ordered to be safe to run again: what
  * points at a record goes before the record itself.
  */
-import type { Document, Filter } from "mongodb";
-import { UNATTRIBUTED } from "../../domain/vocabulary.js";
+import { randomBytes } from "node:crypto";
+import { Binary, type Document, type Filter } from "mongodb";
+import { ERASED_LANDING_PAGE, UNATTRIBUTED } from "../../domain/vocabulary.js";
 import type { StoreErasurePart } from "../port.js";
 import type { EventBucketDoc } from "./documents.js";
+import { retryDuplicates } from "./retry.js";
+import { countNewVisitors } from "./rollups.js";
 import type { Collections } from "./schema.js";
 
 /**
@@ -115,7 +118,37 @@ export function createMongoErasure(c: Collections): StoreErasurePart {
         expr: { $in: ["$$this.visitor_id", { $literal: ids }] },
       });
       const site = { site_id: siteId };
+      // Their first touches' new-visitor counts move to the neutral row of the same day and
+      // channel (no source or campaign, landing page ERASED_LANDING_PAGE) before the touches
+      // go: the number stays, the strings that came from their events leave the rollup.
+      const erased = (
+        await c.touches
+          .find(
+            { ...site, visitor_id: inIds },
+            { projection: { ts: 1, channel: 1, source: 1, campaign: 1, landing_page: 1 } },
+          )
+          .toArray()
+      ).map((t) => ({
+        siteId,
+        ts: t.ts.getTime(),
+        channel: t.channel,
+        source: t.source,
+        campaign: t.campaign,
+        landingPage: t.landing_page,
+      }));
+      await countNewVisitors(
+        c,
+        erased.map((t) => ({
+          siteId,
+          ts: t.ts,
+          channel: t.channel,
+          landingPage: ERASED_LANDING_PAGE,
+        })),
+        erased,
+      );
       const touches = (await c.touches.deleteMany({ ...site, visitor_id: inIds })).deletedCount;
+      // Rows no visitor counts in any more: theirs, and the touches a better one replaced.
+      await c.newVisitorDays.deleteMany({ ...site, visitors: 0 });
       // The visitor ids of the traffic rollup are personal data; the counts (aggregates) stay.
       await c.visitorDays.deleteMany({ ...site, visitor_id: inIds });
       const identityLinks = (await c.identities.deleteMany({ ...site, visitor_id: inIds }))
@@ -142,6 +175,22 @@ export function createMongoErasure(c: Collections): StoreErasurePart {
         await c.customers.updateMany(theirs, { $unset: { attribution: "", attribution_rank: "" } });
       }
       return { events, touches, identityLinks, customerLinks, stitches, customers };
+    },
+
+    async auditKey() {
+      const key = { _id: "erasure_audit" };
+      // The first writer's random key wins ($setOnInsert); a concurrent first
+      // upsert that loses the race on _id (E11000) is run again and reads it.
+      await retryDuplicates(() =>
+        c.settings.updateOne(
+          key,
+          { $setOnInsert: { secret: new Binary(randomBytes(32)) } },
+          { upsert: true },
+        ),
+      );
+      const doc = await c.settings.findOne(key);
+      if (!doc) throw new Error("the erasure audit key was not stored");
+      return new Uint8Array(doc.secret.buffer);
     },
   };
 }

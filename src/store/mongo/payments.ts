@@ -214,6 +214,20 @@ export function createMongoPayments(c: Collections): StorePaymentsPart {
       return paymentFromDoc(d);
     },
 
+    async refundsOfCharge(siteId, customerId, key, chargeId) {
+      // By the customer's index; metadata is stored as {k, v} pairs.
+      const docs = await c.payments
+        .find({
+          site_id: siteId,
+          customer_id: customerId,
+          kind: { $in: ["refund", "chargeback"] },
+          status: { $ne: "failed" },
+          metadata: { $elemMatch: { k: key, v: chargeId } },
+        })
+        .toArray();
+      return docs.map(paymentFromDoc);
+    },
+
     async pagePayments(siteId, q) {
       const after = q.after ?? { paidAt: q.from, paymentId: "" };
       const at = new Date(after.paidAt);

@@ -37,6 +37,7 @@ import type {
   QuotaDoc,
   SaltDoc,
   SequenceDoc,
+  SettingDoc,
   SiteDoc,
   SubscriptionDoc,
   UserDoc,
@@ -458,6 +459,13 @@ export const COLLECTIONS: readonly CollectionSpec[] = [
     schema: object(["_id", "version"], { _id: str, version: integer }),
     indexes: [],
   },
+  {
+    // The installation's secrets by name, made by their first reader: `erasure_audit`
+    // keys the HMAC of the erased id in the erasure audit line (erasure.ts).
+    name: "settings",
+    schema: object(["_id", "secret"], { _id: str, secret: { bsonType: "binData" } }),
+    indexes: [],
+  },
   // Daily rollups (rollups.ts, docs/mongodb.md "Daily rollups"): each unique key is
   // the key of its writes and of the period reads (equality, then a range of days).
   {
@@ -657,6 +665,7 @@ export interface Collections {
   trafficDays: Collection<TrafficDayDoc>;
   visitorDays: Collection<VisitorDayDoc>;
   newVisitorDays: Collection<NewVisitorDayDoc>;
+  settings: Collection<SettingDoc>;
 }
 
 /**
@@ -693,5 +702,6 @@ export function collections(db: Db, options: { maxTimeMS?: number } = {}): Colle
     trafficDays: get<TrafficDayDoc>("traffic_days"),
     visitorDays: get<VisitorDayDoc>("visitor_days"),
     newVisitorDays: get<NewVisitorDayDoc>("new_visitor_days"),
+    settings: get<SettingDoc>("settings"),
   };
 }

@@ -5,7 +5,8 @@
  * WAL after the commit (`wal_checkpoint(TRUNCATE)`, sqlite-store.ts) so the
  * frames that held the old rows are copied over and the WAL emptied.
  */
-import { UNATTRIBUTED } from "../../domain/vocabulary.js";
+import { randomBytes } from "node:crypto";
+import { ERASED_LANDING_PAGE, UNATTRIBUTED } from "../../domain/vocabulary.js";
 import type { StoreErasurePart } from "../port.js";
 import type { Db } from "./open-sqlite.js";
 import {
@@ -24,6 +25,9 @@ function chunks<T>(items: T[], size = 400): T[][] {
 }
 
 const marks = (ids: readonly unknown[]) => ids.map(() => "?").join(",");
+
+/** The UTC day of a visitor_touches row, as the rollup keys it (migration 11). */
+const TOUCH_DAY = "strftime('%Y-%m-%d', ts / 1000, 'unixepoch')";
 
 export function createSqliteErasure(db: Db, seen?: SeenVisitorDays): StoreErasurePart {
   const applyRevenue = createRevenueRollupWriter(db);
@@ -50,6 +54,14 @@ export function createSqliteErasure(db: Db, seen?: SeenVisitorDays): StoreErasur
     // $identify events are the only ones with a user id.
     userEvents: db.prepare(
       "DELETE FROM events WHERE site_id = ? AND user_id = ? AND name = '$identify'",
+    ),
+    // The first caller's random key wins; every later one reads it (migration 16).
+    makeAuditKey: db.prepare(
+      "INSERT INTO installation_secrets (name, secret) VALUES ('erasure_audit', ?) ON CONFLICT (name) DO NOTHING",
+    ),
+    auditKey: db.prepare("SELECT secret FROM installation_secrets WHERE name = 'erasure_audit'"),
+    emptyNewVisitorRows: db.prepare(
+      "DELETE FROM new_visitor_days WHERE site_id = ? AND visitors = 0",
     ),
     customersByUser: db.prepare(
       "SELECT customer_id FROM customers WHERE site_id = ? AND user_id = ? ORDER BY customer_id",
@@ -102,6 +114,29 @@ export function createSqliteErasure(db: Db, seen?: SeenVisitorDays): StoreErasur
       // The events table has no visitor index (migration 3 dropped it: it cost every
       // insert a page write); an erasure scans the site's events, which is rare.
       out.events += run(`DELETE FROM events WHERE site_id = ? AND visitor_id IN (${marks(part)})`);
+      // Their first touches' new-visitor counts move to the neutral row of the same day and
+      // channel (source and campaign absent, landing page ERASED_LANDING_PAGE): the number stays, the
+      // strings that came from their events go (docs/privacy.md).
+      run(
+        `INSERT INTO new_visitor_days (site_id, day, channel, source, campaign, landing_page, visitors)
+         SELECT site_id, ${TOUCH_DAY}, channel, '', '', '${ERASED_LANDING_PAGE}', count(*)
+         FROM visitor_touches WHERE site_id = ? AND visitor_id IN (${marks(part)})
+         GROUP BY 2, 3
+         ON CONFLICT (site_id, day, channel, source, campaign, landing_page)
+         DO UPDATE SET visitors = visitors + excluded.visitors`,
+      );
+      run(
+        `UPDATE new_visitor_days SET visitors = visitors - t.n
+         FROM (SELECT ${TOUCH_DAY} AS day, channel, ifnull(source, '') AS source,
+                 ifnull(campaign, '') AS campaign, landing_page, count(*) AS n
+               FROM visitor_touches WHERE site_id = ? AND visitor_id IN (${marks(part)})
+               GROUP BY 1, 2, 3, 4, 5) AS t
+         WHERE new_visitor_days.site_id = ? AND new_visitor_days.day = t.day
+           AND new_visitor_days.channel = t.channel AND new_visitor_days.source = t.source
+           AND new_visitor_days.campaign = t.campaign
+           AND new_visitor_days.landing_page = t.landing_page`,
+        siteId,
+      );
       out.touches += run(
         `DELETE FROM visitor_touches WHERE site_id = ? AND visitor_id IN (${marks(part)})`,
       );
@@ -121,6 +156,9 @@ export function createSqliteErasure(db: Db, seen?: SeenVisitorDays): StoreErasur
         )
         .run(siteId, ...part, ...part).changes;
     }
+    // Rows no visitor counts in any more: the erased visitors' (moved above) and the
+    // touches a better one of theirs replaced (the trigger left them at 0).
+    s.emptyNewVisitorRows.run(siteId);
     for (const part of chunks(names)) {
       db.prepare(
         `UPDATE customers SET visitor_id = NULL WHERE site_id = ? AND visitor_id IN (${marks(part)})`,
@@ -158,6 +196,10 @@ export function createSqliteErasure(db: Db, seen?: SeenVisitorDays): StoreErasur
       // Their ids left visitor_days: the events' commit must not skip them as seen.
       seen?.clear();
       return out;
+    },
+    async auditKey() {
+      s.makeAuditKey.run(randomBytes(32));
+      return new Uint8Array((s.auditKey.get() as { secret: Buffer }).secret);
     },
   };
 }

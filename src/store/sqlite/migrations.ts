@@ -444,6 +444,21 @@ DROP TRIGGER payments_revenue_insert;
 DROP TRIGGER payments_revenue_update;
 `,
   },
+  {
+    version: 16,
+    description: "the installation's secrets, made on first use (the erasure audit line's key)",
+    // One row per secret, by name: 'erasure_audit' keys the HMAC of the erased id
+    // in the erasure audit line (src/domain/erasure.ts), so the line cannot be
+    // reversed by hashing guesses (an unsalted SHA-256 could be). The row is
+    // made by its first reader (src/store/sqlite/erasure.ts), never by the
+    // migration, so a database restored from a backup keeps the key it had.
+    sql: `
+CREATE TABLE installation_secrets (
+  name TEXT PRIMARY KEY,
+  secret BLOB NOT NULL
+) WITHOUT ROWID;
+`,
+  },
 ];
 
 /** The UTC day (YYYY-MM-DD) of a payments row's paid_at (NEW, OLD or the table). */

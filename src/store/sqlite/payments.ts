@@ -281,6 +281,12 @@ export function createSqlitePayments(db: Db): StorePaymentsPart {
   const applyRevenue = createRevenueRollupWriter(db);
   const s = {
     getPayment: db.prepare("SELECT * FROM payments WHERE site_id = ? AND payment_id = ?"),
+    // The customer's payments by index, then the few refunds among them by their metadata.
+    refundsOfCharge: db.prepare(
+      `SELECT * FROM payments INDEXED BY payments_customer
+       WHERE site_id = ? AND customer_id = ? AND kind IN ('refund', 'chargeback')
+         AND status <> 'failed' AND json_extract(metadata, '$.' || json_quote(?)) = ?`,
+    ),
     // The range by the (site_id, paid_at) index; the position as a row-value comparison.
     pagePayments: db.prepare(
       `SELECT * FROM payments INDEXED BY payments_paid_at
@@ -308,6 +314,10 @@ export function createSqlitePayments(db: Db): StorePaymentsPart {
       const r = s.getPayment.get(siteId, paymentId) as PaymentRow | undefined;
       if (!r) return undefined;
       return paymentFromRow(r);
+    },
+    async refundsOfCharge(siteId, customerId, key, chargeId) {
+      const rows = s.refundsOfCharge.all(siteId, customerId, key, chargeId) as PaymentRow[];
+      return rows.map(paymentFromRow);
     },
     async pagePayments(siteId, q) {
       const after = q.after ?? { paidAt: q.from, paymentId: "" };

@@ -7,7 +7,7 @@ import { createHash } from "node:crypto";
 import { afterEach, beforeEach, describe, expect, it } from "vitest";
 import { createAdmin } from "../../../src/domain/admin.js";
 import { createAttributor } from "../../../src/domain/attribution/attribute.js";
-import { createErasure, type ErasureAudit } from "../../../src/domain/erasure.js";
+import { auditIdHash, createErasure, type ErasureAudit } from "../../../src/domain/erasure.js";
 import type { Store } from "../../../src/store/port.js";
 import { createSqliteStore } from "../../../src/store/sqlite/sqlite-store.js";
 import { event, group, payment, T0, touch, write } from "../../helpers/store-contract.js";
@@ -103,10 +103,13 @@ describe("createErasure", () => {
         erasure: "visitor",
         siteId,
         actorUserId: owner,
-        idSha256: createHash("sha256").update(VID).digest("hex"),
+        idHmac: auditIdHash(await store.auditKey(), VID),
         counts,
       },
     ]);
+    // Keyed: not the plain SHA-256 anyone could compute from a guessed id.
+    expect(audits[0]?.idHmac).not.toBe(createHash("sha256").update(VID).digest("hex"));
+    expect(audits[0]?.idHmac).toMatch(/^[0-9a-f]{64}$/);
   });
 
   it("erases a user id's links and the customers that carry it", async () => {

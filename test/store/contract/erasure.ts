@@ -84,6 +84,18 @@ export function describeErasureContract(contract: StoreContract): void {
   }
 
   describe("eraseCustomer", () => {
+    it("keeps one audit key: 32 random bytes, the same on every call, concurrent first calls included", async () => {
+      const keys = await Promise.all([store.auditKey(), store.auditKey(), store.auditKey()]);
+      const [first] = keys;
+      expect(first).toHaveLength(32);
+      for (const k of keys)
+        expect(Buffer.from(k).equals(Buffer.from(first as Uint8Array))).toBe(true);
+      expect(Buffer.from(await store.auditKey()).equals(Buffer.from(first as Uint8Array))).toBe(
+        true,
+      );
+      expect(Buffer.from(first as Uint8Array).equals(Buffer.alloc(32))).toBe(false);
+    });
+
     it("deletes the customer and its links, keeps its payments and subscriptions under the pseudonym without metadata, reports unchanged", async () => {
       const { site } = await newSite();
       const { paid, sub } = await payingCustomer(site, "cus_ada");

@@ -302,6 +302,71 @@ export function describeRollupsContract(contract: StoreContract): void {
       });
     });
 
+    it("erasing visitors moves their new-visitor counts to the neutral row: no row keeps a string only they brought", async () => {
+      const { account, site } = await newSite();
+      const EMAIL = "ada.lovelace@example.com";
+      const mine = {
+        channel: "Email",
+        source: `news-${EMAIL}`,
+        campaign: `c-${EMAIL}`,
+        landingPage: `https://example.com/?email=${EMAIL}`,
+      };
+      const pv = (visitorId: string, ts: number) =>
+        event(site.id, "pageview", { visitorId, ts, receivedAt: ts });
+      await store.commitEvents([
+        group(account.id, [pv("v_ada", T0 + 5), pv("v_bob", T0 + 6), pv("v_cy", T0 + 7)], {
+          ceiling: 1000,
+          touches: [
+            // v_ada's internal touch, then a better one: the trigger leaves the first row at 0.
+            touch(site.id, "v_ada", {
+              ...mine,
+              ts: T0 + 9,
+              internal: true,
+              landingPage: `https://example.com/first?${EMAIL}`,
+            }),
+            touch(site.id, "v_bob", { ts: T0 + 6 }),
+            // A landing page v_ada shares with v_cy stays: it did not come only from v_ada.
+            touch(site.id, "v_cy", {
+              ...mine,
+              ts: T0 + 7,
+              source: undefined,
+              campaign: undefined,
+              landingPage: "https://example.com/shared",
+            }),
+          ],
+        }),
+      ]);
+      await store.commitEvents([
+        group(account.id, [pv("v_ada", T0 + 5)], {
+          ceiling: 1000,
+          touches: [touch(site.id, "v_ada", { ...mine, ts: T0 + 5 })],
+        }),
+      ]);
+      const day = ["2025-06-01", "2025-06-02"] as const;
+      const rows = async () => sortCounts(await store.newVisitorRollup(site.id, ...day));
+      expect((await rows()).map((r) => r.landingPage)).toContain(mine.landingPage);
+      await store.eraseVisitors(site.id, ["v_ada"], ["v_ada"]);
+      expect(await rows()).toEqual(
+        sortCounts([
+          { channel: "Email", landingPage: "(erased)", visitors: 1 },
+          { channel: "Email", landingPage: "https://example.com/shared", visitors: 1 },
+          {
+            channel: "Organic Search",
+            source: "google",
+            campaign: "spring",
+            landingPage: "https://example.com/pricing",
+            visitors: 1,
+          },
+        ]),
+      );
+      expect(
+        JSON.stringify(await store.newVisitorRollup(site.id, "2000-01-01", "2100-01-01")),
+      ).not.toContain(EMAIL);
+      // The same visitor erased again moves nothing twice.
+      await store.eraseVisitors(site.id, ["v_ada"], ["v_ada"]);
+      expect((await rows()).reduce((n, r) => n + r.visitors, 0)).toBe(3);
+    });
+
     it("erasing a visitor keeps the counts (aggregates) and removes the visitor's id from the rollup", async () => {
       const { account, site } = await newSite();
       const pv = (visitorId: string) =>

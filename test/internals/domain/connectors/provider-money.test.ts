@@ -3,9 +3,12 @@ import {
   fromUnixSeconds,
   isoExponent,
   msOf,
+  rfc3339Of,
   stripeExponent,
   toMajor,
+  unixMs,
 } from "../../../../src/domain/connectors/provider-money.js";
+import { DomainError } from "../../../../src/domain/errors.js";
 
 describe("providers' minor units", () => {
   it("follows Stripe's table where it differs from ISO 4217", () => {
@@ -30,10 +33,40 @@ describe("providers' minor units", () => {
     }
   });
 
-  it("reads providers' times", () => {
-    expect(fromUnixSeconds(1773230400)).toBe("2026-03-11T12:00:00.000Z");
-    expect(fromUnixSeconds("1773230400")).toBeUndefined();
-    expect(msOf("2026-03-11T11:00:02.294633Z")).toBe(Date.UTC(2026, 2, 11, 11, 0, 2, 294));
-    expect(msOf("yesterday")).toBeUndefined();
+  it("reads providers' times, absent ones as undefined", () => {
+    expect(fromUnixSeconds(1773230400, "created")).toBe("2026-03-11T12:00:00.000Z");
+    expect(fromUnixSeconds(null, "created")).toBeUndefined();
+    expect(fromUnixSeconds(undefined, "created")).toBeUndefined();
+    expect(msOf("2026-03-11T11:00:02.294633Z", "data.updated_at")).toBe(
+      Date.UTC(2026, 2, 11, 11, 0, 2, 294),
+    );
+    expect(msOf(null, "data.updated_at")).toBeUndefined();
+    expect(rfc3339Of("", "data.created_at")).toBeUndefined();
+    expect(unixMs(253_402_300_799, "created")).toBe(253_402_300_799_000);
+    expect(unixMs(-62_167_219_200, "created")).toBe(-62_167_219_200_000);
+  });
+
+  it("refuses a time out of years 0000-9999 or unreadable with a 400 naming the provider's field", () => {
+    const refusal = (f: () => unknown) => {
+      try {
+        f();
+        return "accepted";
+      } catch (err) {
+        return err instanceof DomainError ? `${err.kind}: ${err.message}` : String(err);
+      }
+    };
+    const unix = (field: string) =>
+      `invalid_input: invalid provider event: ${field}: must be Unix seconds within years 0000-9999`;
+    for (const bad of [1e17, 253_402_300_800, -62_167_219_201, Number.NaN, "1773230400", true]) {
+      expect(refusal(() => fromUnixSeconds(bad, "data.object.created"))).toBe(
+        unix("data.object.created"),
+      );
+    }
+    const rfc = (field: string) =>
+      `invalid_input: invalid provider event: ${field}: must be RFC 3339 within years 0000-9999`;
+    for (const bad of ["yesterday", "+275760-09-13T00:00:00Z", "10000-01-01T00:00:00Z", 7]) {
+      expect(refusal(() => msOf(bad, "data.updated_at"))).toBe(rfc("data.updated_at"));
+      expect(refusal(() => rfc3339Of(bad, "data.created_at"))).toBe(rfc("data.created_at"));
+    }
   });
 });
