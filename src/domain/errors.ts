@@ -108,6 +108,11 @@ export const errors = {
     new DomainError("too_many_requests", "too many requests from this address, retry later", {
       retryAfterSeconds,
     }),
+  /** The collect door's per-site ceiling (src/domain/collect-limits.ts). */
+  siteCollectLimit: (retryAfterSeconds: number) =>
+    new DomainError("too_many_requests", "too many events for this site, retry later", {
+      retryAfterSeconds,
+    }),
   storeUnavailable: (cause?: unknown) =>
     new DomainError("unavailable", "the store is unavailable, retry later", {
       retryAfterSeconds: 2,
