@@ -186,7 +186,7 @@ export async function buildServices(
       onPruned: (count) => metrics.eventsPruned(count),
     }),
     pruneEvents: (deps.pruneEvents ?? true) && config.retentionIntervalMs > 0,
-    reports: createReports({ store, clock }),
+    reports: createReports({ store, clock, exportsPerSite: config.exportsPerSite }),
     payments,
     events,
     connectors: createConnectorsApp({ store, payments }),
