@@ -9,7 +9,7 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
-import { startChildServer } from "../helpers/child-server.js";
+import { startChildServer, stopChildServer, waitForOutput } from "../helpers/child-server.js";
 import { BROWSER_UA } from "../helpers/collect.js";
 import { seedTenantFile } from "../helpers/test-server.js";
 
@@ -51,13 +51,7 @@ describe("COLLECT_RATE_LIMIT under WORKERS", () => {
       LOG_LEVEL: "info",
     });
     try {
-      for (
-        let i = 0;
-        i < 50 && (child.output().match(/"msg":"listening"/g) ?? []).length < 2;
-        i++
-      ) {
-        await new Promise((r) => setTimeout(r, 100));
-      }
+      await waitForOutput(child, /"msg":"listening"/, 2);
       const body = JSON.stringify({ s: siteId, e: "pageview", u: "https://example.com/" });
       const statuses: number[] = [];
       for (let i = 0; i < 8; i++) {
@@ -73,7 +67,7 @@ describe("COLLECT_RATE_LIMIT under WORKERS", () => {
       );
       expect(pids.size).toBe(2);
     } finally {
-      child.proc.kill("SIGTERM");
+      await stopChildServer(child);
     }
     expect(await child.exited).toBe(0);
   });
@@ -93,13 +87,7 @@ describe("the per-site collect ceiling under WORKERS", () => {
       LOG_LEVEL: "info",
     });
     try {
-      for (
-        let i = 0;
-        i < 50 && (child.output().match(/"msg":"listening"/g) ?? []).length < 2;
-        i++
-      ) {
-        await new Promise((r) => setTimeout(r, 100));
-      }
+      await waitForOutput(child, /"msg":"listening"/, 2);
       const body = JSON.stringify({
         s: siteId,
         b: Array.from({ length: 50 }, () => ({ e: "pageview", u: "https://example.com/" })),
@@ -117,7 +105,7 @@ describe("the per-site collect ceiling under WORKERS", () => {
       );
       expect(pids.size).toBe(2);
     } finally {
-      child.proc.kill("SIGTERM");
+      await stopChildServer(child);
     }
     expect(await child.exited).toBe(0);
   });
