@@ -5,7 +5,8 @@
  * the run's pid directory (INGEST_TEST_PID_DIR, made by the global set-up in
  * test/helpers/leaked-processes.ts, which fails the run if any is still
  * alive at the end); and whatever is still running when the test that
- * started it finishes, or when the test worker exits, is killed.
+ * started it finishes, or at the end of its test file (the setup file
+ * test/helpers/stop-children.ts), is killed.
  */
 import { type ChildProcess, type SpawnOptions, spawn } from "node:child_process";
 import { writeFileSync } from "node:fs";
@@ -38,6 +39,17 @@ process.once("exit", () => {
   for (const proc of started) signalTree(proc, "SIGKILL");
 });
 
+/** Kills every tree this test worker started that is still alive (after each test file). */
+export async function killAllStarted(): Promise<void> {
+  const leaders = [...started];
+  started.clear();
+  for (const proc of leaders) signalTree(proc, "SIGKILL");
+  // Until Node has reaped them: a killed child is a zombie, still "there", until then.
+  await Promise.all(
+    leaders.filter(isRunning).map((proc) => new Promise<void>((r) => proc.once("exit", () => r()))),
+  );
+}
+
 /**
  * Spawns `command` in a process group of its own, registered as above. When
  * called inside a test, the tree is killed once the test finishes, whatever
@@ -59,7 +71,7 @@ export function spawnTracked(
     // Whatever the outcome: the whole group, even if its leader has exited and left children.
     onTestFinished(() => signalTree(proc, "SIGKILL"));
   } catch {
-    // Not inside a test: the caller stops it.
+    // Not inside a test (a beforeAll): the caller stops it, the end of the file at the latest.
   }
   return proc;
 }
