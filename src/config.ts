@@ -56,6 +56,8 @@ export interface Config {
   retentionStepEvents: number;
   /** Least pause between two pruning steps. */
   retentionStepPauseMs: number;
+  /** Exports (REST and RPC) of one site that may run at once in a process; more get 429. */
+  exportsPerSite: number;
 }
 
 type Env = Record<string, string | undefined>;
@@ -146,5 +148,6 @@ export function loadConfig(env: Env = process.env): Config {
     retentionIntervalMs: int(env, "RETENTION_INTERVAL_MS", 600_000, 0, 86_400_000),
     retentionStepEvents: int(env, "RETENTION_STEP_EVENTS", 500, 1, 10_000),
     retentionStepPauseMs: int(env, "RETENTION_STEP_PAUSE_MS", 10, 0, 60_000),
+    exportsPerSite: int(env, "EXPORTS_PER_SITE", 2, 1, 100),
   };
 }

@@ -131,9 +131,11 @@ async function supervise(config: Config): Promise<void> {
   await checkGeoDb(config.geoipDb);
   // Once, before any worker opens the store: SQLite's migrations run, MongoDB's schema is checked.
   await (await openConfiguredStore(config)).close();
-  if (config.collectRateLimit > 0) {
-    serveRateLimits(cluster, { perMinute: config.collectRateLimit, now: systemClock.now });
-  }
+  // Always: the per-site ceilings of the collect door are counted here too.
+  serveRateLimits(cluster, {
+    perMinute: Math.max(1, config.collectRateLimit),
+    now: systemClock.now,
+  });
   if (config.metricsPort !== undefined) {
     const { clusterSource } = await import("./metrics/metrics-server.js");
     await serveMetrics(config, config.metricsPort, clusterSource());

@@ -30,6 +30,7 @@ import { createOnePortServer, type OnePortServer } from "./http/one-port.js";
 import { probes } from "./http/probes.js";
 import { reportsDoor } from "./http/reports/reports-door.js";
 import { restDoor } from "./http/rest/rest-door.js";
+import { registerCloseAfterUnreadBody } from "./http/unread-body.js";
 import { scrub } from "./lib/scrub.js";
 import { answerUnknownRpc, rpcDoor } from "./rpc/rpc-door.js";
 import { looksLikeRpc } from "./rpc/rpc-protocol.js";
@@ -111,6 +112,7 @@ export async function createServer(services: Services, options: ServerOptions): 
     reply.header("x-request-id", request.id);
   });
   registerDuplicateCredentialsGuard(fastify);
+  registerCloseAfterUnreadBody(fastify);
   metrics.observeHttp(fastify);
 
   fastify.setErrorHandler((err: FastifyError, request, reply) => {

@@ -3,12 +3,14 @@
  * guard, directory cache), the domain applications and readiness. No
  * Fastify, no Connect: src/server.ts hands these to each door.
  */
-import type { RateLimiter } from "./cluster/rate-limiter.js";
+
+import { createLocalRateLimiter, type RateLimiter } from "./cluster/rate-limiter.js";
 import type { Config } from "./config.js";
 import { type Admin, createAdmin } from "./domain/admin.js";
 import { createAttributor } from "./domain/attribution/attribute.js";
 import { type Authenticator, createAuthenticator } from "./domain/auth.js";
 import type { Clock } from "./domain/clock.js";
+import { type CollectLimits, createCollectLimits } from "./domain/collect-limits.js";
 import { type ConnectorsApp, createConnectorsApp } from "./domain/connectors/connectors-app.js";
 import { createErasure, type Erasure, erasureAuditFields } from "./domain/erasure.js";
 import type { EventsApp } from "./domain/events/events-app.js";
@@ -26,6 +28,7 @@ import type { DashboardBundle } from "./http/dashboard/dashboard-bundle.js";
 import type { TrackerBundle } from "./http/tracker-script.js";
 import { createReadiness, type Readiness } from "./lib/readiness.js";
 import { scrub } from "./lib/scrub.js";
+import { createTokenBuckets } from "./lib/token-buckets.js";
 import { noopObserver, type Observer } from "./metrics/observer.js";
 import { cacheDirectory, type DirectoryCachedStore } from "./store/directory-cache.js";
 import { guardStore } from "./store/guarded-store.js";
@@ -72,6 +75,8 @@ export interface Services {
   erasure: Erasure;
   /** Per-site retention of raw events (AdminService, CLI). */
   retention: Retention;
+  /** Per-site ceilings of the public collect door (AdminService, CLI). */
+  collectLimits: CollectLimits;
   /**
    * The retention pruner: started by listen, stopped by close (src/app.ts);
    * tests run its passes with `runOnce()`.
@@ -85,7 +90,11 @@ export interface Services {
   /** Payment-provider webhooks, recorded through `payments`. */
   connectors: ConnectorsApp;
   readiness: Readiness;
-  collectLimiter?: RateLimiter;
+  /**
+   * Where the collect door's limits are counted: its per-client limit
+   * (COLLECT_RATE_LIMIT) and the per-site ceilings, under `site:` keys.
+   */
+  collectLimiter: RateLimiter;
   trackerBundle?: TrackerBundle;
   dashboardBundle?: DashboardBundle;
 }
@@ -122,6 +131,12 @@ export async function buildServices(
     // Batches overlap only where commits keep their order (see Store.commitsInOrder).
     inFlight: deps.store.commitsInOrder ? config.ingestBatchesInFlight : 1,
   };
+  // One set of buckets for both of the collect door's limits; under WORKERS the primary's.
+  const collectLimiter =
+    deps.collectLimiter ??
+    createLocalRateLimiter(
+      createTokenBuckets({ perMinute: Math.max(1, config.collectRateLimit), now: clock.now }),
+    );
   const attribution = createAttributor({ store, clock });
   const payments = createPaymentsApp({
     store,
@@ -136,6 +151,9 @@ export async function buildServices(
       queue: { ...queue, observer: metrics.queue("events") },
       geoipDb: config.geoipDb,
       attribution,
+      collectAllowance: {
+        take: (key, cost, perMinute) => collectLimiter.take(key, cost, perMinute),
+      },
     }),
   );
   const readiness = createReadiness({ ping: () => store.ping(), timeoutMs: 2_000 });
@@ -154,6 +172,7 @@ export async function buildServices(
       audit: (line) => log()?.info(erasureAuditFields(line), "personal data erased"),
     }),
     retention: createRetention({ store }),
+    collectLimits: createCollectLimits({ store }),
     pruner: createRetentionPruner({
       store,
       clock,
@@ -167,7 +186,7 @@ export async function buildServices(
       onPruned: (count) => metrics.eventsPruned(count),
     }),
     pruneEvents: (deps.pruneEvents ?? true) && config.retentionIntervalMs > 0,
-    reports: createReports({ store, clock }),
+    reports: createReports({ store, clock, exportsPerSite: config.exportsPerSite }),
     payments,
     events,
     connectors: createConnectorsApp({
@@ -176,7 +195,7 @@ export async function buildServices(
       onRefundExcess: (provider) => metrics.connectorEvent(provider, "refund_exceeds_charge"),
     }),
     readiness,
-    ...(deps.collectLimiter ? { collectLimiter: deps.collectLimiter } : {}),
+    collectLimiter,
     ...(deps.trackerBundle ? { trackerBundle: deps.trackerBundle } : {}),
     ...(deps.dashboardBundle ? { dashboardBundle: deps.dashboardBundle } : {}),
   };

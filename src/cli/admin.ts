@@ -11,6 +11,13 @@ import { loadConfig } from "../config.js";
 import { createAdmin } from "../domain/admin.js";
 import { createAttributor } from "../domain/attribution/attribute.js";
 import { systemClock } from "../domain/clock.js";
+import {
+  COLLECT_ALLOWANCE_DIVISOR,
+  COLLECT_FLOOR_PER_MINUTE,
+  collectPerMinuteOf,
+  createCollectLimits,
+  MAX_COLLECT_PER_MINUTE,
+} from "../domain/collect-limits.js";
 import { createErasure, type ErasureAudit, erasureAuditFields } from "../domain/erasure.js";
 import { DomainError } from "../domain/errors.js";
 import { KEY_PREFIX } from "../domain/keys.js";
@@ -38,6 +45,10 @@ const COMMANDS = {
   "site set-retention": [
     `--site ID (--days N | --keep)`,
     `Keeps N days (1 to ${MAX_RETENTION_DAYS}) of the site's raw events; older ones are pruned in the background (first touches, links and payments stay). --keep (or --days 0) keeps every event again.`,
+  ],
+  "site set-collect-limit": [
+    `--site ID (--per-minute N | --default)`,
+    `Sets how many events a minute the public collect endpoint accepts for the site (1 to ${MAX_COLLECT_PER_MINUTE}); past it browsers get 429 until the minute refills. Key-authenticated requests are not limited. --default (or --per-minute 0) goes back to the plan's default: the monthly allowance / ${COLLECT_ALLOWANCE_DIVISOR}, at least ${COLLECT_FLOOR_PER_MINUTE}.`,
   ],
   "key create": [
     `--site ID --name N --scopes ${WRITE_SCOPES.join(",")}|reports --as USER_ID`,
@@ -133,6 +144,8 @@ const OPTIONS = {
   visitor: { type: "string" },
   days: { type: "string" },
   keep: { type: "boolean" },
+  "per-minute": { type: "string" },
+  default: { type: "boolean" },
   help: { type: "boolean", short: "h" },
 } as const;
 
@@ -293,6 +306,20 @@ async function run(argv: string[]): Promise<unknown> {
         });
         return { site_id: r.siteId, events_retention_days: r.eventsRetentionDays ?? null };
       }
+      case "site set-collect-limit": {
+        const r = await createCollectLimits({ store }).setSiteCollectLimit({
+          siteId: need("site"),
+          perMinute: collectPerMinute(values["per-minute"], values.default, usageError),
+        });
+        const site = await store.getSite(r.siteId);
+        const account = site && (await store.getAccount(site.accountId));
+        return {
+          site_id: r.siteId,
+          collect_per_minute: r.collectPerMinute ?? null,
+          // What is in force: the setting, or the plan's default.
+          effective_per_minute: site && account ? collectPerMinuteOf(site, account.plan) : null,
+        };
+      }
       case "key create": {
         const r = await admin.createKey({
           siteId: need("site"),
@@ -422,6 +449,25 @@ function retentionDays(
   if (days === undefined || days === "") throw usageError("--days or --keep is required");
   // Not Number(): "1e3", "0x10" or " 7" are not what an operator means by a number of days.
   return /^[0-9]{1,9}$/.test(days) ? Number(days) : Number.NaN;
+}
+
+/**
+ * `--per-minute N` or `--default` (the same as `--per-minute 0`), exactly one
+ * of them. N must be written as a whole number; its range is the domain's check.
+ */
+function collectPerMinute(
+  perMinute: string | undefined,
+  byDefault: boolean | undefined,
+  usageError: (message: string) => Error,
+): number {
+  if (byDefault && perMinute !== undefined) {
+    throw usageError("give either --per-minute or --default, not both");
+  }
+  if (byDefault) return 0;
+  if (perMinute === undefined || perMinute === "") {
+    throw usageError("--per-minute or --default is required");
+  }
+  return /^[0-9]{1,9}$/.test(perMinute) ? Number(perMinute) : Number.NaN;
 }
 
 /** The audit line of an erasure, on stderr (stdout carries the one result): hashes and counts only. */

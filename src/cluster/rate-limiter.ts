@@ -11,9 +11,12 @@ import type { Worker } from "node:cluster";
 import { canonicalIp } from "../domain/events/visitor-id.js";
 import { createTokenBuckets, type TakeResult, type TokenBuckets } from "../lib/token-buckets.js";
 
-/** Takes one request from a client's allowance. */
+/**
+ * Takes `cost` tokens (default 1) from a key's allowance; `perMinute` sizes
+ * that key's bucket (default: the limiter's own, COLLECT_RATE_LIMIT).
+ */
 export interface RateLimiter {
-  take(key: string): Promise<TakeResult>;
+  take(key: string, cost?: number, perMinute?: number): Promise<TakeResult>;
 }
 
 const ASK = "ingest:rate-limit:take";
@@ -25,6 +28,8 @@ interface Ask {
   type: typeof ASK;
   id: number;
   key: string;
+  cost?: number;
+  perMinute?: number;
 }
 interface Answer {
   type: typeof ANSWER;
@@ -34,7 +39,7 @@ interface Answer {
 
 /** Buckets in this process. */
 export function createLocalRateLimiter(buckets: TokenBuckets): RateLimiter {
-  return { take: async (key) => buckets.take(key) };
+  return { take: async (key, cost, perMinute) => buckets.take(key, cost, perMinute) };
 }
 
 /** In the cluster primary: answers the workers' questions from one set of buckets. */
@@ -46,10 +51,16 @@ export function serveRateLimits(
   cluster.on("message", (worker, message) => {
     const ask = message as Partial<Ask> | null;
     if (ask?.type !== ASK || typeof ask.id !== "number" || typeof ask.key !== "string") return;
-    const answer: Answer = { type: ANSWER, id: ask.id, result: buckets.take(ask.key) };
+    const cost = positive(ask.cost) ?? 1;
+    const result = buckets.take(ask.key, cost, positive(ask.perMinute));
+    const answer: Answer = { type: ANSWER, id: ask.id, result };
     if (worker.isConnected()) worker.send(answer);
   });
   return buckets;
+}
+
+function positive(n: unknown): number | undefined {
+  return typeof n === "number" && Number.isFinite(n) && n > 0 ? n : undefined;
 }
 
 /**
@@ -71,7 +82,7 @@ export function createWorkerRateLimiter(
     waiting.get(answer.id)?.(answer.result);
   });
   return {
-    take(key) {
+    take(key, cost, perMinute) {
       const id = nextId++;
       return new Promise<TakeResult>((resolve) => {
         const done = (result: TakeResult) => {
@@ -82,6 +93,8 @@ export function createWorkerRateLimiter(
         const timer = setTimeout(() => done({ ok: true }), ANSWER_TIMEOUT_MS);
         waiting.set(id, done);
         const ask: Ask = { type: ASK, id, key };
+        if (cost !== undefined) ask.cost = cost;
+        if (perMinute !== undefined) ask.perMinute = perMinute;
         try {
           send(ask);
         } catch {

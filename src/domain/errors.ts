@@ -108,6 +108,18 @@ export const errors = {
     new DomainError("too_many_requests", "too many requests from this address, retry later", {
       retryAfterSeconds,
     }),
+  /** The collect door's per-site ceiling (src/domain/collect-limits.ts). */
+  siteCollectLimit: (retryAfterSeconds: number) =>
+    new DomainError("too_many_requests", "too many events for this site, retry later", {
+      retryAfterSeconds,
+    }),
+  /** A site already has as many exports running as it may (src/domain/export-slots.ts). */
+  tooManyExports: (perSite: number, retryAfterSeconds: number) =>
+    new DomainError(
+      "too_many_requests",
+      `this site already has ${perSite} exports running, retry later`,
+      { retryAfterSeconds },
+    ),
   storeUnavailable: (cause?: unknown) =>
     new DomainError("unavailable", "the store is unavailable, retry later", {
       retryAfterSeconds: 2,

@@ -2,6 +2,7 @@
 
 import type { Clock } from "./clock.js";
 import { errors } from "./errors.js";
+import { createExportSlots, releasingPages } from "./export-slots.js";
 import { parseRfc3339 } from "./payments/rfc3339.js";
 import { buildSiteOverview, overviewPeriod, type SiteOverviewView } from "./site-overview.js";
 import type {
@@ -73,16 +74,28 @@ const TOKEN_PREFIX = "e1.";
  * The pages `read` gives, one read each time the consumer asks for the next
  * (a slow consumer slows the reads; one that returns the iterator ends them),
  * from no cursor until a page names no next one. Empty pages are not yielded.
+ * Between two pages the event loop gets a turn (setImmediate): a store that
+ * answers at once (SQLite) and a consumer that is always ready (a fast
+ * socket) would otherwise chain every page in promise callbacks, and no
+ * other request would be served until the export ended (issue 31).
  */
 async function* pagesOf<T, C>(
   read: (cursor: C | undefined) => Promise<{ items: T[]; next?: C }>,
 ): AsyncGenerator<T[], void, undefined> {
   let cursor: C | undefined;
+  let first = true;
   do {
+    if (!first) await nextTurn();
+    first = false;
     const page = await read(cursor);
     if (page.items.length > 0) yield page.items;
     cursor = page.next;
   } while (cursor !== undefined);
+}
+
+/** Resolves after the event loop has served what was waiting (I/O, timers). */
+function nextTurn(): Promise<void> {
+  return new Promise((resolve) => setImmediate(resolve));
 }
 
 function pageToken(position: number): string {
@@ -98,8 +111,11 @@ function positionOf(token: string): number {
   return n;
 }
 
+/** Exports of one site that may run at once in a process, unless EXPORTS_PER_SITE says otherwise. */
+export const DEFAULT_EXPORTS_PER_SITE = 2;
+
 /** Events per store page of an export: what one read holds in memory and one stream message carries. */
-export const EXPORT_PAGE = 500;
+export const EXPORT_PAGE = 100;
 
 /** A page of events and the token of the next one ("" on the last page). */
 export interface EventsPageView {
@@ -107,8 +123,14 @@ export interface EventsPageView {
   nextPageToken: string;
 }
 
-export function createReports(deps: { store: Store; clock: Clock }) {
+export function createReports(deps: {
+  store: Store;
+  clock: Clock;
+  /** Exports of one site that may run at once in this process (EXPORTS_PER_SITE); default 2. */
+  exportsPerSite?: number;
+}) {
   const { store, clock } = deps;
+  const exportSlots = createExportSlots(deps.exportsPerSite ?? DEFAULT_EXPORTS_PER_SITE);
 
   /** An export's site and [from, to), checked before anything is read or sent. */
   async function exportRange(input: { siteId: string; from?: string; to?: string }) {
@@ -213,7 +235,8 @@ export function createReports(deps: { store: Store; clock: Clock }) {
       to?: string;
     }): Promise<AsyncGenerator<EventRecord[], void, undefined>> {
       const { siteId, from, to } = await exportRange(input);
-      return pagesOf(async (before: number | undefined) => {
+      const release = exportSlots.take(siteId);
+      const pages = pagesOf(async (before: number | undefined) => {
         const page = await store.pageEvents(siteId, {
           from,
           to,
@@ -222,6 +245,7 @@ export function createReports(deps: { store: Store; clock: Clock }) {
         });
         return { items: page.events, next: page.next };
       });
+      return releasingPages(pages, release);
     },
 
     /**
@@ -236,7 +260,8 @@ export function createReports(deps: { store: Store; clock: Clock }) {
       to?: string;
     }): Promise<AsyncGenerator<PaymentRecord[], void, undefined>> {
       const { siteId, from, to } = await exportRange(input);
-      return pagesOf(async (after: PaymentPosition | undefined) => {
+      const release = exportSlots.take(siteId);
+      const pages = pagesOf(async (after: PaymentPosition | undefined) => {
         const page = await store.pagePayments(siteId, {
           from,
           to,
@@ -245,6 +270,7 @@ export function createReports(deps: { store: Store; clock: Clock }) {
         });
         return { items: page.payments, next: page.next };
       });
+      return releasingPages(pages, release);
     },
 
     async getPayment(input: { siteId: string; paymentId: string }): Promise<PaymentRecord> {

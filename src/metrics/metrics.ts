@@ -43,6 +43,7 @@ function eventCount(body: Record<string, unknown>): number {
 const DROP_REASONS: Partial<Record<DomainError["kind"], DropReason>> = {
   quota_exceeded: "quota",
   rate_limited: "rate_limit",
+  too_many_requests: "collect_limit",
   invalid_input: "invalid",
   unavailable: "unavailable",
 };
@@ -71,7 +72,7 @@ export function createMetrics(): Metrics {
   });
   const dropped = new Counter({
     name: "ingest_events_dropped_total",
-    help: "Events not stored, by reason: bot (answered 204), quota (429), rate_limit (503 queue full), invalid (field rules, 400), unavailable (store down), rejected (unknown or foreign site). Bodies refused before parsing (401/403 key, 413, malformed JSON) are not counted here.",
+    help: "Events not stored, by reason: bot (answered 204), quota (429), rate_limit (503 queue full), collect_limit (429, the site's collect ceiling), invalid (field rules, 400), unavailable (store down), rejected (unknown or foreign site). Bodies refused before parsing (401/403 key, 413, malformed JSON) are not counted here.",
     labelNames: ["reason"] as const,
     registers: [registry],
   });
@@ -112,8 +113,23 @@ export function createMetrics(): Metrics {
     labelNames: ["provider", "outcome"] as const,
     registers: [registry],
   });
+  const collectRefusals = new Counter({
+    name: "ingest_collect_refused_total",
+    help: "POST /api/v1/collect requests refused with 429, by limit: client (COLLECT_RATE_LIMIT events a minute per address) or site (the site's collect ceiling).",
+    labelNames: ["limit"] as const,
+    registers: [registry],
+  });
+  for (const limit of ["client", "site"]) collectRefusals.inc({ limit }, 0);
   // Every reason from the start, so rate() and alerts see zeros rather than no series.
-  for (const reason of ["bot", "quota", "invalid", "rate_limit", "unavailable", "rejected"]) {
+  for (const reason of [
+    "bot",
+    "quota",
+    "invalid",
+    "rate_limit",
+    "collect_limit",
+    "unavailable",
+    "rejected",
+  ]) {
     dropped.inc({ reason }, 0);
   }
   let probe: (() => Promise<boolean>) | undefined;
@@ -195,8 +211,21 @@ export function createMetrics(): Metrics {
       return {
         drain: () => events.drain(),
         record: (principal, body, client) => counted(body, events.record(principal, body, client)),
-        collect: (body, client) => counted(body, events.collect(body, client)),
+        collect: (body, client) =>
+          counted(
+            body,
+            events.collect(body, client).catch((err: unknown) => {
+              // The one 429 collect() raises is the site's ceiling.
+              if ((err as Partial<DomainError>).kind === "too_many_requests") {
+                collectRefusals.inc({ limit: "site" });
+              }
+              throw err;
+            }),
+          ),
       };
+    },
+    collectRefused(limit) {
+      collectRefusals.inc({ limit });
     },
     storeError(operation) {
       storeErrors.inc({ operation });

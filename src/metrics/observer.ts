@@ -10,7 +10,14 @@ import type { EventsApp } from "../domain/events/events-app.js";
 import type { GroupCommitObserver } from "../lib/group-commit.js";
 
 /** Why events were not stored: the `reason` label of ingest_events_dropped_total. */
-export type DropReason = "bot" | "quota" | "invalid" | "rate_limit" | "unavailable" | "rejected";
+export type DropReason =
+  | "bot"
+  | "quota"
+  | "invalid"
+  | "rate_limit"
+  | "collect_limit"
+  | "unavailable"
+  | "rejected";
 
 /**
  * What became of a provider event: the `outcome` label of
@@ -18,6 +25,9 @@ export type DropReason = "bot" | "quota" | "invalid" | "rate_limit" | "unavailab
  * refused because its refunds and chargebacks would exceed their charge.
  */
 export type ConnectorEventOutcome = "applied" | "duplicate" | "ignored" | "refund_exceeds_charge";
+
+/** Which of the collect door's limits refused a request: the `limit` label of ingest_collect_refused_total. */
+export type CollectLimit = "client" | "site";
 
 export type Protocol = "rest" | "connect" | "grpc" | "grpc-web";
 
@@ -32,6 +42,8 @@ export interface Observer {
   queue(name: string): GroupCommitObserver;
   /** Wraps the events application to count events accepted and dropped by reason. */
   observeEvents(events: EventsApp): EventsApp;
+  /** Counts a collect request refused by its per-client limit or the site's ceiling (429). */
+  collectRefused(limit: CollectLimit): void;
   /** Told of each failed store call. */
   storeError(operation: string): void;
   /** Counts raw events the retention pruner removed. */
@@ -64,6 +76,7 @@ export const noopObserver: Observer = {
   rpcSlot: () => ({}),
   queue: () => ({ load() {}, batch() {} }),
   observeEvents: (events) => events,
+  collectRefused() {},
   storeError() {},
   eventsPruned() {},
   connectorEvent() {},

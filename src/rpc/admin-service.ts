@@ -2,6 +2,7 @@
 import type { ServiceImpl } from "@connectrpc/connect";
 import type { AdminService } from "../../gen/ingest/v1/admin_pb.js";
 import type { Admin } from "../domain/admin.js";
+import type { CollectLimits } from "../domain/collect-limits.js";
 import type { Erasure } from "../domain/erasure.js";
 import type { Retention } from "../domain/retention.js";
 
@@ -12,9 +13,17 @@ export function createAdminService(deps: {
   admin: Admin;
   erasure: Erasure;
   retention: Retention;
+  collectLimits: CollectLimits;
 }): ServiceImpl<typeof AdminService> {
-  const { admin, erasure, retention } = deps;
+  const { admin, erasure, retention, collectLimits } = deps;
   return {
+    async setSiteCollectLimit(req) {
+      const r = await collectLimits.setSiteCollectLimit({
+        siteId: req.siteId,
+        perMinute: req.perMinute,
+      });
+      return { siteId: r.siteId, collectPerMinute: r.collectPerMinute };
+    },
     async setSiteRetention(req) {
       const r = await retention.setSiteRetention({ siteId: req.siteId, days: req.days });
       return { siteId: r.siteId, eventsRetentionDays: r.eventsRetentionDays };

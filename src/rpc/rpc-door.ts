@@ -35,6 +35,7 @@ import { PaymentsService } from "../../gen/ingest/v1/payments_pb.js";
 import { ReportsService } from "../../gen/ingest/v1/reports_pb.js";
 import type { Admin } from "../domain/admin.js";
 import type { Authenticator } from "../domain/auth.js";
+import type { CollectLimits } from "../domain/collect-limits.js";
 import type { Erasure } from "../domain/erasure.js";
 import type { EventsApp } from "../domain/events/events-app.js";
 import type { PaymentsApp } from "../domain/payments/payments-app.js";
@@ -70,6 +71,7 @@ export interface RpcDoorOptions {
   admin: Admin;
   erasure: Erasure;
   retention: Retention;
+  collectLimits: CollectLimits;
   reports: Reports;
   readiness: Readiness;
   metrics: Observer;
@@ -77,8 +79,19 @@ export interface RpcDoorOptions {
 
 /** The RPC door plugin. */
 export const rpcDoor: FastifyPluginAsync<RpcDoorOptions> = async (scope, options) => {
-  const { config, auth, payments, events, admin, erasure, retention, reports, readiness, metrics } =
-    options;
+  const {
+    config,
+    auth,
+    payments,
+    events,
+    admin,
+    erasure,
+    retention,
+    collectLimits,
+    reports,
+    readiness,
+    metrics,
+  } = options;
   const apiServices = [PaymentsService, EventsService, AdminService, ReportsService];
 
   registerRpcBodyGuard(scope, [...apiServices, Health], {
@@ -96,7 +109,10 @@ export const rpcDoor: FastifyPluginAsync<RpcDoorOptions> = async (scope, options
     routes(router) {
       router.service(PaymentsService, createPaymentsService({ auth, payments }));
       router.service(EventsService, createEventsService({ auth, events }));
-      router.service(AdminService, createAdminService({ admin, erasure, retention }));
+      router.service(
+        AdminService,
+        createAdminService({ admin, erasure, retention, collectLimits }),
+      );
       router.service(ReportsService, createReportsService({ reports }));
       router.service(
         Health,

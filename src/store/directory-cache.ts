@@ -23,6 +23,7 @@ const DIRECTORY_WRITES = [
   "createAccount",
   "setPlan",
   "createSite",
+  "setCollectPerMinute",
   "insertKey",
   "deleteKey",
 ] as const satisfies readonly (keyof Store)[];

@@ -8,6 +8,7 @@ import { startChildServer } from "../helpers/child-server.js";
 import { BROWSER_UA } from "../helpers/fixtures.js";
 import { describeEachStore, freshStore, type StoreUnderTest } from "../helpers/stores.js";
 import { postJson, seedTenant } from "../helpers/test-server.js";
+import { scaled } from "../helpers/timeouts.js";
 
 describeEachStore("a server killed with SIGKILL mid-stream", (kind) => {
   let sut: StoreUnderTest;
@@ -21,7 +22,7 @@ describeEachStore("a server killed with SIGKILL mid-stream", (kind) => {
   afterAll(() => sut.cleanup());
 
   it("keeps every acknowledged payment exactly once and every acknowledged event request once", {
-    timeout: 90_000,
+    timeout: scaled(90_000),
   }, async () => {
     const child = await startChildServer({ STORE_URL: sut.url, INGEST_FLUSH_MS: "5" });
     const ackedPayments = new Set<string>();

@@ -12,6 +12,7 @@ import { createSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
 import { type ChildServer, startChildServer } from "../helpers/child-server.js";
 import { listEvents, pageview, presetUsage, sendEvents } from "../helpers/events.js";
 import { ADMIN_TOKEN, createTestClock, TEST_NOW } from "../helpers/test-server.js";
+import { scaled } from "../helpers/timeouts.js";
 
 let dir: string;
 let dbPath: string;
@@ -74,7 +75,7 @@ async function child(): Promise<ChildServer> {
 }
 
 describe("kill -9", () => {
-  it("keeps every event acknowledged before the kill", { timeout: 90_000 }, async () => {
+  it("keeps every event acknowledged before the kill", { timeout: scaled(90_000) }, async () => {
     const t = await tenant("scale");
     const first = await child();
 

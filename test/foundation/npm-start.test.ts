@@ -3,13 +3,14 @@
  * sent to the npm process reaches the server, which shuts down gracefully;
  * nothing is left serving as an orphan.
  */
-import { spawn } from "node:child_process";
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, expect, it } from "vitest";
+import { signalTree, spawnTracked } from "../helpers/child-processes.js";
 import { freePort } from "../helpers/child-server.js";
 import { ROOT } from "../helpers/rpc-clients.js";
+import { scaled, timeouts } from "../helpers/timeouts.js";
 
 let dir: string;
 beforeAll(() => {
@@ -26,10 +27,12 @@ const alive = (pid: number) => {
   }
 };
 
-it("forwards SIGTERM to the server, which stops; npm exits 0", { timeout: 180_000 }, async () => {
+it("forwards SIGTERM to the server, which stops; npm exits 0", {
+  timeout: scaled(180_000),
+}, async () => {
   const port = await freePort();
   // `npm start` builds first (prestart), as a user runs it.
-  const npm = spawn("npm", ["start"], {
+  const npm = spawnTracked("npm", ["start"], {
     cwd: ROOT,
     env: {
       ...process.env,
@@ -41,10 +44,10 @@ it("forwards SIGTERM to the server, which stops; npm exits 0", { timeout: 180_00
     stdio: ["ignore", "pipe", "pipe"],
   });
   let out = "";
-  npm.stdout.on("data", (d) => {
+  npm.stdout?.on("data", (d) => {
     out += d;
   });
-  npm.stderr.on("data", (d) => {
+  npm.stderr?.on("data", (d) => {
     out += d;
   });
   const exited = new Promise<number | string>((r) =>
@@ -52,12 +55,15 @@ it("forwards SIGTERM to the server, which stops; npm exits 0", { timeout: 180_00
   );
   let serverPid: number | undefined;
   try {
-    for (let i = 0; i < 1200 && serverPid === undefined; i++) {
+    // Ready: the server's "listening" line (npm builds first, so this may take a while).
+    const deadline = Date.now() + 4 * timeouts().childReady;
+    while (serverPid === undefined) {
       const m = /"pid":(\d+)[^\n]*"msg":"listening"/.exec(out);
       if (m) serverPid = Number(m[1]);
-      else await new Promise((r) => setTimeout(r, 100));
+      else if (npm.exitCode !== null || Date.now() > deadline) {
+        throw new Error(`npm start did not print its listening line; its output:\n${out}`);
+      } else await new Promise((r) => setTimeout(r, 100));
     }
-    expect(serverPid, out).toBeDefined();
     expect(serverPid).not.toBe(npm.pid);
     expect((await fetch(`http://127.0.0.1:${port}/healthz`)).status).toBe(200);
 
@@ -68,6 +74,6 @@ it("forwards SIGTERM to the server, which stops; npm exits 0", { timeout: 180_00
     await expect(fetch(`http://127.0.0.1:${port}/healthz`)).rejects.toThrow();
   } finally {
     if (serverPid !== undefined && alive(serverPid)) process.kill(serverPid, "SIGKILL");
-    if (npm.exitCode === null) npm.kill("SIGKILL");
+    signalTree(npm, "SIGKILL");
   }
 });

@@ -3,9 +3,10 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
-import { startChildServer } from "../helpers/child-server.js";
+import { startChildServer, waitForOutput } from "../helpers/child-server.js";
 import { BROWSER_UA, validEvent, validPayment } from "../helpers/fixtures.js";
 import { postJson, seedTenantFile } from "../helpers/test-server.js";
+import { scaled } from "../helpers/timeouts.js";
 
 let dir: string;
 let storeUrl: string;
@@ -45,7 +46,10 @@ describe("configuration", () => {
     ],
     ["ADMIN_TOKEN", "short", "ADMIN_TOKEN must be at least 16 characters"],
   ])("stops start-up on an invalid %s with a one-line message", async (name, value, message) => {
-    const child = await startChildServer({ STORE_URL: storeUrl, PORT: "1", [name]: value });
+    const child = await startChildServer(
+      { STORE_URL: storeUrl, PORT: "1", [name]: value },
+      { until: "exit" },
+    );
     expect(await child.exited).toBe(2);
     expect(child.output()).toBe(`invalid configuration: ${message}\n`);
   });
@@ -126,7 +130,7 @@ describe("graceful shutdown", () => {
 
 describe("WORKERS", () => {
   it("runs N server processes on one port and stops them all on SIGTERM", {
-    timeout: 90_000,
+    timeout: scaled(90_000),
   }, async () => {
     const child = await startChildServer({ STORE_URL: storeUrl, WORKERS: "2", LOG_LEVEL: "info" });
     try {
@@ -137,13 +141,7 @@ describe("WORKERS", () => {
         expect(res.status).toBe(200);
       }
       // Workers load TypeScript on start: slow on a busy machine.
-      for (
-        let i = 0;
-        i < 300 && (child.output().match(/"msg":"listening"/g) ?? []).length < 2;
-        i++
-      ) {
-        await new Promise((r) => setTimeout(r, 100));
-      }
+      await waitForOutput(child, /"msg":"listening"/, 2);
       const pids = new Set(
         [...child.output().matchAll(/"pid":(\d+)[^\n]*"msg":"listening"/g)].map((m) => m[1]),
       );

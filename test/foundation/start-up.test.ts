@@ -10,10 +10,11 @@ import { join } from "node:path";
 import type { Document } from "mongodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { redactStoreUrl } from "../../src/start-up.js";
-import { freePort, startChildServer } from "../helpers/child-server.js";
+import { freePort, startChildServer, stopChildServer } from "../helpers/child-server.js";
 import { startFakeMongo } from "../helpers/mongo/fake-server.js";
 import { ROOT } from "../helpers/rpc-clients.js";
 import { ADMIN_TOKEN } from "../helpers/test-server.js";
+import { scaled } from "../helpers/timeouts.js";
 
 let dir: string;
 let storeUrl: string;
@@ -30,11 +31,11 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
  * returns its output. (A process that keeps running fails the test by its time limit.)
  */
 async function failedStart(env: Record<string, string>): Promise<string> {
-  const child = await startChildServer({ STORE_URL: storeUrl, ...env });
+  const child = await startChildServer({ STORE_URL: storeUrl, ...env }, { until: "exit" });
   try {
     expect(await child.exited, child.output()).toBe(2);
   } finally {
-    if (child.proc.exitCode === null && child.proc.signalCode === null) child.proc.kill("SIGKILL");
+    await stopChildServer(child, "SIGKILL");
   }
   return child.output();
 }
@@ -131,7 +132,7 @@ describe("start-up errors", () => {
 
   // Forking workers that each load TypeScript is slow on a busy machine.
   it("WORKERS: gives up after repeated start-up failures with the workers' error", {
-    timeout: 120_000,
+    timeout: scaled(120_000),
   }, async () => {
     const { port, server } = await occupiedPort();
     try {

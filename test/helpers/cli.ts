@@ -3,16 +3,14 @@
  * its clock starting at TEST_NOW (child-clock.mjs) unless `env` sets
  * TEST_CLOCK_START_MS.
  */
-import { execFile } from "node:child_process";
 import { join } from "node:path";
 import { pathToFileURL } from "node:url";
-import { promisify } from "node:util";
+import { signalTree, spawnTracked } from "./child-processes.js";
 import { ROOT } from "./rpc-clients.js";
 import { TEST_NOW } from "./test-server.js";
+import { timeouts } from "./timeouts.js";
 
 const CHILD_CLOCK = pathToFileURL(join(ROOT, "test", "helpers", "child-clock.mjs")).href;
-
-const execFileP = promisify(execFile);
 
 export interface CliResult {
   exitCode: number;
@@ -26,30 +24,50 @@ export function runAdminCli(args: string[], env: Record<string, string>): Promis
   return runNpmScript("admin", args, env);
 }
 
-/** Runs `npm run --silent <script> -- <args>` in the repository, as a user would. */
+/**
+ * Runs `npm run --silent <script> -- <args>` in the repository, as a user
+ * would, in a process group of its own (test/helpers/child-processes.ts). It
+ * must exit within the scaled cli timeout (test/helpers/timeouts.ts); if it
+ * does not, its whole tree is killed and the test fails with what it wrote.
+ */
 export async function runNpmScript(
   script: string,
   args: string[],
   env: Record<string, string>,
 ): Promise<CliResult> {
+  const proc = spawnTracked("npm", ["run", "--silent", script, "--", ...args], {
+    cwd: ROOT,
+    env: {
+      ...process.env,
+      NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ""} --import ${CHILD_CLOCK}`.trim(),
+      TEST_CLOCK_START_MS: String(TEST_NOW),
+      ...env,
+    },
+    stdio: ["ignore", "pipe", "pipe"],
+  });
   let stdout = "";
   let stderr = "";
-  let exitCode = 0;
-  try {
-    ({ stdout, stderr } = await execFileP("npm", ["run", "--silent", script, "--", ...args], {
-      cwd: ROOT,
-      env: {
-        ...process.env,
-        NODE_OPTIONS: `${process.env.NODE_OPTIONS ?? ""} --import ${CHILD_CLOCK}`.trim(),
-        TEST_CLOCK_START_MS: String(TEST_NOW),
-        ...env,
-      },
-    }));
-  } catch (err) {
-    const e = err as { code?: number; stdout?: string; stderr?: string };
-    exitCode = e.code ?? 1;
-    stdout = e.stdout ?? "";
-    stderr = e.stderr ?? "";
+  proc.stdout?.on("data", (d) => {
+    stdout += d;
+  });
+  proc.stderr?.on("data", (d) => {
+    stderr += d;
+  });
+  const limit = timeouts().cli;
+  let timedOut = false;
+  const timer = setTimeout(() => {
+    timedOut = true;
+    signalTree(proc, "SIGKILL");
+  }, limit);
+  const exitCode = await new Promise<number>((resolve, reject) => {
+    proc.once("error", reject);
+    // "close": the exit, and stdout and stderr read to their end.
+    proc.once("close", (code, signal) => resolve(code ?? (signal ? 128 : 1)));
+  }).finally(() => clearTimeout(timer));
+  if (timedOut) {
+    throw new Error(
+      `npm run ${script} ${args.join(" ")} did not exit within ${limit} ms; stdout:\n${stdout}\nstderr:\n${stderr}`,
+    );
   }
   let json: unknown;
   try {

@@ -19,7 +19,12 @@ import {
   startMetricsServer,
 } from "../../src/metrics/metrics-server.js";
 import type { Store } from "../../src/store/port.js";
-import { freePort, startChildServer } from "../helpers/child-server.js";
+import {
+  freePort,
+  startChildServer,
+  stopChildServer,
+  waitForOutput,
+} from "../helpers/child-server.js";
 import { BROWSER_UA, validEvent, validPayment } from "../helpers/fixtures.js";
 import { createTenant, postJson, seedTenantFile } from "../helpers/test-server.js";
 import { useTestServer } from "../helpers/use-test-server.js";
@@ -209,8 +214,11 @@ describe("metrics of the real process (METRICS_PORT)", () => {
         STORE_URL: `sqlite:${file}`,
         WORKERS: workers,
         METRICS_PORT: String(metricsPort),
+        LOG_LEVEL: "info",
       });
       try {
+        // Every worker listening (each joined the primary's scrapes before it listened).
+        await waitForOutput(child, /"msg":"listening"/, Number(workers));
         // Separate connections, so the cluster spreads them over the workers.
         for (let i = 0; i < 12; i++) {
           const res = await fetch(`${child.url}/api/v1/payments`, {
@@ -235,8 +243,7 @@ describe("metrics of the real process (METRICS_PORT)", () => {
         expect(value(s, "ingest_group_commit_batch_size_sum", { queue: "payments" })).toBe(12);
         expect(value(s, "ingest_ready")).toBe(1);
       } finally {
-        child.proc.kill("SIGTERM");
-        await child.exited;
+        await stopChildServer(child);
         rmSync(dir, { recursive: true, force: true });
       }
     });

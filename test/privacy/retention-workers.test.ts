@@ -10,6 +10,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { createSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
 import { startChildServer } from "../helpers/child-server.js";
 import { seedTenantFile, TEST_NOW } from "../helpers/test-server.js";
+import { scaled } from "../helpers/timeouts.js";
 
 const DAY = 86_400_000;
 const OLD = 1_200;
@@ -44,7 +45,7 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 describe("retention under WORKERS", () => {
   it("prunes in one worker only, in steps of RETENTION_STEP_EVENTS", {
-    timeout: 90_000,
+    timeout: scaled(90_000),
   }, async () => {
     const child = await startChildServer({
       STORE_URL: `sqlite:${path}`,

@@ -8,7 +8,8 @@ import { request } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { startChildServer } from "../helpers/child-server.js";
+import { createSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
+import { startChildServer, stopChildServer, waitForOutput } from "../helpers/child-server.js";
 import { BROWSER_UA } from "../helpers/collect.js";
 import { seedTenantFile } from "../helpers/test-server.js";
 
@@ -50,13 +51,7 @@ describe("COLLECT_RATE_LIMIT under WORKERS", () => {
       LOG_LEVEL: "info",
     });
     try {
-      for (
-        let i = 0;
-        i < 50 && (child.output().match(/"msg":"listening"/g) ?? []).length < 2;
-        i++
-      ) {
-        await new Promise((r) => setTimeout(r, 100));
-      }
+      await waitForOutput(child, /"msg":"listening"/, 2);
       const body = JSON.stringify({ s: siteId, e: "pageview", u: "https://example.com/" });
       const statuses: number[] = [];
       for (let i = 0; i < 8; i++) {
@@ -72,7 +67,45 @@ describe("COLLECT_RATE_LIMIT under WORKERS", () => {
       );
       expect(pids.size).toBe(2);
     } finally {
-      child.proc.kill("SIGTERM");
+      await stopChildServer(child);
+    }
+    expect(await child.exited).toBe(0);
+  });
+});
+
+describe("the per-site collect ceiling under WORKERS", () => {
+  it("counts one ceiling per site across all worker processes", async () => {
+    const db = join(dir, "ceiling.sqlite");
+    const { siteId } = await seedTenantFile(db);
+    const store = createSqliteStore(db);
+    await store.setCollectPerMinute(siteId, 100);
+    await store.close();
+    const child = await startChildServer({
+      STORE_URL: `sqlite:${db}`,
+      WORKERS: "2",
+      COLLECT_RATE_LIMIT: "1000000",
+      LOG_LEVEL: "info",
+    });
+    try {
+      await waitForOutput(child, /"msg":"listening"/, 2);
+      const body = JSON.stringify({
+        s: siteId,
+        b: Array.from({ length: 50 }, () => ({ e: "pageview", u: "https://example.com/" })),
+      });
+      const statuses: number[] = [];
+      for (let i = 0; i < 5; i++) {
+        statuses.push(await postOnNewConnection(`${child.url}/api/v1/collect`, body));
+      }
+      // Each worker counting alone would have let two batches through each.
+      expect(statuses).toEqual([200, 200, 429, 429, 429]);
+      const pids = new Set(
+        [...child.output().matchAll(/"pid":(\d+)[^\n]*"url":"\/api\/v1\/collect"/g)].map(
+          (m) => m[1],
+        ),
+      );
+      expect(pids.size).toBe(2);
+    } finally {
+      await stopChildServer(child);
     }
     expect(await child.exited).toBe(0);
   });

@@ -16,7 +16,9 @@
  *  4. enrichment: visitor id, country, browser/OS/device, referrer host, UTM,
  *     click ids (enrich-events.ts), and the identity links of `$identify`
  *     (identity-links.ts);
- *  5. quota: refused at once when the store's counter is already too close
+ *  5. the public door's per-site ceiling (`collect` only): events a minute
+ *     for the site, counted across WORKERS (collect-limits.ts) → 429;
+ *     quota: refused at once when the store's counter is already too close
  *     to the ceiling (quota-gate.ts); otherwise the group commit's store
  *     transaction raises the counter only when the request fits whole,
  *     which is what guarantees the ceiling across requests and processes;
@@ -29,6 +31,7 @@ import type { Attributor } from "../attribution/attribute.js";
 import { createKnownTouches } from "../attribution/known-touches.js";
 import { touchesOf } from "../attribution/touches.js";
 import type { Clock } from "../clock.js";
+import { type CollectAllowance, collectPerMinuteOf } from "../collect-limits.js";
 import { errors } from "../errors.js";
 import { ALLOWANCES, secondsUntilNextMonth, utcMonth } from "../plans.js";
 import type { EventGroup, KeyPrincipal, SiteRecord, Store } from "../store/store.js";
@@ -115,6 +118,11 @@ export interface EventsDeps {
   geoipDb?: string;
   /** Re-attributes customers after new identity links and first touches are stored. */
   attribution?: Attributor;
+  /**
+   * Where the collect door's per-site ceilings are counted (shared across
+   * WORKERS); without it `collect` has no per-site ceiling.
+   */
+  collectAllowance?: CollectAllowance;
 }
 
 /**
@@ -140,6 +148,7 @@ export async function createEventsApp(deps: EventsDeps): Promise<EventsApp> {
     events: ValidEvent[],
     client: ClientInfo,
     now: number,
+    publicDoor = false,
   ): Promise<EventsResult> {
     // 3. Bots.
     const clientIp = client.ip === undefined ? undefined : canonicalIp(client.ip);
@@ -162,8 +171,15 @@ export async function createEventsApp(deps: EventsDeps): Promise<EventsApp> {
       };
     }
 
-    // 5a. Cheap early refusal.
     const countable = kept.filter((k) => k.ev.name !== IDENTIFY).length;
+    // 5. The public door's per-site ceiling, on the events that would use the allowance.
+    if (publicDoor && deps.collectAllowance && countable > 0) {
+      const perMinute = collectPerMinuteOf(site, account.plan);
+      const taken = await deps.collectAllowance.take(`site:${site.id}`, countable, perMinute);
+      if (!taken.ok) throw errors.siteCollectLimit(taken.retryAfterSeconds);
+    }
+
+    // 5a. Cheap early refusal.
     await quota.check(account.id, month, countable, ceiling, now);
 
     // 4. Enrichment.
@@ -230,7 +246,7 @@ export async function createEventsApp(deps: EventsDeps): Promise<EventsApp> {
       if (client.origin !== undefined) checkOrigin(client.origin, site.hostnames);
       // 2. Fields; the visitor is the connection's, never the body's.
       const { events } = validateEvents(body, site.hostnames, now, { connectionOnly: true });
-      return ingest(site, site.accountId, events, client, now);
+      return ingest(site, site.accountId, events, client, now, true);
     },
 
     drain() {

@@ -21,6 +21,8 @@ export interface StoreAccountsPart {
   getRole(accountId: string, userId: string): Promise<Role | undefined>;
   createSite(site: SiteRecord): Promise<void>;
   getSite(siteId: string): Promise<SiteRecord | undefined>;
+  /** Sets (undefined: clears) the site's collect ceiling; returns false when there is no such site. */
+  setCollectPerMinute(siteId: string, perMinute: number | undefined): Promise<boolean>;
   insertKey(key: ApiKeyRecord): Promise<void>;
   /** Looks a key up by its hash, in the database (callers cache against `directoryVersion`). */
   findKeyByHash(hash: string): Promise<KeyPrincipal | undefined>;

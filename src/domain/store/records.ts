@@ -36,6 +36,8 @@ export interface SiteRecord {
   /** Lower-case host names, e.g. `example.com`, `www.example.com`. */
   hostnames: string[];
   createdAt: number;
+  /** Events a minute the public collect door accepts for the site; absent: the plan's default. */
+  collectPerMinute?: number;
 }
 
 export interface ApiKeyRecord {

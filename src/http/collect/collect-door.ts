@@ -7,7 +7,11 @@
  *  - CORS: any origin may POST without credentials; the preflight is answered
  *    and cached for a day; every answer, errors included, carries
  *    `Access-Control-Allow-Origin: *` so the page can read it;
- *  - a per-client-address rate limit, checked before the body is read;
+ *  - a per-client-address rate limit in events a minute: one is taken
+ *    before the body is read (a flood of requests costs a bucket lookup),
+ *    the rest of the batch once it is parsed, so batching does not multiply
+ *    the allowance; the site's own ceiling is the events application's
+ *    (src/domain/collect-limits.ts);
  *  - `text/plain` bodies (what `navigator.sendBeacon` and a preflight-free
  *    `fetch` send) as well as `application/json`.
  * A stored request answers 200 `{ok:true,data:{visitor_id}}`: the tracking
@@ -22,18 +26,15 @@
  */
 import type { FastifyPluginAsync, FastifyReply } from "fastify";
 import { EventsService } from "../../../gen/ingest/v1/events_pb.js";
-import {
-  clientKeyOf,
-  createLocalRateLimiter,
-  type RateLimiter,
-} from "../../cluster/rate-limiter.js";
+import { clientKeyOf, type RateLimiter } from "../../cluster/rate-limiter.js";
 import type { Clock } from "../../domain/clock.js";
 import { errors } from "../../domain/errors.js";
 import type { EventsApp } from "../../domain/events/events-app.js";
+import { LIMITS } from "../../domain/events/validate-events.js";
 import { COLLECT_BODY_LIMIT } from "../../edge/body-limits.js";
 import { acceptRawJsonBodies, decodeStrict, parseJsonBody } from "../../edge/decode-json.js";
 import type { BodyLimitRouteConfig } from "../../edge/fastify-errors.js";
-import { createTokenBuckets } from "../../lib/token-buckets.js";
+import type { Observer } from "../../metrics/observer.js";
 import { registerMethodNotAllowed } from "../method-not-allowed.js";
 import { loadTrackerBundle, registerTrackerScript, type TrackerBundle } from "../tracker-script.js";
 
@@ -55,23 +56,28 @@ function allowAnyOrigin(reply: FastifyReply): void {
 export interface CollectDoorOptions {
   events: EventsApp;
   clock: Clock;
-  /** COLLECT_RATE_LIMIT: requests per minute per client address; 0 turns the limit off. */
+  /** COLLECT_RATE_LIMIT: events per minute per client address; 0 turns the limit off. */
   config: { collectRateLimit: number };
-  /** Buckets held elsewhere (the cluster primary under WORKERS); default: in this process. */
-  collectLimiter?: RateLimiter;
+  /** Where the buckets are (the cluster primary's under WORKERS): src/services.ts. */
+  collectLimiter: RateLimiter;
+  /** Told of each refusal (metrics). */
+  metrics: Pick<Observer, "collectRefused">;
   /** The tracking script; default: the bundle `npm run build` wrote to dist/tracker/. */
   trackerBundle?: TrackerBundle;
 }
 
 /** The collect door plugin. */
 export const collectDoor: FastifyPluginAsync<CollectDoorOptions> = async (scope, options) => {
-  const { events, clock, collectLimiter } = options;
-  const perMinute = options.config.collectRateLimit;
-  const limiter =
-    perMinute === 0
-      ? undefined
-      : (collectLimiter ??
-        createLocalRateLimiter(createTokenBuckets({ perMinute, now: clock.now })));
+  const { events, collectLimiter, metrics } = options;
+  const limiter = options.config.collectRateLimit === 0 ? undefined : collectLimiter;
+  /** Takes `cost` events of the client's allowance, or refuses with 429. */
+  const takeFromClient = async (ip: string, cost: number) => {
+    if (!limiter) return;
+    const decision = await limiter.take(clientKeyOf(ip), cost);
+    if (decision.ok) return;
+    metrics.collectRefused("client");
+    throw errors.tooManyRequests(decision.retryAfterSeconds);
+  };
 
   registerTrackerScript(scope, options.trackerBundle ?? loadTrackerBundle());
   acceptRawJsonBodies(scope);
@@ -85,15 +91,16 @@ export const collectDoor: FastifyPluginAsync<CollectDoorOptions> = async (scope,
     // Before the body is read: a flood costs a bucket lookup, not a parse.
     onRequest: async function corsAndRateLimit(request, reply) {
       allowAnyOrigin(reply);
-      if (!limiter) return;
-      const decision = await limiter.take(clientKeyOf(request.ip));
-      if (!decision.ok) throw errors.tooManyRequests(decision.retryAfterSeconds);
+      await takeFromClient(request.ip, 1);
     },
     handler: async (request, reply) => {
       const body = decodeStrict(
         EventsService.method.recordEvents.input,
         parseJsonBody(request.body as Buffer),
       );
+      // The rest of a batch: the limit counts events (a batch of 50 is 50, at most the spec's 50).
+      const count = Array.isArray(body.b) ? Math.min(body.b.length, LIMITS.batchMax) : 1;
+      if (count > 1) await takeFromClient(request.ip, count - 1);
       const origin = request.headers.origin;
       const result = await events.collect(body, {
         ip: request.ip,

@@ -14,6 +14,10 @@
  * that goes away destroys the Readable, which returns the pages' iterator and
  * so ends the reads. Everything that can be refused (the token, the query,
  * the site) is checked before the first byte: errors take the REST envelope.
+ * At most EXPORTS_PER_SITE exports of a site run at once (the reports'
+ * rule): another one gets 429 `rate_limited` with Retry-After. The pages
+ * give the event loop a turn between them, so an export never holds up
+ * other requests (src/domain/reports.ts).
  */
 import { Readable } from "node:stream";
 import { create, toJsonString } from "@bufbuild/protobuf";
@@ -169,6 +173,8 @@ export const exportDoor: FastifyPluginAsync<ExportDoorOptions> = async (scope, o
   scope.get(EXPORT_EVENTS_PATH, async (request, reply) => {
     const { siteId, from, to } = await exportQuery(request, ["ndjson"]);
     const pages = await reports.exportEvents({ siteId, from, to });
+    // The export's slot is released when the answer ends or the client goes away, even before the first page.
+    reply.raw.once("close", () => void pages.return());
     reply.type("application/x-ndjson; charset=utf-8");
     reply.header("cache-control", "no-store");
     return reply.send(
@@ -182,6 +188,7 @@ export const exportDoor: FastifyPluginAsync<ExportDoorOptions> = async (scope, o
   scope.get(EXPORT_PAYMENTS_PATH, async (request, reply) => {
     const { format, ...range } = await exportQuery(request, ["ndjson", "csv"]);
     const pages = await reports.exportPayments(range);
+    reply.raw.once("close", () => void pages.return());
     reply.header("cache-control", "no-store");
     if (format === "csv") {
       reply.type("text/csv; charset=utf-8; header=present");

@@ -104,14 +104,27 @@ export function createMongoAccounts(c: Collections): StoreAccountsPart {
 
     async getSite(id) {
       const d = await c.sites.findOne({ _id: id });
-      return d
-        ? {
-            id: d._id,
-            accountId: d.account_id,
-            hostnames: [...d.hostnames],
-            createdAt: d.created_at.getTime(),
-          }
-        : undefined;
+      if (!d) return undefined;
+      const site: SiteRecord = {
+        id: d._id,
+        accountId: d.account_id,
+        hostnames: [...d.hostnames],
+        createdAt: d.created_at.getTime(),
+      };
+      if (typeof d.collect_per_minute === "number") site.collectPerMinute = d.collect_per_minute;
+      return site;
+    },
+
+    async setCollectPerMinute(siteId, perMinute) {
+      const r = await c.sites.updateOne(
+        { _id: siteId },
+        perMinute === undefined
+          ? { $unset: { collect_per_minute: "" } }
+          : { $set: { collect_per_minute: perMinute } },
+      );
+      // Every process's directory cache reads the site again.
+      if (r.matchedCount === 1) await bump();
+      return r.matchedCount === 1;
     },
 
     async insertKey(k: ApiKeyRecord) {

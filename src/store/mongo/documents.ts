@@ -58,6 +58,8 @@ export interface SiteDoc {
   created_at: Date;
   /** Days of raw events kept; absent: kept forever. */
   events_retention_days?: number;
+  /** Events a minute the public collect door accepts; absent: the plan's default. */
+  collect_per_minute?: number;
 }
 
 export interface ApiKeyDoc {

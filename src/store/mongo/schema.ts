@@ -3,6 +3,7 @@
  * created by `admin store migrate`, verified by the server at start
  * (docs/mongodb.md explains each choice).
  */
+
 import {
   type Collection,
   type Db,
@@ -10,6 +11,7 @@ import {
   type IndexDescription,
   MongoServerError,
 } from "mongodb";
+import { MAX_COLLECT_PER_MINUTE } from "../../domain/collect-limits.js";
 import { EVENT_FIELD_TABLE } from "../../domain/store/event-fields.js";
 import {
   LINK_KINDS,
@@ -154,6 +156,8 @@ export const COLLECTIONS: readonly CollectionSpec[] = [
         minimum: 1,
         maximum: MAX_RETENTION_DAYS,
       },
+      // Absent: the plan's default ceiling (src/domain/collect-limits.ts).
+      collect_per_minute: { ...integer, minimum: 1, maximum: MAX_COLLECT_PER_MINUTE },
     }),
     indexes: [],
   },

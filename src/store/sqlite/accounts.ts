@@ -57,7 +57,10 @@ export function createSqliteAccounts(db: Db): StoreAccountsPart {
     insertSite: db.prepare(
       "INSERT INTO sites (id, account_id, hostnames, created_at) VALUES (?, ?, ?, ?)",
     ),
-    getSite: db.prepare("SELECT id, account_id, hostnames, created_at FROM sites WHERE id = ?"),
+    getSite: db.prepare(
+      "SELECT id, account_id, hostnames, created_at, collect_per_minute FROM sites WHERE id = ?",
+    ),
+    setCollectPerMinute: db.prepare("UPDATE sites SET collect_per_minute = ? WHERE id = ?"),
     insertKey: db.prepare(
       `INSERT INTO api_keys (id, site_id, name, scopes, hash, prefix, created_by, created_at, last_used_at)
        VALUES (@id, @siteId, @name, @scopes, @hash, @prefix, @createdBy, @createdAt, @lastUsedAt)`,
@@ -109,16 +112,27 @@ export function createSqliteAccounts(db: Db): StoreAccountsPart {
     },
     async getSite(id) {
       const r = s.getSite.get(id) as
-        | { id: string; account_id: string; hostnames: string; created_at: number }
+        | {
+            id: string;
+            account_id: string;
+            hostnames: string;
+            created_at: number;
+            collect_per_minute: number | null;
+          }
         | undefined;
-      return (
-        r && {
-          id: r.id,
-          accountId: r.account_id,
-          hostnames: JSON.parse(r.hostnames) as string[],
-          createdAt: r.created_at,
-        }
-      );
+      if (!r) return undefined;
+      const site: SiteRecord = {
+        id: r.id,
+        accountId: r.account_id,
+        hostnames: JSON.parse(r.hostnames) as string[],
+        createdAt: r.created_at,
+      };
+      if (r.collect_per_minute !== null) site.collectPerMinute = r.collect_per_minute;
+      return site;
+    },
+    async setCollectPerMinute(siteId, perMinute) {
+      // sites_update_bump moves the directory version: every process's cache reads it again.
+      return s.setCollectPerMinute.run(perMinute ?? null, siteId).changes === 1;
     },
     async insertKey(k: ApiKeyRecord) {
       s.insertKey.run({ ...k, scopes: JSON.stringify(k.scopes), lastUsedAt: nul(k.lastUsedAt) });

@@ -459,6 +459,16 @@ CREATE TABLE installation_secrets (
 ) WITHOUT ROWID;
 `,
   },
+  {
+    version: 17,
+    description:
+      "a per-site ceiling of the public collect door, in events a minute (NULL: the plan's)",
+    // Read with the site (getSite, cached against the directory version, which
+    // sites_update_bump moves when it changes): no index, no extra read per request.
+    sql: `
+ALTER TABLE sites ADD COLUMN collect_per_minute INTEGER;
+`,
+  },
 ];
 
 /** The UTC day (YYYY-MM-DD) of a payments row's paid_at (NEW, OLD or the table). */
