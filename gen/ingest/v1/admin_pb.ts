@@ -1026,6 +1026,11 @@ export const AdminService: GenService<{
     output: typeof CreateAccountResponseSchema;
   },
   /**
+   * SetPlan applies from the next request in every process. Below scale, the
+   * account's payments (RecordPayment, POST /api/v1/payments, connector
+   * deliveries) are refused with plan_required until it is on scale again;
+   * its events keep being accepted within the lower plan's quota.
+   *
    * @generated from rpc ingest.v1.AdminService.SetPlan
    */
   setPlan: {
