@@ -5,10 +5,12 @@
  * STORE_URL and the same application code as AdminService.
  */
 import { randomBytes } from "node:crypto";
-import { existsSync } from "node:fs";
+import { createWriteStream, existsSync, rmSync } from "node:fs";
+import { Readable } from "node:stream";
+import { pipeline } from "node:stream/promises";
 import { parseArgs } from "node:util";
 import { loadConfig } from "../config.js";
-import { createAdmin } from "../domain/admin.js";
+import { createAdmin, type SiteView } from "../domain/admin.js";
 import { createAttributor } from "../domain/attribution/attribute.js";
 import { systemClock } from "../domain/clock.js";
 import {
@@ -21,8 +23,25 @@ import {
 import { createErasure, type ErasureAudit, erasureAuditFields } from "../domain/erasure.js";
 import { DomainError } from "../domain/errors.js";
 import { KEY_PREFIX } from "../domain/keys.js";
+import { createReports } from "../domain/reports.js";
 import { createRetention } from "../domain/retention.js";
-import { MAX_RETENTION_DAYS, PLANS, PROVIDERS, ROLES, WRITE_SCOPES } from "../domain/vocabulary.js";
+import {
+  isOneOf,
+  MAX_RETENTION_DAYS,
+  PLANS,
+  PROVIDERS,
+  ROLES,
+  WRITE_SCOPES,
+} from "../domain/vocabulary.js";
+import {
+  EVENT_CSV_HEAD,
+  EXPORT_FORMATS,
+  eventCsvRow,
+  eventNdjsonLine,
+  PAYMENT_CSV_HEAD,
+  paymentCsvRow,
+  paymentNdjsonLine,
+} from "../edge/export-formats.js";
 import { httpErrorOf } from "../edge/http-errors.js";
 import { type MigrationReport, openStore } from "../store/open-store.js";
 import { backupSqlite, CopyRefusedError, restoreSqlite } from "../store/sqlite/backup.js";
@@ -33,14 +52,31 @@ const COMMANDS = {
     `--name N --plan ${PLANS.join("|")} --owner EMAIL`,
     "Creates an account and its owner.",
   ],
-  "account set-plan": ["--account ID --plan P", "Moves an account to another plan."],
+  "account set-plan": [
+    "--account ID --plan P",
+    "Moves an account to another plan. Below scale, payments and connector deliveries are refused (docs/api.md, Plan changes).",
+  ],
+  "account list": ["", "Lists every account: id, name, plan, created_at."],
   "member add": [
     `--account ID --email E --role ${ROLES.join("|")}`,
     "Adds a user (created by email if new) to an account, or changes their role.",
   ],
+  "member list": ["--account ID", "Lists an account's members: user id, email and role."],
   "site create": [
-    "--account ID --hostname H [--hostname H2 …]",
-    "Creates a site; events must come from one of its hostnames.",
+    "--account ID --hostname H [--hostname H2 …] [--timezone TZ]",
+    "Creates a site; events must come from one of its hostnames. TZ: an IANA time zone such as Europe/Paris (default UTC).",
+  ],
+  "site list": [
+    "[--account ID]",
+    "Lists every site, or an account's: id, account, name, hostnames, time zone, created_at.",
+  ],
+  "site update": [
+    "--site ID [--name N] [--hostnames H1,H2] [--timezone TZ]",
+    "Changes a site's name, hostnames (all of them) or IANA time zone; at least one. Prints the site.",
+  ],
+  "site set-timezone": [
+    "--site ID --timezone TZ",
+    "Sets a site's IANA time zone (e.g. Europe/Paris, UTC).",
   ],
   "site set-retention": [
     `--site ID (--days N | --keep)`,
@@ -66,6 +102,14 @@ const COMMANDS = {
   "connector list": ["--site ID", "Lists a site's connectors, without their secrets."],
   "connector delete": ["--connector ID --as USER_ID", "Deletes a connector (owner or admin)."],
   usage: ["--account ID", "This UTC month's counted events, allowance and ceiling."],
+  "export events": [
+    "--site ID --format ndjson|csv [--from T] [--to T] [--out FILE]",
+    "Writes a site's events with ts in [from, to) (RFC 3339; default: all), newest first, to stdout or to FILE (a new file; prints a summary). The lines of GET /api/v1/export/events.",
+  ],
+  "export payments": [
+    "--site ID --format ndjson|csv [--from T] [--to T] [--out FILE]",
+    "Writes a site's payments paid in [from, to), oldest first, to stdout or to FILE (a new file; prints a summary). The lines of GET /api/v1/export/payments.",
+  ],
   "erase customer": [
     "--site ID --customer ID --as USER_ID",
     "Erases a customer's personal data (owner or admin); its payments stay under a pseudonym. Prints the counts.",
@@ -146,6 +190,12 @@ const OPTIONS = {
   keep: { type: "boolean" },
   "per-minute": { type: "string" },
   default: { type: "boolean" },
+  timezone: { type: "string" },
+  hostnames: { type: "string" },
+  format: { type: "string" },
+  from: { type: "string" },
+  to: { type: "string" },
+  out: { type: "string" },
   help: { type: "boolean", short: "h" },
 } as const;
 
@@ -167,6 +217,58 @@ async function migrate(config: ReturnType<typeof loadConfig>): Promise<unknown> 
 }
 
 const iso = (ms: number | undefined) => (ms === undefined ? null : new Date(ms).toISOString());
+
+/** A site as `site list` and `site update` print it. */
+const siteJson = (s: SiteView) => ({
+  site_id: s.siteId,
+  account_id: s.accountId,
+  name: s.name === "" ? null : s.name,
+  hostnames: s.hostnames,
+  time_zone: s.timeZone,
+  created_at: iso(s.createdAt),
+});
+
+/** The result of a command that wrote its own output (an export to stdout): nothing more is printed. */
+const WRITTEN = Symbol("written");
+
+/**
+ * Writes an export's `head` and lines to stdout, or to `out`, a file that
+ * must not exist yet (an export never overwrites one; a failed export
+ * removes what it wrote). Pages are read as the target takes them, so
+ * memory stays bounded whatever the range. Returns the number of rows.
+ */
+async function writeExport<T>(
+  pages: AsyncIterable<T[]>,
+  line: (item: T) => string,
+  head: string,
+  out: string | undefined,
+): Promise<number> {
+  let rows = 0;
+  async function* chunks() {
+    if (head) yield head;
+    for await (const items of pages) {
+      let chunk = "";
+      for (const item of items) chunk += line(item);
+      rows += items.length;
+      yield chunk;
+    }
+  }
+  if (out === undefined) {
+    await pipeline(Readable.from(chunks()), process.stdout, { end: false });
+    return rows;
+  }
+  const file = createWriteStream(out, { flags: "wx" });
+  try {
+    await pipeline(Readable.from(chunks()), file);
+  } catch (err) {
+    if ((err as { code?: string }).code === "EEXIST") {
+      throw new Error(`${out} already exists; export writes a new file`);
+    }
+    rmSync(out, { force: true });
+    throw err;
+  }
+  return rows;
+}
 
 /** Text for stderr: a secret key that was typed by mistake is never echoed. */
 function redactKeys(text: string): string {
@@ -281,6 +383,65 @@ async function run(argv: string[]): Promise<unknown> {
         });
         return { account_id: r.accountId, owner_user_id: r.ownerUserId };
       }
+      case "account list": {
+        const accounts = await admin.listAccounts();
+        return accounts.map((a) => ({
+          account_id: a.id,
+          name: a.name,
+          plan: a.plan,
+          created_at: iso(a.createdAt),
+        }));
+      }
+      case "member list": {
+        const members = await admin.listMembers({ accountId: need("account") });
+        return members.map((m) => ({ user_id: m.userId, email: m.email, role: m.role }));
+      }
+      case "site list": {
+        const sites = await admin.listSites(
+          values.account === undefined ? {} : { accountId: need("account") },
+        );
+        return sites.map(siteJson);
+      }
+      case "site update": {
+        const site = await admin.updateSite({
+          siteId: need("site"),
+          name: values.name,
+          hostnames: values.hostnames
+            ?.split(",")
+            .map((h) => h.trim())
+            .filter(Boolean),
+          timeZone: values.timezone,
+        });
+        return siteJson(site);
+      }
+      case "site set-timezone": {
+        const site = await admin.updateSite({ siteId: need("site"), timeZone: need("timezone") });
+        return siteJson(site);
+      }
+      case "export events":
+      case "export payments": {
+        const format = need("format");
+        if (!isOneOf(EXPORT_FORMATS, format)) throw usageError("--format must be ndjson or csv");
+        if (values.out === "") throw usageError("--out needs a file name");
+        const reports = createReports({ store, clock: systemClock });
+        const range = { siteId: need("site"), from: values.from ?? "", to: values.to ?? "" };
+        const csv = format === "csv";
+        const rows =
+          command === "export events"
+            ? await writeExport(
+                await reports.exportEvents(range),
+                csv ? eventCsvRow : eventNdjsonLine,
+                csv ? EVENT_CSV_HEAD : "",
+                values.out,
+              )
+            : await writeExport(
+                await reports.exportPayments(range),
+                csv ? paymentCsvRow : paymentNdjsonLine,
+                csv ? PAYMENT_CSV_HEAD : "",
+                values.out,
+              );
+        return values.out === undefined ? WRITTEN : { out: values.out, format, rows };
+      }
       case "account set-plan": {
         const r = await admin.setPlan({ accountId: need("account"), plan: need("plan") });
         return { account_id: r.accountId, plan: r.plan };
@@ -296,7 +457,11 @@ async function run(argv: string[]): Promise<unknown> {
       case "site create": {
         const hostnames = values.hostname ?? [];
         if (hostnames.length === 0) throw usageError("--hostname is required");
-        const r = await admin.createSite({ accountId: need("account"), hostnames });
+        const r = await admin.createSite({
+          accountId: need("account"),
+          hostnames,
+          timeZone: values.timezone,
+        });
         return { site_id: r.siteId };
       }
       case "site set-retention": {
@@ -517,6 +682,7 @@ async function demo(
 
 run(process.argv.slice(2)).then(
   (result) => {
+    if (result === WRITTEN) return;
     process.stdout.write(
       result instanceof ShellExports ? `${result}\n` : `${JSON.stringify(result)}\n`,
     );

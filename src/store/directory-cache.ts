@@ -24,6 +24,7 @@ const DIRECTORY_WRITES = [
   "setPlan",
   "createSite",
   "setCollectPerMinute",
+  "updateSite",
   "insertKey",
   "deleteKey",
 ] as const satisfies readonly (keyof Store)[];

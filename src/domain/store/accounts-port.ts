@@ -4,6 +4,8 @@ import type {
   AccountRecord,
   ApiKeyRecord,
   KeyPrincipal,
+  MemberRecord,
+  SitePatch,
   SiteRecord,
   UserRecord,
 } from "./records.js";
@@ -23,6 +25,14 @@ export interface StoreAccountsPart {
   getSite(siteId: string): Promise<SiteRecord | undefined>;
   /** Sets (undefined: clears) the site's collect ceiling; returns false when there is no such site. */
   setCollectPerMinute(siteId: string, perMinute: number | undefined): Promise<boolean>;
+  /** Changes the fields `patch` gives; returns the site as it is now, undefined when there is none. */
+  updateSite(siteId: string, patch: SitePatch): Promise<SiteRecord | undefined>;
+  /** Every account, oldest first (by creation time, then id). */
+  listAccounts(): Promise<AccountRecord[]>;
+  /** Every site, or an account's, oldest first (by creation time, then id). */
+  listSites(accountId?: string): Promise<SiteRecord[]>;
+  /** An account's members with their emails, by email. */
+  listMembers(accountId: string): Promise<MemberRecord[]>;
   insertKey(key: ApiKeyRecord): Promise<void>;
   /** Looks a key up by its hash, in the database (callers cache against `directoryVersion`). */
   findKeyByHash(hash: string): Promise<KeyPrincipal | undefined>;

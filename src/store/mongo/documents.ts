@@ -60,6 +60,10 @@ export interface SiteDoc {
   events_retention_days?: number;
   /** Events a minute the public collect door accepts; absent: the plan's default. */
   collect_per_minute?: number;
+  /** Absent: no name. */
+  name?: string;
+  /** IANA time zone; absent: UTC. */
+  time_zone?: string;
 }
 
 export interface ApiKeyDoc {

@@ -158,6 +158,9 @@ export const COLLECTIONS: readonly CollectionSpec[] = [
       },
       // Absent: the plan's default ceiling (src/domain/collect-limits.ts).
       collect_per_minute: { ...integer, minimum: 1, maximum: MAX_COLLECT_PER_MINUTE },
+      // Absent: no name, and UTC (src/domain/site-settings.ts checks the zone).
+      name: str,
+      time_zone: str,
     }),
     indexes: [],
   },

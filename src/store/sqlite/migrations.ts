@@ -469,6 +469,16 @@ CREATE TABLE installation_secrets (
 ALTER TABLE sites ADD COLUMN collect_per_minute INTEGER;
 `,
   },
+  {
+    version: 14,
+    description: "a site's name and IANA time zone",
+    // Both optional: NULL is no name and UTC (src/domain/site-settings.ts).
+    // sites_update_bump (migration 5) raises the directory version on change.
+    sql: `
+ALTER TABLE sites ADD COLUMN name TEXT;
+ALTER TABLE sites ADD COLUMN time_zone TEXT;
+`,
+  },
 ];
 
 /** The UTC day (YYYY-MM-DD) of a payments row's paid_at (NEW, OLD or the table). */
