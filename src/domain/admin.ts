@@ -9,7 +9,15 @@ import { errors } from "./errors.js";
 import { newId } from "./ids.js";
 import { generateApiKey, hashApiKey, keyDisplayPrefix } from "./keys.js";
 import { ALLOWANCES, isPlan, KEY_PLAN, PLANS, type Plan, utcMonth } from "./plans.js";
-import type { ApiKeyRecord, Store } from "./store/store.js";
+import { DEFAULT_TIME_ZONE, parseSiteName, parseTimeZone } from "./site-settings.js";
+import type {
+  AccountRecord,
+  ApiKeyRecord,
+  MemberRecord,
+  SitePatch,
+  SiteRecord,
+  Store,
+} from "./store/store.js";
 import { isOneOf, KEY_MANAGERS, ROLES, SCOPES, type Scope } from "./vocabulary.js";
 
 const invalid = errors.invalid;
@@ -72,6 +80,35 @@ function keyView(k: ApiKeyRecord): KeyView {
     lastUsedAt: k.lastUsedAt,
     createdBy: k.createdBy,
   };
+}
+
+/** A site as the admin CLI and AdminService show it: its time zone always named. */
+export interface SiteView {
+  siteId: string;
+  accountId: string;
+  /** "" when the site has none. */
+  name: string;
+  hostnames: string[];
+  /** The IANA zone its days are read in; UTC when none was set. */
+  timeZone: string;
+  createdAt: number;
+}
+
+export function siteView(s: SiteRecord): SiteView {
+  return {
+    siteId: s.id,
+    accountId: s.accountId,
+    name: s.name ?? "",
+    hostnames: s.hostnames,
+    timeZone: s.timeZone ?? DEFAULT_TIME_ZONE,
+    createdAt: s.createdAt,
+  };
+}
+
+/** A site's host names, normalised and without repeats; at least one. */
+function hostnameList(values: string[]): string[] {
+  if (values.length === 0) throw invalid("at least one hostname is required");
+  return [...new Set(values.map(hostname))];
 }
 
 /** The administration operations, bound to a store and a clock. */
@@ -145,18 +182,65 @@ export function createAdmin(deps: { store: Store; clock: Clock }) {
       return { userId: user.id };
     },
 
-    async createSite(input: { accountId: string; hostnames: string[] }) {
-      if (input.hostnames.length === 0) throw invalid("at least one hostname is required");
+    async createSite(input: {
+      accountId: string;
+      hostnames: string[];
+      /** IANA name; absent or "": UTC. */
+      timeZone?: string;
+    }) {
+      const hostnames = hostnameList(input.hostnames);
+      const timeZone = input.timeZone ? parseTimeZone(input.timeZone) : undefined;
       await accountOf(input.accountId);
-      const hostnames = [...new Set(input.hostnames.map(hostname))];
-      const site = {
+      const site: SiteRecord = {
         id: newId("site"),
         accountId: input.accountId,
         hostnames,
         createdAt: clock.now(),
       };
+      if (timeZone !== undefined) site.timeZone = timeZone;
       await store.createSite(site);
       return { siteId: site.id };
+    },
+
+    /**
+     * Changes a site's name, host names or time zone: only the fields given
+     * (at least one). Applies from the next request in every process (a
+     * directory write). Returns the site as it is now.
+     */
+    async updateSite(input: {
+      siteId: string;
+      name?: string;
+      hostnames?: string[];
+      timeZone?: string;
+    }): Promise<SiteView> {
+      if (!input.siteId) throw invalid("site_id is required");
+      const patch: SitePatch = {};
+      if (input.name !== undefined) patch.name = parseSiteName(input.name);
+      if (input.hostnames !== undefined) patch.hostnames = hostnameList(input.hostnames);
+      if (input.timeZone !== undefined) patch.timeZone = parseTimeZone(input.timeZone);
+      if (Object.keys(patch).length === 0) {
+        throw invalid("nothing to change: give a name, hostnames or a time zone");
+      }
+      const site = await store.updateSite(input.siteId, patch);
+      if (!site) throw errors.siteNotFound(input.siteId);
+      return siteView(site);
+    },
+
+    /** Every account, oldest first. */
+    async listAccounts(): Promise<AccountRecord[]> {
+      return store.listAccounts();
+    },
+
+    /** Every site, or an account's (404 for an unknown account), oldest first. */
+    async listSites(input: { accountId?: string } = {}): Promise<SiteView[]> {
+      if (input.accountId !== undefined) await accountOf(input.accountId);
+      return (await store.listSites(input.accountId)).map(siteView);
+    },
+
+    /** An account's members and their roles, by email. */
+    async listMembers(input: { accountId: string }): Promise<MemberRecord[]> {
+      await accountOf(input.accountId);
+      return store.listMembers(input.accountId);
     },
 
     async createKey(input: {

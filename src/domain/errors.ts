@@ -92,6 +92,12 @@ export const errors = {
       "plan_required",
       `creating ${what} requires the ${plan} plan; account ${accountId} is on the ${current} plan`,
     ),
+  /** A payment (key or connector) for an account moved below the plan that has payments. */
+  paymentsPlanRequired: (plan: string, accountId: string, current: string) =>
+    new DomainError(
+      "plan_required",
+      `recording payments requires the ${plan} plan; account ${accountId} is on the ${current} plan`,
+    ),
   accountNotFound: (id: string) => notFound(`account ${id} not found`),
   siteNotFound: (id: string) => notFound(`site ${id} not found`),
   keyNotFound: (id: string) => notFound(`API key ${id} not found`),

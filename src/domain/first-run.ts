@@ -12,6 +12,7 @@ import { type Admin, adminInputRules } from "./admin.js";
 import type { Clock } from "./clock.js";
 import { errors } from "./errors.js";
 import { KEY_PLAN } from "./plans.js";
+import { DEFAULT_TIME_ZONE, parseTimeZone } from "./site-settings.js";
 import type { Store } from "./store/store.js";
 
 /** How long a setup URL works: long enough to open it, short enough not to linger in a log. */
@@ -42,16 +43,6 @@ export interface SetupResult {
 }
 
 const sha256 = (text: string) => createHash("sha256").update(text).digest();
-
-/** Whether `name` is a time zone this runtime knows (IANA names, as Intl has them). */
-export function isTimeZone(name: string): boolean {
-  try {
-    new Intl.DateTimeFormat("en", { timeZone: name });
-    return true;
-  } catch {
-    return false;
-  }
-}
 
 /** The first-run operations, bound to a store, a clock and the admin rules. */
 export function createFirstRun(deps: { store: Store; clock: Clock; admin: Admin }) {
@@ -111,10 +102,8 @@ export function createFirstRun(deps: { store: Store; clock: Clock; admin: Admin 
       hostnames.forEach(adminInputRules.hostname);
       const accountName = input.accountName?.trim() || adminInputRules.hostname(hostnames[0] ?? "");
       if (accountName.length > 200) throw errors.invalid("name must be 1 to 200 characters");
-      const timeZone = input.timeZone?.trim() || "UTC";
-      if (!isTimeZone(timeZone)) {
-        throw errors.invalid(`time zone "${timeZone}" is not an IANA time zone name`);
-      }
+      // The site's rule, checked before the token is spent; absent or "": UTC.
+      const timeZone = parseTimeZone(input.timeZone?.trim() || DEFAULT_TIME_ZONE);
       if (!(await store.useSetupToken(hash.toString("hex"), clock.now()))) {
         // Another request spent it between the check and now.
         throw errors.setupTokenUsed();
@@ -124,7 +113,7 @@ export function createFirstRun(deps: { store: Store; clock: Clock; admin: Admin 
         plan: KEY_PLAN,
         ownerEmail,
       });
-      const { siteId } = await admin.createSite({ accountId, hostnames });
+      const { siteId } = await admin.createSite({ accountId, hostnames, timeZone });
       const { keyId, key } = await admin.createKey({
         siteId,
         name: "dashboard",

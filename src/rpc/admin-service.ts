@@ -29,7 +29,20 @@ export function createAdminService(deps: {
       return admin.addMember({ accountId: req.accountId, email: req.email, role: req.role });
     },
     async createSite(req) {
-      return admin.createSite({ accountId: req.accountId, hostnames: req.hostnames });
+      return admin.createSite({
+        accountId: req.accountId,
+        hostnames: req.hostnames,
+        timeZone: req.timeZone,
+      });
+    },
+    async updateSite(req) {
+      const s = await admin.updateSite({
+        siteId: req.siteId,
+        name: req.name,
+        hostnames: req.hostnames.length > 0 ? req.hostnames : undefined,
+        timeZone: req.timeZone,
+      });
+      return { site: { ...s, createdAt: iso(s.createdAt) } };
     },
     async createKey(req) {
       return admin.createKey({

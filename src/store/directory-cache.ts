@@ -23,6 +23,7 @@ const DIRECTORY_WRITES = [
   "createAccount",
   "setPlan",
   "createSite",
+  "updateSite",
   "insertKey",
   "deleteKey",
 ] as const satisfies readonly (keyof Store)[];

@@ -1,5 +1,5 @@
 /**
- * The attribution story in a real browser (Debian's Chromium driven by
+ * The attribution story in a real browser (Chromium driven by
  * playwright-core, as test/tracker/browser.test.ts does): a visitor lands
  * from a newsletter, the page's Buy button opens a Stripe Payment Link with
  * `?client_reference_id=` set from `ingest.visitorId()`, Stripe's

@@ -1,5 +1,5 @@
 /**
- * The dashboard in Debian's Chromium (playwright-core, as the tracker's
+ * The dashboard in Chromium (test/helpers/chromium.ts, as the tracker's
  * tests): sign-in, the site and period in the URL, the channel table read
  * from the page and compared with RevenueByChannel and SiteOverview, a
  * customer's journey (CustomerJourney) opened with the keyboard, a wrong token, the empty
@@ -9,10 +9,10 @@
  */
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import { type Browser, type BrowserContext, chromium, type Page } from "playwright-core";
+import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { ReportsService } from "../../gen/ingest/v1/reports_pb.js";
-import { browserEnv, CHROMIUM, CHROMIUM_ARGS } from "../helpers/chromium.js";
+import { launchChromium } from "../helpers/chromium.js";
 import { DEMO, seedDashboardDemo } from "../helpers/dashboard-data.js";
 import { ROOT } from "../helpers/rpc-clients.js";
 import { ADMIN_TOKEN, createTenant, createTestClock, TEST_NOW } from "../helpers/test-server.js";
@@ -38,11 +38,7 @@ beforeAll(async () => {
   mkdirSync(ARTIFACTS, { recursive: true });
   await seedDashboardDemo({ url: ctx.url, siteId: ctx.siteId, key: ctx.key, clock });
   try {
-    browser = await chromium.launch({
-      executablePath: CHROMIUM,
-      env: browserEnv(),
-      args: CHROMIUM_ARGS,
-    });
+    browser = await launchChromium();
   } catch (err) {
     // A missing browser fails every test with this reason (never a skip).
     launchError = err;
@@ -66,8 +62,8 @@ async function open(
   path: string,
   options: { width?: number; colorScheme?: "light" | "dark" } = {},
 ): Promise<Page> {
-  if (!browser)
-    throw new Error(`Chromium could not start from ${CHROMIUM}: ${String(launchError)}`);
+  // The launch error names the binary tried and how it was found (test/helpers/chromium.ts).
+  if (!browser) throw launchError;
   const context = await browser.newContext({
     viewport: { width: options.width ?? 1280, height: 900 },
     colorScheme: options.colorScheme ?? "light",

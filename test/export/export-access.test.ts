@@ -106,7 +106,7 @@ describe("the exports' access", () => {
           bearer(reportsKey),
           400,
           "invalid_input",
-          `format: must be ${kind === "events" ? "ndjson" : "ndjson or csv"}`,
+          "format: must be ndjson or csv",
         ],
       ];
       await expectRefusals(url(kind), cases);

@@ -15,10 +15,10 @@ import { ReportsService, StoredEventSchema } from "../../gen/ingest/v1/reports_p
 import { EXPORT_PAGE } from "../../src/domain/reports.js";
 import type { EventRecord } from "../../src/domain/store/records.js";
 import type { Store } from "../../src/store/port.js";
-import { sendTagged, tagOf } from "../helpers/events.js";
+import { BROWSER_UA, sendTagged, tagOf } from "../helpers/events.js";
 import { expectRefusals, type Refusal } from "../helpers/refusals.js";
 import { describeRpcError, grpcJsClient, type Protocol } from "../helpers/rpc-clients.js";
-import { TEST_NOW } from "../helpers/test-server.js";
+import { postJson, TEST_NOW } from "../helpers/test-server.js";
 import { useTestServer } from "../helpers/use-test-server.js";
 
 /** Page reads of the store, to see when an export stops reading. */
@@ -85,7 +85,7 @@ describe("ExportEvents", () => {
   const T = TEST_NOW - 3_600_000;
   const range = `from=${iso(T)}&to=${iso(T + 10_000)}`;
 
-  it("streams the range as NDJSON, newest first, each line the event's StoredEvent JSON", async () => {
+  it("streams the range as NDJSON, newest first, each line the event's StoredEvent JSON with RFC 3339 times beside", async () => {
     await send([1, 2, 3, 4, 5], (tag) => T + tag * 1000);
     await send([99], () => T + 20_000); // after the range
     const res = await fetch(exportUrl(`site_id=${ctx.siteId}&${range}`), { headers: auth() });
@@ -99,14 +99,69 @@ describe("ExportEvents", () => {
         { headers: ctx.adminHeaders },
       );
     expect(listed.events.map((e) => tagOf(e.url))).toEqual([5, 4, 3, 2, 1]);
-    expect(text).toBe(listed.events.map((e) => `${toJsonString(StoredEventSchema, e)}\n`).join(""));
-    const first = JSON.parse(text.split("\n")[0] as string);
-    expect(first).toMatchObject({
+    // Each line: the StoredEvent's proto JSON, plus tsIso and receivedAtIso (additive).
+    const lines = text
+      .trimEnd()
+      .split("\n")
+      .map((l) => JSON.parse(l));
+    expect(lines).toEqual(
+      listed.events.map((e) => ({
+        ...JSON.parse(toJsonString(StoredEventSchema, e)),
+        tsIso: new Date(Number(e.ts)).toISOString(),
+        receivedAtIso: new Date(Number(e.receivedAt)).toISOString(),
+      })),
+    );
+    expect(lines[0]).toMatchObject({
       name: "pageview",
       url: "https://example.com/5",
       siteId: ctx.siteId,
       ts: String(T + 5000),
+      tsIso: new Date(T + 5000).toISOString(),
     });
+    // tsIso comes right after ts.
+    const keys = Object.keys(lines[0]);
+    expect(keys[keys.indexOf("ts") + 1]).toBe("tsIso");
+  });
+
+  it("streams the range as CSV with a header row, times in both forms, text cells guarded", async () => {
+    const at = T + 40_000;
+    const sent = await postJson(
+      `${ctx.url}/api/v1/events`,
+      {
+        s: ctx.siteId,
+        b: [
+          {
+            e: "signup",
+            u: "https://example.com/csv",
+            t: '=HYPERLINK("x")',
+            p: { plan: "a,b" },
+            ts: at,
+            ip: "203.0.113.9",
+            ua: BROWSER_UA,
+          },
+        ],
+      },
+      { key: ctx.key },
+    );
+    expect(sent.status).toBe(204);
+    const res = await fetch(
+      exportUrl(`site_id=${ctx.siteId}&from=${iso(at)}&to=${iso(at + 1)}&format=csv`),
+      { headers: auth() },
+    );
+    expect(res.status).toBe(200);
+    expect(res.headers.get("content-type")).toBe("text/csv; charset=utf-8; header=present");
+    const [event] = (
+      await ctx
+        .client(ReportsService)
+        .listEvents(
+          { siteId: ctx.siteId, limit: 1, from: iso(at), to: iso(at + 1) },
+          { headers: ctx.adminHeaders },
+        )
+    ).events;
+    expect(await res.text()).toBe(
+      "name,url,referrer,title,width,language,props,ts,ts_iso,received_at,received_at_iso,visitor_id,user_id,country,browser,os,device,referrer_host,utm_source,utm_medium,utm_campaign,utm_term,utm_content,click_ids\r\n" +
+        `signup,https://example.com/csv,,"'=HYPERLINK(""x"")",,,"{""plan"":""a,b""}",${at},${iso(at)},${event?.receivedAt},${iso(Number(event?.receivedAt))},${event?.visitorId},,,${event?.browser},${event?.os},${event?.device},,,,,,,\r\n`,
+    );
   });
 
   it("answers an empty range with an empty body", async () => {
@@ -169,7 +224,13 @@ describe("ExportEvents", () => {
         "invalid_input",
         "to: must not be before from",
       ],
-      [`site_id=${ctx.siteId}&format=csv`, auth(), 400, "invalid_input", "format: must be ndjson"],
+      [
+        `site_id=${ctx.siteId}&format=xml`,
+        auth(),
+        400,
+        "invalid_input",
+        "format: must be ndjson or csv",
+      ],
       ["site_id=site_nope", auth(), 404, "not_found", "site site_nope not found"],
     ];
     await expectRefusals(exportUrl, cases);

@@ -9,6 +9,7 @@
 import { Long, MongoServerSelectionError, ObjectId } from "mongodb";
 import { describe, expect, it } from "vitest";
 import { attributionRank, UNATTRIBUTED_RANK } from "../../src/domain/attribution/ranking.js";
+import { createMongoAccounts } from "../../src/store/mongo/accounts.js";
 import {
   attributionUpdates,
   createMongoAttribution,
@@ -208,6 +209,60 @@ describe("mongodb adapter without a server", () => {
       createMongoStore("mongodb://127.0.0.1:9/ingest", { timeoutMs: 300 }),
     ).rejects.toBeInstanceOf(MongoServerSelectionError);
     expect(performance.now() - started).toBeLessThan(3_000);
+  });
+
+  it("stores a site's time zone and name as fields its validator types, and patches only what is given", async () => {
+    const inserted: Doc[] = [];
+    const updates: unknown[][] = [];
+    let stored: Doc | undefined;
+    const c = {
+      sites: {
+        insertOne: async (d: Doc) => {
+          inserted.push(d);
+          stored = d;
+        },
+        findOneAndUpdate: async (filter: Doc, update: { $set: Doc }, options: Doc) => {
+          updates.push([filter, update, options]);
+          stored = { ...stored, ...update.$set };
+          return stored;
+        },
+      },
+      directory: { updateOne: async () => ({ matchedCount: 1 }) },
+    } as unknown as Collections;
+    const accounts = createMongoAccounts(c);
+    const createdAt = Date.UTC(2026, 2, 1);
+    await accounts.createSite({
+      id: "site_1",
+      accountId: "acct_1",
+      hostnames: ["a.test"],
+      createdAt,
+      timeZone: "Europe/Paris",
+    });
+    // Absent, never null, when not given (the validator types a field only when present).
+    expect(inserted).toEqual([
+      {
+        _id: "site_1",
+        account_id: "acct_1",
+        hostnames: ["a.test"],
+        created_at: new Date(createdAt),
+        time_zone: "Europe/Paris",
+      },
+    ]);
+    expect(validate(schemaOf("sites"), inserted[0])).toEqual([]);
+    expect(validate(schemaOf("sites"), { ...inserted[0], time_zone: null })).not.toEqual([]);
+    const site = await accounts.updateSite("site_1", { name: "Shop" });
+    expect(updates).toEqual([
+      [{ _id: "site_1" }, { $set: { name: "Shop" } }, { returnDocument: "after" }],
+    ]);
+    expect(validate(schemaOf("sites"), stored)).toEqual([]);
+    expect(site).toEqual({
+      id: "site_1",
+      accountId: "acct_1",
+      hostnames: ["a.test"],
+      createdAt,
+      name: "Shop",
+      timeZone: "Europe/Paris",
+    });
   });
 
   it("declares a valid validator and named indexes for every collection", () => {

@@ -2,7 +2,7 @@ import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { ReportsService, type StoredEvent } from "../../gen/ingest/v1/reports_pb.js";
 import { freePort } from "../helpers/child-server.js";
-import { CHROMIUM, DESKTOP_UA, launchChromium } from "../helpers/chromium.js";
+import { DESKTOP_UA, launchChromium } from "../helpers/chromium.js";
 import { listEvents } from "../helpers/events.js";
 import { createTenant, createTestClock, postJson, type Tenant } from "../helpers/test-server.js";
 import { useTestServer } from "../helpers/use-test-server.js";
@@ -48,9 +48,8 @@ const clock = createTestClock(Date.UTC(2026, 2, 14, 12, 0, 0));
 /** A new tab, closed after the test; throws why when Chromium could not start. */
 async function newPage(): Promise<Page> {
   if (launchError !== undefined) {
-    throw new Error(
-      `Chromium could not start from ${CHROMIUM} (install the chromium package; .ci/run does): ${(launchError as Error).message}`,
-    );
+    // Names the binary tried and how it was found (test/helpers/chromium.ts).
+    throw launchError;
   }
   const page = await context.newPage();
   open.push(page);

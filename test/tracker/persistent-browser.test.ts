@@ -7,7 +7,7 @@
  * interception; the site's "server" (its /checkout route) reads the
  * ingest_vid cookie from the request and records the payment.
  *
- * There is no skip: without Chromium these tests fail (`.ci/run` installs it).
+ * There is no skip: without a Chromium (test/helpers/chromium.ts) these tests fail.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";

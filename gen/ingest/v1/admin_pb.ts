@@ -10,7 +10,7 @@ import type { Message } from "@bufbuild/protobuf";
  * Describes the file ingest/v1/admin.proto.
  */
 export const file_ingest_v1_admin: GenFile = /*@__PURE__*/
-  fileDesc("ChVpbmdlc3QvdjEvYWRtaW4ucHJvdG8SCWluZ2VzdC52MSJHChRDcmVhdGVBY2NvdW50UmVxdWVzdBIMCgRuYW1lGAEgASgJEgwKBHBsYW4YAiABKAkSEwoLb3duZXJfZW1haWwYAyABKAkiQgoVQ3JlYXRlQWNjb3VudFJlc3BvbnNlEhIKCmFjY291bnRfaWQYASABKAkSFQoNb3duZXJfdXNlcl9pZBgCIAEoCSIyCg5TZXRQbGFuUmVxdWVzdBISCgphY2NvdW50X2lkGAEgASgJEgwKBHBsYW4YAiABKAkiMwoPU2V0UGxhblJlc3BvbnNlEhIKCmFjY291bnRfaWQYASABKAkSDAoEcGxhbhgCIAEoCSJDChBBZGRNZW1iZXJSZXF1ZXN0EhIKCmFjY291bnRfaWQYASABKAkSDQoFZW1haWwYAiABKAkSDAoEcm9sZRgDIAEoCSIkChFBZGRNZW1iZXJSZXNwb25zZRIPCgd1c2VyX2lkGAEgASgJIjoKEUNyZWF0ZVNpdGVSZXF1ZXN0EhIKCmFjY291bnRfaWQYASABKAkSEQoJaG9zdG5hbWVzGAIgAygJIiUKEkNyZWF0ZVNpdGVSZXNwb25zZRIPCgdzaXRlX2lkGAEgASgJIlgKEENyZWF0ZUtleVJlcXVlc3QSDwoHc2l0ZV9pZBgBIAEoCRIMCgRuYW1lGAIgASgJEg4KBnNjb3BlcxgDIAMoCRIVCg1hY3Rvcl91c2VyX2lkGAQgASgJIjAKEUNyZWF0ZUtleVJlc3BvbnNlEg4KBmtleV9pZBgBIAEoCRILCgNrZXkYAiABKAkiIgoPTGlzdEtleXNSZXF1ZXN0Eg8KB3NpdGVfaWQYASABKAkiqwEKBkFwaUtleRIOCgZrZXlfaWQYASABKAkSDwoHc2l0ZV9pZBgCIAEoCRIMCgRuYW1lGAMgASgJEg4KBnNjb3BlcxgEIAMoCRIOCgZwcmVmaXgYBSABKAkSEgoKY3JlYXRlZF9hdBgGIAEoCRIZCgxsYXN0X3VzZWRfYXQYByABKAlIAIgBARISCgpjcmVhdGVkX2J5GAggASgJQg8KDV9sYXN0X3VzZWRfYXQiMwoQTGlzdEtleXNSZXNwb25zZRIfCgRrZXlzGAEgAygLMhEuaW5nZXN0LnYxLkFwaUtleSI5ChBEZWxldGVLZXlSZXF1ZXN0Eg4KBmtleV9pZBgBIAEoCRIVCg1hY3Rvcl91c2VyX2lkGAIgASgJIiMKEURlbGV0ZUtleVJlc3BvbnNlEg4KBmtleV9pZBgBIAEoCSIlCg9HZXRVc2FnZVJlcXVlc3QSEgoKYWNjb3VudF9pZBgBIAEoCSJ4ChBHZXRVc2FnZVJlc3BvbnNlEhIKCmFjY291bnRfaWQYASABKAkSDAoEcGxhbhgCIAEoCRINCgVtb250aBgDIAEoCRIPCgdjb3VudGVkGAQgASgDEhEKCWFsbG93YW5jZRgFIAEoAxIPCgdjZWlsaW5nGAYgASgDImIKFkNyZWF0ZUNvbm5lY3RvclJlcXVlc3QSDwoHc2l0ZV9pZBgBIAEoCRIQCghwcm92aWRlchgCIAEoCRIOCgZzZWNyZXQYAyABKAkSFQoNYWN0b3JfdXNlcl9pZBgEIAEoCSJ+CglDb25uZWN0b3ISFAoMY29ubmVjdG9yX2lkGAEgASgJEg8KB3NpdGVfaWQYAiABKAkSEAoIcHJvdmlkZXIYAyABKAkSEAoIdXJsX3BhdGgYBCABKAkSEgoKY3JlYXRlZF9hdBgFIAEoCRISCgpjcmVhdGVkX2J5GAYgASgJIkEKF0NyZWF0ZUNvbm5lY3RvclJlc3BvbnNlEhQKDGNvbm5lY3Rvcl9pZBgBIAEoCRIQCgh1cmxfcGF0aBgCIAEoCSIoChVMaXN0Q29ubmVjdG9yc1JlcXVlc3QSDwoHc2l0ZV9pZBgBIAEoCSJCChZMaXN0Q29ubmVjdG9yc1Jlc3BvbnNlEigKCmNvbm5lY3RvcnMYASADKAsyFC5pbmdlc3QudjEuQ29ubmVjdG9yIkUKFkRlbGV0ZUNvbm5lY3RvclJlcXVlc3QSFAoMY29ubmVjdG9yX2lkGAEgASgJEhUKDWFjdG9yX3VzZXJfaWQYAiABKAkiLwoXRGVsZXRlQ29ubmVjdG9yUmVzcG9uc2USFAoMY29ubmVjdG9yX2lkGAEgASgJIlMKFEVyYXNlQ3VzdG9tZXJSZXF1ZXN0Eg8KB3NpdGVfaWQYASABKAkSEwoLY3VzdG9tZXJfaWQYAiABKAkSFQoNYWN0b3JfdXNlcl9pZBgDIAEoCSJrChVFcmFzZUN1c3RvbWVyUmVzcG9uc2USEQoJY3VzdG9tZXJzGAEgASgNEhAKCHBheW1lbnRzGAIgASgNEhUKDXN1YnNjcmlwdGlvbnMYAyABKA0SFgoOY3VzdG9tZXJfbGlua3MYBCABKA0iSwoQRXJhc2VVc2VyUmVxdWVzdBIPCgdzaXRlX2lkGAEgASgJEg8KB3VzZXJfaWQYAiABKAkSFQoNYWN0b3JfdXNlcl9pZBgDIAEoCSKPAQoRRXJhc2VVc2VyUmVzcG9uc2USFgoOaWRlbnRpdHlfbGlua3MYASABKA0SDgoGZXZlbnRzGAIgASgNEhEKCWN1c3RvbWVycxgDIAEoDRIQCghwYXltZW50cxgEIAEoDRIVCg1zdWJzY3JpcHRpb25zGAUgASgNEhYKDmN1c3RvbWVyX2xpbmtzGAYgASgNIlEKE0VyYXNlVmlzaXRvclJlcXVlc3QSDwoHc2l0ZV9pZBgBIAEoCRISCgp2aXNpdG9yX2lkGAIgASgJEhUKDWFjdG9yX3VzZXJfaWQYAyABKAkimQEKFEVyYXNlVmlzaXRvclJlc3BvbnNlEg4KBmV2ZW50cxgBIAEoDRIPCgd0b3VjaGVzGAIgASgNEhYKDmlkZW50aXR5X2xpbmtzGAMgASgNEhYKDmN1c3RvbWVyX2xpbmtzGAQgASgNEhAKCHN0aXRjaGVzGAUgASgNEh4KFnJlYXR0cmlidXRlZF9jdXN0b21lcnMYBiABKA0iOAoXU2V0U2l0ZVJldGVudGlvblJlcXVlc3QSDwoHc2l0ZV9pZBgBIAEoCRIMCgRkYXlzGAIgASgNImkKGFNldFNpdGVSZXRlbnRpb25SZXNwb25zZRIPCgdzaXRlX2lkGAEgASgJEiIKFWV2ZW50c19yZXRlbnRpb25fZGF5cxgCIAEoDUgAiAEBQhgKFl9ldmVudHNfcmV0ZW50aW9uX2RheXMypgkKDEFkbWluU2VydmljZRJSCg1DcmVhdGVBY2NvdW50Eh8uaW5nZXN0LnYxLkNyZWF0ZUFjY291bnRSZXF1ZXN0GiAuaW5nZXN0LnYxLkNyZWF0ZUFjY291bnRSZXNwb25zZRJACgdTZXRQbGFuEhkuaW5nZXN0LnYxLlNldFBsYW5SZXF1ZXN0GhouaW5nZXN0LnYxLlNldFBsYW5SZXNwb25zZRJGCglBZGRNZW1iZXISGy5pbmdlc3QudjEuQWRkTWVtYmVyUmVxdWVzdBocLmluZ2VzdC52MS5BZGRNZW1iZXJSZXNwb25zZRJJCgpDcmVhdGVTaXRlEhwuaW5nZXN0LnYxLkNyZWF0ZVNpdGVSZXF1ZXN0Gh0uaW5nZXN0LnYxLkNyZWF0ZVNpdGVSZXNwb25zZRJGCglDcmVhdGVLZXkSGy5pbmdlc3QudjEuQ3JlYXRlS2V5UmVxdWVzdBocLmluZ2VzdC52MS5DcmVhdGVLZXlSZXNwb25zZRJDCghMaXN0S2V5cxIaLmluZ2VzdC52MS5MaXN0S2V5c1JlcXVlc3QaGy5pbmdlc3QudjEuTGlzdEtleXNSZXNwb25zZRJGCglEZWxldGVLZXkSGy5pbmdlc3QudjEuRGVsZXRlS2V5UmVxdWVzdBocLmluZ2VzdC52MS5EZWxldGVLZXlSZXNwb25zZRJDCghHZXRVc2FnZRIaLmluZ2VzdC52MS5HZXRVc2FnZVJlcXVlc3QaGy5pbmdlc3QudjEuR2V0VXNhZ2VSZXNwb25zZRJYCg9DcmVhdGVDb25uZWN0b3ISIS5pbmdlc3QudjEuQ3JlYXRlQ29ubmVjdG9yUmVxdWVzdBoiLmluZ2VzdC52MS5DcmVhdGVDb25uZWN0b3JSZXNwb25zZRJVCg5MaXN0Q29ubmVjdG9ycxIgLmluZ2VzdC52MS5MaXN0Q29ubmVjdG9yc1JlcXVlc3QaIS5pbmdlc3QudjEuTGlzdENvbm5lY3RvcnNSZXNwb25zZRJYCg9EZWxldGVDb25uZWN0b3ISIS5pbmdlc3QudjEuRGVsZXRlQ29ubmVjdG9yUmVxdWVzdBoiLmluZ2VzdC52MS5EZWxldGVDb25uZWN0b3JSZXNwb25zZRJSCg1FcmFzZUN1c3RvbWVyEh8uaW5nZXN0LnYxLkVyYXNlQ3VzdG9tZXJSZXF1ZXN0GiAuaW5nZXN0LnYxLkVyYXNlQ3VzdG9tZXJSZXNwb25zZRJGCglFcmFzZVVzZXISGy5pbmdlc3QudjEuRXJhc2VVc2VyUmVxdWVzdBocLmluZ2VzdC52MS5FcmFzZVVzZXJSZXNwb25zZRJPCgxFcmFzZVZpc2l0b3ISHi5pbmdlc3QudjEuRXJhc2VWaXNpdG9yUmVxdWVzdBofLmluZ2VzdC52MS5FcmFzZVZpc2l0b3JSZXNwb25zZRJbChBTZXRTaXRlUmV0ZW50aW9uEiIuaW5nZXN0LnYxLlNldFNpdGVSZXRlbnRpb25SZXF1ZXN0GiMuaW5nZXN0LnYxLlNldFNpdGVSZXRlbnRpb25SZXNwb25zZWIGcHJvdG8z");
+  fileDesc("ChVpbmdlc3QvdjEvYWRtaW4ucHJvdG8SCWluZ2VzdC52MSJHChRDcmVhdGVBY2NvdW50UmVxdWVzdBIMCgRuYW1lGAEgASgJEgwKBHBsYW4YAiABKAkSEwoLb3duZXJfZW1haWwYAyABKAkiQgoVQ3JlYXRlQWNjb3VudFJlc3BvbnNlEhIKCmFjY291bnRfaWQYASABKAkSFQoNb3duZXJfdXNlcl9pZBgCIAEoCSIyCg5TZXRQbGFuUmVxdWVzdBISCgphY2NvdW50X2lkGAEgASgJEgwKBHBsYW4YAiABKAkiMwoPU2V0UGxhblJlc3BvbnNlEhIKCmFjY291bnRfaWQYASABKAkSDAoEcGxhbhgCIAEoCSJDChBBZGRNZW1iZXJSZXF1ZXN0EhIKCmFjY291bnRfaWQYASABKAkSDQoFZW1haWwYAiABKAkSDAoEcm9sZRgDIAEoCSIkChFBZGRNZW1iZXJSZXNwb25zZRIPCgd1c2VyX2lkGAEgASgJIk0KEUNyZWF0ZVNpdGVSZXF1ZXN0EhIKCmFjY291bnRfaWQYASABKAkSEQoJaG9zdG5hbWVzGAIgAygJEhEKCXRpbWVfem9uZRgDIAEoCSIlChJDcmVhdGVTaXRlUmVzcG9uc2USDwoHc2l0ZV9pZBgBIAEoCSJYChBDcmVhdGVLZXlSZXF1ZXN0Eg8KB3NpdGVfaWQYASABKAkSDAoEbmFtZRgCIAEoCRIOCgZzY29wZXMYAyADKAkSFQoNYWN0b3JfdXNlcl9pZBgEIAEoCSIwChFDcmVhdGVLZXlSZXNwb25zZRIOCgZrZXlfaWQYASABKAkSCwoDa2V5GAIgASgJIiIKD0xpc3RLZXlzUmVxdWVzdBIPCgdzaXRlX2lkGAEgASgJIqsBCgZBcGlLZXkSDgoGa2V5X2lkGAEgASgJEg8KB3NpdGVfaWQYAiABKAkSDAoEbmFtZRgDIAEoCRIOCgZzY29wZXMYBCADKAkSDgoGcHJlZml4GAUgASgJEhIKCmNyZWF0ZWRfYXQYBiABKAkSGQoMbGFzdF91c2VkX2F0GAcgASgJSACIAQESEgoKY3JlYXRlZF9ieRgIIAEoCUIPCg1fbGFzdF91c2VkX2F0IjMKEExpc3RLZXlzUmVzcG9uc2USHwoEa2V5cxgBIAMoCzIRLmluZ2VzdC52MS5BcGlLZXkiOQoQRGVsZXRlS2V5UmVxdWVzdBIOCgZrZXlfaWQYASABKAkSFQoNYWN0b3JfdXNlcl9pZBgCIAEoCSIjChFEZWxldGVLZXlSZXNwb25zZRIOCgZrZXlfaWQYASABKAkiJQoPR2V0VXNhZ2VSZXF1ZXN0EhIKCmFjY291bnRfaWQYASABKAkieAoQR2V0VXNhZ2VSZXNwb25zZRISCgphY2NvdW50X2lkGAEgASgJEgwKBHBsYW4YAiABKAkSDQoFbW9udGgYAyABKAkSDwoHY291bnRlZBgEIAEoAxIRCglhbGxvd2FuY2UYBSABKAMSDwoHY2VpbGluZxgGIAEoAyJiChZDcmVhdGVDb25uZWN0b3JSZXF1ZXN0Eg8KB3NpdGVfaWQYASABKAkSEAoIcHJvdmlkZXIYAiABKAkSDgoGc2VjcmV0GAMgASgJEhUKDWFjdG9yX3VzZXJfaWQYBCABKAkifgoJQ29ubmVjdG9yEhQKDGNvbm5lY3Rvcl9pZBgBIAEoCRIPCgdzaXRlX2lkGAIgASgJEhAKCHByb3ZpZGVyGAMgASgJEhAKCHVybF9wYXRoGAQgASgJEhIKCmNyZWF0ZWRfYXQYBSABKAkSEgoKY3JlYXRlZF9ieRgGIAEoCSJBChdDcmVhdGVDb25uZWN0b3JSZXNwb25zZRIUCgxjb25uZWN0b3JfaWQYASABKAkSEAoIdXJsX3BhdGgYAiABKAkiKAoVTGlzdENvbm5lY3RvcnNSZXF1ZXN0Eg8KB3NpdGVfaWQYASABKAkiQgoWTGlzdENvbm5lY3RvcnNSZXNwb25zZRIoCgpjb25uZWN0b3JzGAEgAygLMhQuaW5nZXN0LnYxLkNvbm5lY3RvciJFChZEZWxldGVDb25uZWN0b3JSZXF1ZXN0EhQKDGNvbm5lY3Rvcl9pZBgBIAEoCRIVCg1hY3Rvcl91c2VyX2lkGAIgASgJIi8KF0RlbGV0ZUNvbm5lY3RvclJlc3BvbnNlEhQKDGNvbm5lY3Rvcl9pZBgBIAEoCSJTChRFcmFzZUN1c3RvbWVyUmVxdWVzdBIPCgdzaXRlX2lkGAEgASgJEhMKC2N1c3RvbWVyX2lkGAIgASgJEhUKDWFjdG9yX3VzZXJfaWQYAyABKAkiawoVRXJhc2VDdXN0b21lclJlc3BvbnNlEhEKCWN1c3RvbWVycxgBIAEoDRIQCghwYXltZW50cxgCIAEoDRIVCg1zdWJzY3JpcHRpb25zGAMgASgNEhYKDmN1c3RvbWVyX2xpbmtzGAQgASgNIksKEEVyYXNlVXNlclJlcXVlc3QSDwoHc2l0ZV9pZBgBIAEoCRIPCgd1c2VyX2lkGAIgASgJEhUKDWFjdG9yX3VzZXJfaWQYAyABKAkijwEKEUVyYXNlVXNlclJlc3BvbnNlEhYKDmlkZW50aXR5X2xpbmtzGAEgASgNEg4KBmV2ZW50cxgCIAEoDRIRCgljdXN0b21lcnMYAyABKA0SEAoIcGF5bWVudHMYBCABKA0SFQoNc3Vic2NyaXB0aW9ucxgFIAEoDRIWCg5jdXN0b21lcl9saW5rcxgGIAEoDSJRChNFcmFzZVZpc2l0b3JSZXF1ZXN0Eg8KB3NpdGVfaWQYASABKAkSEgoKdmlzaXRvcl9pZBgCIAEoCRIVCg1hY3Rvcl91c2VyX2lkGAMgASgJIpkBChRFcmFzZVZpc2l0b3JSZXNwb25zZRIOCgZldmVudHMYASABKA0SDwoHdG91Y2hlcxgCIAEoDRIWCg5pZGVudGl0eV9saW5rcxgDIAEoDRIWCg5jdXN0b21lcl9saW5rcxgEIAEoDRIQCghzdGl0Y2hlcxgFIAEoDRIeChZyZWF0dHJpYnV0ZWRfY3VzdG9tZXJzGAYgASgNIjgKF1NldFNpdGVSZXRlbnRpb25SZXF1ZXN0Eg8KB3NpdGVfaWQYASABKAkSDAoEZGF5cxgCIAEoDSJpChhTZXRTaXRlUmV0ZW50aW9uUmVzcG9uc2USDwoHc2l0ZV9pZBgBIAEoCRIiChVldmVudHNfcmV0ZW50aW9uX2RheXMYAiABKA1IAIgBAUIYChZfZXZlbnRzX3JldGVudGlvbl9kYXlzInkKEVVwZGF0ZVNpdGVSZXF1ZXN0Eg8KB3NpdGVfaWQYASABKAkSEQoEbmFtZRgCIAEoCUgAiAEBEhEKCWhvc3RuYW1lcxgDIAMoCRIWCgl0aW1lX3pvbmUYBCABKAlIAYgBAUIHCgVfbmFtZUIMCgpfdGltZV96b25lIjMKElVwZGF0ZVNpdGVSZXNwb25zZRIdCgRzaXRlGAEgASgLMg8uaW5nZXN0LnYxLlNpdGUicwoEU2l0ZRIPCgdzaXRlX2lkGAEgASgJEhIKCmFjY291bnRfaWQYAiABKAkSDAoEbmFtZRgDIAEoCRIRCglob3N0bmFtZXMYBCADKAkSEQoJdGltZV96b25lGAUgASgJEhIKCmNyZWF0ZWRfYXQYBiABKAky8QkKDEFkbWluU2VydmljZRJSCg1DcmVhdGVBY2NvdW50Eh8uaW5nZXN0LnYxLkNyZWF0ZUFjY291bnRSZXF1ZXN0GiAuaW5nZXN0LnYxLkNyZWF0ZUFjY291bnRSZXNwb25zZRJACgdTZXRQbGFuEhkuaW5nZXN0LnYxLlNldFBsYW5SZXF1ZXN0GhouaW5nZXN0LnYxLlNldFBsYW5SZXNwb25zZRJGCglBZGRNZW1iZXISGy5pbmdlc3QudjEuQWRkTWVtYmVyUmVxdWVzdBocLmluZ2VzdC52MS5BZGRNZW1iZXJSZXNwb25zZRJJCgpDcmVhdGVTaXRlEhwuaW5nZXN0LnYxLkNyZWF0ZVNpdGVSZXF1ZXN0Gh0uaW5nZXN0LnYxLkNyZWF0ZVNpdGVSZXNwb25zZRJGCglDcmVhdGVLZXkSGy5pbmdlc3QudjEuQ3JlYXRlS2V5UmVxdWVzdBocLmluZ2VzdC52MS5DcmVhdGVLZXlSZXNwb25zZRJDCghMaXN0S2V5cxIaLmluZ2VzdC52MS5MaXN0S2V5c1JlcXVlc3QaGy5pbmdlc3QudjEuTGlzdEtleXNSZXNwb25zZRJGCglEZWxldGVLZXkSGy5pbmdlc3QudjEuRGVsZXRlS2V5UmVxdWVzdBocLmluZ2VzdC52MS5EZWxldGVLZXlSZXNwb25zZRJDCghHZXRVc2FnZRIaLmluZ2VzdC52MS5HZXRVc2FnZVJlcXVlc3QaGy5pbmdlc3QudjEuR2V0VXNhZ2VSZXNwb25zZRJYCg9DcmVhdGVDb25uZWN0b3ISIS5pbmdlc3QudjEuQ3JlYXRlQ29ubmVjdG9yUmVxdWVzdBoiLmluZ2VzdC52MS5DcmVhdGVDb25uZWN0b3JSZXNwb25zZRJVCg5MaXN0Q29ubmVjdG9ycxIgLmluZ2VzdC52MS5MaXN0Q29ubmVjdG9yc1JlcXVlc3QaIS5pbmdlc3QudjEuTGlzdENvbm5lY3RvcnNSZXNwb25zZRJYCg9EZWxldGVDb25uZWN0b3ISIS5pbmdlc3QudjEuRGVsZXRlQ29ubmVjdG9yUmVxdWVzdBoiLmluZ2VzdC52MS5EZWxldGVDb25uZWN0b3JSZXNwb25zZRJSCg1FcmFzZUN1c3RvbWVyEh8uaW5nZXN0LnYxLkVyYXNlQ3VzdG9tZXJSZXF1ZXN0GiAuaW5nZXN0LnYxLkVyYXNlQ3VzdG9tZXJSZXNwb25zZRJGCglFcmFzZVVzZXISGy5pbmdlc3QudjEuRXJhc2VVc2VyUmVxdWVzdBocLmluZ2VzdC52MS5FcmFzZVVzZXJSZXNwb25zZRJPCgxFcmFzZVZpc2l0b3ISHi5pbmdlc3QudjEuRXJhc2VWaXNpdG9yUmVxdWVzdBofLmluZ2VzdC52MS5FcmFzZVZpc2l0b3JSZXNwb25zZRJbChBTZXRTaXRlUmV0ZW50aW9uEiIuaW5nZXN0LnYxLlNldFNpdGVSZXRlbnRpb25SZXF1ZXN0GiMuaW5nZXN0LnYxLlNldFNpdGVSZXRlbnRpb25SZXNwb25zZRJJCgpVcGRhdGVTaXRlEhwuaW5nZXN0LnYxLlVwZGF0ZVNpdGVSZXF1ZXN0Gh0uaW5nZXN0LnYxLlVwZGF0ZVNpdGVSZXNwb25zZWIGcHJvdG8z");
 
 /**
  * @generated from message ingest.v1.CreateAccountRequest
@@ -166,6 +166,14 @@ export type CreateSiteRequest = Message<"ingest.v1.CreateSiteRequest"> & {
    * @generated from field: repeated string hostnames = 2;
    */
   hostnames: string[];
+
+  /**
+   * The IANA time zone the site's days are read in, e.g. `Europe/Paris`;
+   * empty: UTC.
+   *
+   * @generated from field: string time_zone = 3;
+   */
+  timeZone: string;
 };
 
 /**
@@ -896,6 +904,111 @@ export const SetSiteRetentionResponseSchema: GenMessage<SetSiteRetentionResponse
   messageDesc(file_ingest_v1_admin, 31);
 
 /**
+ * @generated from message ingest.v1.UpdateSiteRequest
+ */
+export type UpdateSiteRequest = Message<"ingest.v1.UpdateSiteRequest"> & {
+  /**
+   * @generated from field: string site_id = 1;
+   */
+  siteId: string;
+
+  /**
+   * 1 to 200 characters once trimmed; absent: unchanged.
+   *
+   * @generated from field: optional string name = 2;
+   */
+  name?: string | undefined;
+
+  /**
+   * The site's new host names (all of them); empty: unchanged.
+   *
+   * @generated from field: repeated string hostnames = 3;
+   */
+  hostnames: string[];
+
+  /**
+   * An IANA time zone, e.g. `Europe/Paris` or `UTC`; absent: unchanged.
+   *
+   * @generated from field: optional string time_zone = 4;
+   */
+  timeZone?: string | undefined;
+};
+
+/**
+ * Describes the message ingest.v1.UpdateSiteRequest.
+ * Use `create(UpdateSiteRequestSchema)` to create a new message.
+ */
+export const UpdateSiteRequestSchema: GenMessage<UpdateSiteRequest> = /*@__PURE__*/
+  messageDesc(file_ingest_v1_admin, 32);
+
+/**
+ * @generated from message ingest.v1.UpdateSiteResponse
+ */
+export type UpdateSiteResponse = Message<"ingest.v1.UpdateSiteResponse"> & {
+  /**
+   * @generated from field: ingest.v1.Site site = 1;
+   */
+  site?: Site | undefined;
+};
+
+/**
+ * Describes the message ingest.v1.UpdateSiteResponse.
+ * Use `create(UpdateSiteResponseSchema)` to create a new message.
+ */
+export const UpdateSiteResponseSchema: GenMessage<UpdateSiteResponse> = /*@__PURE__*/
+  messageDesc(file_ingest_v1_admin, 33);
+
+/**
+ * A site as it is now.
+ *
+ * @generated from message ingest.v1.Site
+ */
+export type Site = Message<"ingest.v1.Site"> & {
+  /**
+   * @generated from field: string site_id = 1;
+   */
+  siteId: string;
+
+  /**
+   * @generated from field: string account_id = 2;
+   */
+  accountId: string;
+
+  /**
+   * Empty when the site has none.
+   *
+   * @generated from field: string name = 3;
+   */
+  name: string;
+
+  /**
+   * @generated from field: repeated string hostnames = 4;
+   */
+  hostnames: string[];
+
+  /**
+   * The IANA time zone its days are read in; `UTC` when none was set.
+   *
+   * @generated from field: string time_zone = 5;
+   */
+  timeZone: string;
+
+  /**
+   * RFC 3339.
+   *
+   * @generated from field: string created_at = 6;
+   */
+  createdAt: string;
+};
+
+/**
+ * Describes the message ingest.v1.Site.
+ * Use `create(SiteSchema)` to create a new message.
+ */
+export const SiteSchema: GenMessage<Site> = /*@__PURE__*/
+  messageDesc(file_ingest_v1_admin, 34);
+
+/**
  * AdminService manages accounts, members, sites and API keys for the
  * dashboard. Every call requires `authorization: Bearer <ADMIN_TOKEN>`; while
  * ADMIN_TOKEN is unset every call is refused. The admin CLI runs the same
@@ -1055,6 +1168,18 @@ export const AdminService: GenService<{
     methodKind: "unary";
     input: typeof SetSiteRetentionRequestSchema;
     output: typeof SetSiteRetentionResponseSchema;
+  },
+  /**
+   * UpdateSite changes a site's name, host names or time zone: only the
+   * fields given, at least one. Applies from the next request in every
+   * process.
+   *
+   * @generated from rpc ingest.v1.AdminService.UpdateSite
+   */
+  updateSite: {
+    methodKind: "unary";
+    input: typeof UpdateSiteRequestSchema;
+    output: typeof UpdateSiteResponseSchema;
   },
 }> = /*@__PURE__*/
   serviceDesc(file_ingest_v1_admin, 0);

@@ -8,6 +8,7 @@ import { createGroupCommit, QueueFullError, type QueueSettings } from "../../lib
 import type { Attributor } from "../attribution/attribute.js";
 import type { Clock } from "../clock.js";
 import { errors, storeError } from "../errors.js";
+import { KEY_PLAN } from "../plans.js";
 import type {
   DeliveryOutcome,
   KeyPrincipal,
@@ -123,8 +124,26 @@ export function createPaymentsApp(deps: PaymentsDeps): PaymentsApp {
     }
   }
 
+  /**
+   * Payments are the Scale plan's feature (keys and connectors are created on
+   * it only). An account moved to a lower plan keeps its keys and connectors,
+   * but every door refuses its payments until it is on Scale again
+   * (docs/api.md, Plan changes). The account comes from the directory cache,
+   * so this costs no store read per payment.
+   */
+  async function requirePaymentsPlan(accountId: string): Promise<void> {
+    const account = await store.getAccount(accountId).catch((err) => {
+      throw storeError(err);
+    });
+    if (!account) throw errors.internal("the site's account does not exist");
+    if (account.plan !== KEY_PLAN) {
+      throw errors.paymentsPlanRequired(KEY_PLAN, account.id, account.plan);
+    }
+  }
+
   return {
     async record(principal: KeyPrincipal, input: Record<string, unknown>) {
+      await requirePaymentsPlan(principal.accountId);
       const v = validatePayment(input);
       if (!v.ok) throw invalidPaymentInput(v.issues);
       const write = toPaymentWrite(principal.siteId, v.payment, clock.now());
@@ -132,6 +151,11 @@ export function createPaymentsApp(deps: PaymentsDeps): PaymentsApp {
       return { paymentId: v.payment.paymentId };
     },
     async recordProviderEvent(input: ProviderEventInput) {
+      const site = await store.getSite(input.siteId).catch((err) => {
+        throw storeError(err);
+      });
+      if (!site) throw errors.internal("the connector's site does not exist");
+      await requirePaymentsPlan(site.accountId);
       const delivery = toProviderDelivery(input, clock.now());
       return (await submit({ kind: "delivery", delivery })) ?? "applied";
     },

@@ -4,6 +4,8 @@ import type {
   AccountRecord,
   ApiKeyRecord,
   KeyPrincipal,
+  MemberRecord,
+  SitePatch,
   SiteRecord,
   UserRecord,
 } from "./records.js";
@@ -21,6 +23,14 @@ export interface StoreAccountsPart {
   getRole(accountId: string, userId: string): Promise<Role | undefined>;
   createSite(site: SiteRecord): Promise<void>;
   getSite(siteId: string): Promise<SiteRecord | undefined>;
+  /** Changes the fields `patch` gives; returns the site as it is now, undefined when there is none. */
+  updateSite(siteId: string, patch: SitePatch): Promise<SiteRecord | undefined>;
+  /** Every account, oldest first (by creation time, then id). */
+  listAccounts(): Promise<AccountRecord[]>;
+  /** Every site, or an account's, oldest first (by creation time, then id). */
+  listSites(accountId?: string): Promise<SiteRecord[]>;
+  /** An account's members with their emails, by email. */
+  listMembers(accountId: string): Promise<MemberRecord[]>;
   insertKey(key: ApiKeyRecord): Promise<void>;
   /** Looks a key up by its hash, in the database (callers cache against `directoryVersion`). */
   findKeyByHash(hash: string): Promise<KeyPrincipal | undefined>;

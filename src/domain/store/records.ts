@@ -9,6 +9,7 @@ import type {
   PaymentKind,
   PaymentStatus,
   Plan,
+  Role,
   Scope,
   SubscriptionInterval,
   SubscriptionStatus,
@@ -36,6 +37,27 @@ export interface SiteRecord {
   /** Lower-case host names, e.g. `example.com`, `www.example.com`. */
   hostnames: string[];
   createdAt: number;
+  /** A label for people (the dashboard, `site list`); absent: none given. */
+  name?: string;
+  /**
+   * The IANA time zone the site's days are read in (e.g. `Europe/Paris`);
+   * absent: UTC. Checked by the domain (src/domain/site-settings.ts).
+   */
+  timeZone?: string;
+}
+
+/** What `updateSite` changes: only the fields given. */
+export interface SitePatch {
+  name?: string;
+  hostnames?: string[];
+  timeZone?: string;
+}
+
+/** A user's membership of an account, with the user's email. */
+export interface MemberRecord {
+  userId: string;
+  email: string;
+  role: Role;
 }
 
 export interface ApiKeyRecord {

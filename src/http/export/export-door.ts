@@ -1,11 +1,12 @@
 /**
  * The export door: `GET /api/v1/export/events?site_id=&from=&to=`, a site's
  * events of a time range as NDJSON (one StoredEvent per line, in its proto
- * JSON form, as ReportsService.ListEvents and ExportEvents give it), newest
+ * JSON form, as ReportsService.ListEvents and ExportEvents give it, with
+ * RFC 3339 times beside the epoch ones) or, with `format=csv`, as CSV, newest
  * first by order of arrival; `GET /api/v1/export/payments?site_id=&from=&to=`
  * its payments paid in the range, oldest first, as NDJSON (StoredPayment, as
  * ExportPayments gives it) or, with `format=csv`, as CSV with a header row,
- * amounts as exact decimals. Behind ADMIN_TOKEN or the site's reports key,
+ * amounts as exact decimals (src/edge/export-formats.ts writes the lines). Behind ADMIN_TOKEN or the site's reports key,
  * the rule of ReportsService (src/domain/reports-access.ts), with its messages.
  *
  * The body is streamed: a Node Readable over the reports' export pages, which
@@ -16,18 +17,20 @@
  * the site) is checked before the first byte: errors take the REST envelope.
  */
 import { Readable } from "node:stream";
-import { create, toJsonString } from "@bufbuild/protobuf";
 import type { FastifyPluginAsync, FastifyRequest } from "fastify";
-import { StoredEventSchema, StoredPaymentSchema } from "../../../gen/ingest/v1/reports_pb.js";
 import type { Authenticator } from "../../domain/auth.js";
 import { errors } from "../../domain/errors.js";
-import { formatMinorUnits } from "../../domain/payments/money.js";
 import type { Reports } from "../../domain/reports.js";
 import { createReportsAccess } from "../../domain/reports-access.js";
-import type { PaymentRecord } from "../../domain/store/store.js";
-import { UNATTRIBUTED } from "../../domain/vocabulary.js";
-import { toStoredEvent } from "../../edge/stored-event.js";
-import { paymentMessage } from "../../edge/stored-payment.js";
+import {
+  EVENT_CSV_HEAD,
+  EXPORT_FORMATS,
+  eventCsvRow,
+  eventNdjsonLine,
+  PAYMENT_CSV_HEAD,
+  paymentCsvRow,
+  paymentNdjsonLine,
+} from "../../edge/export-formats.js";
 import { registerMethodNotAllowed } from "../method-not-allowed.js";
 
 /** Where the events export is: part of the public interface. */
@@ -35,68 +38,6 @@ export const EXPORT_EVENTS_PATH = "/api/v1/export/events";
 
 /** Where the payments export is: part of the public interface. */
 export const EXPORT_PAYMENTS_PATH = "/api/v1/export/payments";
-
-/** The CSV columns of the payments export, in order (its header row). */
-export const PAYMENT_CSV_COLUMNS = [
-  "payment_id",
-  "customer_id",
-  "kind",
-  "status",
-  "currency",
-  "amount",
-  "fee",
-  "paid_at",
-  "subscription_id",
-  "channel",
-  "created_at",
-  "updated_at",
-] as const;
-
-/**
- * The columns whose cells are numbers we write (exact decimals, possibly
- * negative): the only cells not guarded against formula injection, so that a
- * spreadsheet still reads `-5.00` as a number.
- */
-const NUMBER_COLUMNS: ReadonlySet<string> = new Set(["amount", "fee"]);
-
-/**
- * A text cell safe from CSV (formula) injection, as OWASP's "CSV Injection"
- * says: one that a spreadsheet would read as a formula (it starts with `=`,
- * `+`, `-`, `@`, a tab or a carriage return) gets a leading single quote, so
- * an id a client chose, such as `=HYPERLINK(...)`, is shown, never run.
- */
-function guardedText(value: string): string {
-  return /^[=+\-@\t\r]/.test(value) ? `'${value}` : value;
-}
-
-/** A CSV field (RFC 4180): quoted when it holds a comma, a quote or a line break. */
-function csvField(value: string): string {
-  return /[",\r\n]/.test(value) ? `"${value.replaceAll('"', '""')}"` : value;
-}
-
-const isoOf = (ms: number) => new Date(ms).toISOString();
-
-/** A payment as a CSV row: amounts as exact decimals in major units (29.99, 1000 JPY as 1000). */
-function csvRow(p: PaymentRecord): string {
-  const fields: Record<(typeof PAYMENT_CSV_COLUMNS)[number], string> = {
-    payment_id: p.paymentId,
-    customer_id: p.customerId,
-    kind: p.kind,
-    status: p.status,
-    currency: p.currency,
-    amount: formatMinorUnits(p.amountMinor, p.currency),
-    fee: p.feeMinor === undefined ? "" : formatMinorUnits(p.feeMinor, p.currency),
-    paid_at: isoOf(p.paidAt),
-    subscription_id: p.subscriptionId ?? "",
-    channel: p.attribution?.channel ?? p.erasedChannel ?? UNATTRIBUTED,
-    created_at: isoOf(p.createdAt),
-    updated_at: isoOf(p.updatedAt),
-  };
-  const cells = PAYMENT_CSV_COLUMNS.map((c) =>
-    csvField(NUMBER_COLUMNS.has(c) ? fields[c] : guardedText(fields[c])),
-  );
-  return `${cells.join(",")}\r\n`;
-}
 
 /**
  * A body streamed from pages: `head`, then one chunk per page. Readable.from
@@ -167,34 +108,27 @@ export const exportDoor: FastifyPluginAsync<ExportDoorOptions> = async (scope, o
   }
 
   scope.get(EXPORT_EVENTS_PATH, async (request, reply) => {
-    const { siteId, from, to } = await exportQuery(request, ["ndjson"]);
-    const pages = await reports.exportEvents({ siteId, from, to });
-    reply.type("application/x-ndjson; charset=utf-8");
+    const { format, ...range } = await exportQuery(request, EXPORT_FORMATS);
+    const pages = await reports.exportEvents(range);
     reply.header("cache-control", "no-store");
-    return reply.send(
-      streamed(
-        pages,
-        (e) => `${toJsonString(StoredEventSchema, create(StoredEventSchema, toStoredEvent(e)))}\n`,
-      ),
-    );
+    if (format === "csv") {
+      reply.type("text/csv; charset=utf-8; header=present");
+      return reply.send(streamed(pages, eventCsvRow, EVENT_CSV_HEAD));
+    }
+    reply.type("application/x-ndjson; charset=utf-8");
+    return reply.send(streamed(pages, eventNdjsonLine));
   });
 
   scope.get(EXPORT_PAYMENTS_PATH, async (request, reply) => {
-    const { format, ...range } = await exportQuery(request, ["ndjson", "csv"]);
+    const { format, ...range } = await exportQuery(request, EXPORT_FORMATS);
     const pages = await reports.exportPayments(range);
     reply.header("cache-control", "no-store");
     if (format === "csv") {
       reply.type("text/csv; charset=utf-8; header=present");
-      return reply.send(streamed(pages, csvRow, `${PAYMENT_CSV_COLUMNS.join(",")}\r\n`));
+      return reply.send(streamed(pages, paymentCsvRow, PAYMENT_CSV_HEAD));
     }
     reply.type("application/x-ndjson; charset=utf-8");
-    return reply.send(
-      streamed(
-        pages,
-        (p) =>
-          `${toJsonString(StoredPaymentSchema, create(StoredPaymentSchema, paymentMessage(p)))}\n`,
-      ),
-    );
+    return reply.send(streamed(pages, paymentNdjsonLine));
   });
   registerMethodNotAllowed(scope, {
     url: EXPORT_PAYMENTS_PATH,

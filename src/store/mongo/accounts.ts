@@ -3,11 +3,12 @@ import type {
   AccountRecord,
   ApiKeyRecord,
   KeyPrincipal,
+  MemberRecord,
   SiteRecord,
   StoreAccountsPart,
   UserRecord,
 } from "../port.js";
-import { type ApiKeyDoc, optMs, toDate } from "./documents.js";
+import { type AccountDoc, type ApiKeyDoc, optMs, type SiteDoc, toDate } from "./documents.js";
 import { retryDuplicates } from "./retry.js";
 import type { Collections } from "./schema.js";
 
@@ -24,6 +25,25 @@ function keyFromDoc(d: ApiKeyDoc): ApiKeyRecord {
     lastUsedAt: optMs(d.last_used_at),
   };
 }
+
+function siteFromDoc(d: SiteDoc): SiteRecord {
+  const site: SiteRecord = {
+    id: d._id,
+    accountId: d.account_id,
+    hostnames: [...d.hostnames],
+    createdAt: d.created_at.getTime(),
+  };
+  if (d.name !== undefined) site.name = d.name;
+  if (d.time_zone !== undefined) site.timeZone = d.time_zone;
+  return site;
+}
+
+const accountFromDoc = (d: AccountDoc): AccountRecord => ({
+  id: d._id,
+  name: d.name,
+  plan: d.plan,
+  createdAt: d.created_at.getTime(),
+});
 
 /** The account-side methods of the store over the given collections. */
 export function createMongoAccounts(c: Collections): StoreAccountsPart {
@@ -47,9 +67,7 @@ export function createMongoAccounts(c: Collections): StoreAccountsPart {
 
     async getAccount(id) {
       const d = await c.accounts.findOne({ _id: id });
-      return d
-        ? { id: d._id, name: d.name, plan: d.plan, createdAt: d.created_at.getTime() }
-        : undefined;
+      return d ? accountFromDoc(d) : undefined;
     },
 
     async setPlan(id, plan) {
@@ -93,25 +111,67 @@ export function createMongoAccounts(c: Collections): StoreAccountsPart {
     },
 
     async createSite(site: SiteRecord) {
-      await c.sites.insertOne({
+      const doc: SiteDoc = {
         _id: site.id,
         account_id: site.accountId,
         hostnames: [...site.hostnames],
         created_at: toDate(site.createdAt),
-      });
+      };
+      // Absent, never null: the validator types the fields when present.
+      if (site.name !== undefined) doc.name = site.name;
+      if (site.timeZone !== undefined) doc.time_zone = site.timeZone;
+      await c.sites.insertOne(doc);
       await bump();
     },
 
     async getSite(id) {
       const d = await c.sites.findOne({ _id: id });
-      return d
-        ? {
-            id: d._id,
-            accountId: d.account_id,
-            hostnames: [...d.hostnames],
-            createdAt: d.created_at.getTime(),
-          }
-        : undefined;
+      return d ? siteFromDoc(d) : undefined;
+    },
+
+    async updateSite(id, patch) {
+      const set: Partial<SiteDoc> = {};
+      if (patch.name !== undefined) set.name = patch.name;
+      if (patch.hostnames !== undefined) set.hostnames = [...patch.hostnames];
+      if (patch.timeZone !== undefined) set.time_zone = patch.timeZone;
+      const d = await c.sites.findOneAndUpdate(
+        { _id: id },
+        { $set: set },
+        { returnDocument: "after" },
+      );
+      if (d) await bump();
+      return d ? siteFromDoc(d) : undefined;
+    },
+
+    async listAccounts() {
+      const docs = await c.accounts.find({}).sort({ created_at: 1, _id: 1 }).toArray();
+      return docs.map(accountFromDoc);
+    },
+
+    async listSites(accountId) {
+      const docs = await c.sites
+        .find(accountId === undefined ? {} : { account_id: accountId })
+        .sort({ created_at: 1, _id: 1 })
+        .toArray();
+      return docs.map(siteFromDoc);
+    },
+
+    async listMembers(accountId) {
+      // account_user_unique serves the account's memberships; users by _id.
+      const memberships = await c.memberships.find({ account_id: accountId }).toArray();
+      const users = await c.users
+        .find({ _id: { $in: memberships.map((m) => m.user_id) } })
+        .toArray();
+      const emailOf = new Map(users.map((u) => [u._id, u.email]));
+      return memberships
+        .map(
+          (m): MemberRecord => ({
+            userId: m.user_id,
+            email: emailOf.get(m.user_id) ?? "",
+            role: m.role,
+          }),
+        )
+        .sort((a, b) => (a.email < b.email ? -1 : a.email > b.email ? 1 : 0));
     },
 
     async insertKey(k: ApiKeyRecord) {

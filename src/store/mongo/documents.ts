@@ -58,6 +58,10 @@ export interface SiteDoc {
   created_at: Date;
   /** Days of raw events kept; absent: kept forever. */
   events_retention_days?: number;
+  /** Absent: no name. */
+  name?: string;
+  /** IANA time zone; absent: UTC. */
+  time_zone?: string;
 }
 
 export interface ApiKeyDoc {

@@ -154,6 +154,9 @@ export const COLLECTIONS: readonly CollectionSpec[] = [
         minimum: 1,
         maximum: MAX_RETENTION_DAYS,
       },
+      // Absent: no name, and UTC (src/domain/site-settings.ts checks the zone).
+      name: str,
+      time_zone: str,
     }),
     indexes: [],
   },

@@ -4,6 +4,7 @@ import type {
   AccountRecord,
   ApiKeyRecord,
   KeyPrincipal,
+  MemberRecord,
   Role,
   Scope,
   SiteRecord,
@@ -24,6 +25,38 @@ interface KeyRow {
   last_used_at: number | null;
   account_id?: string;
 }
+
+interface SiteRow {
+  id: string;
+  account_id: string;
+  hostnames: string;
+  created_at: number;
+  name: string | null;
+  time_zone: string | null;
+}
+
+const SITE_COLUMNS = "id, account_id, hostnames, created_at, name, time_zone";
+
+function siteFromRow(r: SiteRow): SiteRecord {
+  const site: SiteRecord = {
+    id: r.id,
+    accountId: r.account_id,
+    hostnames: JSON.parse(r.hostnames) as string[],
+    createdAt: r.created_at,
+  };
+  if (r.name !== null) site.name = r.name;
+  if (r.time_zone !== null) site.timeZone = r.time_zone;
+  return site;
+}
+
+type AccountRow = { id: string; name: string; plan: Plan; created_at: number };
+
+const accountFromRow = (r: AccountRow): AccountRecord => ({
+  id: r.id,
+  name: r.name,
+  plan: r.plan,
+  createdAt: r.created_at,
+});
 
 function keyFromRow(r: KeyRow): ApiKeyRecord {
   return {
@@ -55,9 +88,25 @@ export function createSqliteAccounts(db: Db): StoreAccountsPart {
     ),
     getRole: db.prepare("SELECT role FROM memberships WHERE account_id = ? AND user_id = ?"),
     insertSite: db.prepare(
-      "INSERT INTO sites (id, account_id, hostnames, created_at) VALUES (?, ?, ?, ?)",
+      "INSERT INTO sites (id, account_id, hostnames, created_at, name, time_zone) VALUES (?, ?, ?, ?, ?, ?)",
     ),
-    getSite: db.prepare("SELECT id, account_id, hostnames, created_at FROM sites WHERE id = ?"),
+    getSite: db.prepare(`SELECT ${SITE_COLUMNS} FROM sites WHERE id = ?`),
+    // COALESCE: a field the patch does not give (NULL) keeps its value.
+    updateSite: db.prepare(
+      `UPDATE sites SET name = COALESCE(@name, name), hostnames = COALESCE(@hostnames, hostnames),
+         time_zone = COALESCE(@timeZone, time_zone) WHERE id = @id`,
+    ),
+    listAccounts: db.prepare(
+      "SELECT id, name, plan, created_at FROM accounts ORDER BY created_at, id",
+    ),
+    listSites: db.prepare(`SELECT ${SITE_COLUMNS} FROM sites ORDER BY created_at, id`),
+    listAccountSites: db.prepare(
+      `SELECT ${SITE_COLUMNS} FROM sites WHERE account_id = ? ORDER BY created_at, id`,
+    ),
+    listMembers: db.prepare(
+      `SELECT m.user_id, u.email, m.role FROM memberships m JOIN users u ON u.id = m.user_id
+       WHERE m.account_id = ? ORDER BY u.email`,
+    ),
     insertKey: db.prepare(
       `INSERT INTO api_keys (id, site_id, name, scopes, hash, prefix, created_by, created_at, last_used_at)
        VALUES (@id, @siteId, @name, @scopes, @hash, @prefix, @createdBy, @createdAt, @lastUsedAt)`,
@@ -80,10 +129,8 @@ export function createSqliteAccounts(db: Db): StoreAccountsPart {
       s.insertAccount.run(a);
     },
     async getAccount(id) {
-      const r = s.getAccount.get(id) as
-        | { id: string; name: string; plan: Plan; created_at: number }
-        | undefined;
-      return r && { id: r.id, name: r.name, plan: r.plan, createdAt: r.created_at };
+      const r = s.getAccount.get(id) as AccountRow | undefined;
+      return r && accountFromRow(r);
     },
     async setPlan(id, plan) {
       return s.setPlan.run(plan, id).changes === 1;
@@ -105,20 +152,39 @@ export function createSqliteAccounts(db: Db): StoreAccountsPart {
       return r?.role;
     },
     async createSite(site: SiteRecord) {
-      s.insertSite.run(site.id, site.accountId, JSON.stringify(site.hostnames), site.createdAt);
+      s.insertSite.run(
+        site.id,
+        site.accountId,
+        JSON.stringify(site.hostnames),
+        site.createdAt,
+        nul(site.name),
+        nul(site.timeZone),
+      );
     },
     async getSite(id) {
-      const r = s.getSite.get(id) as
-        | { id: string; account_id: string; hostnames: string; created_at: number }
-        | undefined;
-      return (
-        r && {
-          id: r.id,
-          accountId: r.account_id,
-          hostnames: JSON.parse(r.hostnames) as string[],
-          createdAt: r.created_at,
-        }
-      );
+      const r = s.getSite.get(id) as SiteRow | undefined;
+      return r && siteFromRow(r);
+    },
+    async updateSite(id, patch) {
+      s.updateSite.run({
+        id,
+        name: nul(patch.name),
+        hostnames: patch.hostnames === undefined ? null : JSON.stringify(patch.hostnames),
+        timeZone: nul(patch.timeZone),
+      });
+      const r = s.getSite.get(id) as SiteRow | undefined;
+      return r && siteFromRow(r);
+    },
+    async listAccounts() {
+      return (s.listAccounts.all() as AccountRow[]).map(accountFromRow);
+    },
+    async listSites(accountId) {
+      const rows = accountId === undefined ? s.listSites.all() : s.listAccountSites.all(accountId);
+      return (rows as SiteRow[]).map(siteFromRow);
+    },
+    async listMembers(accountId) {
+      const rows = s.listMembers.all(accountId) as { user_id: string; email: string; role: Role }[];
+      return rows.map((r): MemberRecord => ({ userId: r.user_id, email: r.email, role: r.role }));
     },
     async insertKey(k: ApiKeyRecord) {
       s.insertKey.run({ ...k, scopes: JSON.stringify(k.scopes), lastUsedAt: nul(k.lastUsedAt) });

@@ -445,6 +445,16 @@ DROP TRIGGER payments_revenue_update;
 `,
   },
   {
+    version: 14,
+    description: "a site's name and IANA time zone",
+    // Both optional: NULL is no name and UTC (src/domain/site-settings.ts).
+    // sites_update_bump (migration 5) raises the directory version on change.
+    sql: `
+ALTER TABLE sites ADD COLUMN name TEXT;
+ALTER TABLE sites ADD COLUMN time_zone TEXT;
+`,
+  },
+  {
     version: 18,
     description: "the one-time setup token of a store with no account (first run)",
     // One row at most: a new token (a restart with still no account) replaces

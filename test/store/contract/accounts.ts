@@ -100,6 +100,77 @@ export function describeAccountsContract(contract: StoreContract): void {
       expect(await store.getSite(uid("site"))).toBeUndefined();
     });
 
+    it("keeps a site's name and time zone, and updates only the fields a patch gives", async () => {
+      const account = await newAccount();
+      const site = {
+        id: uid("site"),
+        accountId: account.id,
+        hostnames: ["shop.test"],
+        createdAt: T0 + 2,
+        name: "Shop",
+        timeZone: "Europe/Paris",
+      };
+      await store.createSite(site);
+      expect(await store.getSite(site.id)).toEqual(site);
+      const version = await store.directoryVersion();
+      expect(await store.updateSite(site.id, { timeZone: "America/New_York" })).toEqual({
+        ...site,
+        timeZone: "America/New_York",
+      });
+      expect(await store.directoryVersion()).not.toBe(version);
+      const renamed = await store.updateSite(site.id, {
+        name: "Shop EU",
+        hostnames: ["shop.test", "www.shop.test"],
+      });
+      expect(renamed).toEqual({
+        ...site,
+        name: "Shop EU",
+        hostnames: ["shop.test", "www.shop.test"],
+        timeZone: "America/New_York",
+      });
+      expect(await store.getSite(site.id)).toEqual(renamed);
+      expect(await store.updateSite(uid("site"), { name: "x" })).toBeUndefined();
+    });
+
+    it("lists accounts, an account's sites and its members with their emails", async () => {
+      const account = await newAccount({ createdAt: T0 + 50 });
+      const later = {
+        id: uid("site"),
+        accountId: account.id,
+        hostnames: ["b.test"],
+        createdAt: T0 + 9,
+      };
+      const earlier = {
+        id: uid("site"),
+        accountId: account.id,
+        hostnames: ["a.test"],
+        createdAt: T0 + 8,
+        timeZone: "Asia/Tokyo",
+      };
+      await store.createSite(later);
+      await store.createSite(earlier);
+      const { site: elsewhere } = await newSite();
+      expect(await store.listSites(account.id)).toEqual([earlier, later]);
+      const all = await store.listSites();
+      expect(all).toContainEqual(elsewhere);
+      expect(all.indexOf(all.find((x) => x.id === earlier.id) as never)).toBeLessThan(
+        all.indexOf(all.find((x) => x.id === later.id) as never),
+      );
+      expect(await store.listSites(uid("acct"))).toEqual([]);
+      expect(await store.listAccounts()).toContainEqual(account);
+
+      const zed = { id: uid("user"), email: `zed-${uid("u")}@example.com`, createdAt: T0 };
+      const amy = { id: uid("user"), email: `amy-${uid("u")}@example.com`, createdAt: T0 };
+      for (const u of [zed, amy]) await store.ensureUser(u);
+      await store.setMembership(account.id, zed.id, "owner");
+      await store.setMembership(account.id, amy.id, "member");
+      expect(await store.listMembers(account.id)).toEqual([
+        { userId: amy.id, email: amy.email, role: "member" },
+        { userId: zed.id, email: zed.email, role: "owner" },
+      ]);
+      expect(await store.listMembers(uid("acct"))).toEqual([]);
+    });
+
     it("inserts a key and finds it by id and by hash, with its site's account", async () => {
       const { account, site } = await newSite();
       const k = key(site.id, { scopes: ["events"] });
