@@ -174,7 +174,8 @@ describe("first run in Chromium", () => {
   });
 });
 
-describe("first run across a restart", () => {
+// Two and three starts of the real process: each takes seconds on a loaded machine.
+describe("first run across a restart", { timeout: 120_000 }, () => {
   it("prints a new URL when restarted with still no account; the old one is refused", async () => {
     const first = await start("restart.sqlite");
     const before = await setupUrlOf(first);
