@@ -13,7 +13,7 @@ const ROOT = join(import.meta.dirname, "..");
 export const DASHBOARD_DIR = join(ROOT, "dist", "dashboard");
 
 /** The built files: their text by name (app.js, app.css). */
-export type DashboardFiles = Record<"app.js" | "app.css", string>;
+export type DashboardFiles = Record<"app.js" | "app.css" | "setup.js", string>;
 
 /** Builds the bundle into `outdir` and returns its files. */
 export async function buildDashboard(outdir = DASHBOARD_DIR): Promise<DashboardFiles> {
@@ -36,8 +36,25 @@ export async function buildDashboard(outdir = DASHBOARD_DIR): Promise<DashboardF
     const name = f.path.endsWith(".css") ? "app.css" : "app.js";
     files[name] = f.text;
   }
+  // The first run's setup page (dashboard/setup/): a bundle of its own, styled by app.css.
+  const setup = await build({
+    entryPoints: [join(ROOT, "dashboard", "setup", "main.tsx")],
+    bundle: true,
+    minify: true,
+    format: "esm",
+    target: ["es2020"],
+    jsx: "automatic",
+    jsxImportSource: "preact",
+    legalComments: "none",
+    write: false,
+    logLevel: "silent",
+  });
   mkdirSync(outdir, { recursive: true });
-  const built = { "app.js": files["app.js"] ?? "", "app.css": files["app.css"] ?? "" };
+  const built = {
+    "app.js": files["app.js"] ?? "",
+    "app.css": files["app.css"] ?? "",
+    "setup.js": setup.outputFiles[0]?.text ?? "",
+  };
   for (const [name, text] of Object.entries(built)) writeFileSync(join(outdir, name), text);
   return built;
 }

@@ -6,6 +6,7 @@
  */
 import type { FastifyInstance } from "fastify";
 import type { EventsApp } from "./domain/events/events-app.js";
+import { SETUP_PATH } from "./domain/first-run.js";
 import type { PaymentsApp } from "./domain/payments/payments-app.js";
 import type { RetentionPruner } from "./domain/retention.js";
 import type { OnePortServer } from "./http/one-port.js";
@@ -30,6 +31,12 @@ export interface App {
   metrics: Observer;
   /** The retention pruner (runs on its timer once listening, unless turned off); tests call `runOnce()`. */
   pruner: RetentionPruner;
+  /**
+   * The first run: when the store has no account, issues a new one-time
+   * setup token and returns the setup page's URL on `port`; undefined once
+   * an account exists. main.ts prints it, once per start.
+   */
+  setupUrl(port: number): Promise<string | undefined>;
   /** Listens on config.host:config.port; resolves with the bound port. */
   listen(): Promise<number>;
   /**
@@ -37,6 +44,12 @@ export interface App {
    * queued, close the store.
    */
   close(): Promise<void>;
+}
+
+/** The URL a person on this machine opens: a wildcard address is reached on loopback. */
+function baseUrl(host: string, port: number): string {
+  const reachable = host === "0.0.0.0" ? "127.0.0.1" : host === "::" ? "::1" : host;
+  return `http://${reachable.includes(":") ? `[${reachable}]` : reachable}:${port}`;
 }
 
 /**
@@ -61,6 +74,11 @@ export async function createApp(deps: AppDeps): Promise<App> {
     events,
     metrics,
     pruner,
+    async setupUrl(port) {
+      const token = await services.firstRun.issueSetupToken();
+      if (token === undefined) return undefined;
+      return `${baseUrl(config.host, port)}${SETUP_PATH}?token=${token}`;
+    },
     async listen() {
       const address = await server.listen(config.port, config.host);
       if (services.pruneEvents) pruner.start();

@@ -15,6 +15,7 @@ import { createApp } from "./app.js";
 import { createWorkerRateLimiter, serveRateLimits } from "./cluster/rate-limiter.js";
 import { type Config, ConfigError, loadConfig } from "./config.js";
 import { systemClock } from "./domain/clock.js";
+import { SETUP_TOKEN_TTL_MS } from "./domain/first-run.js";
 import type { MetricsServer } from "./metrics/metrics-server.js";
 import { checkGeoDb, listenError, openStartupStore, StartupError } from "./start-up.js";
 import { openStore } from "./store/open-store.js";
@@ -76,7 +77,8 @@ async function serve(config: Config): Promise<void> {
       ? undefined
       : (await import("./metrics/metrics.js")).createMetrics();
   // Under WORKERS one worker prunes (the primary says which in its environment).
-  const pruneEvents = !cluster.isWorker || process.env[PRUNER_ENV] === "1";
+  const firstProcess = !cluster.isWorker || process.env[PRUNER_ENV] === "1";
+  const pruneEvents = firstProcess;
   const app = await createApp({
     config,
     store,
@@ -96,12 +98,23 @@ async function serve(config: Config): Promise<void> {
       metricsServer = await serveMetrics(config, config.metricsPort, source);
     }
   }
+  let port: number;
   try {
-    await app.listen();
+    port = await app.listen();
   } catch (err) {
     await store.close().catch(() => {});
     await metricsServer?.close().catch(() => {});
     throw listenError(err, config.host, config.port);
+  }
+  // First run: one process (the lone one, or the first worker) prints the
+  // one-time setup URL, once, as a plain line (docs/running.md, docs/security.md).
+  if (firstProcess) {
+    const url = await app.setupUrl(port);
+    if (url) {
+      process.stdout.write(
+        `No account yet: open ${url} to create the owner's account, first site and dashboard key (one use, valid ${SETUP_TOKEN_TTL_MS / 60_000} minutes; a restart prints a new link).\n`,
+      );
+    }
   }
 
   let stopping = false;

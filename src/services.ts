@@ -15,6 +15,7 @@ import { type ConnectorsApp, createConnectorsApp } from "./domain/connectors/con
 import { createErasure, type Erasure, erasureAuditFields } from "./domain/erasure.js";
 import type { EventsApp } from "./domain/events/events-app.js";
 import { createEventsApp } from "./domain/events/events-app.js";
+import { createFirstRun, type FirstRun } from "./domain/first-run.js";
 import type { PaymentsApp } from "./domain/payments/payments-app.js";
 import { createPaymentsApp } from "./domain/payments/payments-app.js";
 import { createReports, type Reports } from "./domain/reports.js";
@@ -72,6 +73,8 @@ export interface Services {
   metrics: Observer;
   auth: Authenticator;
   admin: Admin;
+  /** The first run's one-time setup token and the setup page's operation. */
+  firstRun: FirstRun;
   erasure: Erasure;
   /** Per-site retention of raw events (AdminService, CLI). */
   retention: Retention;
@@ -158,6 +161,7 @@ export async function buildServices(
   );
   const readiness = createReadiness({ ping: () => store.ping(), timeoutMs: 2_000 });
   metrics.setReadinessProbe(() => readiness.check());
+  const admin = createAdmin({ store, clock });
 
   return {
     config,
@@ -165,7 +169,8 @@ export async function buildServices(
     store,
     metrics,
     auth: createAuthenticator({ store, clock }),
-    admin: createAdmin({ store, clock }),
+    admin,
+    firstRun: createFirstRun({ store, clock, admin }),
     erasure: createErasure({
       store,
       attributor: attribution,

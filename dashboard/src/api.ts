@@ -50,6 +50,12 @@ export function isAuthError(err: unknown): boolean {
 /** A sentence for the page about a failed call. */
 export function describeError(err: unknown): string {
   const e = ConnectError.from(err);
+  const sentence = explain(e);
+  // The service's own reason is always shown (e.g. "admin API is disabled: ADMIN_TOKEN is not set").
+  return isAuthError(e) ? `${sentence} The service said: ${e.rawMessage}.` : sentence;
+}
+
+function explain(e: ConnectError): string {
   if (e.code === Code.Unauthenticated && e.rawMessage === "unknown or revoked API key") {
     return "This key was not accepted: it is unknown or has been revoked. Ask an owner or admin of the site for a new reports key.";
   }

@@ -63,7 +63,9 @@ VISITOR='"ip":"203.0.113.9","ua":"Mozilla/5.0 (Macintosh; Intel Mac OS X 14_0) A
 NOW="$(date -u +%Y-%m-%dT%H:%M:%SZ)"
 
 # The payment id is the idempotency key: a retry updates, never duplicates.
-post /api/v1/payments '{"payment_id":"'"$PAYMENT_ID"'","customer":{"id":"cus_42","email":"ada@example.com","user_id":"u_42"},"amount":29.99,"currency":"USD","kind":"charge","paid_at":"'"$NOW"'"}'
+# Test data: this records a real 29.99 USD charge into the site INGEST_SITE points at (its revenue
+# counts it); metadata test=true and the pay_example_ id mark it as an example's.
+post /api/v1/payments '{"payment_id":"'"$PAYMENT_ID"'","customer":{"id":"cus_42","email":"ada@example.com","user_id":"u_42"},"amount":29.99,"currency":"USD","kind":"charge","paid_at":"'"$NOW"'","metadata":{"test":"true"}}'
 echo "payment $PAYMENT_ID recorded"
 
 post /api/v1/events '{"s":"'"$SITE"'","b":[

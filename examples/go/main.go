@@ -118,6 +118,8 @@ func main() {
 		os.Exit(1)
 	}
 
+	// Test data: this records a real 29.99 USD charge into the site INGEST_SITE points at (its
+	// revenue counts it); metadata test=true and the pay_example_ id mark it as an example's.
 	_, payment, err := post(client, base, key, "/api/v1/payments", map[string]any{
 		"payment_id": paymentID,
 		"customer":   map[string]any{"id": "cus_42", "email": "ada@example.com", "user_id": "u_42"},
@@ -125,6 +127,7 @@ func main() {
 		"currency":   "USD",
 		"kind":       "charge",
 		"paid_at":    time.Now().UTC().Format(time.RFC3339),
+		"metadata":   map[string]string{"test": "true"},
 	})
 	if err != nil {
 		fail(err)

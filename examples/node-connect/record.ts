@@ -77,6 +77,8 @@ const visitor = {
 try {
   // The payment id is the idempotency key: a retry updates, never duplicates.
   const paymentId = process.env.INGEST_PAYMENT_ID ?? `pay_example_${Date.now()}`;
+  // Test data: this records a real 29.99 USD charge into the site INGEST_SITE points at (its
+  // revenue counts it); metadata test=true and the pay_example_ id mark it as an example's.
   const payment = await withRetry(() =>
     payments.recordPayment(
       {
@@ -86,6 +88,7 @@ try {
         currency: "USD",
         kind: "charge",
         paidAt: new Date().toISOString(),
+        metadata: { test: "true" },
       },
       callOptions,
     ),

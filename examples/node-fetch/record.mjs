@@ -78,6 +78,8 @@ const visitor = {
 };
 
 try {
+  // Test data: this records a real 29.99 USD charge into the site INGEST_SITE points at (its
+  // revenue counts it); metadata test=true and the pay_example_ id mark it as an example's.
   const payment = await post("/api/v1/payments", {
     payment_id: paymentId,
     customer: { id: "cus_42", email: "ada@example.com", user_id: "u_42" },
@@ -85,6 +87,7 @@ try {
     currency: "USD",
     kind: "charge",
     paid_at: new Date().toISOString(),
+    metadata: { test: "true" },
   });
   const { data } = await payment.json();
   console.log(`payment ${data.payment_id} recorded`);

@@ -81,6 +81,8 @@ def main():
         "(KHTML, like Gecko) Version/17.0 Safari/605.1.15",
     }
     try:
+        # Test data: this records a real 29.99 USD charge into the site INGEST_SITE points at (its
+        # revenue counts it); metadata test=true and the pay_example_ id mark it as an example's.
         res = post(
             session,
             "/api/v1/payments",
@@ -91,6 +93,7 @@ def main():
                 "currency": "USD",
                 "kind": "charge",
                 "paid_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
+                "metadata": {"test": "true"},
             },
         )
         print(f"payment {res.json()['data']['payment_id']} recorded")

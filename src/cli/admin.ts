@@ -9,6 +9,7 @@ import { createWriteStream, existsSync, rmSync } from "node:fs";
 import { Readable } from "node:stream";
 import { pipeline } from "node:stream/promises";
 import { parseArgs } from "node:util";
+import { createApp } from "../app.js";
 import { loadConfig } from "../config.js";
 import { createAdmin, type SiteView } from "../domain/admin.js";
 import { createAttributor } from "../domain/attribution/attribute.js";
@@ -45,6 +46,7 @@ import {
 import { httpErrorOf } from "../edge/http-errors.js";
 import { type MigrationReport, openStore } from "../store/open-store.js";
 import { backupSqlite, CopyRefusedError, restoreSqlite } from "../store/sqlite/backup.js";
+import { DEMO_DAYS, loadDemoMonth } from "./demo-data.js";
 
 /** Each command: its arguments and what it does, for `help`. */
 const COMMANDS = {
@@ -135,8 +137,8 @@ const COMMANDS = {
     "Replaces the SQLite store with the backup FILE; refused while a server has the store open.",
   ],
   demo: [
-    "",
-    "Creates a demo account, site (example.com, localhost) and key; prints `export KEY=… SITE=… ADMIN_TOKEN=…`.",
+    "[--empty]",
+    "Creates a demo account, site (example.com, localhost), key and Stripe connector, and loads the last 30 days of visitors, events and payments into it through the service's own doors (--empty: none); prints `export KEY=… SITE=… ADMIN_TOKEN=… ACCOUNT=… USER_ID=…`.",
   ],
 } as const;
 
@@ -196,6 +198,7 @@ const OPTIONS = {
   from: { type: "string" },
   to: { type: "string" },
   out: { type: "string" },
+  empty: { type: "boolean" },
   help: { type: "boolean", short: "h" },
 } as const;
 
@@ -581,8 +584,11 @@ async function run(argv: string[]): Promise<unknown> {
           reattributed_customers: r.reattributedCustomers,
         };
       }
-      case "demo":
-        return new ShellExports(await demo(admin, config.adminToken));
+      case "demo": {
+        const vars = await demo(admin, config.adminToken);
+        if (!values.empty) await loadDemoData(config, store, admin, vars);
+        return new ShellExports(vars);
+      }
       default: {
         const u = await admin.getUsage({ accountId: need("account") });
         return {
@@ -677,7 +683,64 @@ async function demo(
     scopes: [...WRITE_SCOPES],
     actorUserId: ownerUserId,
   });
-  return { KEY: key, SITE: siteId, ADMIN_TOKEN: adminToken ?? randomBytes(24).toString("hex") };
+  return {
+    KEY: key,
+    SITE: siteId,
+    ADMIN_TOKEN: adminToken ?? randomBytes(24).toString("hex"),
+    ACCOUNT: accountId,
+    USER_ID: ownerUserId,
+  };
+}
+
+/**
+ * The demo's month (demo-data.ts): a Stripe connector on the demo site, then
+ * the service itself on a free loopback port over this same store, with a
+ * clock the loader moves, so the data goes through the real doors. A summary
+ * goes to stderr; stdout keeps the one export line.
+ */
+async function loadDemoData(
+  config: ReturnType<typeof loadConfig>,
+  store: Awaited<ReturnType<typeof openStore>>,
+  admin: ReturnType<typeof createAdmin>,
+  vars: Record<string, string>,
+): Promise<void> {
+  const started = performance.now();
+  const secret = `whsec_${randomBytes(24).toString("base64url")}`;
+  const connector = await admin.createConnector({
+    siteId: vars.SITE as string,
+    provider: "stripe",
+    secret,
+    actorUserId: vars.USER_ID as string,
+  });
+  const end = systemClock.now();
+  let now = end;
+  const app = await createApp({
+    config: { ...config, host: "127.0.0.1", port: 0, logLevel: "silent", retentionIntervalMs: 0 },
+    store,
+    clock: { now: () => now },
+    pruneEvents: false,
+  });
+  try {
+    const port = await app.listen();
+    const summary = await loadDemoMonth(
+      {
+        url: `http://127.0.0.1:${port}`,
+        key: vars.KEY as string,
+        siteId: vars.SITE as string,
+        connector: { id: connector.connectorId, secret },
+        setNow: (ms) => {
+          now = ms;
+        },
+      },
+      { end },
+    );
+    const s = ((performance.now() - started) / 1000).toFixed(1);
+    process.stderr.write(
+      `loaded ${DEMO_DAYS} days into ${vars.SITE} in ${s} s: ${summary.visitors} visitors, ${summary.events} events (${summary.identifies} identify calls), ${summary.payments} payments (${summary.refunds} refunds, ${summary.chargebacks} chargeback), ${summary.stripeDeliveries} Stripe deliveries\n`,
+    );
+  } finally {
+    await app.close();
+  }
 }
 
 run(process.argv.slice(2)).then(

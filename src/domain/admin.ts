@@ -359,3 +359,10 @@ export function createAdmin(deps: { store: Store; clock: Clock }) {
 }
 
 export type Admin = ReturnType<typeof createAdmin>;
+
+/**
+ * The checks createAccount and createSite apply to an email and a host name,
+ * for a caller that must refuse bad input before it changes anything (the
+ * first run spends its one-time token only on input that will be accepted).
+ */
+export const adminInputRules = { email, hostname } as const;

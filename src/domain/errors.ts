@@ -137,6 +137,28 @@ export const errors = {
   adminTokenUnset: () =>
     new DomainError("unauthorized", "admin API is disabled: ADMIN_TOKEN is not set"),
   badAdminToken: () => new DomainError("unauthorized", "missing or invalid admin token"),
+  /** First run (src/domain/first-run.ts): a token that is not the one the server printed. */
+  setupTokenInvalid: () =>
+    new DomainError(
+      "unauthorized",
+      "this setup link is not valid: open the setup URL the server printed at its last start",
+    ),
+  setupTokenExpired: () =>
+    new DomainError(
+      "unauthorized",
+      "this setup link has expired: restart the server to print a new one",
+    ),
+  setupTokenUsed: () =>
+    new DomainError(
+      "unauthorized",
+      "this setup link has already been used: sign in with the reports key it created",
+    ),
+  /** An account exists (made by setup or the admin CLI): there is nothing to set up. */
+  setupDone: () =>
+    new DomainError(
+      "conflict",
+      "this service is already set up: sign in with a reports key or the admin token",
+    ),
   /** A connector id no connector has (the webhook door's 404). */
   unknownConnector: () => notFound("unknown connector"),
   /** Creating a connector: a provider the service has no connector for. */

@@ -269,7 +269,7 @@ describe("the dashboard in Chromium", () => {
     const alert = page.getByRole("alert");
     await alert.waitFor();
     await expect(alert.textContent()).resolves.toBe(
-      "This token was not accepted: check it (a reports key or the service's ADMIN_TOKEN) and sign in again.",
+      "This token was not accepted: check it (a reports key or the service's ADMIN_TOKEN) and sign in again. The service said: missing or invalid admin token.",
     );
     await expect(page.getByLabel("Token").count()).resolves.toBe(1);
     expect(await page.evaluate(() => sessionStorage.getItem("ingest.dashboard.token"))).toBeNull();
@@ -305,7 +305,7 @@ describe("the dashboard in Chromium", () => {
     const alert = page.getByRole("alert");
     await alert.waitFor();
     await expect(alert.textContent()).resolves.toBe(
-      "This key was not accepted: it is unknown or has been revoked. Ask an owner or admin of the site for a new reports key.",
+      "This key was not accepted: it is unknown or has been revoked. Ask an owner or admin of the site for a new reports key. The service said: unknown or revoked API key.",
     );
     expect(await page.evaluate(() => sessionStorage.getItem("ingest.dashboard.token"))).toBeNull();
     await page.screenshot({ path: join(ARTIFACTS, "revoked-key.png") });
@@ -318,7 +318,7 @@ describe("the dashboard in Chromium", () => {
     const alert = page.getByRole("alert");
     await alert.waitFor();
     await expect(alert.textContent()).resolves.toBe(
-      "This key reads another site only: sign in again with the site id left empty to open its own site.",
+      "This key reads another site only: sign in again with the site id left empty to open its own site. The service said: api key does not belong to this site.",
     );
   });
 

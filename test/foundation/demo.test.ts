@@ -31,11 +31,14 @@ afterAll(async () => {
 });
 
 describe("npm run demo", () => {
-  it("creates an account, site and key and prints one export line", async () => {
+  it("creates an account, site and key, loads a month, and prints one export line", async () => {
     const r = await runNpmScript("demo", [], env);
     expect(r.exitCode, r.stderr).toBe(0);
     expect(r.stdout).toMatch(
-      /^export KEY=mk_live_[0-9a-f]{48} SITE=site_[0-9a-f]{24} ADMIN_TOKEN=[0-9a-f]{48}\n$/,
+      /^export KEY=mk_live_[0-9a-f]{48} SITE=site_[0-9a-f]{24} ADMIN_TOKEN=[0-9a-f]{48} ACCOUNT=acct_[0-9a-f]{24} USER_ID=user_[0-9a-f]{24}\n$/,
+    );
+    expect(r.stderr).toMatch(
+      /^creating a new database at .*\nloaded 30 days into site_[0-9a-f]{24} in [0-9.]+ s: \d+ visitors, \d+ events \(\d+ identify calls\), \d+ payments \(2 refunds, 1 chargeback\), \d+ Stripe deliveries\n$/,
     );
     vars = Object.fromEntries(
       r.stdout
@@ -48,8 +51,9 @@ describe("npm run demo", () => {
 
   it("keeps an ADMIN_TOKEN that is already set", async () => {
     const token = "an-operator-chosen-token-42";
-    const r = await runNpmScript("demo", [], { ...env, ADMIN_TOKEN: token });
-    expect(r.stdout).toMatch(new RegExp(` ADMIN_TOKEN=${token}\\n$`));
+    const r = await runNpmScript("demo", ["--empty"], { ...env, ADMIN_TOKEN: token });
+    expect(r.stdout).toMatch(new RegExp(` ADMIN_TOKEN=${token} ACCOUNT=`));
+    expect(r.stderr).toBe("");
   });
 
   it("runs the README walk-through: pageview, $identify, payment, GetPayment with the channel", async () => {

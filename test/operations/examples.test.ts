@@ -79,6 +79,7 @@ describe("client examples", () => {
         currency: "USD",
         customerId: "cus_42",
         kind: "charge",
+        metadata: { test: "true" },
       });
       const events = await ctx.store.listEvents(ctx.siteId, 10_000);
       expect(events.length - before).toBe(3);

@@ -294,6 +294,7 @@ describe("mongodb adapter without a server", () => {
       "traffic_days",
       "visitor_days",
       "new_visitor_days",
+      "setup_tokens",
     ]);
     for (const c of COLLECTIONS) {
       expect(c.schema.bsonType).toBe("object");

@@ -13,6 +13,7 @@ import type { StoreOverviewPart } from "./overview-port.js";
 import type { StorePaymentsPart } from "./payments-port.js";
 import type { StorePersistentVisitorsPart } from "./persistent-visitors-port.js";
 import type { StoreRetentionPart } from "./retention-port.js";
+import type { StoreSetupPart } from "./setup-port.js";
 
 export * from "../vocabulary.js";
 export type * from "./connectors-port.js";
@@ -23,6 +24,7 @@ export type { PaymentPage, PaymentPageQuery, PaymentPosition } from "./payments-
 export type { VisitorStitch } from "./persistent-visitors-port.js";
 export * from "./records.js";
 export type { EventsRetention, PruneStep } from "./retention-port.js";
+export type { SetupTokenRecord } from "./setup-port.js";
 export type {
   StoreAccountsPart,
   StoreAttributionPart,
@@ -33,6 +35,7 @@ export type {
   StorePaymentsPart,
   StorePersistentVisitorsPart,
   StoreRetentionPart,
+  StoreSetupPart,
 };
 
 /** The store port. Every method may reject when the database is unreachable. */
@@ -45,7 +48,8 @@ export interface Store
     StoreConnectorsPart,
     StoreErasurePart,
     StoreOverviewPart,
-    StoreRetentionPart {
+    StoreRetentionPart,
+    StoreSetupPart {
   /** Which adapter this is, for logs and /readyz. */
   readonly kind: "sqlite" | "mongodb";
   /**

@@ -1,5 +1,6 @@
 /**
- * The dashboard's built files (dist/dashboard/app.js and app.css, written by
+ * The dashboard's built files (dist/dashboard/app.js, app.css and the first
+ * run's setup.js, written by
  * dashboard/build.ts), read once at start-up and kept in memory with their
  * gzip and brotli forms and an ETag each, as the tracking script is.
  */
@@ -18,11 +19,12 @@ export interface DashboardAsset {
 }
 
 /** The bundle's files by name. */
-export type DashboardBundle = Record<"app.js" | "app.css", DashboardAsset>;
+export type DashboardBundle = Record<"app.js" | "app.css" | "setup.js", DashboardAsset>;
 
 const TYPES = {
   "app.js": "text/javascript; charset=utf-8",
   "app.css": "text/css; charset=utf-8",
+  "setup.js": "text/javascript; charset=utf-8",
 } as const;
 
 /** dist/dashboard seen from this file: from src/http/dashboard (tests, tsx) and dist/src/http/dashboard (`npm start`). */
@@ -52,7 +54,7 @@ function asset(type: string, identity: Buffer): DashboardAsset {
 export function loadDashboardBundle(dir = defaultDashboardDir()): DashboardBundle | undefined {
   const files = Object.keys(TYPES) as (keyof typeof TYPES)[];
   if (!files.every((f) => existsSync(join(dir, f)))) return undefined;
-  const [js, css] = files.map((f) => asset(TYPES[f], readFileSync(join(dir, f))));
-  if (!js || !css) return undefined;
-  return { "app.js": js, "app.css": css };
+  const [js, css, setup] = files.map((f) => asset(TYPES[f], readFileSync(join(dir, f))));
+  if (!js || !css || !setup) return undefined;
+  return { "app.js": js, "app.css": css, "setup.js": setup };
 }

@@ -1,7 +1,8 @@
 /**
  * The dashboard door: `GET /dashboard`, a single-page app for a site's
  * revenue by first-touch channel (docs/dashboard.md), and its two built files
- * `/dashboard/app.js` and `/dashboard/app.css`. The door only serves files:
+ * `/dashboard/app.js` and `/dashboard/app.css`, and the first run's setup page
+ * (setup-routes.ts: `/dashboard/setup`, `/dashboard/setup.js`). Otherwise the door only serves files:
  * the page calls ReportsService over the Connect protocol on this same origin
  * (the RPC door), with the token the user typed, so it decides nothing and
  * holds no secret.
@@ -11,6 +12,8 @@
  * ETag: a new build is picked up at once, an unchanged one costs a 304.
  */
 import type { FastifyPluginAsync, FastifyReply, FastifyRequest } from "fastify";
+import type { FirstRun } from "../../domain/first-run.js";
+import { acceptRawJsonBodies } from "../../edge/decode-json.js";
 import { doorErrors } from "../../edge/door-errors.js";
 import { sendError } from "../envelope.js";
 import { registerMethodNotAllowed } from "../method-not-allowed.js";
@@ -20,6 +23,7 @@ import {
   type DashboardBundle,
   loadDashboardBundle,
 } from "./dashboard-bundle.js";
+import { registerSetupRoutes, setupPage } from "./setup-routes.js";
 
 /** Where the page is: part of the public interface (bookmarks carry it). */
 export const DASHBOARD_PATH = "/dashboard";
@@ -58,6 +62,8 @@ const PAGE = Buffer.from(
 
 /** What the dashboard door serves. */
 export interface DashboardDoorOptions {
+  /** The first run's setup page (setup-routes.ts). */
+  firstRun: FirstRun;
   /** The built files; default: what `npm run build` wrote to dist/dashboard/. */
   dashboardBundle?: DashboardBundle;
 }
@@ -94,13 +100,20 @@ export const dashboardDoor: FastifyPluginAsync<DashboardDoorOptions> = async (sc
   const bundle = options.dashboardBundle ?? loadDashboardBundle();
   const notBuilt = doorErrors.notServed("the dashboard is not built: run npm run build");
   scope.addHook("onRequest", async (_request, reply) => secure(reply));
+  // Only the setup page posts here: JSON kept as bytes, decoded by the route.
+  acceptRawJsonBodies(scope);
+  registerSetupRoutes(scope, {
+    firstRun: options.firstRun,
+    page: bundle ? setupPage(DASHBOARD_PATH) : undefined,
+    notBuilt: (reply) => sendError(reply, notBuilt),
+  });
 
   scope.get(DASHBOARD_PATH, async (_request, reply) => {
     if (!bundle) return sendError(reply, notBuilt);
     reply.type("text/html; charset=utf-8");
     return reply.send(PAGE);
   });
-  for (const name of ["app.js", "app.css"] as const) {
+  for (const name of ["app.js", "app.css", "setup.js"] as const) {
     const url = `${DASHBOARD_PATH}/${name}`;
     scope.get(url, async (request, reply) => {
       if (!bundle) return sendError(reply, notBuilt);

@@ -89,6 +89,15 @@ export interface QuotaDoc {
 }
 
 /** The one directory-version document (`_id: "version"`), raised by every account, site or key change. */
+/** The first run's setup token (setup.ts): only its SHA-256. */
+export interface SetupTokenDoc {
+  _id: string;
+  hash: string;
+  created_at: Date;
+  expires_at: Date;
+  used_at?: Date;
+}
+
 export interface DirectoryDoc {
   _id: string;
   version: number;

@@ -19,6 +19,7 @@ import {
   SchemaMissingError,
   verifySchema,
 } from "./schema.js";
+import { createMongoSetup } from "./setup.js";
 import { clientOptions } from "./time-limit.js";
 
 /** The database used when neither the URL path nor the options name one. */
@@ -129,6 +130,7 @@ export async function createMongoStore(
       ...createMongoErasure(c),
       ...createMongoOverview(c),
       ...createMongoRetention(c),
+      ...createMongoSetup(c),
       async ping() {
         await checkWritablePrimary(db, timeoutMs);
       },

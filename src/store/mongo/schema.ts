@@ -40,6 +40,7 @@ import type {
   SaltDoc,
   SequenceDoc,
   SettingDoc,
+  SetupTokenDoc,
   SiteDoc,
   SubscriptionDoc,
   UserDoc,
@@ -515,6 +516,18 @@ export const COLLECTIONS: readonly CollectionSpec[] = [
       },
     ],
   },
+  {
+    // The first run's setup token (setup.ts): one document, `_id: "first_run"`, hash only.
+    name: "setup_tokens",
+    schema: object(["_id", "hash", "created_at", "expires_at"], {
+      _id: str,
+      hash: str,
+      created_at: date,
+      expires_at: date,
+      used_at: date,
+    }),
+    indexes: [],
+  },
 ];
 
 /**
@@ -660,6 +673,7 @@ export interface Collections {
   identities: Collection<IdentityDoc>;
   salts: Collection<SaltDoc>;
   directory: Collection<DirectoryDoc>;
+  setupTokens: Collection<SetupTokenDoc>;
   customers: Collection<CustomerDoc>;
   subscriptions: Collection<SubscriptionDoc>;
   payments: Collection<PaymentDoc>;
@@ -697,6 +711,7 @@ export function collections(db: Db, options: { maxTimeMS?: number } = {}): Colle
     identities: get<IdentityDoc>("identities"),
     salts: get<SaltDoc>("salts"),
     directory: get<DirectoryDoc>("directory"),
+    setupTokens: get<SetupTokenDoc>("setup_tokens"),
     customers: get<CustomerDoc>("customers"),
     subscriptions: get<SubscriptionDoc>("subscriptions"),
     payments: get<PaymentDoc>("payments"),

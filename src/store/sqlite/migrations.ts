@@ -479,6 +479,21 @@ ALTER TABLE sites ADD COLUMN name TEXT;
 ALTER TABLE sites ADD COLUMN time_zone TEXT;
 `,
   },
+  {
+    version: 18,
+    description: "the one-time setup token of a store with no account (first run)",
+    // One row at most: a new token (a restart with still no account) replaces
+    // the last. Only the SHA-256 of the token is kept (src/domain/first-run.ts).
+    sql: `
+CREATE TABLE setup_token (
+  id INTEGER PRIMARY KEY CHECK (id = 1),
+  hash TEXT NOT NULL,
+  created_at INTEGER NOT NULL,
+  expires_at INTEGER NOT NULL,
+  used_at INTEGER
+);
+`,
+  },
 ];
 
 /** The UTC day (YYYY-MM-DD) of a payments row's paid_at (NEW, OLD or the table). */

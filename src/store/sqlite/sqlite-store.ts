@@ -12,6 +12,7 @@ import { createSqlitePayments } from "./payments.js";
 import { createSqlitePersistentVisitors } from "./persistent-visitors.js";
 import { createSqliteRetention } from "./retention.js";
 import { createSeenVisitorDays } from "./seen-visitor-days.js";
+import { createSqliteSetup } from "./setup.js";
 import { countChanges, createWalSync, type SyncFile } from "./wal-sync.js";
 
 export interface SqliteStoreOptions {
@@ -49,6 +50,7 @@ export function createSqliteStore(path: string, options: SqliteStoreOptions = {}
     ...createSqliteErasure(db, seenVisitorDays),
     ...createSqliteOverview(db),
     ...createSqliteRetention(db),
+    ...createSqliteSetup(db),
   };
   // Every method that changed rows resolves only after the WAL is synced: the
   // adapter's methods do their SQLite work synchronously, so the count read

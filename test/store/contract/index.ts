@@ -17,6 +17,7 @@ import { describePaymentsContract } from "./payments.js";
 import { describeQuotaContract } from "./quota.js";
 import { describeRetentionContract } from "./retention.js";
 import { describeRollupsContract } from "./rollups.js";
+import { describeSetupContract } from "./setup.js";
 
 export function describeStoreContract(name: string, open: () => Promise<Store>): void {
   describe(`store contract: ${name}`, () => {
@@ -31,6 +32,8 @@ export function describeStoreContract(name: string, open: () => Promise<Store>):
     });
 
     const contract = storeContract(name, open, () => store);
+    // First: it needs a store with no account yet.
+    describeSetupContract(contract);
     describeAccountsContract(contract);
     describeQuotaContract(contract);
     describeEventsContract(contract);
