@@ -351,6 +351,35 @@ describe("reference: revenue and models", () => {
     ]);
   });
 
+  it("takes the touches of identified and stitched visitors (either id), and only visits before paid_at", () => {
+    const data: RefData = {
+      ...REVENUE,
+      events: [
+        ev("u-v", T0, "pageview", "/", google),
+        ev("d9", T0 + HOUR, "pageview", "/m?utm_source=news&utm_medium=email", email),
+        ev("p:y", T0 + 2 * HOUR, "pageview", "/"),
+        ev("p:y", T0 + 4 * HOUR, "pageview", "/", google),
+      ],
+      identities: [{ siteId: SITE, visitorId: "u-v", userId: "u9" }],
+      stitches: [{ siteId: SITE, visitorId: "d9", persistentId: "p:y" }],
+      customers: [{ siteId: SITE, customerId: "cust3", userId: "u9", visitorIds: ["p:y"] }],
+      payments: [
+        payment("p10", "cust3", "charge", 900, T0 + 3 * HOUR, "Organic Search", "u-v", T0),
+      ],
+    };
+    const r = run(data, {
+      metrics: ["net_revenue"],
+      dimensions: ["channel"],
+      model: "linear",
+      currency: "EUR",
+    });
+    expect(r.rows).toEqual([
+      { dimensions: ["Direct"], metrics: [eur(300)] },
+      { dimensions: ["Email"], metrics: [eur(300)] },
+      { dimensions: ["Organic Search"], metrics: [eur(300)] },
+    ]);
+  });
+
   it("totals: per-visitor revenue, average order value and the medians to first payment", () => {
     const r = run(REVENUE, {
       metrics: [
