@@ -6,13 +6,15 @@
  * attribution model over payments, refunds, stitched visitors and medians,
  * ordering and pages, and a funnel.
  */
+import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import {
   planFunnel,
   planQuery,
   type QueryRequestFields,
 } from "../../src/domain/analytics/plan-query.js";
-import type { MetricValue } from "../../src/domain/analytics/query-plan.js";
+import type { MetricValue, QueryPlan } from "../../src/domain/analytics/query-plan.js";
+import { eraseCustomer, funnelCaseArb, queryCaseArb } from "../helpers/analytics-arbitraries.js";
 import {
   type RefData,
   type RefEvent,
@@ -471,5 +473,107 @@ describe("reference: funnel", () => {
       referenceFunnel(data, plan({ currency: "EUR", model: "linear" })).completersNetMinor,
     ).toBe(700n);
     expect(referenceFunnel(data, plan({ currency: "EUR" })).completersNetMinor).toBe(700n);
+  });
+});
+
+describe("reference: properties on random data", () => {
+  const netOf = (payments: RefData["payments"]) =>
+    payments
+      .filter((p) => p.status === "succeeded" && p.currency === "EUR")
+      .reduce((a, p) => a + BigInt(p.kind === "charge" ? p.amountMinor : -p.amountMinor), 0n);
+  const inPeriod = (data: RefData, plan: { period: { from: number; to: number } }) =>
+    data.payments.filter((p) => p.paidAt >= plan.period.from && p.paidAt < plan.period.to);
+  const minor = (v: MetricValue | undefined) => (v?.kind === "money" ? v.minor : undefined);
+
+  it("every model splits each counted payment exactly: totals and the sum of rows equal the payments' net", () => {
+    fc.assert(
+      fc.property(queryCaseArb, ({ data, plan }) => {
+        const p: QueryPlan = {
+          ...plan,
+          metrics: ["net_revenue"],
+          dimensions: plan.dimensions.filter((d) => !d.startsWith("time:")).slice(0, 1),
+          filters: [],
+          currency: "EUR",
+          limit: 1000,
+          offset: 0,
+          orderBy: [
+            { field: "net_revenue", desc: true },
+            ...plan.dimensions.slice(0, 1).map((field) => ({ field, desc: false })),
+          ],
+        };
+        const r = referenceQuery(data, p);
+        const expected = netOf(inPeriod(data, p));
+        expect(minor(r.totals[0])).toBe(expected);
+        expect(r.rows.reduce((a, row) => a + (minor(row.metrics[0]) ?? 0n), 0n)).toBe(expected);
+      }),
+      { numRuns: 150 },
+    );
+  });
+
+  it("erasing a customer takes exactly its payments out of the first-touch net", () => {
+    fc.assert(
+      fc.property(queryCaseArb, ({ data, plan }) => {
+        fc.pre(data.customers.length > 0);
+        const customerId = (data.customers[0] as RefData["customers"][number]).customerId;
+        const p: QueryPlan = {
+          ...plan,
+          metrics: ["net_revenue"],
+          dimensions: [],
+          filters: [],
+          model: "first_touch",
+          currency: "EUR",
+          orderBy: [{ field: "net_revenue", desc: true }],
+        };
+        const before = minor(referenceQuery(data, p).totals[0]) as bigint;
+        const after = minor(referenceQuery(eraseCustomer(data, customerId), p).totals[0]) as bigint;
+        expect(before - after).toBe(
+          netOf(inPeriod(data, p).filter((x) => x.customerId === customerId)),
+        );
+      }),
+      { numRuns: 100 },
+    );
+  });
+
+  it("answers every planned query: one value per metric, rows within the limit, visitors never above events", () => {
+    fc.assert(
+      fc.property(queryCaseArb, ({ data, plan }) => {
+        const r = referenceQuery(data, plan);
+        expect(r.totals).toHaveLength(plan.metrics.length);
+        expect(r.rows.length).toBeLessThanOrEqual(plan.limit);
+        for (const row of r.rows) {
+          expect(row.dimensions).toHaveLength(plan.dimensions.length);
+          expect(row.metrics).toHaveLength(plan.metrics.length);
+          expect(row.comparison === undefined).toBe(plan.comparison === undefined);
+        }
+        const t = referenceQuery(data, {
+          ...plan,
+          metrics: ["visitors", "visits", "events"],
+          orderBy: [{ field: "visitors", desc: true }],
+        }).totals.map((v) => (v.kind === "count" ? v.value : -1));
+        expect(t[0]).toBeLessThanOrEqual(t[1] as number);
+        expect(t[1]).toBeLessThanOrEqual(t[2] as number);
+      }),
+      { numRuns: 100 },
+    );
+  });
+
+  it("a funnel's steps never gain visitors, and its rates stay within 0–100", () => {
+    fc.assert(
+      fc.property(funnelCaseArb, ({ data, plan }) => {
+        const r = referenceFunnel(data, plan);
+        r.steps.forEach((s, i) => {
+          if (i > 0)
+            expect(s.visitors).toBeLessThanOrEqual(
+              (r.steps[i - 1] as { visitors: number }).visitors,
+            );
+          for (const x of [s.conversionFromPrevious, s.conversionOverall]) {
+            expect(x).toBeGreaterThanOrEqual(0);
+            expect(x).toBeLessThanOrEqual(100);
+          }
+        });
+        expect(r.completersNetMinor === undefined).toBe(plan.currency === undefined);
+      }),
+      { numRuns: 100 },
+    );
   });
 });
