@@ -122,6 +122,11 @@ function round2(x: number): number {
   return (Math.sign(x) * Math.round(Math.abs(x) * 100 + 1e-9)) / 100;
 }
 
+/** Rounded to a whole number, halves away from zero. */
+function roundHalfAway(x: number): number {
+  return Math.sign(x) * Math.round(Math.abs(x) + 1e-9) || 0;
+}
+
 /** a / b in minor units, rounded half away from zero. */
 function divRound(a: bigint, b: bigint): bigint {
   const neg = a < 0n !== b < 0n;
@@ -370,9 +375,13 @@ export function createReference(data: RefData, siteId: string) {
         case "bounce_rate":
           return num(vs.length ? (vs.filter((v) => v.bounce).length / vs.length) * 100 : undefined);
         case "visit_duration":
-          return num(
-            vs.length ? vs.reduce((a, v) => a + v.durationMs, 0) / 1000 / vs.length : undefined,
-          );
+          // Whole seconds, as Plausible reports it.
+          return vs.length
+            ? {
+                kind: "number",
+                value: roundHalfAway(vs.reduce((a, v) => a + v.durationMs, 0) / 1000 / vs.length),
+              }
+            : { kind: "none" };
         case "conversions":
           return count(converters.size);
         case "conversion_rate":
@@ -540,7 +549,11 @@ export function createReference(data: RefData, siteId: string) {
       if (step.kind === "event") hit = e.name === step.value;
       else {
         const page = pageOf(e.url);
-        const path = step.value.startsWith("/") ? new URL(page).pathname : page;
+        const path = step.value.startsWith("/")
+          ? URL.canParse(page)
+            ? new URL(page).pathname
+            : page
+          : page;
         hit =
           e.name === "pageview" &&
           (step.kind === "page" ? path === step.value : path.startsWith(step.value));
