@@ -168,14 +168,14 @@ describe("the analytics engine over DuckDB", () => {
         filters: [{ dimension: "page", op: "contains", values: ["PRIC"] }],
       }),
     );
-    expect(pricing.rows).toEqual([{ dimensions: ["/pricing"], metrics: [count(2), count(2)] }]);
+    expect(pricing.rows).toEqual([{ dimensions: ["https://example.com/pricing"], metrics: [count(2), count(2)] }]);
 
     const funnel = await analytics().engine.funnel({
       siteId: s,
       timeZone: "UTC",
       steps: [
-        { kind: "page", value: "/", filters: [], label: "home" },
-        { kind: "page", value: "/pricing", filters: [], label: "pricing" },
+        { kind: "page", value: "https://example.com/", filters: [], label: "home" },
+        { kind: "page", value: "https://example.com/pricing", filters: [], label: "pricing" },
         { kind: "event", value: "signup", filters: [], label: "signup" },
       ],
       filters: [],

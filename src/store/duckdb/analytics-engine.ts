@@ -20,12 +20,10 @@ import {
   type QueryResultRow,
   type TimeGrain,
 } from "../../domain/analytics/query-plan.js";
+import { VISIT_GAP_MS } from "../../domain/analytics/visits.js";
 import { errors } from "../../domain/errors.js";
 import type { AnalyticsStore } from "./analytics-store.js";
 import { DIMENSIONS, METRICS, timeBucket } from "./semantic-layer.js";
-
-/** A visit ends after this long without an event (docs/reports.md). */
-export const VISIT_GAP_MS = 30 * 60 * 1000;
 
 export interface DuckDbAnalyticsOptions {
   analytics: AnalyticsStore;
@@ -82,7 +80,7 @@ function trafficRows(siteId: string, period: Interval, p: Params): string {
   ev AS (
     SELECT e.*, coalesce(s.pvid, e.vid) AS vk FROM events e
     LEFT JOIN stitches s ON s.site_id = e.site_id AND s.vid = e.vid
-    WHERE e.site_id = ${p.add(siteId)} AND e.ts >= ${p.add(BigInt(period.from))} AND e.ts < ${p.add(BigInt(period.to))}
+    WHERE e.site_id = ${p.add(siteId)} AND e.name <> '$identify' AND e.ts >= ${p.add(BigInt(period.from))} AND e.ts < ${p.add(BigInt(period.to))}
   ),
   marked AS (
     SELECT *, CASE WHEN ts - lag(ts) OVER (PARTITION BY vk ORDER BY ts, seq) <= ${VISIT_GAP_MS} THEN 0 ELSE 1 END AS starts
@@ -94,6 +92,7 @@ function trafficRows(siteId: string, period: Interval, p: Params): string {
   visits AS (
     SELECT vk, vn,
       count(*) FILTER (WHERE name = 'pageview') AS v_pageviews,
+      count(*) AS v_events,
       (max(ts) - min(ts)) / 1000.0 AS v_seconds,
       coalesce(arg_min(channel, (ts, seq)), 'Direct') AS v_channel,
       arg_min(source, (ts, seq)) AS v_source,
@@ -101,9 +100,9 @@ function trafficRows(siteId: string, period: Interval, p: Params): string {
       arg_min(campaign, (ts, seq)) AS v_campaign,
       arg_min(term, (ts, seq)) AS v_term,
       arg_min(content, (ts, seq)) AS v_content,
-      arg_min(CASE WHEN channel IS NULL THEN NULL ELSE referrer END, (ts, seq)) AS v_referrer,
-      arg_min(page, (ts, seq)) AS v_landing_page,
-      arg_max(page, (ts, seq)) FILTER (WHERE name = 'pageview') AS v_exit_page
+      arg_min(referrer, (ts, seq)) AS v_referrer,
+      coalesce(arg_min(page, (ts, seq)) FILTER (WHERE name = 'pageview'), arg_min(page, (ts, seq))) AS v_landing_page,
+      coalesce(arg_max(page, (ts, seq)) FILTER (WHERE name = 'pageview'), arg_max(page, (ts, seq))) AS v_exit_page
     FROM numbered GROUP BY vk, vn
   ),
   x AS (SELECT n.*, v.* EXCLUDE (vk, vn) FROM numbered n JOIN visits v USING (vk, vn))`;
@@ -187,7 +186,7 @@ async function runPeriod(
             count(*) FILTER (WHERE x.name = 'pageview') AS pv,
             count(*) FILTER (WHERE NOT starts_with(x.name, '$')) AS ev,
             bool_or(x.name <> 'pageview' AND NOT starts_with(x.name, '$')) AS conv,
-            any_value(x.v_pageviews) AS v_pageviews, any_value(x.v_seconds) AS v_seconds
+            any_value(x.v_events) AS v_events, any_value(x.v_seconds) AS v_seconds
           FROM x ${where.length ? `WHERE ${where.join(" AND ")}` : ""}
           GROUP BY ALL
         )

@@ -19,8 +19,8 @@
 
 import type { DuckDBAppender } from "@duckdb/node-api";
 import Database from "better-sqlite3";
+import { externalReferrer, pageOf } from "../../domain/analytics/visits.js";
 import { classifyTouch } from "../../domain/attribution/channels.js";
-import { parseUrl } from "../../domain/events/url-parts.js";
 import { type AnalyticsStore, visitorKey } from "./analytics-store.js";
 
 /** The feed as the wiring and the tests see it. */
@@ -97,13 +97,6 @@ const EVENT_COLUMNS =
 const PAYMENT_COLUMNS =
   "site_id, payment_id, customer_id, currency, amount_minor, kind, status, paid_at, channel, attribution";
 
-/** The path of a page URL (no origin, query or fragment); the URL itself when it is not one. */
-export function pageOf(url: string): string {
-  const landing = parseUrl(url)?.landingPage;
-  if (landing === undefined) return url;
-  return landing.replace(/^[a-z][a-z0-9+.-]*:\/\/[^/]*/i, "") || "/";
-}
-
 const LOG_KIND = { event: 0, payment: 1, links: 2, stitch: 3, eventDeleted: 4 } as const;
 
 /** Creates the mover of one data directory. */
@@ -171,14 +164,20 @@ export function createAnalyticsFeed(options: AnalyticsFeedOptions): AnalyticsFee
     ap.appendVarchar(pageOf(r.url));
     const text = (v: string | null | undefined) =>
       v === null || v === undefined ? ap.appendNull() : ap.appendVarchar(v);
-    text(r.referrer_host);
+    // The referrer host unless it is the site itself (the visit's touch reads it).
+    text(
+      externalReferrer(
+        { url: r.url, referrerHost: r.referrer_host ?? undefined },
+        hostsOf(r.site_id),
+      ),
+    );
     // An internal navigation (the site's own referrer, untagged) has no channel.
     text(c?.channel);
     text(c?.source);
     text(c?.medium);
     text(c?.campaign);
-    text(r.utm_term);
-    text(r.utm_content);
+    text(r.utm_term?.trim() || undefined);
+    text(r.utm_content?.trim() || undefined);
     text(r.country);
     text(r.device);
     text(r.browser);
@@ -214,7 +213,7 @@ export function createAnalyticsFeed(options: AnalyticsFeedOptions): AnalyticsFee
         a?.source ?? null,
         a?.medium ?? null,
         a?.campaign ?? null,
-        a?.landingPage === undefined ? null : pageOf(a.landingPage),
+        a?.landingPage ?? null,
         a?.visitorId === undefined ? null : visitorKey(a.visitorId),
         a?.touchedAt === undefined ? null : BigInt(a.touchedAt),
       ],

@@ -70,8 +70,8 @@ const round2 = (x: number) => Math.round(x * 100) / 100;
  * The metrics. Traffic aggregates read per-visit rows `v` (one per visit and
  * dimension values): `vk` the visitor, `pv` the visit's pageviews in the
  * group, `ev` its events in the group, `conv` whether it had a custom event
- * in the group, `v_pageviews` and `v_seconds` the whole visit's pageviews and
- * duration. Revenue aggregates read payments `r` (amounts in minor units).
+ * in the group, `v_events` and `v_seconds` the whole visit's events and
+ * duration (`v_events` its events: one is a bounce). Revenue aggregates read payments `r` (amounts in minor units).
  */
 export const METRICS: Record<MetricName, MetricDef> = {
   visitors: { source: "traffic", sql: "count(DISTINCT v.vk)", kind: "count" },
@@ -85,7 +85,7 @@ export const METRICS: Record<MetricName, MetricDef> = {
   },
   bounce_rate: {
     source: "traffic",
-    sql: "round(100.0 * count(*) FILTER (WHERE v.v_pageviews <= 1) / count(*), 2)",
+    sql: "round(100.0 * count(*) FILTER (WHERE v.v_events = 1) / count(*), 2)",
     kind: "number",
   },
   visit_duration: { source: "traffic", sql: "round(avg(v.v_seconds))", kind: "number" },
