@@ -48,6 +48,12 @@ export interface AnalyticsFeedOptions {
   batchMax?: number;
   /** A failed batch (rolled back; retried at the next poll). */
   onError?: (err: unknown) => void;
+  /**
+   * Tests stand for a crash at the two edges of a batch: a throw before
+   * DuckDB's commit (it rolls back), or after it, before SQLite's log is
+   * trimmed.
+   */
+  faults?: { beforeCommit?(): void; afterCommit?(): void };
 }
 
 interface LogRow {
@@ -338,6 +344,7 @@ export function createAnalyticsFeed(options: AnalyticsFeedOptions): AnalyticsFee
       ap.closeSync();
       ap = undefined;
       await setWatermark(last);
+      options.faults?.beforeCommit?.();
       await w.run("COMMIT");
     } catch (err) {
       try {
@@ -350,6 +357,7 @@ export function createAnalyticsFeed(options: AnalyticsFeedOptions): AnalyticsFee
     }
     // After DuckDB's commit: what it holds can leave the log (a crash before
     // this line leaves entries the watermark already skips).
+    options.faults?.afterCommit?.();
     try {
       s.trim.run(last);
     } catch {
