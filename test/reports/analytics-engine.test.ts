@@ -168,7 +168,9 @@ describe("the analytics engine over DuckDB", () => {
         filters: [{ dimension: "page", op: "contains", values: ["PRIC"] }],
       }),
     );
-    expect(pricing.rows).toEqual([{ dimensions: ["https://example.com/pricing"], metrics: [count(2), count(2)] }]);
+    expect(pricing.rows).toEqual([
+      { dimensions: ["https://example.com/pricing"], metrics: [count(2), count(2)] },
+    ]);
 
     const funnel = await analytics().engine.funnel({
       siteId: s,
