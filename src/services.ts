@@ -6,6 +6,7 @@
 import type { RateLimiter } from "./cluster/rate-limiter.js";
 import type { Config } from "./config.js";
 import { type Admin, createAdmin } from "./domain/admin.js";
+import { type AnalyticsApp, createAnalyticsApp } from "./domain/analytics/analytics-app.js";
 import type { AnalyticsEngine } from "./domain/analytics/query-plan.js";
 import { createAttributor } from "./domain/attribution/attribute.js";
 import { type Authenticator, createAuthenticator } from "./domain/auth.js";
@@ -109,6 +110,8 @@ export interface Services {
   readiness: Readiness;
   /** Absent when this process does not own the analytics store (MongoDB, another worker). */
   analytics?: Analytics;
+  /** ReportsService.Query and Funnel: requests planned, then answered by `analytics`' engine. */
+  queries: AnalyticsApp;
   collectLimiter?: RateLimiter;
   trackerBundle?: TrackerBundle;
   dashboardBundle?: DashboardBundle;
@@ -198,6 +201,7 @@ export async function buildServices(
     connectors: createConnectorsApp({ store, payments }),
     readiness,
     ...(analytics ? { analytics } : {}),
+    queries: createAnalyticsApp({ store, engine: analytics?.engine }),
     ...(deps.collectLimiter ? { collectLimiter: deps.collectLimiter } : {}),
     ...(deps.trackerBundle ? { trackerBundle: deps.trackerBundle } : {}),
     ...(deps.dashboardBundle ? { dashboardBundle: deps.dashboardBundle } : {}),

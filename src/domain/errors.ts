@@ -128,6 +128,12 @@ export const errors = {
       `the query ran past its time limit of ${limitMs / 1000} s and was cancelled; narrow the period or the dimensions`,
       { retryAfterSeconds: 2, cause },
     ),
+  analyticsNotServed: () =>
+    new DomainError(
+      "unavailable",
+      "analytics queries are not served by this process (they need the SQLite store's analytics file)",
+      { retryAfterSeconds: 2 },
+    ),
   analyticsUnavailable: (cause?: unknown) =>
     new DomainError("unavailable", "the analytics store is unavailable, retry later", {
       retryAfterSeconds: 2,
