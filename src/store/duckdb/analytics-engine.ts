@@ -4,7 +4,8 @@
  * of its own, cancelled (DuckDB's interrupt) past the time limit, at most
  * `perSite` at once for one site.
  */
-import type { DuckDBConnection, DuckDBValue } from "@duckdb/node-api";
+import { type DuckDBConnection, type DuckDBValue, listValue } from "@duckdb/node-api";
+import { splitPayment } from "../../domain/analytics/attribution-models.js";
 import {
   type AnalyticsEngine,
   type DimensionName,
@@ -22,6 +23,7 @@ import {
 } from "../../domain/analytics/query-plan.js";
 import { VISIT_GAP_MS } from "../../domain/analytics/visits.js";
 import { errors } from "../../domain/errors.js";
+import { UNATTRIBUTED } from "../../domain/vocabulary.js";
 import type { AnalyticsStore } from "./analytics-store.js";
 import { DIMENSIONS, METRICS, timeBucket } from "./semantic-layer.js";
 
@@ -74,13 +76,20 @@ function filterSql(f: FilterPlan, side: Side, p: Params, tz: string): string {
   return f.op === "is" ? `${v} IN (${list})` : `${v} NOT IN (${list})`;
 }
 
-/** Events of the period, each with its visit's columns (traffic rows `x`). */
-function trafficRows(siteId: string, period: Interval, p: Params): string {
+/**
+ * Events of the period, each with its visit's columns (traffic rows `x`).
+ * `where` narrows the events instead of the period (the touches of customers).
+ */
+function trafficRows(siteId: string, period: Interval | string, p: Params): string {
+  const range =
+    typeof period === "string"
+      ? period
+      : `e.ts >= ${p.add(BigInt(period.from))} AND e.ts < ${p.add(BigInt(period.to))}`;
   return `
   ev AS (
     SELECT e.*, coalesce(s.pvid, e.vid) AS vk FROM events e
     LEFT JOIN stitches s ON s.site_id = e.site_id AND s.vid = e.vid
-    WHERE e.site_id = ${p.add(siteId)} AND e.name <> '$identify' AND e.ts >= ${p.add(BigInt(period.from))} AND e.ts < ${p.add(BigInt(period.to))}
+    WHERE e.site_id = ${p.add(siteId)} AND e.name <> '$identify' AND ${range}
   ),
   marked AS (
     SELECT *, CASE WHEN ts - lag(ts) OVER (PARTITION BY vk ORDER BY ts, seq) <= ${VISIT_GAP_MS} THEN 0 ELSE 1 END AS starts
@@ -93,6 +102,11 @@ function trafficRows(siteId: string, period: Interval, p: Params): string {
     SELECT vk, vn,
       count(*) FILTER (WHERE name = 'pageview') AS v_pageviews,
       count(*) AS v_events,
+      min(ts) AS v_start,
+      arg_min(country, (ts, seq)) AS v_country,
+      arg_min(device, (ts, seq)) AS v_device,
+      arg_min(browser, (ts, seq)) AS v_browser,
+      arg_min(os, (ts, seq)) AS v_os,
       (max(ts) - min(ts)) / 1000.0 AS v_seconds,
       coalesce(arg_min(channel, (ts, seq)), 'Direct') AS v_channel,
       arg_min(source, (ts, seq)) AS v_source,
@@ -108,8 +122,8 @@ function trafficRows(siteId: string, period: Interval, p: Params): string {
   x AS (SELECT n.*, v.* EXCLUDE (vk, vn) FROM numbered n JOIN visits v USING (vk, vn))`;
 }
 
-/** Succeeded payments of the period in the currency, each with its credited touch (revenue rows `r`). */
-function revenueRows(siteId: string, currency: string, period: Interval, p: Params): string {
+/** Succeeded payments of the period in the currency (`pay`), with their customer's first charge. */
+function paymentRows(siteId: string, currency: string, period: Interval, p: Params): string {
   const site = p.add(siteId);
   const cur = p.add(currency);
   return `
@@ -124,7 +138,16 @@ function revenueRows(siteId: string, currency: string, period: Interval, p: Para
     FROM payments p LEFT JOIN firsts f USING (customer_id)
     WHERE p.site_id = ${site} AND p.currency = ${cur} AND p.status = 'succeeded'
       AND p.paid_at >= ${p.add(BigInt(period.from))} AND p.paid_at < ${p.add(BigInt(period.to))}
-  ),
+  )`;
+}
+
+/**
+ * Revenue rows `r` of the first-touch model from the payments' stored
+ * attribution (exactly today's), each with its touch's event columns.
+ */
+function firstTouchRows(siteId: string, currency: string, period: Interval, p: Params): string {
+  const site = p.add(siteId);
+  return `${paymentRows(siteId, currency, period, p)},
   touch_events AS (
     SELECT vid, ts, any_value(term) AS term, any_value(content) AS content,
       any_value(referrer) AS referrer, any_value(country) AS country,
@@ -139,6 +162,171 @@ function revenueRows(siteId: string, currency: string, period: Interval, p: Para
       t.country AS t_country, t.device AS t_device, t.browser AS t_browser, t.os AS t_os
     FROM pay LEFT JOIN touch_events t ON t.vid = pay.touch_vid AND t.ts = pay.touched_at
   )`;
+}
+
+/** The metrics that read a customer's touches whatever the model. */
+const MEDIAN_METRICS: ReadonlySet<MetricName> = new Set([
+  "median_days_to_first_payment",
+  "median_visits_to_first_payment",
+]);
+
+/** The share tables made on a query's connection, by period. */
+const shareTables = new WeakMap<DuckDBConnection, Map<string, string>>();
+
+const SHARE_COLUMNS = [
+  ["payment_id", "VARCHAR"],
+  ["customer_id", "VARCHAR"],
+  ["kind", "VARCHAR"],
+  ["share", "BIGINT"],
+  ["paid_at", "BIGINT"],
+  ["first_payment", "BOOLEAN"],
+  ["first_paid_at", "BIGINT"],
+  ["first_seen_at", "BIGINT"],
+  ["visits_before", "BIGINT"],
+  ["channel", "VARCHAR"],
+  ["source", "VARCHAR"],
+  ["medium", "VARCHAR"],
+  ["campaign", "VARCHAR"],
+  ["landing_page", "VARCHAR"],
+  ["t_term", "VARCHAR"],
+  ["t_content", "VARCHAR"],
+  ["t_referrer", "VARCHAR"],
+  ["t_country", "VARCHAR"],
+  ["t_device", "VARCHAR"],
+  ["t_browser", "VARCHAR"],
+  ["t_os", "VARCHAR"],
+] as const;
+
+type Cell = string | number | boolean | null;
+
+/**
+ * The revenue rows of a period under the plan's model, in a temporary table
+ * of the query's connection: each payment split across its customer's
+ * touches (the starts of the visits of every visitor linked to it, up to
+ * its paid_at) by the domain's rule (attribution-models.ts: exact minor
+ * units, largest remainder). First touch keeps the stored attribution.
+ */
+async function shares(conn: DuckDBConnection, plan: QueryPlan, period: Interval): Promise<string> {
+  const tables = shareTables.get(conn) ?? new Map<string, string>();
+  shareTables.set(conn, tables);
+  const key = `${period.from}-${period.to}`;
+  const known = tables.get(key);
+  if (known) return known;
+  const name = `r_shares_${tables.size}`;
+  const p = new Params();
+  const site = plan.siteId;
+  const payments = (
+    await conn.runAndReadAll(
+      `WITH ${paymentRows(site, plan.currency ?? "", period, p)}
+       SELECT payment_id, customer_id, kind, amount_minor, paid_at, first_payment, first_paid_at, touched_at,
+         channel, source, medium, campaign, landing_page FROM pay ORDER BY paid_at, payment_id`,
+      p.values,
+    )
+  ).getRowObjectsJS() as Record<string, Cell | bigint>[];
+  const q = new Params();
+  const customerList = [...new Set(payments.map((x) => String(x.customer_id)))];
+  const touchRows =
+    customerList.length === 0
+      ? []
+      : ((
+          await conn.runAndReadAll(
+            `WITH cust AS (
+               SELECT DISTINCT l.customer_id, coalesce(s.pvid, l.vid) AS vk FROM links l
+               LEFT JOIN stitches s ON s.site_id = l.site_id AND s.vid = l.vid
+               WHERE l.site_id = ${q.add(site)} AND list_contains(${q.add(listValue(customerList))}::VARCHAR[], l.customer_id)
+             ),
+             ${trafficRows(site, "coalesce(s.pvid, e.vid) IN (SELECT vk FROM cust)", q)}
+             SELECT c.customer_id, v.v_start, v.v_channel, v.v_source, v.v_medium, v.v_campaign,
+               v.v_term, v.v_content, v.v_referrer, v.v_landing_page, v.v_country, v.v_device,
+               v.v_browser, v.v_os
+             FROM visits v JOIN cust c USING (vk) ORDER BY c.customer_id, v.v_start, v.vk`,
+            q.values,
+          )
+        ).getRowObjectsJS() as Record<string, Cell | bigint>[]);
+  const touchesOf = new Map<string, Record<string, Cell | bigint>[]>();
+  for (const t of touchRows) {
+    const list = touchesOf.get(String(t.customer_id)) ?? [];
+    list.push(t);
+    touchesOf.set(String(t.customer_id), list);
+  }
+  await conn.run(
+    `CREATE TEMP TABLE ${name} (${SHARE_COLUMNS.map(([c, t]) => `${c} ${t}`).join(", ")})`,
+  );
+  const ap = await conn.createAppender(name, "main", "temp");
+  const put = (cells: Cell[]) => {
+    cells.forEach((c, i) => {
+      const type = (SHARE_COLUMNS[i] as readonly [string, string])[1];
+      if (c === null || c === undefined) ap.appendNull();
+      else if (type === "BIGINT") ap.appendBigInt(BigInt(c as number));
+      else if (type === "BOOLEAN") ap.appendBoolean(Boolean(c));
+      else ap.appendVarchar(String(c));
+    });
+    ap.endRow();
+  };
+  const str = (v: Cell | bigint | undefined): string | null =>
+    v === null || v === undefined ? null : String(v);
+  for (const pay of payments) {
+    const paidAt = Number(pay.paid_at);
+    const all = touchesOf.get(String(pay.customer_id)) ?? [];
+    const before = all.filter((t) => Number(t.v_start) <= paidAt);
+    const firstPaidAt = pay.first_paid_at === null ? null : Number(pay.first_paid_at);
+    const common: Cell[] = [str(pay.payment_id), str(pay.customer_id), str(pay.kind)];
+    const tail = (share: bigint): Cell[] => [
+      Number(share),
+      paidAt,
+      Boolean(pay.first_payment),
+      firstPaidAt,
+      all[0] ? Number(all[0].v_start) : null,
+      firstPaidAt === null ? null : all.filter((t) => Number(t.v_start) <= firstPaidAt).length,
+    ];
+    const amount = BigInt(pay.amount_minor as bigint);
+    if (plan.model === "first_touch") {
+      const touch = all.find((t) => Number(t.v_start) === Number(pay.touched_at));
+      put([
+        ...common,
+        ...tail(amount),
+        str(pay.channel),
+        str(pay.source),
+        str(pay.medium),
+        str(pay.campaign),
+        str(pay.landing_page),
+        str(touch?.v_term),
+        str(touch?.v_content),
+        str(touch?.v_referrer),
+        str(touch?.v_country),
+        str(touch?.v_device),
+        str(touch?.v_browser),
+        str(touch?.v_os),
+      ]);
+      continue;
+    }
+    for (const part of splitPayment(
+      plan.model,
+      amount,
+      before.map((t) => ({ direct: t.v_channel === "Direct" })),
+    )) {
+      const t = part.touchIndex === undefined ? undefined : before[part.touchIndex];
+      put([
+        ...common,
+        ...tail(part.minor),
+        t ? str(t.v_channel) : UNATTRIBUTED,
+        str(t?.v_source),
+        str(t?.v_medium),
+        str(t?.v_campaign),
+        str(t?.v_landing_page),
+        str(t?.v_term),
+        str(t?.v_content),
+        str(t?.v_referrer),
+        str(t?.v_country),
+        str(t?.v_device),
+        str(t?.v_browser),
+        str(t?.v_os),
+      ]);
+    }
+  }
+  ap.closeSync();
+  tables.set(key, name);
+  return name;
 }
 
 /** One side's aggregate rows: dimension values then the metrics, by name. */
@@ -193,7 +381,11 @@ async function runPeriod(
         SELECT ${[...dims.map((_, i) => `v.d${i}`), ...metrics.map((m) => METRICS[m].sql)].join(", ")}
         FROM v ${dims.length ? "GROUP BY ALL" : ""}`;
     } else {
-      sql = `WITH ${revenueRows(plan.siteId, plan.currency ?? "", period, p)}
+      const rows =
+        plan.model === "first_touch" && !metrics.some((m) => MEDIAN_METRICS.has(m))
+          ? firstTouchRows(plan.siteId, plan.currency ?? "", period, p)
+          : `r AS (SELECT * FROM ${await shares(conn, plan, period)})`;
+      sql = `WITH ${rows}
         SELECT ${[...dimSql, ...metrics.map((m) => METRICS[m].sql)].join(", ")}
         FROM r ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ${dims.length ? "GROUP BY ALL" : ""}`;
     }
