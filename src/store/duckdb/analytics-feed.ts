@@ -236,7 +236,10 @@ export function createAnalyticsFeed(options: AnalyticsFeedOptions): AnalyticsFee
   const loadWatermark = async (): Promise<number> => {
     const r = await w.runAndReadAll("SELECT seq FROM feed_state WHERE id = 1");
     const row = r.getRows()[0];
-    if (row) return Number(row[0]);
+    const last = (s.lastSeq.get() as { seq: number } | undefined)?.seq ?? 0;
+    // Past SQLite's own log: the file was derived from another database (a
+    // restored backup, a copied directory), so it is rebuilt.
+    if (row && Number(row[0]) <= last) return Number(row[0]);
     return rebuild();
   };
 
