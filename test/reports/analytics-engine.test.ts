@@ -278,4 +278,36 @@ describe("the analytics engine over DuckDB", () => {
       [usd(1001), count(1)],
     ]);
   });
+
+  it("compares a time dimension's bucket with the bucket at the same position of the comparison", async () => {
+    const res = await postJson(
+      `${ctx.url}/api/v1/payments`,
+      {
+        payment_id: "pay_yesterday",
+        customer: { id: "cus_a", visitor_id: A },
+        amount: 7,
+        currency: "USD",
+        kind: "charge",
+        paid_at: "2026-03-10T12:00:00Z",
+      },
+      { key: ctx.key },
+    );
+    expect(res.status).toBe(200);
+    await analytics().feed.runOnce();
+    const day = Date.UTC(2026, 2, 11);
+    const r = await analytics().engine.query(
+      plan({
+        metrics: ["net_revenue"],
+        dimensions: ["time:day"],
+        currency: "USD",
+        period: { from: day, to: day + 86_400_000 },
+        comparison: { from: day - 86_400_000, to: day },
+        orderBy: [{ field: "time:day", desc: false }],
+      }),
+    );
+    expect(r.rows).toEqual([
+      { dimensions: ["2026-03-11"], metrics: [usd(2499)], comparison: [usd(700)] },
+    ]);
+    expect([r.totals, r.comparisonTotals]).toEqual([[usd(2499)], [usd(700)]]);
+  });
 });

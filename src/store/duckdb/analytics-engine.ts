@@ -408,6 +408,43 @@ async function runPeriod(
   return out;
 }
 
+/** Every bucket label of a time grain over a period, in order (hours stepped, the zone's calendar). */
+async function bucketLabels(
+  conn: DuckDBConnection,
+  grain: TimeGrain,
+  period: Interval,
+  timeZone: string,
+): Promise<string[]> {
+  const bucket = timeBucket(grain, "t.ms", sqlText(timeZone));
+  const r = await conn.runAndReadAll(
+    `SELECT DISTINCT ${bucket} AS b FROM (SELECT unnest(range(${BigInt(period.from)}, ${BigInt(period.to)}, 3600000)) AS ms) t ORDER BY b`,
+  );
+  return r.getRows().map((x) => String(x[0]));
+}
+
+/**
+ * Keys that match a row of the period with the comparison's row: equal
+ * dimension values, a time bucket replaced by its position in its period.
+ */
+async function positionalKeys(
+  conn: DuckDBConnection,
+  plan: QueryPlan,
+  period: Interval,
+  comparison: Interval,
+): Promise<{ period(dims: string[]): string; comparison(dims: string[]): string }> {
+  const positions = async (p: Interval) => {
+    const maps = new Map<number, Map<string, number>>();
+    for (const [i, d] of plan.dimensions.entries()) {
+      if (!d.startsWith("time:")) continue;
+      const labels = await bucketLabels(conn, d.slice(5) as TimeGrain, p, plan.timeZone);
+      maps.set(i, new Map(labels.map((l, k) => [l, k])));
+    }
+    return (dims: string[]) =>
+      JSON.stringify(dims.map((v, i) => (maps.has(i) ? `#${maps.get(i)?.get(v)}` : v)));
+  };
+  return { period: await positions(period), comparison: await positions(comparison) };
+}
+
 /** The metric values of one merged row. */
 function metricValues(plan: QueryPlan, row: { t?: SideRow; r?: SideRow }): MetricValue[] {
   const t = row.t?.values ?? {};
@@ -482,9 +519,19 @@ export function createDuckDbAnalytics(options: DuckDbAnalyticsOptions): Analytic
         const comparisonTotals = plan.comparison
           ? await runPeriod(conn, plan, plan.comparison, false)
           : undefined;
-        const all: QueryResultRow[] = [...rows.entries()].map(([key, row]) => {
+        // A time dimension's bucket is matched with the bucket at the same position.
+        const match =
+          comparison && plan.comparison
+            ? await positionalKeys(conn, plan, plan.period, plan.comparison)
+            : undefined;
+        const compared = new Map<string, { t?: SideRow; r?: SideRow }>();
+        for (const row of comparison?.values() ?? []) {
+          compared.set(match?.comparison(row.dims) ?? "", row);
+        }
+        const all: QueryResultRow[] = [...rows.values()].map((row) => {
           const out: QueryResultRow = { dimensions: row.dims, metrics: metricValues(plan, row) };
-          if (comparison) out.comparison = metricValues(plan, comparison.get(key) ?? {});
+          if (match)
+            out.comparison = metricValues(plan, compared.get(match.period(row.dims)) ?? {});
           return out;
         });
         all.sort((a, b) => {
