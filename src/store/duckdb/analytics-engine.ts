@@ -87,8 +87,7 @@ function trafficRows(siteId: string, period: Interval | string, p: Params): stri
       : `e.ts >= ${p.add(BigInt(period.from))} AND e.ts < ${p.add(BigInt(period.to))}`;
   return `
   ev AS (
-    SELECT e.*, coalesce(s.pvid, e.vid) AS vk FROM events e
-    LEFT JOIN stitches s ON s.site_id = e.site_id AND s.vid = e.vid
+    SELECT e.*, e.vid AS vk FROM events e
     WHERE e.site_id = ${p.add(siteId)} AND e.name <> '$identify' AND ${range}
   ),
   marked AS (
@@ -230,12 +229,21 @@ async function shares(conn: DuckDBConnection, plan: QueryPlan, period: Interval)
       ? []
       : ((
           await conn.runAndReadAll(
-            `WITH cust AS (
-               SELECT DISTINCT l.customer_id, coalesce(s.pvid, l.vid) AS vk FROM links l
-               LEFT JOIN stitches s ON s.site_id = l.site_id AND s.vid = l.vid
+            `WITH linked AS (
+               SELECT l.customer_id, l.vid FROM links l
                WHERE l.site_id = ${q.add(site)} AND list_contains(${q.add(listValue(customerList))}::VARCHAR[], l.customer_id)
              ),
-             ${trafficRows(site, "coalesce(s.pvid, e.vid) IN (SELECT vk FROM cust)", q)}
+             st AS (SELECT vid, pvid FROM stitches WHERE site_id = ${q.add(site)}),
+             -- A linked visitor, its persistent id, and every daily id stitched to that.
+             persistent AS (
+               SELECT customer_id, vid AS p FROM linked
+               UNION SELECT linked.customer_id, st.pvid FROM linked JOIN st USING (vid)
+             ),
+             cust AS (
+               SELECT customer_id, p AS vk FROM persistent
+               UNION SELECT persistent.customer_id, st.vid FROM persistent JOIN st ON st.pvid = persistent.p
+             ),
+             ${trafficRows(site, "e.vid IN (SELECT vk FROM cust)", q)}
              SELECT c.customer_id, v.v_start, v.v_channel, v.v_source, v.v_medium, v.v_campaign,
                v.v_term, v.v_content, v.v_referrer, v.v_landing_page, v.v_country, v.v_device,
                v.v_browser, v.v_os
@@ -268,7 +276,7 @@ async function shares(conn: DuckDBConnection, plan: QueryPlan, period: Interval)
   for (const pay of payments) {
     const paidAt = Number(pay.paid_at);
     const all = touchesOf.get(String(pay.customer_id)) ?? [];
-    const before = all.filter((t) => Number(t.v_start) <= paidAt);
+    const before = all.filter((t) => Number(t.v_start) < paidAt);
     const firstPaidAt = pay.first_paid_at === null ? null : Number(pay.first_paid_at);
     const common: Cell[] = [str(pay.payment_id), str(pay.customer_id), str(pay.kind)];
     const tail = (share: bigint): Cell[] => [
@@ -277,7 +285,7 @@ async function shares(conn: DuckDBConnection, plan: QueryPlan, period: Interval)
       Boolean(pay.first_payment),
       firstPaidAt,
       all[0] ? Number(all[0].v_start) : null,
-      firstPaidAt === null ? null : all.filter((t) => Number(t.v_start) <= firstPaidAt).length,
+      firstPaidAt === null ? null : all.filter((t) => Number(t.v_start) < firstPaidAt).length,
     ];
     const amount = BigInt(pay.amount_minor as bigint);
     if (plan.model === "first_touch") {
