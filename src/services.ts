@@ -7,6 +7,8 @@
 import { createLocalRateLimiter, type RateLimiter } from "./cluster/rate-limiter.js";
 import type { Config } from "./config.js";
 import { type Admin, createAdmin } from "./domain/admin.js";
+import { type AnalyticsApp, createAnalyticsApp } from "./domain/analytics/analytics-app.js";
+import type { AnalyticsEngine } from "./domain/analytics/query-plan.js";
 import { createAttributor } from "./domain/attribution/attribute.js";
 import { type Authenticator, createAuthenticator } from "./domain/auth.js";
 import type { Clock } from "./domain/clock.js";
@@ -32,6 +34,13 @@ import { scrub } from "./lib/scrub.js";
 import { createTokenBuckets } from "./lib/token-buckets.js";
 import { noopObserver, type Observer } from "./metrics/observer.js";
 import { cacheDirectory, type DirectoryCachedStore } from "./store/directory-cache.js";
+import { createDuckDbAnalytics } from "./store/duckdb/analytics-engine.js";
+import { type AnalyticsFeed, createAnalyticsFeed } from "./store/duckdb/analytics-feed.js";
+import {
+  type AnalyticsStore,
+  analyticsPathBeside,
+  openAnalyticsStore,
+} from "./store/duckdb/analytics-store.js";
 import { guardStore } from "./store/guarded-store.js";
 import type { Store } from "./store/port.js";
 
@@ -56,6 +65,20 @@ export interface ServiceDeps {
    * RETENTION_INTERVAL_MS is not 0). Under WORKERS only one worker does (main.ts).
    */
   pruneEvents?: boolean;
+  /**
+   * Whether this process owns the analytics store (the DuckDB file beside the
+   * SQLite file, its feed and its engine). Default: yes with a SQLite store
+   * in a file. Under WORKERS only the worker that prunes does (main.ts).
+   */
+  ownsAnalytics?: boolean;
+}
+
+/** The analytics store of this process, its feed and its engine. */
+export interface Analytics {
+  store: AnalyticsStore;
+  /** The mover SQLite → DuckDB: started by listen, stopped by close. */
+  feed: AnalyticsFeed;
+  engine: AnalyticsEngine;
 }
 
 /** Where the services log what no request asked for (the store's outages, erasures' audit lines). */
@@ -98,6 +121,10 @@ export interface Services {
    * (COLLECT_RATE_LIMIT) and the per-site ceilings, under `site:` keys.
    */
   collectLimiter: RateLimiter;
+  /** Absent when this process does not own the analytics store (MongoDB, another worker). */
+  analytics?: Analytics;
+  /** ReportsService.Query and Funnel: requests planned, then answered by `analytics`' engine. */
+  queries: AnalyticsApp;
   trackerBundle?: TrackerBundle;
   dashboardBundle?: DashboardBundle;
 }
@@ -159,6 +186,7 @@ export async function buildServices(
       },
     }),
   );
+  const analytics = await openAnalytics(deps, log);
   const readiness = createReadiness({ ping: () => store.ping(), timeoutMs: 2_000 });
   metrics.setReadinessProbe(() => readiness.check());
   const admin = createAdmin({ store, clock });
@@ -201,7 +229,40 @@ export async function buildServices(
     }),
     readiness,
     collectLimiter,
+    ...(analytics ? { analytics } : {}),
+    queries: createAnalyticsApp({ store, engine: analytics?.engine }),
     ...(deps.trackerBundle ? { trackerBundle: deps.trackerBundle } : {}),
     ...(deps.dashboardBundle ? { dashboardBundle: deps.dashboardBundle } : {}),
   };
+}
+
+/**
+ * Opens the analytics store beside a SQLite file, its feed and its engine,
+ * when this process owns it. MongoDB deployments have none yet (Query and
+ * Funnel answer unavailable there).
+ */
+async function openAnalytics(
+  deps: ServiceDeps,
+  log: () => ServiceLog | undefined,
+): Promise<Analytics | undefined> {
+  const { config } = deps;
+  const sqlitePath = deps.store.feedFile;
+  if (sqlitePath === undefined || deps.ownsAnalytics === false) return undefined;
+  const store = await openAnalyticsStore({
+    path: analyticsPathBeside(sqlitePath),
+    threads: config.analyticsThreads,
+    memoryLimit: config.analyticsMemoryLimit,
+  });
+  const feed = createAnalyticsFeed({
+    sqlitePath,
+    analytics: store,
+    intervalMs: config.analyticsFeedIntervalMs,
+    onError: (err) => log()?.warn({ err: scrub(err) }, "analytics feed batch failed; retried"),
+  });
+  const engine = createDuckDbAnalytics({
+    analytics: store,
+    timeoutMs: config.analyticsQueryTimeoutMs,
+    perSite: config.analyticsQueriesPerSite,
+  });
+  return { store, feed, engine };
 }

@@ -34,6 +34,7 @@ import { EventsService } from "../../gen/ingest/v1/events_pb.js";
 import { PaymentsService } from "../../gen/ingest/v1/payments_pb.js";
 import { ReportsService } from "../../gen/ingest/v1/reports_pb.js";
 import type { Admin } from "../domain/admin.js";
+import type { AnalyticsApp } from "../domain/analytics/analytics-app.js";
 import type { Authenticator } from "../domain/auth.js";
 import type { CollectLimits } from "../domain/collect-limits.js";
 import type { Erasure } from "../domain/erasure.js";
@@ -73,6 +74,7 @@ export interface RpcDoorOptions {
   retention: Retention;
   collectLimits: CollectLimits;
   reports: Reports;
+  queries: AnalyticsApp;
   readiness: Readiness;
   metrics: Observer;
 }
@@ -89,6 +91,7 @@ export const rpcDoor: FastifyPluginAsync<RpcDoorOptions> = async (scope, options
     retention,
     collectLimits,
     reports,
+    queries,
     readiness,
     metrics,
   } = options;
@@ -113,7 +116,7 @@ export const rpcDoor: FastifyPluginAsync<RpcDoorOptions> = async (scope, options
         AdminService,
         createAdminService({ admin, erasure, retention, collectLimits }),
       );
-      router.service(ReportsService, createReportsService({ reports }));
+      router.service(ReportsService, createReportsService({ reports, queries }));
       router.service(
         Health,
         createHealthService({ readiness, services: apiServices.map((s) => s.typeName) }),
