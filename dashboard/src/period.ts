@@ -1,6 +1,7 @@
 /**
  * The view's site and period, read from and written to the URL
- * (`/dashboard?site=<id>&period=30d`, or `period=custom&from=YYYY-MM-DD&to=YYYY-MM-DD`)
+ * (`/dashboard?site=<id>&period=30d`, or `period=custom&from=YYYY-MM-DD&to=YYYY-MM-DD`,
+ * and `currency=EUR` when one is chosen)
  * so a view can be bookmarked and shared. Days are UTC days; `to` is inclusive
  * on the page and becomes the exclusive end of the next day in RPC requests.
  */
@@ -16,6 +17,8 @@ export interface ViewState {
   /** YYYY-MM-DD, only for `custom`. */
   from: string;
   to: string;
+  /** ISO 4217 of the amounts drawn; "" for the default (most net revenue in the period). */
+  currency: string;
 }
 
 const DAY_MS = 86_400_000;
@@ -31,7 +34,14 @@ export function readState(search: string): ViewState {
   const q = new URLSearchParams(search);
   const p = q.get("period") ?? "30d";
   const period = (PERIODS as readonly string[]).includes(p) ? (p as Period) : "30d";
-  return { site: q.get("site") ?? "", period, from: q.get("from") ?? "", to: q.get("to") ?? "" };
+  const currency = q.get("currency") ?? "";
+  return {
+    site: q.get("site") ?? "",
+    period,
+    from: q.get("from") ?? "",
+    to: q.get("to") ?? "",
+    currency: /^[A-Z]{3}$/.test(currency) ? currency : "",
+  };
 }
 
 /** The query string of a state (from/to only for a custom range). */
@@ -43,6 +53,7 @@ export function writeState(s: ViewState): string {
     if (s.from) q.set("from", s.from);
     if (s.to) q.set("to", s.to);
   }
+  if (s.currency) q.set("currency", s.currency);
   return `?${q}`;
 }
 
