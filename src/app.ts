@@ -12,7 +12,7 @@ import type { OnePortServer } from "./http/one-port.js";
 import { serviceVersion } from "./lib/version.js";
 import type { Observer } from "./metrics/observer.js";
 import { createServer } from "./server.js";
-import { buildServices, type ServiceDeps, type ServiceLog } from "./services.js";
+import { type Analytics, buildServices, type ServiceDeps, type ServiceLog } from "./services.js";
 import { redactStoreUrl } from "./start-up.js";
 
 /** What the service is built from: main.ts passes the real ones, tests their own. */
@@ -30,6 +30,8 @@ export interface App {
   metrics: Observer;
   /** The retention pruner (runs on its timer once listening, unless turned off); tests call `runOnce()`. */
   pruner: RetentionPruner;
+  /** The analytics store, feed and engine, when this process owns them; tests run `feed.runOnce()`. */
+  analytics?: Analytics;
   /** Listens on config.host:config.port; resolves with the bound port. */
   listen(): Promise<number>;
   /**
@@ -47,7 +49,7 @@ export async function createApp(deps: AppDeps): Promise<App> {
   const { config } = deps;
   let log: ServiceLog | undefined;
   const services = await buildServices(deps, () => log);
-  const { store, readiness, payments, events, metrics, pruner } = services;
+  const { store, readiness, payments, events, metrics, pruner, analytics } = services;
   const { fastify, server } = await createServer(services, {
     ...(deps.logStream ? { logStream: deps.logStream } : {}),
   });
@@ -61,9 +63,11 @@ export async function createApp(deps: AppDeps): Promise<App> {
     events,
     metrics,
     pruner,
+    ...(analytics ? { analytics } : {}),
     async listen() {
       const address = await server.listen(config.port, config.host);
       if (services.pruneEvents) pruner.start();
+      services.analytics?.feed.start();
       // The line an operator looks for first: where, which build, which store, admin on or off.
       const host = config.host.includes(":") ? `[${config.host}]` : config.host;
       fastify.log.info(
@@ -88,6 +92,9 @@ export async function createApp(deps: AppDeps): Promise<App> {
         await server.close(config.shutdownTimeoutMs);
         await Promise.allSettled([payments.drain(), events.drain()]);
         await fastify.close();
+        // The feed's batch in progress commits (or rolls back) before DuckDB closes.
+        await services.analytics?.feed.stop();
+        services.analytics?.store.close();
         await store.close();
       })();
       return closing;

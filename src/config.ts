@@ -56,6 +56,16 @@ export interface Config {
   retentionStepEvents: number;
   /** Least pause between two pruning steps. */
   retentionStepPauseMs: number;
+  /** DuckDB worker threads of the analytics store (docs/operations.md). */
+  analyticsThreads: number;
+  /** DuckDB's memory limit for the analytics store, e.g. `512MB`. */
+  analyticsMemoryLimit: string;
+  /** Time between two polls of the analytics feed (SQLite → DuckDB). */
+  analyticsFeedIntervalMs: number;
+  /** A Query or Funnel past this is cancelled. */
+  analyticsQueryTimeoutMs: number;
+  /** Queries of one site running at once; more answer 429. */
+  analyticsQueriesPerSite: number;
 }
 
 type Env = Record<string, string | undefined>;
@@ -77,6 +87,17 @@ function bool(env: Env, name: string, fallback: boolean): boolean {
   if (raw === "true") return true;
   if (raw === "false") return false;
   throw new ConfigError(`${name} must be true or false, got "${raw}"`);
+}
+
+/** ANALYTICS_MEMORY_LIMIT: a number and a unit DuckDB reads (KB, MB, GB, …). */
+function memoryLimit(raw: string | undefined): string {
+  const value = raw || "512MB";
+  if (!/^[0-9]+(\.[0-9]+)?\s*(KB|MB|GB|TB|KiB|MiB|GiB|TiB)$/i.test(value)) {
+    throw new Error(
+      `ANALYTICS_MEMORY_LIMIT must be a size such as 512MB or 2GB, got ${JSON.stringify(value)}`,
+    );
+  }
+  return value;
 }
 
 function trustProxy(raw: string | undefined): Config["trustProxy"] {
@@ -146,5 +167,10 @@ export function loadConfig(env: Env = process.env): Config {
     retentionIntervalMs: int(env, "RETENTION_INTERVAL_MS", 600_000, 0, 86_400_000),
     retentionStepEvents: int(env, "RETENTION_STEP_EVENTS", 500, 1, 10_000),
     retentionStepPauseMs: int(env, "RETENTION_STEP_PAUSE_MS", 10, 0, 60_000),
+    analyticsThreads: int(env, "ANALYTICS_THREADS", 2, 1, 64),
+    analyticsMemoryLimit: memoryLimit(env.ANALYTICS_MEMORY_LIMIT),
+    analyticsFeedIntervalMs: int(env, "ANALYTICS_FEED_INTERVAL_MS", 250, 10, 60_000),
+    analyticsQueryTimeoutMs: int(env, "ANALYTICS_QUERY_TIMEOUT_MS", 10_000, 100, 600_000),
+    analyticsQueriesPerSite: int(env, "ANALYTICS_QUERIES_PER_SITE", 2, 1, 64),
   };
 }

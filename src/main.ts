@@ -84,6 +84,8 @@ async function serve(config: Config): Promise<void> {
     collectLimiter,
     metrics,
     pruneEvents,
+    // One process owns the DuckDB file: the one that prunes.
+    ownsAnalytics: pruneEvents,
   });
   // A worker's metrics are served by the primary, aggregated; a lone process serves its own.
   // A worker joins the primary's scrapes before it listens, so none of its requests is missed.

@@ -6,6 +6,8 @@
 import type { RateLimiter } from "./cluster/rate-limiter.js";
 import type { Config } from "./config.js";
 import { type Admin, createAdmin } from "./domain/admin.js";
+import { type AnalyticsApp, createAnalyticsApp } from "./domain/analytics/analytics-app.js";
+import type { AnalyticsEngine } from "./domain/analytics/query-plan.js";
 import { createAttributor } from "./domain/attribution/attribute.js";
 import { type Authenticator, createAuthenticator } from "./domain/auth.js";
 import type { Clock } from "./domain/clock.js";
@@ -28,6 +30,13 @@ import { createReadiness, type Readiness } from "./lib/readiness.js";
 import { scrub } from "./lib/scrub.js";
 import { noopObserver, type Observer } from "./metrics/observer.js";
 import { cacheDirectory, type DirectoryCachedStore } from "./store/directory-cache.js";
+import { createDuckDbAnalytics } from "./store/duckdb/analytics-engine.js";
+import { type AnalyticsFeed, createAnalyticsFeed } from "./store/duckdb/analytics-feed.js";
+import {
+  type AnalyticsStore,
+  analyticsPathBeside,
+  openAnalyticsStore,
+} from "./store/duckdb/analytics-store.js";
 import { guardStore } from "./store/guarded-store.js";
 import type { Store } from "./store/port.js";
 
@@ -52,6 +61,20 @@ export interface ServiceDeps {
    * RETENTION_INTERVAL_MS is not 0). Under WORKERS only one worker does (main.ts).
    */
   pruneEvents?: boolean;
+  /**
+   * Whether this process owns the analytics store (the DuckDB file beside the
+   * SQLite file, its feed and its engine). Default: yes with a SQLite store
+   * in a file. Under WORKERS only the worker that prunes does (main.ts).
+   */
+  ownsAnalytics?: boolean;
+}
+
+/** The analytics store of this process, its feed and its engine. */
+export interface Analytics {
+  store: AnalyticsStore;
+  /** The mover SQLite → DuckDB: started by listen, stopped by close. */
+  feed: AnalyticsFeed;
+  engine: AnalyticsEngine;
 }
 
 /** Where the services log what no request asked for (the store's outages, erasures' audit lines). */
@@ -85,6 +108,10 @@ export interface Services {
   /** Payment-provider webhooks, recorded through `payments`. */
   connectors: ConnectorsApp;
   readiness: Readiness;
+  /** Absent when this process does not own the analytics store (MongoDB, another worker). */
+  analytics?: Analytics;
+  /** ReportsService.Query and Funnel: requests planned, then answered by `analytics`' engine. */
+  queries: AnalyticsApp;
   collectLimiter?: RateLimiter;
   trackerBundle?: TrackerBundle;
   dashboardBundle?: DashboardBundle;
@@ -138,6 +165,7 @@ export async function buildServices(
       attribution,
     }),
   );
+  const analytics = await openAnalytics(deps, log);
   const readiness = createReadiness({ ping: () => store.ping(), timeoutMs: 2_000 });
   metrics.setReadinessProbe(() => readiness.check());
 
@@ -172,8 +200,42 @@ export async function buildServices(
     events,
     connectors: createConnectorsApp({ store, payments }),
     readiness,
+    ...(analytics ? { analytics } : {}),
+    queries: createAnalyticsApp({ store, engine: analytics?.engine }),
     ...(deps.collectLimiter ? { collectLimiter: deps.collectLimiter } : {}),
     ...(deps.trackerBundle ? { trackerBundle: deps.trackerBundle } : {}),
     ...(deps.dashboardBundle ? { dashboardBundle: deps.dashboardBundle } : {}),
   };
+}
+
+/**
+ * Opens the analytics store beside a SQLite file, its feed and its engine,
+ * when this process owns it. MongoDB deployments have none yet (Query and
+ * Funnel answer unavailable there).
+ */
+async function openAnalytics(
+  deps: ServiceDeps,
+  log: () => ServiceLog | undefined,
+): Promise<Analytics | undefined> {
+  const { config } = deps;
+  if (deps.store.kind !== "sqlite" || deps.ownsAnalytics === false) return undefined;
+  const sqlitePath = config.storeUrl.slice("sqlite:".length);
+  if (!config.storeUrl.startsWith("sqlite:") || sqlitePath === ":memory:") return undefined;
+  const store = await openAnalyticsStore({
+    path: analyticsPathBeside(sqlitePath),
+    threads: config.analyticsThreads,
+    memoryLimit: config.analyticsMemoryLimit,
+  });
+  const feed = createAnalyticsFeed({
+    sqlitePath,
+    analytics: store,
+    intervalMs: config.analyticsFeedIntervalMs,
+    onError: (err) => log()?.warn({ err: scrub(err) }, "analytics feed batch failed; retried"),
+  });
+  const engine = createDuckDbAnalytics({
+    analytics: store,
+    timeoutMs: config.analyticsQueryTimeoutMs,
+    perSite: config.analyticsQueriesPerSite,
+  });
+  return { store, feed, engine };
 }

@@ -114,6 +114,31 @@ export const errors = {
       cause,
     }),
   /** The readiness probe's 503: the store answers but cannot commit a write. */
+  tooManyQueries: () =>
+    new DomainError(
+      "too_many_requests",
+      "too many analytics queries running for this site, retry later",
+      {
+        retryAfterSeconds: 1,
+      },
+    ),
+  queryTimeout: (limitMs: number, cause?: unknown) =>
+    new DomainError(
+      "unavailable",
+      `the query ran past its time limit of ${limitMs / 1000} s and was cancelled; narrow the period or the dimensions`,
+      { retryAfterSeconds: 2, cause },
+    ),
+  analyticsNotServed: () =>
+    new DomainError(
+      "unavailable",
+      "analytics queries are not served by this process (they need the SQLite store's analytics file)",
+      { retryAfterSeconds: 2 },
+    ),
+  analyticsUnavailable: (cause?: unknown) =>
+    new DomainError("unavailable", "the analytics store is unavailable, retry later", {
+      retryAfterSeconds: 2,
+      cause,
+    }),
   storeCannotTakeWrites: () =>
     new DomainError("unavailable", "the store cannot take writes", { retryAfterSeconds: 2 }),
   adminTokenUnset: () =>

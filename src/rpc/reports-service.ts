@@ -1,7 +1,14 @@
 /** ReportsService: reads, behind ADMIN_TOKEN or a site's reports key (src/rpc/reports-auth.ts). */
-import { Code, ConnectError, type ServiceImpl } from "@connectrpc/connect";
+import type { ServiceImpl } from "@connectrpc/connect";
 import type { ReportsService } from "../../gen/ingest/v1/reports_pb.js";
+import type { AnalyticsApp } from "../domain/analytics/analytics-app.js";
 import type { Reports } from "../domain/reports.js";
+import {
+  funnelFields,
+  funnelResponseMessage,
+  queryFields,
+  queryResponseMessage,
+} from "../edge/analytics-messages.js";
 import {
   accessMessage,
   channelRevenue,
@@ -17,8 +24,9 @@ import { reportsPrincipalKey } from "./reports-auth.js";
 /** The handlers; src/rpc/admin-auth.ts has authenticated every call before they run. */
 export function createReportsService(deps: {
   reports: Reports;
+  queries: AnalyticsApp;
 }): ServiceImpl<typeof ReportsService> {
-  const { reports } = deps;
+  const { reports, queries } = deps;
   return {
     async listEvents(req) {
       const page = await reports.listEvents({
@@ -33,13 +41,14 @@ export function createReportsService(deps: {
         nextPageToken: page.nextPageToken,
       };
     },
-    // Served by the analytics engine (issue "analytics on a columnar engine"):
-    // until it is wired, the methods answer unimplemented.
-    query() {
-      throw new ConnectError("ReportsService.Query is not served yet", Code.Unimplemented);
+    // Answered by the analytics engine; a cancelled call interrupts its query.
+    async query(req, ctx) {
+      const { plan, result } = await queries.query(queryFields(req), ctx.signal);
+      return queryResponseMessage(plan, result);
     },
-    funnel() {
-      throw new ConnectError("ReportsService.Funnel is not served yet", Code.Unimplemented);
+    async funnel(req, ctx) {
+      const { plan, result } = await queries.funnel(funnelFields(req), ctx.signal);
+      return funnelResponseMessage(plan, result);
     },
     async *exportEvents(req) {
       const pages = await reports.exportEvents({ siteId: req.siteId, from: req.from, to: req.to });

@@ -34,6 +34,7 @@ import { EventsService } from "../../gen/ingest/v1/events_pb.js";
 import { PaymentsService } from "../../gen/ingest/v1/payments_pb.js";
 import { ReportsService } from "../../gen/ingest/v1/reports_pb.js";
 import type { Admin } from "../domain/admin.js";
+import type { AnalyticsApp } from "../domain/analytics/analytics-app.js";
 import type { Authenticator } from "../domain/auth.js";
 import type { Erasure } from "../domain/erasure.js";
 import type { EventsApp } from "../domain/events/events-app.js";
@@ -71,14 +72,15 @@ export interface RpcDoorOptions {
   erasure: Erasure;
   retention: Retention;
   reports: Reports;
+  queries: AnalyticsApp;
   readiness: Readiness;
   metrics: Observer;
 }
 
 /** The RPC door plugin. */
 export const rpcDoor: FastifyPluginAsync<RpcDoorOptions> = async (scope, options) => {
-  const { config, auth, payments, events, admin, erasure, retention, reports, readiness, metrics } =
-    options;
+  const { config, auth, payments, events, admin, erasure, retention, reports, queries } = options;
+  const { readiness, metrics } = options;
   const apiServices = [PaymentsService, EventsService, AdminService, ReportsService];
 
   registerRpcBodyGuard(scope, [...apiServices, Health], {
@@ -97,7 +99,7 @@ export const rpcDoor: FastifyPluginAsync<RpcDoorOptions> = async (scope, options
       router.service(PaymentsService, createPaymentsService({ auth, payments }));
       router.service(EventsService, createEventsService({ auth, events }));
       router.service(AdminService, createAdminService({ admin, erasure, retention }));
-      router.service(ReportsService, createReportsService({ reports }));
+      router.service(ReportsService, createReportsService({ reports, queries }));
       router.service(
         Health,
         createHealthService({ readiness, services: apiServices.map((s) => s.typeName) }),

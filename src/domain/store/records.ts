@@ -36,6 +36,8 @@ export interface SiteRecord {
   /** Lower-case host names, e.g. `example.com`, `www.example.com`. */
   hostnames: string[];
   createdAt: number;
+  /** IANA time zone the site's days are read in (analytics queries); UTC when absent. */
+  timeZone?: string;
 }
 
 export interface ApiKeyRecord {

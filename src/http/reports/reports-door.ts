@@ -16,21 +16,40 @@
  *    so REST and Connect answer identical JSON.
  * 3. errors: the server's REST envelope (src/server.ts).
  * Other verbs on these paths: 405 with `Allow: GET, HEAD`.
+ *
+ * The methods with a POST rule (Query, Funnel) take the request message's
+ * proto JSON as the body, decoded strictly as the REST door does
+ * (src/edge/decode-json.ts: unknown fields and wrong JSON types are 400
+ * `invalid JSON: …`), the site from the path (a `site_id` in the body must be
+ * the same); the same access rule runs first. Other verbs: 405 `Allow: POST`.
  */
 import {
   create,
   type DescMessage,
   type DescMethodUnary,
+  fromJson,
+  type JsonValue,
   type MessageInitShape,
+  type MessageShape,
   ScalarType,
   toJsonString,
 } from "@bufbuild/protobuf";
 import type { FastifyPluginAsync } from "fastify";
 import { ReportsService } from "../../../gen/ingest/v1/reports_pb.js";
+import type { AnalyticsApp } from "../../domain/analytics/analytics-app.js";
 import type { Authenticator } from "../../domain/auth.js";
 import { errors } from "../../domain/errors.js";
 import type { Reports } from "../../domain/reports.js";
 import { createReportsAccess, type ReportsPrincipal } from "../../domain/reports-access.js";
+import {
+  funnelFields,
+  funnelResponseMessage,
+  queryFields as queryRequestFields,
+  queryResponseMessage,
+} from "../../edge/analytics-messages.js";
+import { bodyLimitOf } from "../../edge/body-limits.js";
+import { acceptRawJsonBodies, decodeStrict, parseJsonBody } from "../../edge/decode-json.js";
+import type { BodyLimitRouteConfig } from "../../edge/fastify-errors.js";
 import {
   accessMessage,
   customerJourneyMessage,
@@ -50,7 +69,43 @@ declare module "fastify" {
 export interface ReportsDoorOptions {
   auth: Authenticator;
   reports: Reports;
+  queries: AnalyticsApp;
   config: { adminToken: string | undefined };
+}
+
+/** A method with a POST rule: its body is the request message, its answer the response's JSON. */
+interface PostRoute {
+  method: DescMethodUnary;
+  answer(body: MessageShape<DescMessage>, signal: AbortSignal): Promise<string>;
+}
+
+function postRoute<I extends DescMessage, O extends DescMessage>(
+  method: DescMethodUnary<I, O>,
+  answer: (req: MessageShape<I>, signal: AbortSignal) => Promise<MessageInitShape<O>>,
+): PostRoute {
+  return {
+    method: method as unknown as DescMethodUnary,
+    answer: async (body, signal) =>
+      toJsonString(
+        method.output,
+        create(method.output, await answer(body as MessageShape<I>, signal)),
+      ),
+  };
+}
+
+/** The methods served with a JSON body. */
+function postRoutes(queries: AnalyticsApp): PostRoute[] {
+  const m = ReportsService.method;
+  return [
+    postRoute(m.query, async (req, signal) => {
+      const { plan, result } = await queries.query(queryRequestFields(req), signal);
+      return queryResponseMessage(plan, result);
+    }),
+    postRoute(m.funnel, async (req, signal) => {
+      const { plan, result } = await queries.funnel(funnelFields(req), signal);
+      return funnelResponseMessage(plan, result);
+    }),
+  ];
 }
 
 /** The request's fields by proto name (path parameters and query), every one a string. */
@@ -126,6 +181,45 @@ function queryFields(query: unknown, allowed: ReadonlySet<string>): Fields {
 export const reportsDoor: FastifyPluginAsync<ReportsDoorOptions> = async (scope, options) => {
   const access = createReportsAccess({ adminToken: options.config.adminToken, auth: options.auth });
   scope.decorateRequest("reportsPrincipal", null);
+
+  acceptRawJsonBodies(scope);
+  const authorize = async (request: { headers: { authorization?: string }; params: unknown }) => {
+    const siteId = (request.params as Fields).site_id ?? "";
+    return access.authorize(request.headers.authorization, siteId);
+  };
+  for (const r of postRoutes(options.queries)) {
+    const { verb, path } = httpRuleOf(r.method);
+    if (verb !== "POST") throw new Error(`${r.method.name}: expected a POST rule`);
+    const url = routeOf(path);
+    const bodyLimit = bodyLimitOf(r.method.parent.typeName, r.method.name);
+    const config: BodyLimitRouteConfig = { bodyLimit };
+    scope.post(url, {
+      bodyLimit,
+      config,
+      onRequest: async function authorizePost(request) {
+        request.reportsPrincipal = await authorize(request);
+      },
+      handler: async (request, reply) => {
+        if (!request.reportsPrincipal) throw errors.internal("unauthorized report request");
+        const siteId = (request.params as Fields).site_id ?? "";
+        const json = decodeStrict(r.method.input, parseJsonBody(request.body as Buffer));
+        if (json.site_id !== undefined && json.site_id !== siteId) {
+          throw errors.invalid("site_id: must be the site of the path");
+        }
+        const body = fromJson(r.method.input, { ...json, site_id: siteId } as JsonValue);
+        // A client that goes away cancels its query.
+        const abort = new AbortController();
+        reply.raw.once("close", () => {
+          if (!reply.raw.writableFinished) abort.abort();
+        });
+        const answer = await r.answer(body, abort.signal);
+        reply.type("application/json; charset=utf-8");
+        reply.header("cache-control", "no-store");
+        return reply.send(answer);
+      },
+    });
+    registerMethodNotAllowed(scope, { url, allow: ["POST"], use: "POST" });
+  }
 
   for (const r of reportRoutes(options.reports)) {
     const { verb, path } = httpRuleOf(r.method);

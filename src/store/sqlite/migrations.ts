@@ -444,6 +444,63 @@ DROP TRIGGER payments_revenue_insert;
 DROP TRIGGER payments_revenue_update;
 `,
   },
+  {
+    version: 15,
+    description:
+      "the analytics feed: one ordered log of what the DuckDB analytics store must apply",
+    // Written by triggers, so every writer's own transaction records its
+    // change (nothing committed can be missed, nothing rolled back is seen).
+    // kind 0: an event inserted (ref = its rowid); 1: a payment written or
+    // deleted (key = payment id); 2: a customer's visitor links changed (key =
+    // customer id); 3: a visitor's stitch changed (key = daily visitor id);
+    // 4: an event deleted (ref = its rowid). AUTOINCREMENT: a sequence number
+    // is never reused, so the mover's watermark (kept in the DuckDB file, in
+    // the transaction that applied the rows) is exact even after the log's
+    // head is trimmed; the events' own rowids may be reused after a delete,
+    // which is why events are fed through this log and not by rowid.
+    sql: `
+CREATE TABLE analytics_feed (
+  seq INTEGER PRIMARY KEY AUTOINCREMENT,
+  kind INTEGER NOT NULL,
+  ref INTEGER,
+  site_id TEXT,
+  key TEXT
+);
+CREATE TRIGGER analytics_feed_event_insert AFTER INSERT ON events BEGIN
+  INSERT INTO analytics_feed (kind, ref) VALUES (0, NEW.id);
+END;
+CREATE TRIGGER analytics_feed_event_delete AFTER DELETE ON events BEGIN
+  INSERT INTO analytics_feed (kind, ref) VALUES (4, OLD.id);
+END;
+CREATE TRIGGER analytics_feed_payment_insert AFTER INSERT ON payments BEGIN
+  INSERT INTO analytics_feed (kind, site_id, key) VALUES (1, NEW.site_id, NEW.payment_id);
+END;
+CREATE TRIGGER analytics_feed_payment_update AFTER UPDATE ON payments BEGIN
+  INSERT INTO analytics_feed (kind, site_id, key) VALUES (1, NEW.site_id, NEW.payment_id);
+END;
+CREATE TRIGGER analytics_feed_payment_delete AFTER DELETE ON payments BEGIN
+  INSERT INTO analytics_feed (kind, site_id, key) VALUES (1, OLD.site_id, OLD.payment_id);
+END;
+CREATE TRIGGER analytics_feed_link_insert AFTER INSERT ON customer_visitors BEGIN
+  INSERT INTO analytics_feed (kind, site_id, key) VALUES (2, NEW.site_id, NEW.customer_id);
+END;
+CREATE TRIGGER analytics_feed_link_update AFTER UPDATE ON customer_visitors BEGIN
+  INSERT INTO analytics_feed (kind, site_id, key) VALUES (2, NEW.site_id, NEW.customer_id);
+END;
+CREATE TRIGGER analytics_feed_link_delete AFTER DELETE ON customer_visitors BEGIN
+  INSERT INTO analytics_feed (kind, site_id, key) VALUES (2, OLD.site_id, OLD.customer_id);
+END;
+CREATE TRIGGER analytics_feed_stitch_insert AFTER INSERT ON visitor_stitches BEGIN
+  INSERT INTO analytics_feed (kind, site_id, key) VALUES (3, NEW.site_id, NEW.visitor_id);
+END;
+CREATE TRIGGER analytics_feed_stitch_update AFTER UPDATE ON visitor_stitches BEGIN
+  INSERT INTO analytics_feed (kind, site_id, key) VALUES (3, NEW.site_id, NEW.visitor_id);
+END;
+CREATE TRIGGER analytics_feed_stitch_delete AFTER DELETE ON visitor_stitches BEGIN
+  INSERT INTO analytics_feed (kind, site_id, key) VALUES (3, OLD.site_id, OLD.visitor_id);
+END;
+`,
+  },
 ];
 
 /** The UTC day (YYYY-MM-DD) of a payments row's paid_at (NEW, OLD or the table). */

@@ -1,0 +1,131 @@
+/**
+ * The analytics store: one DuckDB file beside the SQLite file
+ * (`<data>/analytics.duckdb`), derived from SQLite by the feed
+ * (src/store/duckdb/analytics-feed.ts) and read by the engine
+ * (src/store/duckdb/analytics-engine.ts). SQLite stays the store of record:
+ * this file can be deleted and is rebuilt from it at the next start.
+ *
+ * Schema choices (docs/reports.md, "Storage"):
+ * - events are appended in the order SQLite acknowledged them, which is time
+ *   order up to the clients' small skew, so DuckDB's per-row-group min/max
+ *   (zonemaps) on `ts` skip what a period does not cover;
+ * - visitor ids are 64-bit integers (`vid`, the first 8 bytes of SHA-256 of
+ *   the stored id): 8 bytes instead of 32 characters, and joins on integers;
+ * - low-cardinality strings (site, name, channel, source, country, device,
+ *   browser, os…) are plain VARCHAR: DuckDB's dictionary and FSST
+ *   compression store each distinct value once per row group, which an ENUM
+ *   would only save again while forcing a schema change for every new value;
+ * - payments keep their stored first-touch attribution (the default model),
+ *   links and stitches are small tables joined at query time.
+ */
+import { createHash } from "node:crypto";
+import { mkdirSync } from "node:fs";
+import { dirname } from "node:path";
+import { type DuckDBConnection, DuckDBInstance } from "@duckdb/node-api";
+
+/** What the analytics store is opened with (src/config.ts). */
+export interface AnalyticsStoreOptions {
+  /** The DuckDB file; `:memory:` for tests that need no file. */
+  path: string;
+  /** DuckDB's worker threads (ANALYTICS_THREADS). */
+  threads: number;
+  /** DuckDB's memory limit, e.g. `512MB` (ANALYTICS_MEMORY_LIMIT). */
+  memoryLimit: string;
+}
+
+/** An open analytics store: one instance, one connection for the feed's writes. */
+export interface AnalyticsStore {
+  readonly instance: DuckDBInstance;
+  /** The feed's connection (its transactions append and apply changes). */
+  readonly writer: DuckDBConnection;
+  /** A new connection for one query (each can be interrupted on its own). */
+  connect(): Promise<DuckDBConnection>;
+  close(): void;
+}
+
+const SCHEMA = `
+CREATE TABLE IF NOT EXISTS feed_state (
+  id INTEGER PRIMARY KEY,
+  seq BIGINT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS events (
+  seq BIGINT NOT NULL,
+  site_id VARCHAR NOT NULL,
+  ts BIGINT NOT NULL,
+  vid BIGINT NOT NULL,
+  name VARCHAR NOT NULL,
+  page VARCHAR NOT NULL,
+  referrer VARCHAR,
+  channel VARCHAR,
+  source VARCHAR,
+  medium VARCHAR,
+  campaign VARCHAR,
+  term VARCHAR,
+  content VARCHAR,
+  country VARCHAR,
+  device VARCHAR,
+  browser VARCHAR,
+  os VARCHAR,
+  props JSON
+);
+CREATE TABLE IF NOT EXISTS payments (
+  site_id VARCHAR NOT NULL,
+  payment_id VARCHAR NOT NULL,
+  customer_id VARCHAR NOT NULL,
+  currency VARCHAR NOT NULL,
+  amount_minor BIGINT NOT NULL,
+  kind VARCHAR NOT NULL,
+  status VARCHAR NOT NULL,
+  paid_at BIGINT NOT NULL,
+  channel VARCHAR NOT NULL,
+  source VARCHAR,
+  medium VARCHAR,
+  campaign VARCHAR,
+  landing_page VARCHAR,
+  touch_vid BIGINT,
+  touched_at BIGINT
+);
+CREATE TABLE IF NOT EXISTS links (
+  site_id VARCHAR NOT NULL,
+  customer_id VARCHAR NOT NULL,
+  vid BIGINT NOT NULL
+);
+CREATE TABLE IF NOT EXISTS stitches (
+  site_id VARCHAR NOT NULL,
+  vid BIGINT NOT NULL,
+  pvid BIGINT NOT NULL
+);
+`;
+
+/** A stored visitor id as the analytics store's 64-bit integer. */
+export function visitorKey(visitorId: string): bigint {
+  return createHash("sha256").update(visitorId).digest().readBigInt64BE(0);
+}
+
+/** The analytics file of a SQLite store URL's path: `analytics.duckdb` in the same directory. */
+export function analyticsPathBeside(sqlitePath: string): string {
+  return sqlitePath === ":memory:" ? ":memory:" : `${dirname(sqlitePath)}/analytics.duckdb`;
+}
+
+/** Opens (creating when needed) the analytics store and its schema. */
+export async function openAnalyticsStore(options: AnalyticsStoreOptions): Promise<AnalyticsStore> {
+  if (options.path !== ":memory:") mkdirSync(dirname(options.path), { recursive: true });
+  const instance = await DuckDBInstance.create(options.path, {
+    threads: String(options.threads),
+    memory_limit: options.memoryLimit,
+  });
+  const writer = await instance.connect();
+  await writer.run(SCHEMA);
+  let closed = false;
+  return {
+    instance,
+    writer,
+    connect: () => instance.connect(),
+    close() {
+      if (closed) return;
+      closed = true;
+      writer.closeSync();
+      instance.closeSync();
+    },
+  };
+}

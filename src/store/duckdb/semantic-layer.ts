@@ -1,0 +1,155 @@
+/**
+ * The semantic layer: every metric and dimension of `ReportsService.Query`
+ * defined once, as data (as a Rill metrics view), from which the engine
+ * (analytics-engine.ts) generates its SQL. Traffic is read from the events
+ * of the period, each joined with its visit (a visitor's run of events with
+ * no gap over 30 minutes); revenue from the succeeded payments paid in the
+ * period in the asked currency, each joined with the touch its model credits.
+ * docs/reports.md defines each in a sentence.
+ */
+import type {
+  MetricName,
+  PlainDimensionName,
+  TimeGrain,
+} from "../../domain/analytics/query-plan.js";
+
+/**
+ * A dimension: its SQL over a traffic row (`x`: an event with its visit's
+ * columns `v_*`) and over a revenue row (`r`: a payment with its credited
+ * touch's columns `t_*`); undefined where revenue has no such value.
+ */
+export interface DimensionDef {
+  traffic: string;
+  revenue?: string;
+}
+
+/** The plain dimensions. A visit's acquisition is its first event's; Direct when untagged. */
+export const DIMENSIONS: Record<PlainDimensionName, DimensionDef> = {
+  channel: { traffic: "x.v_channel", revenue: "r.channel" },
+  source: { traffic: "x.v_source", revenue: "r.source" },
+  medium: { traffic: "x.v_medium", revenue: "r.medium" },
+  campaign: { traffic: "x.v_campaign", revenue: "r.campaign" },
+  term: { traffic: "x.v_term", revenue: "r.t_term" },
+  content: { traffic: "x.v_content", revenue: "r.t_content" },
+  referrer: { traffic: "x.v_referrer", revenue: "r.t_referrer" },
+  landing_page: { traffic: "x.v_landing_page", revenue: "r.landing_page" },
+  page: { traffic: "x.page", revenue: "r.landing_page" },
+  exit_page: { traffic: "x.v_exit_page" },
+  country: { traffic: "x.country", revenue: "r.t_country" },
+  device: { traffic: "x.device", revenue: "r.t_device" },
+  browser: { traffic: "x.browser", revenue: "r.t_browser" },
+  os: { traffic: "x.os", revenue: "r.t_os" },
+  event: { traffic: "x.name" },
+};
+
+/** A time grain's truncation and label, of an instant column in ms, in the zone `tz` (SQL). */
+export function timeBucket(grain: TimeGrain, ms: string, tz: string): string {
+  const local = `timezone(${tz}, make_timestamptz(${ms} * 1000))`;
+  const format = { hour: "%Y-%m-%dT%H:00", day: "%Y-%m-%d", week: "%Y-%m-%d", month: "%Y-%m" }[
+    grain
+  ];
+  return `strftime(date_trunc('${grain}', ${local}), '${format}')`;
+}
+
+/** Where a metric is computed and how its value is read back. */
+export interface MetricDef {
+  /** traffic: from per-visit rows `v`; revenue: from revenue rows `r`; both: from the two. */
+  source: "traffic" | "revenue" | "both";
+  /** The aggregate (traffic or revenue), or the expression of the merged row (both). */
+  sql?: string;
+  kind: "count" | "number" | "money";
+  /** For `both`: the value from the traffic and revenue aggregates by name. */
+  combine?: (t: Record<string, number>, r: Record<string, number>) => number | undefined;
+  /** The aggregates a `both` metric needs from each side. */
+  needs?: { traffic: MetricName[]; revenue: MetricName[] };
+}
+
+const round2 = (x: number) => Math.round(x * 100) / 100;
+
+/**
+ * The metrics. Traffic aggregates read per-visit rows `v` (one per visit and
+ * dimension values): `vk` the visitor, `pv` the visit's pageviews in the
+ * group, `ev` its events in the group, `conv` whether it had a custom event
+ * in the group, `v_events` and `v_seconds` the whole visit's events and
+ * duration (`v_events` its events: one is a bounce). Revenue aggregates read payments `r` (amounts in minor units).
+ */
+export const METRICS: Record<MetricName, MetricDef> = {
+  visitors: { source: "traffic", sql: "count(DISTINCT v.vk)", kind: "count" },
+  visits: { source: "traffic", sql: "count(*)", kind: "count" },
+  pageviews: { source: "traffic", sql: "sum(v.pv)", kind: "count" },
+  events: { source: "traffic", sql: "sum(v.ev)", kind: "count" },
+  views_per_visit: {
+    source: "traffic",
+    sql: "round(sum(v.pv) / count(*), 2)",
+    kind: "number",
+  },
+  bounce_rate: {
+    source: "traffic",
+    sql: "round(100.0 * count(*) FILTER (WHERE v.v_events = 1) / count(*), 2)",
+    kind: "number",
+  },
+  visit_duration: { source: "traffic", sql: "round(avg(v.v_seconds))", kind: "number" },
+  conversions: {
+    source: "traffic",
+    sql: "count(DISTINCT v.vk) FILTER (WHERE v.conv)",
+    kind: "count",
+  },
+  conversion_rate: {
+    source: "traffic",
+    sql: "round(100.0 * count(DISTINCT v.vk) FILTER (WHERE v.conv) / count(DISTINCT v.vk), 2)",
+    kind: "number",
+  },
+  payments: { source: "revenue", sql: "count(*) FILTER (WHERE r.kind = 'charge')", kind: "count" },
+  paying_customers: {
+    source: "revenue",
+    sql: "count(DISTINCT r.customer_id) FILTER (WHERE r.kind = 'charge')",
+    kind: "count",
+  },
+  gross_revenue: {
+    source: "revenue",
+    sql: "coalesce(sum(r.share) FILTER (WHERE r.kind = 'charge'), 0)",
+    kind: "money",
+  },
+  refunds: {
+    source: "revenue",
+    sql: "coalesce(sum(r.share) FILTER (WHERE r.kind = 'refund'), 0)",
+    kind: "money",
+  },
+  chargebacks: {
+    source: "revenue",
+    sql: "coalesce(sum(r.share) FILTER (WHERE r.kind = 'chargeback'), 0)",
+    kind: "money",
+  },
+  net_revenue: {
+    source: "revenue",
+    sql: "coalesce(sum(CASE WHEN r.kind = 'charge' THEN r.share ELSE -r.share END), 0)",
+    kind: "money",
+  },
+  revenue_per_visitor: {
+    source: "both",
+    kind: "money",
+    needs: { traffic: ["visitors"], revenue: ["net_revenue"] },
+    combine: (t, r) =>
+      (t.visitors ?? 0) === 0 ? undefined : Math.round((r.net_revenue ?? 0) / (t.visitors ?? 1)),
+  },
+  average_order_value: {
+    source: "both",
+    kind: "money",
+    needs: { traffic: [], revenue: ["gross_revenue", "payments"] },
+    combine: (_t, r) =>
+      (r.payments ?? 0) === 0 ? undefined : Math.round((r.gross_revenue ?? 0) / (r.payments ?? 1)),
+  },
+  median_days_to_first_payment: {
+    source: "revenue",
+    sql: "round(median((r.first_paid_at - r.first_seen_at) / 86400000.0) FILTER (WHERE r.first_payment AND r.first_seen_at IS NOT NULL), 2)",
+    kind: "number",
+  },
+  median_visits_to_first_payment: {
+    source: "revenue",
+    sql: "median(r.visits_before) FILTER (WHERE r.first_payment AND r.visits_before IS NOT NULL)",
+    kind: "number",
+  },
+};
+
+/** Exported for the engine's rounding of merged metrics. */
+export { round2 };

@@ -1,0 +1,208 @@
+/**
+ * The analytics engine answers from the DuckDB store its feed fills: a small
+ * hand-made journey sent through the HTTP API, the feed drained on an
+ * explicit signal (`feed.runOnce()` resolves once the log is applied), then
+ * plans asked of the engine with exact answers.
+ */
+import { describe, expect, it } from "vitest";
+import type { MetricName, QueryPlan } from "../../src/domain/analytics/query-plan.js";
+import type { Analytics } from "../../src/services.js";
+import { BROWSER_UA } from "../helpers/fixtures.js";
+import { postJson, TEST_NOW } from "../helpers/test-server.js";
+import { useTestServer } from "../helpers/use-test-server.js";
+
+const T0 = TEST_NOW - 50 * 60_000;
+const MIN = 60_000;
+const A = "visitor-aaaa-000001";
+const B = "visitor-bbbb-000002";
+
+const ctx = useTestServer();
+
+function analytics(): Analytics {
+  const a = ctx.server.app.analytics;
+  if (!a) throw new Error("the test server owns no analytics store");
+  return a;
+}
+
+function plan(overrides: Partial<QueryPlan>): QueryPlan {
+  return {
+    siteId: ctx.siteId,
+    timeZone: "UTC",
+    metrics: ["visitors"],
+    dimensions: [],
+    filters: [],
+    period: { from: T0 - 60 * MIN, to: TEST_NOW + MIN },
+    model: "first_touch",
+    orderBy: [{ field: "visitors", desc: true }],
+    limit: 100,
+    offset: 0,
+    ...overrides,
+  };
+}
+
+const count = (value: number) => ({ kind: "count", value });
+const number = (value: number) => ({ kind: "number", value });
+const usd = (minor: number) => ({ kind: "money", currency: "USD", minor: BigInt(minor) });
+
+async function send(body: unknown) {
+  const res = await postJson(`${ctx.url}/api/v1/events`, body, {
+    key: ctx.key,
+    headers: { "user-agent": BROWSER_UA },
+  });
+  expect(res.status).toBe(204);
+}
+
+describe("the analytics engine over DuckDB", () => {
+  it("answers traffic and revenue metrics of a journey exactly once the feed has applied it", async () => {
+    const s = ctx.siteId;
+    await send({
+      s,
+      b: [
+        {
+          e: "pageview",
+          u: "https://example.com/?utm_source=newsletter&utm_medium=email",
+          vid: A,
+          ts: T0,
+        },
+        {
+          e: "pageview",
+          u: "https://example.com/pricing",
+          r: "https://example.com/",
+          vid: A,
+          ts: T0 + 5 * MIN,
+        },
+        {
+          e: "signup",
+          u: "https://example.com/pricing",
+          vid: A,
+          ts: T0 + 10 * MIN,
+          p: { plan: "pro" },
+        },
+        {
+          e: "pageview",
+          u: "https://example.com/",
+          r: "https://www.google.com/",
+          vid: B,
+          ts: T0 + MIN,
+        },
+        { e: "pageview", u: "https://example.com/pricing", vid: B, ts: T0 + 46 * MIN },
+      ],
+    });
+    const pay = (id: string, amount: number, kind: string) =>
+      postJson(
+        `${ctx.url}/api/v1/payments`,
+        {
+          payment_id: id,
+          customer: { id: "cus_a", visitor_id: A },
+          amount,
+          currency: "USD",
+          kind,
+          paid_at: new Date(T0 + 20 * MIN).toISOString(),
+        },
+        { key: ctx.key },
+      );
+    expect((await pay("pay_1", 29.99, "charge")).status).toBe(200);
+    expect((await pay("pay_2", 5, "refund")).status).toBe(200);
+    await analytics().feed.runOnce();
+
+    const traffic: MetricName[] = [
+      "visitors",
+      "visits",
+      "pageviews",
+      "events",
+      "views_per_visit",
+      "bounce_rate",
+      "visit_duration",
+      "conversions",
+      "conversion_rate",
+    ];
+    const totals = await analytics().engine.query(plan({ metrics: traffic }));
+    expect(totals).toEqual({
+      rows: [{ dimensions: [], metrics: totals.totals }],
+      totals: [
+        count(2),
+        count(3),
+        count(4),
+        count(5),
+        number(1.33),
+        number(66.67),
+        number(200),
+        count(1),
+        number(50),
+      ],
+      more: false,
+    });
+
+    const byChannel = await analytics().engine.query(
+      plan({
+        metrics: ["visitors", "visits", "net_revenue", "gross_revenue", "refunds", "payments"],
+        dimensions: ["channel"],
+        currency: "USD",
+        orderBy: [{ field: "net_revenue", desc: true }],
+      }),
+    );
+    expect(byChannel.rows).toEqual([
+      {
+        dimensions: ["Email"],
+        metrics: [count(1), count(1), usd(2499), usd(2999), usd(500), count(1)],
+      },
+      { dimensions: ["Direct"], metrics: [count(1), count(1), usd(0), usd(0), usd(0), count(0)] },
+      {
+        dimensions: ["Organic Search"],
+        metrics: [count(1), count(1), usd(0), usd(0), usd(0), count(0)],
+      },
+    ]);
+    expect(byChannel.totals).toEqual([
+      count(2),
+      count(3),
+      usd(2499),
+      usd(2999),
+      usd(500),
+      count(1),
+    ]);
+
+    const pricing = await analytics().engine.query(
+      plan({
+        metrics: ["visitors", "pageviews"],
+        dimensions: ["page"],
+        filters: [{ dimension: "page", op: "contains", values: ["PRIC"] }],
+      }),
+    );
+    expect(pricing.rows).toEqual([
+      { dimensions: ["https://example.com/pricing"], metrics: [count(2), count(2)] },
+    ]);
+
+    const funnel = await analytics().engine.funnel({
+      siteId: s,
+      timeZone: "UTC",
+      steps: [
+        { kind: "page", value: "https://example.com/", filters: [], label: "home" },
+        { kind: "page", value: "https://example.com/pricing", filters: [], label: "pricing" },
+        { kind: "event", value: "signup", filters: [], label: "signup" },
+      ],
+      filters: [],
+      period: { from: T0 - 60 * MIN, to: TEST_NOW + MIN },
+      windowMs: 2 * 60 * MIN,
+      model: "first_touch",
+    });
+    expect(funnel).toEqual({
+      steps: [
+        { label: "home", visitors: 2, conversionFromPrevious: 100, conversionOverall: 100 },
+        {
+          label: "pricing",
+          visitors: 2,
+          conversionFromPrevious: 100,
+          conversionOverall: 100,
+          medianSecondsFromPrevious: 1500,
+        },
+        {
+          label: "signup",
+          visitors: 1,
+          conversionFromPrevious: 50,
+          conversionOverall: 50,
+          medianSecondsFromPrevious: 300,
+        },
+      ],
+    });
+  });
+});

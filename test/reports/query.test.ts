@@ -1,0 +1,268 @@
+/**
+ * ReportsService.Query and Funnel end to end: a small hand-made journey sent
+ * through the HTTP API, the analytics feed drained on an explicit signal
+ * (`feed.runOnce()` resolves once everything committed is applied), then the
+ * same questions over REST (POST /api/v1/sites/{site_id}/query and /funnel),
+ * Connect, gRPC-Web, gRPC, grpc-js and `buf curl`, with exact answers and
+ * the same access rule as the other reports.
+ */
+import { toJson } from "@bufbuild/protobuf";
+import { beforeAll, describe, expect, it } from "vitest";
+import { QueryResponseSchema, ReportsService } from "../../gen/ingest/v1/reports_pb.js";
+import { BROWSER_UA } from "../helpers/fixtures.js";
+import { bufCurl, grpcJsClient, PROTOCOLS, rpcError } from "../helpers/rpc-clients.js";
+import { createTenant, postJson, TEST_NOW } from "../helpers/test-server.js";
+import { useTestServer } from "../helpers/use-test-server.js";
+
+const MIN = 60_000;
+const T0 = TEST_NOW - 50 * MIN;
+const A = "visitor-aaaa-000001";
+const B = "visitor-bbbb-000002";
+
+const ctx = useTestServer();
+
+const QUERY = {
+  metrics: ["visitors", "visits", "pageviews", "bounce_rate", "net_revenue"],
+  dimensions: ["channel"],
+  period: { from_day: "2026-03-11", to_day: "2026-03-11" },
+  currency: "USD",
+  order_by: [{ field: "net_revenue", desc: true }],
+};
+
+const count = (n: number) => ({ count: String(n) });
+const usd = (minor: number, decimal: string) => ({
+  money:
+    minor === 0
+      ? { currency: "USD", decimal }
+      : { currency: "USD", minorUnits: String(minor), decimal },
+});
+
+/** The answer's proto JSON, as every door gives it. */
+const ANSWER = {
+  metrics: QUERY.metrics,
+  dimensions: ["channel"],
+  rows: [
+    {
+      dimensions: ["Email"],
+      metrics: [count(1), count(1), count(2), { number: 0 }, usd(2499, "24.99")],
+    },
+    {
+      dimensions: ["Direct"],
+      metrics: [count(1), count(1), count(1), { number: 100 }, usd(0, "0.00")],
+    },
+    {
+      dimensions: ["Organic Search"],
+      metrics: [count(1), count(1), count(1), { number: 100 }, usd(0, "0.00")],
+    },
+  ],
+  totals: [count(2), count(3), count(4), { number: 66.67 }, usd(2499, "24.99")],
+  period: { from: "2026-03-11T00:00:00.000Z", to: "2026-03-12T00:00:00.000Z", timeZone: "UTC" },
+  model: "first_touch",
+};
+
+const FUNNEL = {
+  steps: [
+    { kind: "page", value: "https://example.com/", label: "home" },
+    { kind: "page", value: "https://example.com/pricing" },
+    { kind: "event", value: "signup" },
+  ],
+  period: { from_day: "2026-03-11", to_day: "2026-03-11" },
+};
+
+async function send(body: unknown) {
+  const res = await postJson(`${ctx.url}/api/v1/events`, body, {
+    key: ctx.key,
+    headers: { "user-agent": BROWSER_UA },
+  });
+  expect(res.status).toBe(204);
+}
+
+function post(path: string, body: unknown, key: string) {
+  return postJson(`${ctx.url}/api/v1/sites/${ctx.siteId}/${path}`, body, { key });
+}
+
+describe("ReportsService.Query and Funnel", () => {
+  let reportsKey: string;
+
+  beforeAll(async () => {
+    reportsKey = await ctx.keyWith(["reports"]);
+    const s = ctx.siteId;
+    await send({
+      s,
+      b: [
+        {
+          e: "pageview",
+          u: "https://example.com/?utm_source=newsletter&utm_medium=email",
+          vid: A,
+          ts: T0,
+        },
+        {
+          e: "pageview",
+          u: "https://example.com/pricing",
+          r: "https://example.com/",
+          vid: A,
+          ts: T0 + 5 * MIN,
+        },
+        { e: "signup", u: "https://example.com/pricing", vid: A, ts: T0 + 10 * MIN },
+        {
+          e: "pageview",
+          u: "https://example.com/",
+          r: "https://www.google.com/",
+          vid: B,
+          ts: T0 + MIN,
+        },
+        { e: "pageview", u: "https://example.com/pricing", vid: B, ts: T0 + 46 * MIN },
+      ],
+    });
+    for (const [id, amount, kind] of [
+      ["pay_1", 29.99, "charge"],
+      ["pay_2", 5, "refund"],
+    ] as const) {
+      const res = await postJson(
+        `${ctx.url}/api/v1/payments`,
+        {
+          payment_id: id,
+          customer: { id: "cus_a", visitor_id: A },
+          amount,
+          currency: "USD",
+          kind,
+          paid_at: new Date(T0 + 20 * MIN).toISOString(),
+        },
+        { key: ctx.key },
+      );
+      expect(res.status).toBe(200);
+    }
+    // The explicit freshness signal: resolves once the feed has applied every committed write.
+    await ctx.server.app.analytics?.feed.runOnce();
+  });
+
+  it("answers over REST with a reports key: rows, totals and the resolved period", async () => {
+    const res = await post("query", QUERY, reportsKey);
+    expect(res.status).toBe(200);
+    expect(res.headers.get("cache-control")).toBe("no-store");
+    expect(res.body).toEqual(ANSWER);
+  });
+
+  it("answers the same over Connect, gRPC-Web and gRPC", async () => {
+    for (const protocol of PROTOCOLS) {
+      const res = await ctx.client(ReportsService, protocol).query(
+        {
+          siteId: ctx.siteId,
+          metrics: QUERY.metrics,
+          dimensions: QUERY.dimensions,
+          period: { fromDay: "2026-03-11", toDay: "2026-03-11" },
+          currency: "USD",
+          orderBy: [{ field: "net_revenue", desc: true }],
+        },
+        { headers: { authorization: `Bearer ${reportsKey}` } },
+      );
+      expect(toJson(QueryResponseSchema, res), protocol).toEqual(ANSWER);
+    }
+  });
+
+  it("answers the same over grpc-js and buf curl", async () => {
+    const c = grpcJsClient("reports.proto", "ReportsService", ctx.server.port);
+    try {
+      const res = await c.call<{ totals: unknown[] }>(
+        "Query",
+        { ...QUERY, site_id: ctx.siteId },
+        { authorization: `Bearer ${reportsKey}` },
+      );
+      expect(res.totals).toEqual([
+        { count: "2" },
+        { count: "3" },
+        { count: "4" },
+        { number: 66.67 },
+        { money: { currency: "USD", minor_units: "2499", decimal: "24.99" } },
+      ]);
+    } finally {
+      c.client.close();
+    }
+    const curl = await bufCurl(
+      `${ctx.url}/ingest.v1.ReportsService/Query`,
+      { ...QUERY, site_id: ctx.siteId },
+      { protocol: "grpc", authorization: `Bearer ${reportsKey}` },
+    );
+    expect(curl.exitCode, curl.stderr).toBe(0);
+    expect(curl.output).toEqual(ANSWER);
+  });
+
+  it("answers a funnel: visitors per step, conversion and median time between steps", async () => {
+    const res = await post("funnel", FUNNEL, reportsKey);
+    expect(res.status).toBe(200);
+    expect(res.body).toEqual({
+      steps: [
+        { label: "home", visitors: "2", conversionFromPrevious: 100, conversionOverall: 100 },
+        {
+          label: "https://example.com/pricing",
+          visitors: "2",
+          conversionFromPrevious: 100,
+          conversionOverall: 100,
+          medianSecondsFromPrevious: 1500,
+        },
+        {
+          label: "signup",
+          visitors: "1",
+          conversionFromPrevious: 50,
+          conversionOverall: 50,
+          medianSecondsFromPrevious: 300,
+        },
+      ],
+      period: ANSWER.period,
+      model: "first_touch",
+    });
+  });
+
+  it("refuses a bad request with 400 invalid_input naming what is wrong, on every door", async () => {
+    const bad = { ...QUERY, metrics: ["visitors", "sessions"] };
+    expect(await post("query", bad, reportsKey)).toMatchObject({
+      status: 400,
+      body: {
+        ok: false,
+        error: { code: "invalid_input", message: 'metrics: unknown metric "sessions"' },
+      },
+    });
+    expect(await post("query", { ...QUERY, metric: ["visitors"] }, reportsKey)).toMatchObject({
+      status: 400,
+      body: { ok: false, error: { code: "invalid_input" } },
+    });
+    expect(
+      await rpcError(
+        ctx.client(ReportsService).query(
+          {
+            siteId: ctx.siteId,
+            metrics: ["net_revenue"],
+            period: { fromDay: "2026-03-11", toDay: "2026-03-11" },
+          },
+          { headers: { authorization: `Bearer ${reportsKey}` } },
+        ),
+      ),
+    ).toEqual({
+      code: "invalid_argument",
+      message: "currency: required with revenue metrics",
+      reason: "invalid_input",
+    });
+  });
+
+  it("keeps the reports' access rule: no key 401, another site's key 403, a write key 403", async () => {
+    const none = await postJson(`${ctx.url}/api/v1/sites/${ctx.siteId}/query`, QUERY);
+    expect(none.status).toBe(401);
+    const other = await createTenant(ctx.server);
+    const foreign = await post("query", QUERY, other.key);
+    expect(foreign.status).toBe(403);
+    const write = await post("query", QUERY, ctx.key);
+    expect(write.status).toBe(403);
+    const admin = await postJson(`${ctx.url}/api/v1/sites/${ctx.siteId}/query`, QUERY, {
+      headers: ctx.adminHeaders,
+    });
+    expect(admin.body).toEqual(ANSWER);
+  });
+
+  it("answers 405 with Allow: POST to another verb", async () => {
+    const res = await fetch(`${ctx.url}/api/v1/sites/${ctx.siteId}/query`, {
+      headers: { authorization: `Bearer ${reportsKey}` },
+    });
+    expect(res.status).toBe(405);
+    expect(res.headers.get("allow")).toBe("POST");
+  });
+});
