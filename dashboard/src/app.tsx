@@ -19,6 +19,7 @@ import { describeError, isAuthError, reportsClient, storedToken, storeToken } fr
 import { DailyChart } from "./daily-chart.js";
 import { count, money, percent, utcTime } from "./format.js";
 import { PERIODS, type Period, rangeOf, readState, type ViewState, writeState } from "./period.js";
+import { QueryView } from "./query-view.js";
 import { SignIn } from "./sign-in.js";
 
 const PERIOD_LABELS: Record<Period, string> = {
@@ -84,7 +85,8 @@ export function App() {
     return () => {
       current = false;
     };
-  }, [token, view, signOut]);
+    // Only the site and the period change what SiteOverview answers.
+  }, [token, view.site, view.period, view.from, view.to, signOut]);
 
   // The site's host names, to show it by name (GetAccess with the site).
   useEffect(() => {
@@ -165,9 +167,9 @@ export function App() {
         {load.state === "done" && (
           <Overview
             overview={load.overview}
-            site={view.site}
-            currency={view.currency}
-            onCurrency={(currency) => navigate({ ...view, currency })}
+            client={client.current}
+            view={view}
+            onChange={navigate}
             onOpenPayment={setJourney}
           />
         )}
@@ -268,15 +270,17 @@ function PeriodPicker(props: { view: ViewState; onChange(next: ViewState): void 
 
 function Overview(props: {
   overview: SiteOverviewResponse;
-  site: string;
-  currency: string;
-  onCurrency(currency: string): void;
+  client: Client<typeof ReportsService> | undefined;
+  view: ViewState;
+  onChange(next: ViewState): void;
   onOpenPayment(p: RecentPayment): void;
 }) {
   const o = props.overview;
+  const { view } = props;
+  const site = view.site;
   const currencies = currenciesByNet(o);
   // The URL's currency when the period has it, else the one with most net revenue.
-  const currency = currencies.includes(props.currency) ? props.currency : currencies[0];
+  const currency = currencies.includes(view.currency) ? view.currency : currencies[0];
   const hasTraffic = o.days.some((d) => d.visitors > 0n || d.pageviews > 0n) || o.newVisitors > 0n;
   const hasRevenue = o.channels.some((c) => c.revenue.length > 0);
   return (
@@ -289,7 +293,7 @@ function Overview(props: {
           <h2 id="no-traffic">No visits in this period</h2>
           <p>Add the tracking script to the pages of your site, then come back:</p>
           <pre>
-            <code>{`<script defer src="${location.origin}/js/script.js" data-site="${props.site}"></script>`}</code>
+            <code>{`<script defer src="${location.origin}/js/script.js" data-site="${site}"></script>`}</code>
           </pre>
         </section>
       )}
@@ -308,7 +312,7 @@ function Overview(props: {
           <select
             id="currency"
             value={currency}
-            onChange={(e) => props.onCurrency(e.currentTarget.value)}
+            onChange={(e) => props.onChange({ ...view, currency: e.currentTarget.value })}
           >
             {currencies.map((c) => (
               <option key={c} value={c}>
@@ -318,6 +322,14 @@ function Overview(props: {
           </select>{" "}
           <span class="muted">Amounts are never added across currencies.</span>
         </p>
+      )}
+      {props.client && (
+        <QueryView
+          client={props.client}
+          view={view}
+          currency={currency}
+          onChange={props.onChange}
+        />
       )}
       <ChannelSection channels={o.channels} currency={currency} />
       <section aria-labelledby="per-day">

@@ -124,6 +124,7 @@ export function DailyChart(props: { days: DayOverview[]; currency: string | unde
     <div
       ref={box}
       class="chart"
+      id="daily-chart"
       role="img"
       aria-label={`Visitors, pageviews${currency ? ` and net revenue in ${currency}` : ""} per UTC day; the table below has the same numbers`}
     />

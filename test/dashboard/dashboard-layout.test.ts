@@ -261,7 +261,7 @@ function contrast(a: number[], b: number[]): number {
  */
 async function axisContrast(page: Page): Promise<number> {
   const { pixels, background } = await page.evaluate(() => {
-    const canvas = document.querySelector(".chart canvas") as BrowserElement;
+    const canvas = document.querySelector("#daily-chart canvas") as BrowserElement;
     const strip = Math.round(40 * window.devicePixelRatio);
     const data = canvas.getContext("2d").getImageData(0, 0, strip, canvas.height).data;
     return {
@@ -314,7 +314,7 @@ describe("the dashboard's layout, themes and accessibility", () => {
       .locator("li")
       .evaluateAll((lis) => lis.map((li) => (li.textContent ?? "").trim()));
     expect(sources).toEqual(["Google 20.00 EUR"]);
-    await expect(page.locator(".chart").getAttribute("aria-label")).resolves.toBe(
+    await expect(page.locator("#daily-chart").getAttribute("aria-label")).resolves.toBe(
       "Visitors, pageviews and net revenue in EUR per UTC day; the table below has the same numbers",
     );
     await page.reload();
@@ -325,7 +325,7 @@ describe("the dashboard's layout, themes and accessibility", () => {
   for (const scheme of ["light", "dark"] as const) {
     it(`draws the chart's axis labels with at least 4.5:1 contrast in the ${scheme} theme`, async () => {
       const page = await open(`/dashboard?site=${ctx.siteId}&period=7d`, 1280, scheme);
-      await page.locator(".chart canvas").waitFor();
+      await page.locator("#daily-chart canvas").waitFor();
       expect(await axisContrast(page)).toBeGreaterThanOrEqual(4.5);
     });
   }
@@ -340,6 +340,10 @@ describe("the dashboard's layout, themes and accessibility", () => {
     it(`at ${width} px in the ${scheme} theme: nothing clipped, the journey dialog included, and no serious axe violation`, async () => {
       const page = await open(`/dashboard?site=${ctx.siteId}&period=7d`, width, scheme);
       await page.locator("#site-name strong").waitFor();
+      // Every Query part drawn (the top row, the chart, each panel) before looking.
+      await page.locator("#top-row .tile").first().waitFor();
+      await expect.poll(() => page.locator(".query-view [role=status]").count()).toBe(0);
+      await expect.poll(() => page.locator(".panel table").count()).toBeGreaterThanOrEqual(4);
       // The daily table is folded away: open it so it is checked too.
       await page.getByText("The daily numbers as a table").click();
       expect(await clipped(page)).toEqual([]);
