@@ -13,10 +13,12 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { type MetricValue, ReportsService } from "../../gen/ingest/v1/reports_pb.js";
 import { CHROMIUM, launchChromium } from "../helpers/chromium.js";
 import { seedDashboardDemo } from "../helpers/dashboard-data.js";
-import { ADMIN_TOKEN, createTestClock, TEST_NOW } from "../helpers/test-server.js";
+import { BROWSER_UA } from "../helpers/fixtures.js";
+import { ADMIN_TOKEN, createTestClock, postJson, TEST_NOW } from "../helpers/test-server.js";
 import { useTestServer } from "../helpers/use-test-server.js";
 
 const clock = createTestClock(TEST_NOW);
+const HOUR = 3_600_000;
 const ctx = useTestServer({ clock });
 
 let browser: Browser | undefined;
@@ -24,8 +26,55 @@ let launchError: unknown;
 let contexts: BrowserContext[] = [];
 let pageErrors: string[] = [];
 
+/** Sends an event at `hoursAgo` (the clock moved there: the API stamps old events with receipt). */
+async function event(ip: string, hoursAgo: number, body: Record<string, unknown>) {
+  const now = clock.now();
+  clock.set(now - hoursAgo * HOUR);
+  const res = await postJson(
+    `${ctx.url}/api/v1/events`,
+    { s: ctx.siteId, ip, ua: BROWSER_UA, ...body },
+    { key: ctx.key },
+  );
+  clock.set(now);
+  expect(res.status).toBe(204);
+}
+
 beforeAll(async () => {
   await seedDashboardDemo({ url: ctx.url, siteId: ctx.siteId, key: ctx.key, clock });
+  // One customer identified on two days (two daily ids) who came from two
+  // channels before a 60 USD payment: a case where models may credit differently.
+  await event("198.51.100.21", 40, {
+    e: "pageview",
+    u: "https://example.com/",
+    r: "https://www.google.com/",
+  });
+  await event("198.51.100.21", 39.9, {
+    e: "$identify",
+    u: "https://example.com/app",
+    uid: "user-two",
+  });
+  await event("198.51.100.22", 29, {
+    e: "pageview",
+    u: "https://example.com/pricing?utm_source=newsletter&utm_medium=email&utm_campaign=spring",
+  });
+  await event("198.51.100.22", 28.9, {
+    e: "$identify",
+    u: "https://example.com/app",
+    uid: "user-two",
+  });
+  const paid = await postJson(
+    `${ctx.url}/api/v1/payments`,
+    {
+      kind: "charge",
+      payment_id: "pay_two_visits",
+      customer: { id: "cus_two_visits", user_id: "user-two" },
+      amount: 60,
+      currency: "USD",
+      paid_at: new Date(clock.now() - 28 * HOUR).toISOString(),
+    },
+    { key: ctx.key },
+  );
+  expect(paid.status).toBe(200);
   try {
     browser = await launchChromium();
   } catch (err) {
@@ -173,6 +222,7 @@ async function panelRows(page: Page, panel: string): Promise<string[][]> {
 async function expectedRows(
   dimension: string,
   filters: { dimension: string; value: string }[] = [],
+  model = "first_touch",
 ) {
   const r = await query({
     siteId: ctx.siteId,
@@ -180,7 +230,7 @@ async function expectedRows(
     dimensions: [dimension],
     filters: filters.map((f) => ({ dimension: f.dimension, op: "is", values: [f.value] })),
     period: PERIOD,
-    model: "first_touch",
+    model,
     currency: "USD",
     limit: 10,
   });
@@ -196,8 +246,8 @@ describe("the dashboard's numbers are Query's", () => {
     const shownRow = await topRow(page);
     expect(shownRow).toEqual(await expectedTopRow({}));
     // And the values themselves, so a wrong answer cannot pass by agreeing with itself.
-    expect(shownRow[0]?.slice(0, 2)).toEqual(["Visitors", "5"]);
-    expect(shownRow[5]?.slice(0, 2)).toEqual(["Net revenue", "143.00 USD"]);
+    expect(shownRow[0]?.slice(0, 2)).toEqual(["Visitors", "7"]);
+    expect(shownRow[5]?.slice(0, 2)).toEqual(["Net revenue", "203.00 USD"]);
     await expect(page.locator("#query-period").textContent()).resolves.toContain(
       "Days 2026-03-05 to the day before 2026-03-12 in the site's time zone, UTC",
     );
@@ -214,7 +264,7 @@ describe("the dashboard's numbers are Query's", () => {
     );
     const filter = [{ dimension: "channel", op: "is", values: ["Email"] }];
     await expect.poll(() => topRow(page)).toEqual(await expectedTopRow({ filters: filter }));
-    expect((await topRow(page))[0]?.slice(0, 2)).toEqual(["Visitors", "1"]);
+    expect((await topRow(page))[0]?.slice(0, 2)).toEqual(["Visitors", "2"]);
     await expect
       .poll(() => panelRows(page, "pages"))
       .toEqual(await expectedRows("page", [{ dimension: "channel", value: "Email" }]));
@@ -229,12 +279,25 @@ describe("the dashboard's numbers are Query's", () => {
   it("answers with the chosen attribution model and without comparison when switched off", async () => {
     const page = await open(`/dashboard?site=${ctx.siteId}&period=7d`);
     await topRow(page);
+    await expect.poll(() => page.locator(".query-view [role=status]").count()).toBe(0);
+    // The Query requests the page sends from now on (Connect JSON bodies).
+    const sent: { metrics: string[]; model?: string }[] = [];
+    page.on("request", (r) => {
+      if (r.url().endsWith("/ingest.v1.ReportsService/Query")) sent.push(r.postDataJSON());
+    });
     await page.getByLabel("Attribution model").selectOption("linear");
     await page.waitForURL(`**/dashboard?site=${ctx.siteId}&period=7d&model=linear`);
     await expect(page.locator("#model-text").textContent()).resolves.toBe(
       "A payment is split evenly across every visit before it.",
     );
     await expect.poll(() => topRow(page)).toEqual(await expectedTopRow({ model: "linear" }));
+    // Every revenue query the page sent since asks for the linear model; the channels' rows are linear's.
+    await expect
+      .poll(() => panelRows(page, "acquisition"))
+      .toEqual(await expectedRows("channel", [], "linear"));
+    const revenueQueries = sent.filter((b) => b.metrics.includes("net_revenue"));
+    expect(revenueQueries.length).toBeGreaterThan(0);
+    expect(revenueQueries.map((b) => b.model)).toEqual(revenueQueries.map(() => "linear"));
     await page.getByLabel("Compare with the previous period").uncheck();
     await page.waitForURL(`**/dashboard?site=${ctx.siteId}&period=7d&compare=off&model=linear`);
     await expect
