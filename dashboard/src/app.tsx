@@ -8,6 +8,7 @@ import { useCallback, useEffect, useRef, useState } from "preact/hooks";
 import type {
   ChannelOverview,
   CustomerJourneyResponse,
+  LinkedVisitor,
   Money,
   RecentPayment,
   ReportsService,
@@ -18,6 +19,7 @@ import { describeError, isAuthError, reportsClient, storedToken, storeToken } fr
 import { DailyChart } from "./daily-chart.js";
 import { count, money, percent, utcTime } from "./format.js";
 import { PERIODS, type Period, rangeOf, readState, type ViewState, writeState } from "./period.js";
+import { QueryView } from "./query-view.js";
 import { SignIn } from "./sign-in.js";
 
 const PERIOD_LABELS: Record<Period, string> = {
@@ -40,6 +42,7 @@ export function App() {
   const [signInError, setSignInError] = useState<string | undefined>();
   const [load, setLoad] = useState<Load>({ state: "idle" });
   const [journey, setJourney] = useState<RecentPayment | undefined>();
+  const [hostnames, setHostnames] = useState<{ site: string; names: string[] } | undefined>();
   const client = useRef<Client<typeof ReportsService> | undefined>(undefined);
   if (token && !client.current) client.current = reportsClient(token);
 
@@ -82,7 +85,23 @@ export function App() {
     return () => {
       current = false;
     };
-  }, [token, view, signOut]);
+    // Only the site and the period change what SiteOverview answers.
+  }, [token, view.site, view.period, view.from, view.to, signOut]);
+
+  // The site's host names, to show it by name (GetAccess with the site).
+  useEffect(() => {
+    const c = client.current;
+    if (!token || !c || !view.site || hostnames?.site === view.site) return;
+    let current = true;
+    c.getAccess({ siteId: view.site }).then(
+      (access) => current && setHostnames({ site: view.site, names: access.hostnames }),
+      // The overview's own call says what went wrong; the id is shown meanwhile.
+      () => undefined,
+    );
+    return () => {
+      current = false;
+    };
+  }, [token, view.site, hostnames]);
 
   // Signed in without a site (a reports key, or a reload of a bare /dashboard):
   // ask the service which site the token reads and open it.
@@ -129,9 +148,10 @@ export function App() {
     <div class="page">
       <header class="top">
         <h1>Revenue dashboard</h1>
-        <p class="site">
-          Site <code>{view.site}</code>
-        </p>
+        <SiteName
+          id={view.site}
+          names={hostnames?.site === view.site ? hostnames.names : undefined}
+        />
         <PeriodPicker view={view} onChange={navigate} />
         <button type="button" class="link" onClick={() => signOut()}>
           Sign out
@@ -145,7 +165,13 @@ export function App() {
           </p>
         )}
         {load.state === "done" && (
-          <Overview overview={load.overview} site={view.site} onOpenPayment={setJourney} />
+          <Overview
+            overview={load.overview}
+            client={client.current}
+            view={view}
+            onChange={navigate}
+            onOpenPayment={setJourney}
+          />
         )}
       </main>
       {journey && client.current && (
@@ -158,6 +184,42 @@ export function App() {
       )}
     </div>
   );
+}
+
+/** The site by its first host name, its id beside it; the id alone until the names are known. */
+function SiteName(props: { id: string; names: string[] | undefined }) {
+  const [name] = props.names ?? [];
+  return (
+    <p class="site" id="site-name">
+      {name ? (
+        <>
+          <strong>{name}</strong>{" "}
+          <span class="muted">
+            (site <code>{props.id}</code>)
+          </span>
+        </>
+      ) : (
+        <>
+          Site <code>{props.id}</code>
+        </>
+      )}
+    </p>
+  );
+}
+
+/** The currencies of a period's amounts, most net revenue first (then by code). */
+export function currenciesByNet(o: SiteOverviewResponse): string[] {
+  const net = new Map<string, bigint>();
+  for (const c of o.channels) {
+    for (const r of c.revenue) {
+      net.set(r.currency, (net.get(r.currency) ?? 0n) + (r.net?.minorUnits ?? 0n));
+    }
+  }
+  for (const d of o.days)
+    for (const m of d.netRevenue) net.set(m.currency, net.get(m.currency) ?? 0n);
+  return [...net]
+    .sort((a, b) => (a[1] === b[1] ? a[0].localeCompare(b[0]) : a[1] > b[1] ? -1 : 1))
+    .map(([c]) => c);
 }
 
 function PeriodPicker(props: { view: ViewState; onChange(next: ViewState): void }) {
@@ -208,10 +270,17 @@ function PeriodPicker(props: { view: ViewState; onChange(next: ViewState): void 
 
 function Overview(props: {
   overview: SiteOverviewResponse;
-  site: string;
+  client: Client<typeof ReportsService> | undefined;
+  view: ViewState;
+  onChange(next: ViewState): void;
   onOpenPayment(p: RecentPayment): void;
 }) {
   const o = props.overview;
+  const { view } = props;
+  const site = view.site;
+  const currencies = currenciesByNet(o);
+  // The URL's currency when the period has it, else the one with most net revenue.
+  const currency = currencies.includes(view.currency) ? view.currency : currencies[0];
   const hasTraffic = o.days.some((d) => d.visitors > 0n || d.pageviews > 0n) || o.newVisitors > 0n;
   const hasRevenue = o.channels.some((c) => c.revenue.length > 0);
   return (
@@ -224,7 +293,7 @@ function Overview(props: {
           <h2 id="no-traffic">No visits in this period</h2>
           <p>Add the tracking script to the pages of your site, then come back:</p>
           <pre>
-            <code>{`<script defer src="${location.origin}/js/script.js" data-site="${props.site}"></script>`}</code>
+            <code>{`<script defer src="${location.origin}/js/script.js" data-site="${site}"></script>`}</code>
           </pre>
         </section>
       )}
@@ -237,13 +306,38 @@ function Overview(props: {
           </p>
         </section>
       )}
-      <ChannelSection channels={o.channels} />
+      {currencies.length > 1 && currency && (
+        <p class="currency">
+          <label for="currency">Currency of the amounts</label>{" "}
+          <select
+            id="currency"
+            value={currency}
+            onChange={(e) => props.onChange({ ...view, currency: e.currentTarget.value })}
+          >
+            {currencies.map((c) => (
+              <option key={c} value={c}>
+                {c}
+              </option>
+            ))}
+          </select>{" "}
+          <span class="muted">Amounts are never added across currencies.</span>
+        </p>
+      )}
+      {props.client && (
+        <QueryView
+          client={props.client}
+          view={view}
+          currency={currency}
+          onChange={props.onChange}
+        />
+      )}
+      <ChannelSection channels={o.channels} currency={currency} />
       <section aria-labelledby="per-day">
         <h2 id="per-day">Per day</h2>
-        <DailyChart days={o.days} />
+        <DailyChart days={o.days} currency={currency} />
         <details>
           <summary>The daily numbers as a table</summary>
-          <table>
+          <table class="stack">
             <caption>Visitors, pageviews and net revenue per UTC day</caption>
             <thead>
               <tr>
@@ -257,9 +351,9 @@ function Overview(props: {
               {o.days.map((d) => (
                 <tr key={d.day}>
                   <th scope="row">{d.day}</th>
-                  <td>{count(d.visitors)}</td>
-                  <td>{count(d.pageviews)}</td>
-                  <td>{amounts(d.netRevenue)}</td>
+                  <td data-label="Visitors">{count(d.visitors)}</td>
+                  <td data-label="Pageviews">{count(d.pageviews)}</td>
+                  <td data-label="Net revenue">{amounts(d.netRevenue)}</td>
                 </tr>
               ))}
             </tbody>
@@ -272,16 +366,19 @@ function Overview(props: {
           title="Sources"
           byVisitors={o.topSourcesByVisitors}
           byRevenue={o.topSourcesByRevenue}
+          currency={currency}
         />
         <TopList
           title="Campaigns"
           byVisitors={o.topCampaignsByVisitors}
           byRevenue={o.topCampaignsByRevenue}
+          currency={currency}
         />
         <TopList
           title="Landing pages"
           byVisitors={o.topLandingPagesByVisitors}
           byRevenue={o.topLandingPagesByRevenue}
+          currency={currency}
         />
       </section>
       <section aria-labelledby="mrr">
@@ -308,49 +405,53 @@ function amounts(list: Money[]): string {
   return list.length === 0 ? "–" : list.map(money).join(", ");
 }
 
-/** Net per channel, one group of bars per currency (never one bar for two currencies). */
-function ChannelBars(props: { channels: ChannelOverview[] }) {
-  const rows = props.channels.flatMap((c) => c.revenue.map((r) => ({ channel: c.channel, r })));
-  const currencies = [...new Set(rows.map((x) => x.r.currency))].sort();
+/**
+ * Net per channel in the selected currency (never one bar for two
+ * currencies). Bars are as long as the amount's size against the largest
+ * one; a negative net (refunds above charges) is drawn as long, in its own
+ * colour, with its minus sign.
+ */
+function ChannelBars(props: { channels: ChannelOverview[]; currency: string | undefined }) {
+  const rows = props.channels.flatMap((c) =>
+    c.revenue.filter((r) => r.currency === props.currency).map((r) => ({ channel: c.channel, r })),
+  );
+  if (!props.currency || rows.length === 0) return null;
+  const abs = (v: bigint) => (v < 0n ? -v : v);
+  const max = rows.reduce((m, x) => {
+    const v = abs(x.r.net?.minorUnits ?? 0n);
+    return v > m ? v : m;
+  }, 0n);
   return (
     <div class="bars" aria-hidden="true">
-      {currencies.map((cur) => {
-        const own = rows.filter((x) => x.r.currency === cur);
-        const max = own.reduce((m, x) => {
+      <div class="bar-group">
+        <h3>Net revenue ({props.currency})</h3>
+        {rows.map((x) => {
           const v = x.r.net?.minorUnits ?? 0n;
-          return v > m ? v : m;
-        }, 0n);
-        return (
-          <div class="bar-group" key={cur}>
-            <h3>{cur}</h3>
-            {own.map((x) => {
-              const v = x.r.net?.minorUnits ?? 0n;
-              const width = max > 0n && v > 0n ? Number((v * 1000n) / max) / 10 : 0;
-              return (
-                <div class="bar-row" key={x.channel}>
-                  <span class="bar-label">{x.channel}</span>
-                  <span class="bar" style={{ width: `${width}%` }} />
-                  <span class="bar-value">{x.r.net?.decimal}</span>
-                </div>
-              );
-            })}
-          </div>
-        );
-      })}
+          const width = max > 0n ? Number((abs(v) * 1000n) / max) / 10 : 0;
+          return (
+            <div class="bar-row" key={x.channel}>
+              <span class="bar-label">{x.channel}</span>
+              <span class={v < 0n ? "bar negative" : "bar"} style={{ width: `${width}%` }} />
+              <span class="bar-value">{x.r.net?.decimal}</span>
+            </div>
+          );
+        })}
+      </div>
     </div>
   );
 }
 
-function ChannelSection(props: { channels: ChannelOverview[] }) {
+function ChannelSection(props: { channels: ChannelOverview[]; currency: string | undefined }) {
   return (
     <section aria-labelledby="by-channel">
       <h2 id="by-channel">Revenue by channel</h2>
-      <ChannelBars channels={props.channels} />
+      <ChannelBars channels={props.channels} currency={props.currency} />
       <div class="scroll">
-        <table id="channel-table">
+        <table id="channel-table" class="stack">
           <caption>
             Revenue by first-touch channel and currency (net = gross − refunds − chargebacks;
-            conversion = paying customers ÷ new visitors)
+            conversion = paying customers ÷ new visitors of the period, which can exceed 100 % when
+            customers first came before the period)
           </caption>
           <thead>
             <tr>
@@ -371,27 +472,27 @@ function ChannelSection(props: { channels: ChannelOverview[] }) {
                 ? [
                     <tr key={c.channel}>
                       <th scope="row">{c.channel}</th>
-                      <td>–</td>
-                      <td>–</td>
-                      <td>–</td>
-                      <td>–</td>
-                      <td>–</td>
-                      <td>0</td>
-                      <td>{count(c.newVisitors)}</td>
-                      <td>{percent(0, c.newVisitors)}</td>
+                      <td data-label="Currency">–</td>
+                      <td data-label="Gross">–</td>
+                      <td data-label="Refunds">–</td>
+                      <td data-label="Chargebacks">–</td>
+                      <td data-label="Net">–</td>
+                      <td data-label="Paying customers">0</td>
+                      <td data-label="New visitors">{count(c.newVisitors)}</td>
+                      <td data-label="Conversion">{percent(0, c.newVisitors)}</td>
                     </tr>,
                   ]
                 : c.revenue.map((r) => (
                     <tr key={`${c.channel}/${r.currency}`}>
                       <th scope="row">{c.channel}</th>
-                      <td>{r.currency}</td>
-                      <td>{r.gross?.decimal}</td>
-                      <td>{r.refunds?.decimal}</td>
-                      <td>{r.chargebacks?.decimal}</td>
-                      <td>{r.net?.decimal}</td>
-                      <td>{count(r.payingCustomers)}</td>
-                      <td>{count(c.newVisitors)}</td>
-                      <td>{percent(r.payingCustomers, c.newVisitors)}</td>
+                      <td data-label="Currency">{r.currency}</td>
+                      <td data-label="Gross">{r.gross?.decimal}</td>
+                      <td data-label="Refunds">{r.refunds?.decimal}</td>
+                      <td data-label="Chargebacks">{r.chargebacks?.decimal}</td>
+                      <td data-label="Net">{r.net?.decimal}</td>
+                      <td data-label="Paying customers">{count(r.payingCustomers)}</td>
+                      <td data-label="New visitors">{count(c.newVisitors)}</td>
+                      <td data-label="Conversion">{percent(r.payingCustomers, c.newVisitors)}</td>
                     </tr>
                   )),
             )}
@@ -402,7 +503,17 @@ function ChannelSection(props: { channels: ChannelOverview[] }) {
   );
 }
 
-function TopList(props: { title: string; byVisitors: TopEntry[]; byRevenue: TopEntry[] }) {
+function TopList(props: {
+  title: string;
+  byVisitors: TopEntry[];
+  byRevenue: TopEntry[];
+  currency: string | undefined;
+}) {
+  // By net revenue in the selected currency only: an entry per currency would repeat.
+  const byRevenue = props.byRevenue.flatMap((e) => {
+    const m = e.netRevenue.find((x) => x.currency === props.currency);
+    return m ? [{ value: e.value, net: m }] : [];
+  });
   return (
     <div class="top-card">
       <h3>{props.title}</h3>
@@ -418,14 +529,14 @@ function TopList(props: { title: string; byVisitors: TopEntry[]; byRevenue: TopE
           ))}
         </ol>
       )}
-      <h4>By net revenue</h4>
-      {props.byRevenue.length === 0 ? (
+      <h4>By net revenue{props.currency ? ` (${props.currency})` : ""}</h4>
+      {byRevenue.length === 0 ? (
         <p class="muted">None in this period.</p>
       ) : (
         <ol>
-          {props.byRevenue.map((e) => (
-            <li key={`${e.value}/${e.netRevenue[0]?.currency}`}>
-              <span class="value">{e.value}</span> <span>{amounts(e.netRevenue)}</span>
+          {byRevenue.map((e) => (
+            <li key={e.value}>
+              <span class="value">{e.value}</span> <span>{money(e.net)}</span>
             </li>
           ))}
         </ol>
@@ -442,7 +553,7 @@ function RecentPayments(props: { payments: RecentPayment[]; onOpen(p: RecentPaym
         <p>No payments in this period.</p>
       ) : (
         <div class="scroll">
-          <table id="payments-table">
+          <table id="payments-table" class="stack">
             <caption>
               The most recent succeeded payments; open one to see its customer's journey
             </caption>
@@ -470,12 +581,14 @@ function RecentPayments(props: { payments: RecentPayment[]; onOpen(p: RecentPaym
                       {p.paymentId}
                     </button>
                   </th>
-                  <td>{utcTime(p.paidAt)}</td>
-                  <td>{money(p.amount)}</td>
-                  <td>{p.kind}</td>
-                  <td>{p.channel}</td>
-                  <td>{p.source ?? "–"}</td>
-                  <td>{p.landingPage ?? "–"}</td>
+                  <td data-label="Paid at">{utcTime(p.paidAt)}</td>
+                  <td data-label="Amount">{money(p.amount)}</td>
+                  <td data-label="Kind">{p.kind}</td>
+                  <td data-label="Channel">{p.channel}</td>
+                  <td data-label="Source">{p.source ?? "–"}</td>
+                  <td data-label="Landing page" class="wrap">
+                    {p.landingPage ?? "–"}
+                  </td>
                 </tr>
               ))}
             </tbody>
@@ -486,7 +599,61 @@ function RecentPayments(props: { payments: RecentPayment[]; onOpen(p: RecentPaym
   );
 }
 
-/** The customer of a payment (CustomerJourney): linked visitors, their first touches, the customer's first touch, its payments. */
+/** One browser: a persistent visitor (or a visitor alone) and the daily ids stitched to it. */
+export interface Person {
+  visitor: LinkedVisitor;
+  stitched: LinkedVisitor[];
+}
+
+/**
+ * The linked visitors grouped by browser: each persistent id (`p:…`) with
+ * the daily ids stitched to it under it; a daily id whose persistent id is
+ * not linked, or that has none, stands alone. In the service's order.
+ */
+export function groupVisitors(visitors: LinkedVisitor[]): Person[] {
+  const linked = new Set(visitors.map((v) => v.visitorId));
+  const people = new Map<string, Person>();
+  for (const v of visitors) {
+    if (v.persistentId && linked.has(v.persistentId)) continue;
+    people.set(v.visitorId, { visitor: v, stitched: [] });
+  }
+  for (const v of visitors) {
+    if (v.persistentId && linked.has(v.persistentId)) {
+      people.get(v.persistentId)?.stitched.push(v);
+    }
+  }
+  return [...people.values()];
+}
+
+/** A line of the journey's timeline: a first visit or a payment, by time. */
+interface Moment {
+  at: string;
+  what: string;
+  detail: string;
+}
+
+function timeline(data: CustomerJourneyResponse): Moment[] {
+  const moments: Moment[] = [];
+  for (const v of data.visitors) {
+    const t = v.firstTouch;
+    if (!t) continue;
+    moments.push({
+      at: t.touchedAt,
+      what: "First visit",
+      detail: `${t.landingPage} from ${t.channel}${t.source ? ` (${t.source})` : ""}${t.campaign ? `, campaign ${t.campaign}` : ""}`,
+    });
+  }
+  for (const p of data.payments) {
+    moments.push({
+      at: p.paidAt,
+      what: `Payment ${p.status}`,
+      detail: `${money(p.amount)} (${p.kind}) ${p.paymentId}`,
+    });
+  }
+  return moments.sort((a, b) => (a.at < b.at ? -1 : a.at > b.at ? 1 : 0));
+}
+
+/** The customer of a payment (CustomerJourney): who they are, their browsers, a timeline, their payments. */
 function Journey(props: {
   client: Client<typeof ReportsService>;
   site: string;
@@ -507,9 +674,31 @@ function Journey(props: {
     a
       ? `${a.channel}${a.source ? ` (${a.source})` : ""}, landed on ${a.landingPage} at ${utcTime(a.touchedAt)}`
       : "unknown";
+  const who = data?.customer;
+  const title = who?.name ?? who?.email ?? `Customer ${payment.customerId}`;
   return (
     <dialog ref={dialog} class="journey" aria-labelledby="journey-title" onClose={onClose}>
-      <h2 id="journey-title">Customer {payment.customerId}</h2>
+      <h2 id="journey-title">{data ? title : `Customer ${payment.customerId}`}</h2>
+      {who && (
+        <dl class="who" id="journey-who">
+          <dt>Customer id</dt>
+          <dd>
+            <code>{who.customerId}</code>
+          </dd>
+          {who.name && (
+            <>
+              <dt>Name</dt>
+              <dd>{who.name}</dd>
+            </>
+          )}
+          {who.email && (
+            <>
+              <dt>Email</dt>
+              <dd>{who.email}</dd>
+            </>
+          )}
+        </dl>
+      )}
       <p>
         Payment {payment.paymentId}: {money(payment.amount)} ({payment.kind}) at{" "}
         {utcTime(payment.paidAt)}
@@ -531,31 +720,47 @@ function Journey(props: {
               visitor id with payments.
             </p>
           ) : (
-            <table id="journey-visitors">
-              <caption>Visitors linked to the customer</caption>
-              <thead>
-                <tr>
-                  <th scope="col">Visitor</th>
-                  <th scope="col">Linked by</th>
-                  <th scope="col">Linked at</th>
-                  <th scope="col">First touch</th>
-                </tr>
-              </thead>
-              <tbody>
-                {data.visitors.map((v) => (
-                  <tr key={v.visitorId}>
-                    <th scope="row">
-                      <code>{v.visitorId}</code>
-                    </th>
-                    <td>{v.link}</td>
-                    <td>{utcTime(v.linkedAt)}</td>
-                    <td>{touch(v.firstTouch)}</td>
-                  </tr>
+            <>
+              <h3>Browsers linked to the customer</h3>
+              <ul class="people" id="journey-people">
+                {groupVisitors(data.visitors).map((p) => (
+                  <li key={p.visitor.visitorId}>
+                    <code class="id">{p.visitor.visitorId}</code>{" "}
+                    <span class="muted">
+                      linked by {p.visitor.link} at {utcTime(p.visitor.linkedAt)}
+                    </span>
+                    <div>First touch: {touch(p.visitor.firstTouch)}</div>
+                    {p.stitched.length > 0 && (
+                      <details>
+                        <summary>
+                          {p.stitched.length} daily id{p.stitched.length === 1 ? "" : "s"} of the
+                          same browser
+                        </summary>
+                        <ul>
+                          {p.stitched.map((d) => (
+                            <li key={d.visitorId}>
+                              <code class="id">{d.visitorId}</code>
+                              {d.firstTouch ? ` — first visit ${touch(d.firstTouch)}` : ""}
+                            </li>
+                          ))}
+                        </ul>
+                      </details>
+                    )}
+                  </li>
                 ))}
-              </tbody>
-            </table>
+              </ul>
+            </>
           )}
-          <table id="journey-payments">
+          <h3>Timeline</h3>
+          <ol class="timeline" id="journey-timeline">
+            {timeline(data).map((m) => (
+              <li key={`${m.at}/${m.what}/${m.detail}`}>
+                <time dateTime={m.at}>{utcTime(m.at)}</time> <strong>{m.what}</strong>{" "}
+                <span class="wrap">{m.detail}</span>
+              </li>
+            ))}
+          </ol>
+          <table id="journey-payments" class="stack">
             <caption>The customer's payments, newest first</caption>
             <thead>
               <tr>
@@ -571,11 +776,11 @@ function Journey(props: {
               {data.payments.map((p) => (
                 <tr key={p.paymentId}>
                   <th scope="row">{p.paymentId}</th>
-                  <td>{utcTime(p.paidAt)}</td>
-                  <td>{money(p.amount)}</td>
-                  <td>{p.kind}</td>
-                  <td>{p.status}</td>
-                  <td>{p.channel}</td>
+                  <td data-label="Paid at">{utcTime(p.paidAt)}</td>
+                  <td data-label="Amount">{money(p.amount)}</td>
+                  <td data-label="Kind">{p.kind}</td>
+                  <td data-label="Status">{p.status}</td>
+                  <td data-label="Channel">{p.channel}</td>
                 </tr>
               ))}
             </tbody>

@@ -1,6 +1,7 @@
 /**
  * The view's site and period, read from and written to the URL
- * (`/dashboard?site=<id>&period=30d`, or `period=custom&from=YYYY-MM-DD&to=YYYY-MM-DD`)
+ * (`/dashboard?site=<id>&period=30d`, or `period=custom&from=YYYY-MM-DD&to=YYYY-MM-DD`,
+ * and `currency=EUR` when one is chosen)
  * so a view can be bookmarked and shared. Days are UTC days; `to` is inclusive
  * on the page and becomes the exclusive end of the next day in RPC requests.
  */
@@ -16,7 +17,27 @@ export interface ViewState {
   /** YYYY-MM-DD, only for `custom`. */
   from: string;
   to: string;
+  /** ISO 4217 of the amounts drawn; "" for the default (most net revenue in the period). */
+  currency: string;
+  /** Whether the top row and the chart compare with the previous period (on unless `compare=off`). */
+  compare: boolean;
+  /** The attribution model of revenue (`model=`; first_touch when absent). */
+  model: Model;
+  /** The top-row metric the main chart draws (`metric=`; visitors when absent). */
+  metric: string;
+  /** Filters on the whole page, from clicked rows (`f.<dimension>=<value>`, repeatable). */
+  filters: { dimension: string; value: string }[];
 }
+
+/** The attribution models of Query, in the selector's order. */
+export const MODELS = [
+  "first_touch",
+  "last_touch",
+  "last_non_direct",
+  "linear",
+  "position_based",
+] as const;
+export type Model = (typeof MODELS)[number];
 
 const DAY_MS = 86_400_000;
 const DAY_RE = /^\d{4}-\d{2}-\d{2}$/;
@@ -31,7 +52,25 @@ export function readState(search: string): ViewState {
   const q = new URLSearchParams(search);
   const p = q.get("period") ?? "30d";
   const period = (PERIODS as readonly string[]).includes(p) ? (p as Period) : "30d";
-  return { site: q.get("site") ?? "", period, from: q.get("from") ?? "", to: q.get("to") ?? "" };
+  const currency = q.get("currency") ?? "";
+  const model = q.get("model") ?? "";
+  const filters: ViewState["filters"] = [];
+  for (const [key, value] of q) {
+    if (key.startsWith("f.") && key.length > 2 && value !== "") {
+      filters.push({ dimension: key.slice(2), value });
+    }
+  }
+  return {
+    site: q.get("site") ?? "",
+    period,
+    from: q.get("from") ?? "",
+    to: q.get("to") ?? "",
+    currency: /^[A-Z]{3}$/.test(currency) ? currency : "",
+    compare: q.get("compare") !== "off",
+    model: (MODELS as readonly string[]).includes(model) ? (model as Model) : "first_touch",
+    metric: q.get("metric") || "visitors",
+    filters,
+  };
 }
 
 /** The query string of a state (from/to only for a custom range). */
@@ -43,7 +82,25 @@ export function writeState(s: ViewState): string {
     if (s.from) q.set("from", s.from);
     if (s.to) q.set("to", s.to);
   }
+  if (s.currency) q.set("currency", s.currency);
+  if (!s.compare) q.set("compare", "off");
+  if (s.model !== "first_touch") q.set("model", s.model);
+  if (s.metric !== "visitors") q.set("metric", s.metric);
+  for (const f of s.filters) q.append(`f.${f.dimension}`, f.value);
   return `?${q}`;
+}
+
+/** The days (YYYY-MM-DD, both inclusive) a state covers at `now`, for Query's period. */
+export function daysOf(
+  s: ViewState,
+  now: number,
+): { fromDay: string; toDay: string } | { error: string } {
+  const range = rangeOf(s, now);
+  if ("error" in range) return range;
+  return {
+    fromDay: range.from.slice(0, 10),
+    toDay: utcDay(Date.parse(range.to) - DAY_MS),
+  };
 }
 
 /** The RFC 3339 range [from, to) a state covers at `now`, or an error message. */

@@ -3,7 +3,9 @@
 import type { Clock } from "./clock.js";
 import { errors } from "./errors.js";
 import { createExportSlots, releasingPages } from "./export-slots.js";
+import { isPersistentVisitorId } from "./events/persistent-visitor.js";
 import { parseRfc3339 } from "./payments/rfc3339.js";
+import type { ReportsPrincipal } from "./reports-access.js";
 import { buildSiteOverview, overviewPeriod, type SiteOverviewView } from "./site-overview.js";
 import type {
   Attribution,
@@ -28,7 +30,8 @@ const PER_YEAR: Record<SubscriptionInterval, bigint> = {
 
 export interface CustomerView {
   customer: CustomerRecord;
-  visitors: (CustomerVisitorLink & { firstTouch?: VisitorTouch })[];
+  /** `persistentId`: for a daily id stitched to a persistent visitor, that visitor's id. */
+  visitors: (CustomerVisitorLink & { firstTouch?: VisitorTouch; persistentId?: string })[];
   firstTouch?: Attribution;
 }
 
@@ -114,6 +117,14 @@ function positionOf(token: string): number {
 /** Exports of one site that may run at once in a process, unless EXPORTS_PER_SITE says otherwise. */
 export const DEFAULT_EXPORTS_PER_SITE = 2;
 
+/** What a token reads (GetAccess), and the host names of the site it describes. */
+export interface AccessView {
+  kind: ReportsPrincipal["kind"];
+  /** A key's own site; undefined for ADMIN_TOKEN, which reads every site. */
+  siteId: string | undefined;
+  hostnames: string[];
+}
+
 /** Events per store page of an export: what one read holds in memory and one stream message carries. */
 export const EXPORT_PAGE = 100;
 
@@ -176,9 +187,22 @@ export function createReports(deps: {
         )
       ).map((t) => [t.visitorId, t]),
     );
+    // Which persistent visitor each linked daily id belongs to: one indexed read.
+    const persistentOf = new Map(
+      (
+        await store.findStitches(
+          input.siteId,
+          links.map((l) => l.visitorId).filter((id) => !isPersistentVisitorId(id)),
+        )
+      ).map((st) => [st.visitorId, st.persistentId]),
+    );
     return {
       customer,
-      visitors: links.map((l) => ({ ...l, firstTouch: touches.get(l.visitorId) })),
+      visitors: links.map((l) => ({
+        ...l,
+        firstTouch: touches.get(l.visitorId),
+        persistentId: persistentOf.get(l.visitorId),
+      })),
       firstTouch: customer.attribution,
     };
   }
@@ -280,6 +304,19 @@ export function createReports(deps: {
     },
 
     getCustomer: customerView,
+
+    /**
+     * What `principal` reads, with the host names of the site it names (the
+     * caller's access rule has already allowed it) or else of a key's own
+     * site: what the dashboard shows a site as. An unknown named site is 404.
+     */
+    async access(principal: ReportsPrincipal, siteId: string): Promise<AccessView> {
+      const own = principal.kind === "reports_key" ? principal.siteId : undefined;
+      const described = siteId || own;
+      const site = described ? await store.getSite(described) : undefined;
+      if (described && !site) throw errors.siteNotFound(described);
+      return { kind: principal.kind, siteId: own, hostnames: site?.hostnames ?? [] };
+    },
 
     /** GetCustomer with the customer's most recent payments (the dashboard's journey). */
     async customerJourney(input: {

@@ -4,8 +4,7 @@
  * the REST routes of the same methods (src/http/reports/), which send the
  * proto JSON of the same message, so both answer identical JSON.
  */
-import type { CustomerView, MrrView, RevenueView } from "../domain/reports.js";
-import type { ReportsPrincipal } from "../domain/reports-access.js";
+import type { AccessView, CustomerView, MrrView, RevenueView } from "../domain/reports.js";
 import type { SiteOverviewView, TopEntryView } from "../domain/site-overview.js";
 import type { PaymentRecord } from "../domain/store/store.js";
 import { attributionMessage, iso, money, paymentMessage } from "./stored-payment.js";
@@ -54,6 +53,7 @@ export function customerMessage(v: CustomerView) {
       link: l.via,
       linkedAt: iso(l.linkedAt),
       firstTouch: l.firstTouch && attributionMessage({ ...l.firstTouch, via: l.via }),
+      persistentId: l.persistentId,
     })),
     firstTouch: v.firstTouch && attributionMessage(v.firstTouch),
   };
@@ -111,8 +111,6 @@ export function customerJourneyMessage(v: CustomerView & { payments: PaymentReco
 }
 
 /** What a caller reads, as the proto GetAccessResponse: one site, or every site (""). */
-export function accessMessage(principal: ReportsPrincipal) {
-  return principal.kind === "reports_key"
-    ? { kind: principal.kind, siteId: principal.siteId }
-    : { kind: principal.kind, siteId: "" };
+export function accessMessage(v: AccessView) {
+  return { kind: v.kind, siteId: v.siteId ?? "", hostnames: v.hostnames };
 }

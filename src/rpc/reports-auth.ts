@@ -39,8 +39,8 @@ async function readInput(
 
 /**
  * The interceptor: calls to `service` need `access`, others pass. Every
- * method of ReportsService names its site in `site_id`, but GetAccess, which
- * names none; the exports are server streaming, their one request message
+ * method of ReportsService names its site in `site_id`, but GetAccess, whose
+ * `site_id` is optional (empty: none); the exports are server streaming, their one request message
  * read here first. Place it inside the error interceptor, which turns its
  * refusals into ConnectErrors.
  */
@@ -58,7 +58,9 @@ export function createReportsAuthInterceptor(
     }
     if (!req.stream) {
       const siteId = String((req.message as { siteId?: unknown }).siteId);
-      req.contextValues.set(reportsPrincipalKey, await access.authorize(header, siteId));
+      // GetAccess names a site only if it wants it described: empty names none.
+      const named = siteId === "" && req.method.name === "GetAccess" ? undefined : siteId;
+      req.contextValues.set(reportsPrincipalKey, await access.authorize(header, named));
       return next(req);
     }
     const input = await readInput(req);

@@ -100,11 +100,11 @@ export function createReportsService(deps: {
         rows: v.rows.map(currencyMrr),
       };
     },
-    async getAccess(_req, ctx) {
+    async getAccess(req, ctx) {
       // The interceptor authorized the call, so the principal is there.
       const principal = ctx.values.get(reportsPrincipalKey);
       if (!principal) throw new Error("GetAccess ran without an authorized principal");
-      return accessMessage(principal);
+      return accessMessage(await reports.access(principal, req.siteId));
     },
   };
 }

@@ -87,10 +87,23 @@ describe("ReportsService over REST", () => {
     const asKey = await get("/api/v1/access", reportsKey);
     expect(asKey.status).toBe(200);
     expect(asKey.text).toBe(await connect("GetAccess", {}, reportsKey));
-    expect(JSON.parse(asKey.text)).toEqual({ kind: "reports_key", siteId: ctx.siteId });
+    expect(JSON.parse(asKey.text)).toEqual({
+      kind: "reports_key",
+      siteId: ctx.siteId,
+      hostnames: ["example.com", "www.example.com"],
+    });
     const asAdmin = await get("/api/v1/access", admin());
     expect(asAdmin.text).toBe(await connect("GetAccess", {}, admin()));
     expect(JSON.parse(asAdmin.text)).toEqual({ kind: "admin_token" });
+    // Naming a site: its host names, for the operator as for the site's own key.
+    const named = await get(`/api/v1/access?site_id=${ctx.siteId}`, admin());
+    expect(named.text).toBe(await connect("GetAccess", { siteId: ctx.siteId }, admin()));
+    expect(JSON.parse(named.text)).toEqual({
+      kind: "admin_token",
+      hostnames: ["example.com", "www.example.com"],
+    });
+    const own = await get(`/api/v1/access?site_id=${ctx.siteId}`, reportsKey);
+    expect(own.text).toBe(asKey.text);
   });
 
   it("refuses a missing or wrong token, an unknown key, write keys and another site's key, exactly", async () => {
@@ -123,6 +136,18 @@ describe("ReportsService over REST", () => {
         refusal("forbidden", "API key lacks the reports scope"),
       ],
       [journey, paymentsKey, 403, refusal("forbidden", "API key lacks the reports scope")],
+      [
+        `/api/v1/access?site_id=${other.siteId}`,
+        reportsKey,
+        403,
+        refusal("forbidden", "api key does not belong to this site"),
+      ],
+      [
+        "/api/v1/access?site_id=site_unknown",
+        admin(),
+        404,
+        refusal("not_found", "site site_unknown not found"),
+      ],
       [
         "/api/v1/access",
         // The tenant's key writes events and payments: not a reports key either.
@@ -192,11 +217,7 @@ describe("ReportsService over REST", () => {
         400,
         refusal("invalid_input", 'unknown query parameter "site_id"'),
       ],
-      [
-        "/api/v1/access?site_id=x",
-        400,
-        refusal("invalid_input", 'unknown query parameter "site_id"'),
-      ],
+      ["/api/v1/access?site=x", 400, refusal("invalid_input", 'unknown query parameter "site"')],
       [
         `/api/v1/sites/${site}/customers/cus_demo_google/journey?from=${FROM}`,
         400,
@@ -251,7 +272,7 @@ describe("ReportsService over REST without ADMIN_TOKEN", () => {
     });
     expect([ok.status, await ok.json()]).toEqual([
       200,
-      { kind: "reports_key", siteId: bare.siteId },
+      { kind: "reports_key", siteId: bare.siteId, hostnames: bare.tenant.hostnames },
     ]);
   });
 });

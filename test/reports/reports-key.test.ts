@@ -148,6 +148,18 @@ describe("a reports key", () => {
       kind: "admin_token",
       siteId: "",
     });
+    // With a site: its host names; a key may name only its own site.
+    expect(
+      await reports.getAccess({ siteId: other.siteId }, { headers: ctx.adminHeaders }),
+    ).toMatchObject({ kind: "admin_token", siteId: "", hostnames: other.hostnames });
+    expect(await reports.getAccess({ siteId: ctx.siteId }, bearer(reportsKey))).toMatchObject({
+      kind: "reports_key",
+      siteId: ctx.siteId,
+      hostnames: ["example.com", "www.example.com"],
+    });
+    expect(
+      await rpcError(reports.getAccess({ siteId: other.siteId }, bearer(reportsKey))),
+    ).toMatchObject({ code: "permission_denied", message: "api key does not belong to this site" });
     expect(await rpcError(reports.getAccess({}, bearer(ctx.key)))).toMatchObject({
       code: "permission_denied",
       message: "API key lacks the reports scope",

@@ -151,7 +151,9 @@ function reportRoutes(reports: Reports): ReportRoute[] {
         }),
       ),
     ),
-    route(m.getAccess, async (_f, principal) => accessMessage(principal)),
+    route(m.getAccess, async (f, principal) =>
+      accessMessage(await reports.access(principal, f.site_id ?? "")),
+    ),
   ];
 }
 
@@ -236,8 +238,14 @@ export const reportsDoor: FastifyPluginAsync<ReportsDoorOptions> = async (scope,
     scope.get(url, {
       onRequest: async function authorize(request) {
         const params = request.params as Fields;
-        // The call names its site in the path, or none (GetAccess): as the RPC interceptor.
-        const siteId = bound.includes("site_id") ? (params.site_id ?? "") : undefined;
+        // The call names its site in the path, or optionally in the query
+        // (GetAccess; empty or absent names none): as the RPC interceptor.
+        const inQuery = (request.query as Record<string, unknown>).site_id;
+        const siteId = bound.includes("site_id")
+          ? (params.site_id ?? "")
+          : typeof inQuery === "string" && inQuery !== ""
+            ? inQuery
+            : undefined;
         request.reportsPrincipal = await access.authorize(request.headers.authorization, siteId);
       },
       handler: async (request, reply) => {

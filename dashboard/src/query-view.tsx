@@ -1,0 +1,561 @@
+/**
+ * The page's Query part: the top row (each metric with its change against
+ * the previous period), the main chart of the selected metric with the
+ * comparison drawn faintly, the attribution model, the filter chips and the
+ * panels (tab sets whose rows filter the whole page when clicked). Each part
+ * is one ReportsService.Query call for the view's days, filters, model and
+ * currency; the numbers are the answer's, as it gave them.
+ */
+import { type Client, Code, ConnectError } from "@connectrpc/connect";
+import { useEffect, useRef, useState } from "preact/hooks";
+import uPlot from "uplot";
+import type { QueryResponse, ReportsService } from "../../gen/ingest/v1/reports_pb.js";
+import { describeError } from "./api.js";
+import { COUNT_INCRS, countLabel, countRange } from "./chart-scales.js";
+import { daysOf, MODELS, type Model, type ViewState } from "./period.js";
+import {
+  askable,
+  changeText,
+  metricNumber,
+  metricText,
+  queryRequest,
+  TOP_METRICS,
+} from "./query.js";
+
+type Reports = Client<typeof ReportsService>;
+
+/** One line per model, shown under the selector. */
+export const MODEL_TEXT: Record<Model, [string, string]> = {
+  first_touch: ["First touch", "All of a payment goes to the customer's first visit's source."],
+  last_touch: ["Last touch", "All of a payment goes to the last visit before it."],
+  last_non_direct: [
+    "Last non-direct",
+    "All of a payment goes to the last visit before it that was not Direct.",
+  ],
+  linear: ["Linear", "A payment is split evenly across every visit before it."],
+  position_based: [
+    "Position-based",
+    "40% to the first visit, 40% to the last, 20% split across those in between.",
+  ],
+};
+
+type Answer =
+  | { state: "loading" }
+  | { state: "error"; message: string }
+  | { state: "done"; r: QueryResponse };
+
+/**
+ * The service runs a few queries per site at once (ANALYTICS_QUERIES_PER_SITE,
+ * 2 by default) and refuses more with resource_exhausted: the page sends at
+ * most two at a time and retries a refused one after a short wait.
+ */
+const MAX_AT_ONCE = 2;
+let running = 0;
+const waiting: (() => void)[] = [];
+
+async function queued<T>(call: () => Promise<T>): Promise<T> {
+  if (running >= MAX_AT_ONCE) await new Promise<void>((go) => waiting.push(go));
+  running++;
+  try {
+    for (let attempt = 0; ; attempt++) {
+      try {
+        return await call();
+      } catch (err) {
+        if (attempt >= 5 || ConnectError.from(err).code !== Code.ResourceExhausted) throw err;
+        await new Promise((r) => setTimeout(r, 250 * (attempt + 1)));
+      }
+    }
+  } finally {
+    running--;
+    waiting.shift()?.();
+  }
+}
+
+/** One Query call, again whenever its request changes. */
+function useQuery(client: Reports, request: ReturnType<typeof queryRequest> | undefined): Answer {
+  const [answer, setAnswer] = useState<Answer>({ state: "loading" });
+  const key = JSON.stringify(request ?? null);
+  // The request's JSON is its identity: a new object with the same fields asks nothing again.
+  useEffect(() => {
+    if (!request) return;
+    let current = true;
+    setAnswer({ state: "loading" });
+    queued(() => client.query(request)).then(
+      (r) => current && setAnswer({ state: "done", r }),
+      (err: unknown) => current && setAnswer({ state: "error", message: describeError(err) }),
+    );
+    return () => {
+      current = false;
+    };
+  }, [client, key]);
+  return answer;
+}
+
+/** The time bucket of the main chart for a period of `days` days. */
+function bucketOf(days: number): "time:hour" | "time:day" | "time:week" | "time:month" {
+  if (days <= 1) return "time:hour";
+  if (days <= 92) return "time:day";
+  if (days <= 200) return "time:week";
+  return "time:month";
+}
+
+export function QueryView(props: {
+  client: Reports;
+  view: ViewState;
+  currency: string | undefined;
+  onChange(next: ViewState): void;
+}) {
+  const { client, view, currency, onChange } = props;
+  const days = daysOf(view, Date.now());
+  if ("error" in days) return null;
+  const span = Math.round((Date.parse(days.toDay) - Date.parse(days.fromDay)) / 86_400_000) + 1;
+  const metrics = askable(
+    TOP_METRICS.map((m) => m.name),
+    currency,
+  );
+  const metric = metrics.includes(view.metric) ? view.metric : "visitors";
+  return (
+    <section aria-labelledby="summary" class="query-view">
+      <h2 id="summary">Summary</h2>
+      <Controls view={view} onChange={onChange} />
+      <TopRow
+        client={client}
+        request={queryRequest(view, days, currency, { metrics, compare: true })}
+        selected={metric}
+        onSelect={(m) => onChange({ ...view, metric: m })}
+      />
+      <MetricChart
+        client={client}
+        metric={metric}
+        days={days}
+        request={queryRequest(view, days, currency, {
+          metrics: [metric],
+          dimensions: [bucketOf(span)],
+          compare: true,
+          limit: 1000,
+        })}
+      />
+      <Panels client={client} view={view} days={days} currency={currency} onChange={onChange} />
+    </section>
+  );
+}
+
+/** Comparison switch, attribution model and the filter chips. */
+function Controls(props: { view: ViewState; onChange(next: ViewState): void }) {
+  const { view, onChange } = props;
+  return (
+    <div class="controls">
+      <label class="check">
+        <input
+          type="checkbox"
+          checked={view.compare}
+          onChange={(e) => onChange({ ...view, compare: e.currentTarget.checked })}
+        />{" "}
+        Compare with the previous period
+      </label>
+      <p class="model">
+        <label for="model">Attribution model</label>{" "}
+        <select
+          id="model"
+          aria-describedby="model-text"
+          value={view.model}
+          onChange={(e) => onChange({ ...view, model: e.currentTarget.value as Model })}
+        >
+          {MODELS.map((m) => (
+            <option key={m} value={m}>
+              {MODEL_TEXT[m][0]}
+            </option>
+          ))}
+        </select>{" "}
+        <span id="model-text" class="muted">
+          {MODEL_TEXT[view.model][1]}
+        </span>
+      </p>
+      {view.filters.length > 0 && (
+        <ul class="chips" aria-label="Filters">
+          {view.filters.map((f, i) => (
+            <li key={`${f.dimension}=${f.value}`}>
+              <span>
+                {f.dimension} is <strong>{f.value}</strong>
+              </span>
+              <button
+                type="button"
+                class="chip-remove"
+                aria-label={`Remove the filter ${f.dimension} is ${f.value}`}
+                onClick={() =>
+                  onChange({ ...view, filters: view.filters.filter((_, j) => j !== i) })
+                }
+              >
+                ×
+              </button>
+            </li>
+          ))}
+        </ul>
+      )}
+    </div>
+  );
+}
+
+function TopRow(props: {
+  client: Reports;
+  request: ReturnType<typeof queryRequest>;
+  selected: string;
+  onSelect(metric: string): void;
+}) {
+  const answer = useQuery(props.client, props.request);
+  if (answer.state === "loading") return <p role="status">Loading the summary…</p>;
+  if (answer.state === "error") {
+    return (
+      <p class="error" role="alert">
+        {answer.message}
+      </p>
+    );
+  }
+  const r = answer.r;
+  const compared = r.comparisonTotals.length > 0;
+  return (
+    <>
+      <p class="range" id="query-period">
+        Days {r.period?.from.slice(0, 10)} to the day before {r.period?.to.slice(0, 10)} in the
+        site's time zone, <strong>{r.period?.timeZone}</strong>
+        {compared && r.comparisonPeriod
+          ? `; compared with ${r.comparisonPeriod.from.slice(0, 10)} to the day before ${r.comparisonPeriod.to.slice(0, 10)}`
+          : ""}
+        .
+      </p>
+      <ul class="tiles" id="top-row">
+        {r.metrics.map((name, i) => {
+          const def = TOP_METRICS.find((m) => m.name === name);
+          return (
+            <li key={name}>
+              <button
+                type="button"
+                class="tile"
+                aria-pressed={props.selected === name}
+                onClick={() => props.onSelect(name)}
+              >
+                <span class="tile-label">{def?.label ?? name}</span>
+                <span class="tile-value">{metricText(name, r.totals[i])}</span>
+                {compared && (
+                  <span class="tile-change">
+                    {changeText(name, r.totals[i], r.comparisonTotals[i])}
+                  </span>
+                )}
+              </button>
+            </li>
+          );
+        })}
+      </ul>
+    </>
+  );
+}
+
+/** The selected metric per hour/day/week/month, the comparison period's faintly behind it. */
+function MetricChart(props: {
+  client: Reports;
+  metric: string;
+  days: { fromDay: string; toDay: string };
+  request: ReturnType<typeof queryRequest>;
+}) {
+  const answer = useQuery(props.client, props.request);
+  const box = useRef<HTMLDivElement>(null);
+  const label = TOP_METRICS.find((m) => m.name === props.metric)?.label ?? props.metric;
+  useEffect(() => {
+    const el = box.current;
+    if (!el || answer.state !== "done") return;
+    const rows = fillDays(answer.r, props.days);
+    const x = rows.map((_, i) => i);
+    // A day without data has 0 of a count or of net revenue, and no rate or average.
+    const empty = COUNTS.has(props.metric) || props.metric === "net_revenue" ? 0 : null;
+    const now = rows.map((row) => (row.row ? (metricNumber(row.row.metrics[0]) ?? null) : empty));
+    const before = rows.map((row) =>
+      row.row ? (metricNumber(row.row.comparison[0]) ?? null) : null,
+    );
+    const isCount = COUNTS.has(props.metric);
+    const ink = getComputedStyle(el).color;
+    const names = rows.map((row) => row.name);
+    const plot = new uPlot(
+      {
+        width: Math.max(280, el.clientWidth),
+        height: 240,
+        series: [
+          {},
+          { label, stroke: "#2f6fdf", width: 2, scale: "y" },
+          ...(answer.r.comparisonPeriod
+            ? [
+                {
+                  label: `${label}, previous period`,
+                  stroke: "rgba(128,128,128,0.6)",
+                  width: 1.5,
+                  dash: [4, 4],
+                  scale: "y",
+                },
+              ]
+            : []),
+        ],
+        axes: [
+          {
+            stroke: ink,
+            grid: { stroke: "rgba(128,128,128,0.3)" },
+            ticks: { stroke: ink },
+            // One point per bucket: ticks fall on whole positions only.
+            incrs: COUNT_INCRS,
+            values: (_u, splits) => splits.map((s) => axisName(names[s] ?? "")),
+          },
+          {
+            stroke: ink,
+            grid: { stroke: "rgba(128,128,128,0.3)" },
+            ticks: { stroke: ink },
+            ...(isCount
+              ? { incrs: COUNT_INCRS, values: (_u: uPlot, s: number[]) => s.map(countLabel) }
+              : {}),
+          },
+        ],
+        scales: {
+          x: { time: false },
+          ...(isCount
+            ? { y: { range: (_u: uPlot, _min: number, max: number) => countRange(max) } }
+            : {}),
+        },
+        legend: { live: false },
+      },
+      answer.r.comparisonPeriod ? [x, now, before] : [x, now],
+      el,
+    );
+    return () => plot.destroy();
+  }, [answer, label, props.days, props.metric]);
+  if (answer.state === "error") {
+    return (
+      <p class="error" role="alert">
+        {answer.message}
+      </p>
+    );
+  }
+  return (
+    <div
+      ref={box}
+      class="chart"
+      id="metric-chart"
+      role="img"
+      aria-label={`${label} over the period${props.request.compare ? ", the previous period dashed" : ""}`}
+    />
+  );
+}
+
+/** A bucket's name on the time axis: MM-DD for a day, HH:MM for an hour, else as answered. */
+function axisName(bucket: string): string {
+  if (/^\d{4}-\d{2}-\d{2}$/.test(bucket)) return bucket.slice(5);
+  const hour = /T(\d{2}:\d{2})/.exec(bucket);
+  return hour ? (hour[1] ?? bucket) : bucket.slice(0, 10);
+}
+
+/** Metrics whose values are whole numbers (their axis ticks by whole numbers). */
+const COUNTS = new Set(["visitors", "visits", "pageviews", "paying_customers"]);
+
+/**
+ * The chart's points: with a day bucket, one per day of the period (Query
+ * answers only the days that have data; a day without any is 0 and has no
+ * comparison value); other buckets as answered.
+ */
+function fillDays(
+  r: QueryResponse,
+  days: { fromDay: string; toDay: string },
+): { name: string; row: QueryResponse["rows"][number] | undefined }[] {
+  if (r.dimensions[0] !== "time:day") {
+    return r.rows.map((row) => ({ name: row.dimensions[0] ?? "", row }));
+  }
+  const byDay = new Map(r.rows.map((row) => [(row.dimensions[0] ?? "").slice(0, 10), row]));
+  const out: { name: string; row: QueryResponse["rows"][number] | undefined }[] = [];
+  for (let t = Date.parse(days.fromDay); t <= Date.parse(days.toDay); t += 86_400_000) {
+    const day = new Date(t).toISOString().slice(0, 10);
+    out.push({ name: day, row: byDay.get(day) });
+  }
+  return out;
+}
+
+/** The panels: each a tab set of dimensions, one Query per shown tab. */
+const PANELS: { title: string; tabs: [string, string][] }[] = [
+  {
+    title: "Acquisition",
+    tabs: [
+      ["channel", "Channels"],
+      ["source", "Sources"],
+      ["campaign", "Campaigns"],
+      ["medium", "Mediums"],
+      ["term", "Terms"],
+      ["content", "Contents"],
+    ],
+  },
+  {
+    title: "Pages",
+    tabs: [
+      ["page", "Top pages"],
+      ["landing_page", "Landing pages"],
+      ["exit_page", "Exit pages"],
+    ],
+  },
+  { title: "Locations", tabs: [["country", "Countries"]] },
+  {
+    title: "Technology",
+    tabs: [
+      ["device", "Devices"],
+      ["browser", "Browsers"],
+      ["os", "OS"],
+    ],
+  },
+  { title: "Goals", tabs: [["event", "Goals"]] },
+];
+
+function Panels(props: {
+  client: Reports;
+  view: ViewState;
+  days: { fromDay: string; toDay: string };
+  currency: string | undefined;
+  onChange(next: ViewState): void;
+}) {
+  return (
+    <div class="panels">
+      {PANELS.map((p) => (
+        <Panel key={p.title} {...props} title={p.title} tabs={p.tabs} />
+      ))}
+    </div>
+  );
+}
+
+function Panel(props: {
+  client: Reports;
+  view: ViewState;
+  days: { fromDay: string; toDay: string };
+  currency: string | undefined;
+  onChange(next: ViewState): void;
+  title: string;
+  tabs: [string, string][];
+}) {
+  const [tab, setTab] = useState(0);
+  const [dimension, tabLabel] = props.tabs[tab] ?? props.tabs[0] ?? ["channel", "Channels"];
+  const goals = dimension === "event";
+  const metrics = goals
+    ? ["visitors", "conversions", "conversion_rate", "net_revenue"]
+    : ["visitors", "net_revenue", "revenue_per_visitor"];
+  const request = queryRequest(props.view, props.days, props.currency, {
+    metrics,
+    dimensions: [dimension],
+    limit: 10,
+  });
+  const answer = useQuery(props.client, request);
+  const id = `panel-${props.title.toLowerCase()}`;
+  const filtered = new Set(props.view.filters.map((f) => f.dimension));
+  const rows = (
+    <>
+      {answer.state === "loading" && <p role="status">Loading…</p>}
+      {answer.state === "error" && (
+        <p class="error" role="alert">
+          {answer.message}
+        </p>
+      )}
+      {answer.state === "done" &&
+        (answer.r.rows.length === 0 ? (
+          <p class="muted">None in this period.</p>
+        ) : (
+          <table class="stack panel-rows">
+            <caption>
+              {tabLabel}:{" "}
+              {goals
+                ? "custom events with visitors, conversions, conversion rate and net revenue"
+                : "visitors, net revenue and revenue per visitor"}
+              {props.currency ? ` (${props.currency})` : ""}; select a row to filter the page by it
+            </caption>
+            <thead>
+              <tr>
+                <th scope="col">{tabLabel}</th>
+                {answer.r.metrics.map((m) => (
+                  <th scope="col" key={m}>
+                    {TOP_METRICS.find((t) => t.name === m)?.label ??
+                      (m === "conversions" ? "Conversions" : m)}
+                  </th>
+                ))}
+              </tr>
+            </thead>
+            <tbody>
+              {answer.r.rows.map((row) => {
+                const value = row.dimensions[0] ?? "";
+                const label = TOP_METRICS.find((t) => t.name === answer.r.metrics[0])?.label;
+                return (
+                  <tr key={value}>
+                    <th scope="row">
+                      {filtered.has(dimension) ? (
+                        value
+                      ) : (
+                        <button
+                          type="button"
+                          class="link"
+                          aria-label={`Filter by ${dimension} ${value}`}
+                          onClick={() =>
+                            props.onChange({
+                              ...props.view,
+                              filters: [...props.view.filters, { dimension, value }],
+                            })
+                          }
+                        >
+                          {value}
+                        </button>
+                      )}
+                    </th>
+                    {answer.r.metrics.map((m, i) => (
+                      <td
+                        key={m}
+                        data-label={
+                          TOP_METRICS.find((t) => t.name === m)?.label ??
+                          (m === "conversions" ? "Conversions" : (label ?? m))
+                        }
+                      >
+                        {metricText(m, row.metrics[i])}
+                      </td>
+                    ))}
+                  </tr>
+                );
+              })}
+            </tbody>
+          </table>
+        ))}
+    </>
+  );
+
+  return (
+    <section class="panel" aria-labelledby={`${id}-title`} id={id}>
+      <h3 id={`${id}-title`}>{props.title}</h3>
+      {props.tabs.length > 1 && (
+        <div role="tablist" aria-label={props.title} class="tabs">
+          {props.tabs.map(([d, name], i) => (
+            <button
+              key={d}
+              type="button"
+              role="tab"
+              id={`${id}-tab-${d}`}
+              aria-selected={i === tab}
+              aria-controls={`${id}-rows`}
+              tabIndex={i === tab ? 0 : -1}
+              onClick={() => setTab(i)}
+              onKeyDown={(e) => {
+                const step = e.key === "ArrowRight" ? 1 : e.key === "ArrowLeft" ? -1 : 0;
+                if (!step) return;
+                const next = (i + step + props.tabs.length) % props.tabs.length;
+                setTab(next);
+                (e.currentTarget.parentElement?.children[next] as HTMLElement | undefined)?.focus();
+              }}
+            >
+              {name}
+            </button>
+          ))}
+        </div>
+      )}
+      {props.tabs.length > 1 ? (
+        <div id={`${id}-rows`} role="tabpanel" aria-labelledby={`${id}-tab-${dimension}`}>
+          {rows}
+        </div>
+      ) : (
+        <div id={`${id}-rows`}>{rows}</div>
+      )}
+    </section>
+  );
+}

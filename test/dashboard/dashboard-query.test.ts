@@ -1,0 +1,320 @@
+/**
+ * The dashboard's Query part in Chromium, compared with what
+ * ReportsService.Query answers for the same request: the top row (each
+ * metric and its change against the previous period), the panels' rows, a
+ * clicked row filtering the whole page (a removable chip, in the URL), the
+ * attribution model and the comparison switch (in the URL too), and the
+ * panels' tabs by keyboard. The page's clock is fixed at the server's test
+ * clock, so "the last 7 days" are 2026-03-05 to 2026-03-11 at any date.
+ */
+import { Code, ConnectError } from "@connectrpc/connect";
+import type { Browser, BrowserContext, Page } from "playwright-core";
+import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { type MetricValue, ReportsService } from "../../gen/ingest/v1/reports_pb.js";
+import { CHROMIUM, launchChromium } from "../helpers/chromium.js";
+import { seedDashboardDemo } from "../helpers/dashboard-data.js";
+import { BROWSER_UA } from "../helpers/fixtures.js";
+import { ADMIN_TOKEN, createTestClock, postJson, TEST_NOW } from "../helpers/test-server.js";
+import { useTestServer } from "../helpers/use-test-server.js";
+
+const clock = createTestClock(TEST_NOW);
+const HOUR = 3_600_000;
+const ctx = useTestServer({ clock });
+
+let browser: Browser | undefined;
+let launchError: unknown;
+let contexts: BrowserContext[] = [];
+let pageErrors: string[] = [];
+
+/** Sends an event at `hoursAgo` (the clock moved there: the API stamps old events with receipt). */
+async function event(ip: string, hoursAgo: number, body: Record<string, unknown>) {
+  const now = clock.now();
+  clock.set(now - hoursAgo * HOUR);
+  const res = await postJson(
+    `${ctx.url}/api/v1/events`,
+    { s: ctx.siteId, ip, ua: BROWSER_UA, ...body },
+    { key: ctx.key },
+  );
+  clock.set(now);
+  expect(res.status).toBe(204);
+}
+
+beforeAll(async () => {
+  await seedDashboardDemo({ url: ctx.url, siteId: ctx.siteId, key: ctx.key, clock });
+  // One customer identified on two days (two daily ids) who came from two
+  // channels before a 60 USD payment: a case where models may credit differently.
+  await event("198.51.100.21", 40, {
+    e: "pageview",
+    u: "https://example.com/",
+    r: "https://www.google.com/",
+  });
+  await event("198.51.100.21", 39.9, {
+    e: "$identify",
+    u: "https://example.com/app",
+    uid: "user-two",
+  });
+  await event("198.51.100.22", 29, {
+    e: "pageview",
+    u: "https://example.com/pricing?utm_source=newsletter&utm_medium=email&utm_campaign=spring",
+  });
+  await event("198.51.100.22", 28.9, {
+    e: "$identify",
+    u: "https://example.com/app",
+    uid: "user-two",
+  });
+  const paid = await postJson(
+    `${ctx.url}/api/v1/payments`,
+    {
+      kind: "charge",
+      payment_id: "pay_two_visits",
+      customer: { id: "cus_two_visits", user_id: "user-two" },
+      amount: 60,
+      currency: "USD",
+      paid_at: new Date(clock.now() - 28 * HOUR).toISOString(),
+    },
+    { key: ctx.key },
+  );
+  expect(paid.status).toBe(200);
+  try {
+    browser = await launchChromium();
+  } catch (err) {
+    launchError = err;
+  }
+});
+afterEach(async () => {
+  for (const c of contexts) await c.close();
+  contexts = [];
+  const errors = pageErrors;
+  pageErrors = [];
+  expect(errors).toEqual([]);
+});
+afterAll(async () => {
+  await browser?.close();
+});
+
+const TOP = [
+  "visitors",
+  "visits",
+  "pageviews",
+  "bounce_rate",
+  "visit_duration",
+  "net_revenue",
+  "paying_customers",
+  "conversion_rate",
+  "revenue_per_visitor",
+];
+const LABELS = [
+  "Visitors",
+  "Visits",
+  "Pageviews",
+  "Bounce rate",
+  "Visit duration",
+  "Net revenue",
+  "Paying customers",
+  "Conversion rate",
+  "Revenue per visitor",
+];
+const PERIOD = { fromDay: "2026-03-05", toDay: "2026-03-11" };
+
+/** How the page must write a value (docs/dashboard.md): written out here, not imported from the page. */
+function shown(name: string, v: MetricValue | undefined): string {
+  const value = v?.value;
+  if (!value || value.case === undefined) return "–";
+  if (value.case === "count") return Number(value.value).toLocaleString("en-GB");
+  if (value.case === "money") return `${value.value.decimal} ${value.value.currency}`;
+  if (name === "visit_duration") {
+    const s = Math.round(value.value);
+    return s >= 60 ? `${Math.floor(s / 60)}m ${String(s % 60).padStart(2, "0")}s` : `${s}s`;
+  }
+  return name.endsWith("_rate") ? `${value.value.toFixed(1)}%` : value.value.toFixed(1);
+}
+
+function num(v: MetricValue | undefined): number | undefined {
+  const value = v?.value;
+  if (!value || value.case === undefined) return undefined;
+  if (value.case === "count") return Number(value.value);
+  if (value.case === "money") return Number(value.value.decimal);
+  return value.value;
+}
+
+function change(name: string, a?: MetricValue, b?: MetricValue): string {
+  const [x, y] = [num(a), num(b)];
+  if (x === undefined || y === undefined) return "–";
+  const sign = (n: number) => (n > 0 ? "+" : n < 0 ? "−" : "");
+  if (name.endsWith("_rate")) return `${sign(x - y)}${Math.abs(x - y).toFixed(1)} pp`;
+  if (y === 0) return x === 0 ? "0.0%" : "new";
+  const pct = ((x - y) / Math.abs(y)) * 100;
+  return `${sign(pct)}${Math.abs(pct).toFixed(1)}%`;
+}
+
+/**
+ * Query as the test's own client: the page's calls may be using the site's
+ * two query slots (ANALYTICS_QUERIES_PER_SITE), so a refusal waits for one.
+ */
+async function query(request: Parameters<ReturnType<typeof reports>["query"]>[0]) {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await reports().query(request, { headers: ctx.adminHeaders });
+    } catch (err) {
+      if (attempt >= 50 || ConnectError.from(err).code !== Code.ResourceExhausted) throw err;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+}
+const reports = () => ctx.client(ReportsService);
+
+async function open(path: string): Promise<Page> {
+  if (!browser)
+    throw new Error(`Chromium could not start from ${CHROMIUM}: ${String(launchError)}`);
+  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+  contexts.push(context);
+  const page = await context.newPage();
+  await page.clock.setFixedTime(clock.now());
+  page.on("pageerror", (e) => pageErrors.push(e.message));
+  await page.goto(`${ctx.url}${path}`);
+  await page.getByLabel("Token").fill(ADMIN_TOKEN);
+  await page.getByRole("button", { name: "Sign in" }).click();
+  return page;
+}
+
+/** The top row as [label, value, change] once it has loaded. */
+async function topRow(page: Page): Promise<string[][]> {
+  await page.locator("#top-row .tile").first().waitFor();
+  return page
+    .locator("#top-row .tile")
+    .evaluateAll((tiles) =>
+      tiles.map((t) => [...t.children].map((c) => (c.textContent ?? "").trim())),
+    );
+}
+
+/** What the top row must show for `request`'s answer. */
+async function expectedTopRow(request: {
+  filters?: { dimension: string; op: string; values: string[] }[];
+  model?: string;
+  compare?: boolean;
+}): Promise<string[][]> {
+  const compare = request.compare ?? true;
+  const r = await query({
+    siteId: ctx.siteId,
+    metrics: TOP,
+    filters: request.filters ?? [],
+    period: PERIOD,
+    compare: compare ? "previous_period" : "",
+    model: request.model ?? "first_touch",
+    currency: "USD",
+  });
+  return TOP.map((name, i) => {
+    const row = [LABELS[i] as string, shown(name, r.totals[i])];
+    if (compare) row.push(change(name, r.totals[i], r.comparisonTotals[i]));
+    return row;
+  });
+}
+
+/** A panel's rows as text cells once loaded. */
+async function panelRows(page: Page, panel: string): Promise<string[][]> {
+  const rows = page.locator(`#panel-${panel} tbody tr`);
+  await rows.first().waitFor();
+  return rows.evaluateAll((trs) =>
+    trs.map((tr) => [...tr.children].map((c) => (c.textContent ?? "").trim())),
+  );
+}
+
+async function expectedRows(
+  dimension: string,
+  filters: { dimension: string; value: string }[] = [],
+  model = "first_touch",
+) {
+  const r = await query({
+    siteId: ctx.siteId,
+    metrics: ["visitors", "net_revenue", "revenue_per_visitor"],
+    dimensions: [dimension],
+    filters: filters.map((f) => ({ dimension: f.dimension, op: "is", values: [f.value] })),
+    period: PERIOD,
+    model,
+    currency: "USD",
+    limit: 10,
+  });
+  return r.rows.map((row) => [
+    row.dimensions[0] ?? "",
+    ...["visitors", "net_revenue", "revenue_per_visitor"].map((m, i) => shown(m, row.metrics[i])),
+  ]);
+}
+
+describe("the dashboard's numbers are Query's", () => {
+  it("shows the top row and its changes as Query answers them, and the site's time zone", async () => {
+    const page = await open(`/dashboard?site=${ctx.siteId}&period=7d`);
+    const shownRow = await topRow(page);
+    expect(shownRow).toEqual(await expectedTopRow({}));
+    // And the values themselves, so a wrong answer cannot pass by agreeing with itself.
+    expect(shownRow[0]?.slice(0, 2)).toEqual(["Visitors", "7"]);
+    expect(shownRow[5]?.slice(0, 2)).toEqual(["Net revenue", "203.00 USD"]);
+    await expect(page.locator("#query-period").textContent()).resolves.toContain(
+      "Days 2026-03-05 to the day before 2026-03-12 in the site's time zone, UTC",
+    );
+    expect(await panelRows(page, "acquisition")).toEqual(await expectedRows("channel"));
+  });
+
+  it("filters the whole page by a clicked row, shows it as a removable chip and keeps it in the URL", async () => {
+    const page = await open(`/dashboard?site=${ctx.siteId}&period=7d`);
+    await panelRows(page, "acquisition");
+    await page.getByRole("button", { name: "Filter by channel Email" }).click();
+    await page.waitForURL(`**/dashboard?site=${ctx.siteId}&period=7d&f.channel=Email`);
+    await expect(page.getByRole("list", { name: "Filters" }).textContent()).resolves.toBe(
+      "channel is Email×",
+    );
+    const filter = [{ dimension: "channel", op: "is", values: ["Email"] }];
+    await expect.poll(() => topRow(page)).toEqual(await expectedTopRow({ filters: filter }));
+    expect((await topRow(page))[0]?.slice(0, 2)).toEqual(["Visitors", "2"]);
+    await expect
+      .poll(() => panelRows(page, "pages"))
+      .toEqual(await expectedRows("page", [{ dimension: "channel", value: "Email" }]));
+    // A reload keeps the filter; removing the chip takes it away.
+    await page.reload();
+    await expect.poll(() => topRow(page)).toEqual(await expectedTopRow({ filters: filter }));
+    await page.getByRole("button", { name: "Remove the filter channel is Email" }).click();
+    await page.waitForURL(`**/dashboard?site=${ctx.siteId}&period=7d`);
+    await expect.poll(() => topRow(page)).toEqual(await expectedTopRow({}));
+  });
+
+  it("answers with the chosen attribution model and without comparison when switched off", async () => {
+    const page = await open(`/dashboard?site=${ctx.siteId}&period=7d`);
+    await topRow(page);
+    await expect.poll(() => page.locator(".query-view [role=status]").count()).toBe(0);
+    // The Query requests the page sends from now on (Connect JSON bodies).
+    const sent: { metrics: string[]; model?: string }[] = [];
+    page.on("request", (r) => {
+      if (r.url().endsWith("/ingest.v1.ReportsService/Query")) sent.push(r.postDataJSON());
+    });
+    await page.getByLabel("Attribution model").selectOption("linear");
+    await page.waitForURL(`**/dashboard?site=${ctx.siteId}&period=7d&model=linear`);
+    await expect(page.locator("#model-text").textContent()).resolves.toBe(
+      "A payment is split evenly across every visit before it.",
+    );
+    await expect.poll(() => topRow(page)).toEqual(await expectedTopRow({ model: "linear" }));
+    // Every revenue query the page sent since asks for the linear model; the channels' rows are linear's.
+    await expect
+      .poll(() => panelRows(page, "acquisition"))
+      .toEqual(await expectedRows("channel", [], "linear"));
+    const revenueQueries = sent.filter((b) => b.metrics.includes("net_revenue"));
+    expect(revenueQueries.length).toBeGreaterThan(0);
+    expect(revenueQueries.map((b) => b.model)).toEqual(revenueQueries.map(() => "linear"));
+    await page.getByLabel("Compare with the previous period").uncheck();
+    await page.waitForURL(`**/dashboard?site=${ctx.siteId}&period=7d&compare=off&model=linear`);
+    await expect
+      .poll(() => topRow(page))
+      .toEqual(await expectedTopRow({ model: "linear", compare: false }));
+  });
+
+  it("switches a panel's tabs by keyboard and shows that tab's rows", async () => {
+    const page = await open(`/dashboard?site=${ctx.siteId}&period=7d`);
+    await panelRows(page, "acquisition");
+    await page.getByRole("tab", { name: "Channels" }).focus();
+    await page.keyboard.press("ArrowRight");
+    await expect(
+      page.getByRole("tab", { name: "Sources" }).getAttribute("aria-selected"),
+    ).resolves.toBe("true");
+    await expect.poll(() => panelRows(page, "acquisition")).toEqual(await expectedRows("source"));
+    const sources = await panelRows(page, "acquisition");
+    expect(sources.map((r) => r[0])).toContain("Google");
+  });
+});
