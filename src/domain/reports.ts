@@ -2,8 +2,8 @@
 
 import type { Clock } from "./clock.js";
 import { errors } from "./errors.js";
-import { createExportSlots, releasingPages } from "./export-slots.js";
 import { isPersistentVisitorId } from "./events/persistent-visitor.js";
+import { createExportSlots, releasingPages } from "./export-slots.js";
 import { parseRfc3339 } from "./payments/rfc3339.js";
 import type { ReportsPrincipal } from "./reports-access.js";
 import { buildSiteOverview, overviewPeriod, type SiteOverviewView } from "./site-overview.js";

@@ -15,7 +15,7 @@ import { join } from "node:path";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { ReportsService } from "../../gen/ingest/v1/reports_pb.js";
-import { CHROMIUM, launchChromium } from "../helpers/chromium.js";
+import { launchChromium } from "../helpers/chromium.js";
 import { DEMO, seedDashboardDemo } from "../helpers/dashboard-data.js";
 import { BROWSER_UA } from "../helpers/fixtures.js";
 import { ROOT } from "../helpers/rpc-clients.js";
@@ -163,8 +163,7 @@ type Scheme = "light" | "dark";
 
 /** A signed-in tab at `path`, its clock fixed at the server's. */
 async function open(path: string, width: number, colorScheme: Scheme = "light"): Promise<Page> {
-  if (!browser)
-    throw new Error(`Chromium could not start from ${CHROMIUM}: ${String(launchError)}`);
+  if (!browser) throw new Error(String(launchError));
   const context = await browser.newContext({
     viewport: { width, height: 900 },
     colorScheme,

@@ -11,7 +11,7 @@ import { Code, ConnectError } from "@connectrpc/connect";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { type MetricValue, ReportsService } from "../../gen/ingest/v1/reports_pb.js";
-import { CHROMIUM, launchChromium } from "../helpers/chromium.js";
+import { launchChromium } from "../helpers/chromium.js";
 import { seedDashboardDemo } from "../helpers/dashboard-data.js";
 import { BROWSER_UA } from "../helpers/fixtures.js";
 import { ADMIN_TOKEN, createTestClock, postJson, TEST_NOW } from "../helpers/test-server.js";
@@ -164,8 +164,7 @@ async function query(request: Parameters<ReturnType<typeof reports>["query"]>[0]
 const reports = () => ctx.client(ReportsService);
 
 async function open(path: string): Promise<Page> {
-  if (!browser)
-    throw new Error(`Chromium could not start from ${CHROMIUM}: ${String(launchError)}`);
+  if (!browser) throw new Error(String(launchError));
   const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
   contexts.push(context);
   const page = await context.newPage();
