@@ -70,7 +70,7 @@ describe("gRPC reflection and health", () => {
       expect(listed).toContain("ingest.v1.ReportsService/ExportEvents");
       expect(listed).toContain("ingest.v1.ReportsService/ExportPayments");
       expect(listed).toContain("ingest.v1.AdminService/SetSiteRetention");
-      expect(listed).toHaveLength(33);
+      expect(listed).toHaveLength(35);
     });
 
     it(`buf curl records a payment over ${name} with the schema from reflection`, async () => {
