@@ -43,6 +43,7 @@ import {
 } from "../../src/store/mongo/event-buckets.js";
 import { createMongoStore, dbNameFromUrl } from "../../src/store/mongo/mongo-store.js";
 import {
+  createMongoPayments,
   customerUpsert,
   paymentUpsert,
   subscriptionUpsert,
@@ -398,6 +399,50 @@ describe("mongodb adapter without a server", () => {
     expect(rows).toEqual([row({}), row({ landing_page: "(erased)" })]);
     expect(JSON.stringify(rows)).not.toContain(EMAIL);
     expect(touches.docs.map((t) => t.visitor_id)).toEqual(["v_bob"]);
+  });
+
+  it("finds a customer's refunds of a charge by its metadata pair, failed ones excepted", async () => {
+    const docs: Doc[] = [];
+    const pay = (id: string, over: Partial<PaymentRecord>) => ({
+      _id: id,
+      ...run(
+        "payments",
+        undefined,
+        paymentUpsert([
+          {
+            siteId: "site_1",
+            paymentId: id,
+            customerId: "cus_1",
+            currency: "USD",
+            amountMinor: 100,
+            kind: "refund",
+            status: "succeeded",
+            paidAt: T0,
+            metadata: { stripe_charge: "ch_1" },
+            createdAt: T0,
+            updatedAt: T0,
+            ...over,
+          },
+        ]),
+      ),
+    });
+    docs.push(
+      pay("re_1", {}),
+      pay("dp_1", { kind: "chargeback", status: "pending" }),
+      pay("re_failed", { status: "failed" }),
+      pay("re_cus_2", { customerId: "cus_2" }),
+      pay("ch_1", { kind: "charge", metadata: {} }),
+      pay("re_key", { metadata: { polar_order: "ch_1" } }),
+      pay("re_value", { metadata: { stripe_charge: "ch_2" } }),
+    );
+    const payments = {
+      find: (filter: Doc) => ({
+        toArray: async () => docs.filter((d) => matches(d, filter)),
+      }),
+    };
+    const store = createMongoPayments({ payments } as unknown as Collections);
+    const found = await store.refundsOfCharge("site_1", "cus_1", "stripe_charge", "ch_1");
+    expect(found.map((p) => p.paymentId).sort()).toEqual(["dp_1", "re_1"]);
   });
 
   describe("events", () => {
