@@ -44,6 +44,7 @@ import {
 } from "../../src/store/mongo/event-buckets.js";
 import { createMongoStore, dbNameFromUrl } from "../../src/store/mongo/mongo-store.js";
 import {
+  createMongoPayments,
   customerUpsert,
   paymentUpsert,
   subscriptionUpsert,
@@ -366,6 +367,138 @@ describe("mongodb adapter without a server", () => {
     expect(first).toHaveLength(32);
     expect(Buffer.from(second).equals(Buffer.from(first))).toBe(true);
     expect(writes.map((w) => Object.keys(w))).toEqual([["$setOnInsert"], ["$setOnInsert"]]);
+  });
+
+  it("erasing visitors moves their new-visitor counts to the (erased) row and deletes rows left at 0", async () => {
+    /** A collection of the model with what eraseVisitors calls, each write checked by the validator. */
+    const coll = (name: string, docs: Doc[] = []) => ({
+      docs,
+      find: (filter: Doc) => ({
+        toArray: async () => docs.filter((d) => matches(d, filter)).map((d) => ({ ...d })),
+      }),
+      async distinct(field: string, filter: Doc) {
+        return [...new Set(docs.filter((d) => matches(d, filter)).map((d) => d[field]))];
+      },
+      aggregate: () => ({ toArray: async () => [] }),
+      async deleteMany(filter: Doc) {
+        const before = docs.length;
+        docs.splice(0, docs.length, ...docs.filter((d) => !matches(d, filter)));
+        return { deletedCount: before - docs.length };
+      },
+      async updateMany() {
+        return { modifiedCount: 0 };
+      },
+      async bulkWrite(ops: { updateOne: { filter: Doc; update: Doc; upsert: boolean } }[]) {
+        for (const { updateOne } of ops) {
+          const i = docs.findIndex((d) => matches(d, updateOne.filter));
+          const doc = run(name, docs[i], { updateOne });
+          if (i < 0) docs.push(doc);
+          else docs[i] = doc;
+        }
+      },
+    });
+    const EMAIL = "ada@example.com";
+    const day = new Date(T0);
+    const touches = coll("visitor_touches", [
+      {
+        site_id: "site_1",
+        visitor_id: "v_ada",
+        ts: day,
+        internal: false,
+        channel: "Email",
+        source: EMAIL,
+        campaign: `c-${EMAIL}`,
+        landing_page: `https://example.com/${EMAIL}`,
+      },
+      {
+        site_id: "site_1",
+        visitor_id: "v_bob",
+        ts: day,
+        internal: false,
+        channel: "Email",
+        landing_page: "https://example.com/shared",
+      },
+    ]);
+    const dayKey = new Date(T0).toISOString().slice(0, 10);
+    const row = (over: Doc) => ({
+      site_id: "site_1",
+      day: dayKey,
+      channel: "Email",
+      source: "",
+      campaign: "",
+      landing_page: "https://example.com/shared",
+      visitors: 1,
+      ...over,
+    });
+    const newVisitorDays = coll("new_visitor_days", [
+      row({ source: EMAIL, campaign: `c-${EMAIL}`, landing_page: `https://example.com/${EMAIL}` }),
+      row({}),
+      // A touch of Ada's that a better one replaced: left at 0.
+      row({ landing_page: `https://example.com/old/${EMAIL}`, visitors: 0 }),
+    ]);
+    const c = {
+      touches,
+      newVisitorDays,
+      customerVisitors: coll("customer_visitors"),
+      events: coll("events"),
+      visitorDays: coll("visitor_days"),
+      identities: coll("identities"),
+      stitches: coll("visitor_stitches"),
+      customers: coll("customers"),
+      payments: coll("payments"),
+    };
+    const erasure = createMongoErasure(c as unknown as Collections);
+    expect(await erasure.eraseVisitors("site_1", ["v_ada"], ["v_ada"])).toMatchObject({
+      touches: 1,
+    });
+    const rows = newVisitorDays.docs.map(({ _id, ...d }) => d);
+    expect(rows).toEqual([row({}), row({ landing_page: "(erased)" })]);
+    expect(JSON.stringify(rows)).not.toContain(EMAIL);
+    expect(touches.docs.map((t) => t.visitor_id)).toEqual(["v_bob"]);
+  });
+
+  it("finds a customer's refunds of a charge by its metadata pair, failed ones excepted", async () => {
+    const docs: Doc[] = [];
+    const pay = (id: string, over: Partial<PaymentRecord>) => ({
+      _id: id,
+      ...run(
+        "payments",
+        undefined,
+        paymentUpsert([
+          {
+            siteId: "site_1",
+            paymentId: id,
+            customerId: "cus_1",
+            currency: "USD",
+            amountMinor: 100,
+            kind: "refund",
+            status: "succeeded",
+            paidAt: T0,
+            metadata: { stripe_charge: "ch_1" },
+            createdAt: T0,
+            updatedAt: T0,
+            ...over,
+          },
+        ]),
+      ),
+    });
+    docs.push(
+      pay("re_1", {}),
+      pay("dp_1", { kind: "chargeback", status: "pending" }),
+      pay("re_failed", { status: "failed" }),
+      pay("re_cus_2", { customerId: "cus_2" }),
+      pay("ch_1", { kind: "charge", metadata: {} }),
+      pay("re_key", { metadata: { polar_order: "ch_1" } }),
+      pay("re_value", { metadata: { stripe_charge: "ch_2" } }),
+    );
+    const payments = {
+      find: (filter: Doc) => ({
+        toArray: async () => docs.filter((d) => matches(d, filter)),
+      }),
+    };
+    const store = createMongoPayments({ payments } as unknown as Collections);
+    const found = await store.refundsOfCharge("site_1", "cus_1", "stripe_charge", "ch_1");
+    expect(found.map((p) => p.paymentId).sort()).toEqual(["dp_1", "re_1"]);
   });
 
   describe("events", () => {

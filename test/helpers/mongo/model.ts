@@ -298,6 +298,9 @@ export function matches(doc: Doc, filter: Doc): boolean {
           return sameType && compareValues(v, arg) < 0;
         case "$lte":
           return sameType && compareValues(v, arg) <= 0;
+        case "$elemMatch":
+          // An array with an element (a document) that matches the query.
+          return Array.isArray(v) && v.some((e) => isPlainObject(e) && matches(e, arg as Doc));
         default:
           throw new Error(`query operator ${op} not modelled`);
       }

@@ -112,6 +112,42 @@ describe("createErasure", () => {
     expect(audits[0]?.idHmac).toMatch(/^[0-9a-f]{64}$/);
   });
 
+  for (const [form, given] of [
+    ["a daily id", DAILY],
+    ["p:<vid>", `p:${VID}`],
+  ] as const) {
+    it(`erases by ${form} every stored form of the visitor and clears customer.visitor_id in each form`, async () => {
+      // Customers naming the visitor by each form a payment may use.
+      for (const [customerId, visitorId] of [
+        ["cus_p", `p:${VID}`],
+        ["cus_daily", DAILY],
+      ] as const) {
+        await store.commitPayments([
+          {
+            ...write(payment(siteId, `pay_${customerId}`, { customerId })),
+            customer: { siteId, customerId, visitorId, at: T0 },
+          },
+        ]);
+      }
+      const counts = await erasure.eraseVisitor({ siteId, visitorId: given, actorUserId: owner });
+      expect(counts).toMatchObject({ events: 2, touches: 2, identityLinks: 1, stitches: 1 });
+      for (const customerId of ["cus_1", "cus_p", "cus_daily"]) {
+        expect(
+          (await store.getCustomer(siteId, customerId))?.visitorId,
+          customerId,
+        ).toBeUndefined();
+      }
+      const forms = [VID, `p:${VID}`, DAILY];
+      expect(await store.getFirstTouches(siteId, forms)).toEqual([]);
+      expect(await store.findStitches(siteId, forms)).toEqual([]);
+      expect((await store.findVisitorsByUser(siteId, "u1")).map((l) => l.visitorId)).toEqual([
+        "v_other",
+      ]);
+      expect((await store.listEvents(siteId, 10)).map((e) => e.visitorId)).toEqual(["v_other"]);
+      expect((await store.getCustomer(siteId, "cus_1"))?.attribution?.visitorId).toBe("v_other");
+    });
+  }
+
   it("erases a user id's links and the customers that carry it", async () => {
     const counts = await erasure.eraseUser({ siteId, userId: "u1", actorUserId: owner });
     expect(counts).toEqual({

@@ -73,6 +73,35 @@ export function describePaymentsContract(contract: StoreContract): void {
       expect(await store.getSubscription(site.id, uid("sub"))).toBeUndefined();
     });
 
+    it("finds a customer's refunds and chargebacks of a charge by their metadata, failed ones excepted", async () => {
+      const { site } = await newSite();
+      const of = (id: string, over: Parameters<typeof payment>[2]) =>
+        write(payment(site.id, id, { metadata: { stripe_charge: "ch_1" }, ...over }));
+      await store.commitPayments([
+        write(payment(site.id, "ch_1", { metadata: {} })),
+        of("re_1", { kind: "refund", amountMinor: 500 }),
+        of("dp_1", { kind: "chargeback", amountMinor: 300, status: "pending" }),
+        of("re_failed", { kind: "refund", status: "failed" }),
+        of("re_other_customer", { kind: "refund", customerId: "cus_2" }),
+        of("ch_not_a_refund", { kind: "charge" }),
+        write(
+          payment(site.id, "re_other_charge", {
+            kind: "refund",
+            metadata: { stripe_charge: "ch_2" },
+          }),
+        ),
+        write(
+          payment(site.id, "re_other_key", { kind: "refund", metadata: { polar_order: "ch_1" } }),
+        ),
+      ]);
+      const found = await store.refundsOfCharge(site.id, "cus_1", "stripe_charge", "ch_1");
+      expect(found.map((p) => [p.paymentId, p.kind, p.amountMinor]).sort()).toEqual([
+        ["dp_1", "chargeback", 300],
+        ["re_1", "refund", 500],
+      ]);
+      expect(await store.refundsOfCharge(site.id, "cus_1", "stripe_charge", "ch_9")).toEqual([]);
+    });
+
     it("round-trips a payment without optional fields as undefined", async () => {
       const { site } = await newSite();
       const p = payment(site.id, uid("pay"), { feeMinor: undefined, metadata: {} });
