@@ -795,6 +795,110 @@ function dashboardPaths(): Json {
     },
     "/dashboard/app.js": file("dashboardScript", "The dashboard's script", "text/javascript"),
     "/dashboard/app.css": file("dashboardStyles", "The dashboard's styles", "text/css"),
+    ...setupPaths(notBuilt),
+  };
+}
+
+/** The first run's setup page and its two calls (docs/running.md, First run). */
+function setupPaths(notBuilt: Json): Json {
+  const refusals = (list: { summary: string; err: ServiceError }[]) => ({
+    description: "Refused, with the service's own message (the page shows it).",
+    content: jsonError(errorExamples(list)),
+  });
+  const tokenRefusals = [
+    { summary: "Not the last start's token", err: errors.setupTokenInvalid() },
+    { summary: "Used already", err: errors.setupTokenUsed() },
+    { summary: "More than an hour old", err: errors.setupTokenExpired() },
+  ];
+  const body = (properties: Json, required: string[]) => ({
+    required: true,
+    content: {
+      "application/json": {
+        schema: { type: "object", additionalProperties: false, required, properties },
+      },
+    },
+  });
+  const token = { type: "string", description: "The `token` of the printed setup URL." };
+  return {
+    "/dashboard/setup": {
+      get: {
+        operationId: "setupPage",
+        tags: ["Browser"],
+        summary:
+          "The first run's setup page (`?token=…`, printed at start while the store has no account)",
+        security: [],
+        responses: {
+          200: {
+            description: "HTML (no-store), with the dashboard's Content-Security-Policy.",
+            content: { "text/html": { schema: { type: "string" } } },
+          },
+          404: notBuilt,
+        },
+      },
+      post: {
+        operationId: "completeSetup",
+        tags: ["Browser"],
+        summary:
+          "Spends the setup token: the owner's account (Scale), the first site and a reports key",
+        security: [],
+        requestBody: body(
+          {
+            token,
+            owner_email: { type: "string" },
+            account_name: { type: "string", description: "Default: the first hostname." },
+            hostnames: { type: "array", items: { type: "string" }, maxItems: 100 },
+            time_zone: { type: "string", description: "IANA name; default UTC." },
+          },
+          ["token", "owner_email", "hostnames"],
+        ),
+        responses: {
+          200: {
+            description: "What was created (no-store); the reports key is shown this once.",
+            content: { "application/json": { schema: { type: "object" } } },
+          },
+          400: refusals([
+            {
+              summary: "Bad input (the token is not spent)",
+              err: errors.invalid("email must be an email address"),
+            },
+          ]),
+          401: refusals(tokenRefusals),
+          409: refusals([{ summary: "An account exists", err: errors.setupDone() }]),
+        },
+      },
+    },
+    "/dashboard/setup/check": {
+      post: {
+        operationId: "checkSetupToken",
+        tags: ["Browser"],
+        summary: "Whether the setup token would be accepted now",
+        security: [],
+        requestBody: body({ token }, ["token"]),
+        responses: {
+          204: { description: "It would." },
+          401: refusals(tokenRefusals),
+          409: refusals([{ summary: "An account exists", err: errors.setupDone() }]),
+        },
+      },
+    },
+    "/dashboard/setup.js": {
+      get: {
+        operationId: "setupScript",
+        tags: ["Browser"],
+        summary: "The setup page's script",
+        security: [],
+        responses: {
+          200: {
+            description:
+              "gzip or brotli when accepted; revalidated on every load (no-cache, ETag).",
+            headers: { ETag: { schema: { type: "string" } } },
+            content: { "text/javascript": { schema: { type: "string" } } },
+          },
+          304: { description: "Not modified (If-None-Match matched the ETag)." },
+          404: notBuilt,
+        },
+      },
+    },
   };
 }
 

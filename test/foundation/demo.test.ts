@@ -30,7 +30,8 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-describe("npm run demo", () => {
+// The demo loads a month through a server of its own: seconds alone, more on a loaded machine.
+describe("npm run demo", { timeout: 120_000 }, () => {
   it("creates an account, site and key, loads a month, and prints one export line", async () => {
     const r = await runNpmScript("demo", [], env);
     expect(r.exitCode, r.stderr).toBe(0);

@@ -115,8 +115,10 @@ describe("OpenAPI document", () => {
   it("has request examples the server accepts", async () => {
     for (const [path, ops] of Object.entries(committed.paths)) {
       const post = ops.post;
-      // A templated path (a connector's) names no real resource to post to.
-      if (!post?.requestBody || path.includes("{")) continue;
+      // A templated path (a connector's) names no real resource to post to. The first
+      // run's calls need the one-time token of a store with no account: they are
+      // test/foundation/first-run.test.ts's.
+      if (!post?.requestBody || path.includes("{") || path.startsWith("/dashboard/setup")) continue;
       const success = Object.keys(post.responses).find((s) => s.startsWith("2"));
       const json = post.requestBody.content["application/json"];
       const examples = json.examples ?? { example: { value: json.example } };

@@ -78,7 +78,8 @@ async function paymentsOf(ctx: TestServerContext) {
   return all;
 }
 
-describe("the demo's month", () => {
+// A month through the doors: seconds alone, more on a loaded machine.
+describe("the demo's month", { timeout: 120_000 }, () => {
   const clock = createTestClock();
   const ctx = useTestServer({ clock });
   let summary: DemoSummary;
@@ -129,7 +130,7 @@ describe("the demo's month", () => {
   });
 });
 
-describe("the demo's month, again", () => {
+describe("the demo's month, again", { timeout: 120_000 }, () => {
   const clock = createTestClock();
   const ctx = useTestServer({ clock });
 
