@@ -97,23 +97,24 @@ function trafficRows(siteId: string, period: Interval | string, p: Params): stri
   numbered AS (
     SELECT *, sum(starts) OVER (PARTITION BY vk ORDER BY ts, seq ROWS UNBOUNDED PRECEDING) AS vn FROM marked
   ),
+  -- A visit's touch is its first event's values, absent ones included (arg_min_null).
   visits AS (
     SELECT vk, vn,
       count(*) FILTER (WHERE name = 'pageview') AS v_pageviews,
       count(*) AS v_events,
       min(ts) AS v_start,
-      arg_min(country, (ts, seq)) AS v_country,
-      arg_min(device, (ts, seq)) AS v_device,
-      arg_min(browser, (ts, seq)) AS v_browser,
-      arg_min(os, (ts, seq)) AS v_os,
+      arg_min_null(country, (ts, seq)) AS v_country,
+      arg_min_null(device, (ts, seq)) AS v_device,
+      arg_min_null(browser, (ts, seq)) AS v_browser,
+      arg_min_null(os, (ts, seq)) AS v_os,
       (max(ts) - min(ts)) / 1000.0 AS v_seconds,
-      coalesce(arg_min(channel, (ts, seq)), 'Direct') AS v_channel,
-      arg_min(source, (ts, seq)) AS v_source,
-      arg_min(medium, (ts, seq)) AS v_medium,
-      arg_min(campaign, (ts, seq)) AS v_campaign,
-      arg_min(term, (ts, seq)) AS v_term,
-      arg_min(content, (ts, seq)) AS v_content,
-      arg_min(referrer, (ts, seq)) AS v_referrer,
+      coalesce(arg_min_null(channel, (ts, seq)), 'Direct') AS v_channel,
+      arg_min_null(source, (ts, seq)) AS v_source,
+      arg_min_null(medium, (ts, seq)) AS v_medium,
+      arg_min_null(campaign, (ts, seq)) AS v_campaign,
+      arg_min_null(term, (ts, seq)) AS v_term,
+      arg_min_null(content, (ts, seq)) AS v_content,
+      arg_min_null(referrer, (ts, seq)) AS v_referrer,
       coalesce(arg_min(page, (ts, seq)) FILTER (WHERE name = 'pageview'), arg_min(page, (ts, seq))) AS v_landing_page,
       coalesce(arg_max(page, (ts, seq)) FILTER (WHERE name = 'pageview'), arg_max(page, (ts, seq))) AS v_exit_page
     FROM numbered GROUP BY vk, vn
@@ -700,12 +701,17 @@ async function runFunnel(conn: DuckDBConnection, plan: FunnelPlan): Promise<Funn
   if (plan.currency !== undefined) {
     // The completers' net revenue of the period, by the model: the shares credited to their touches.
     const table = await shares(conn, { ...plan, currency: plan.currency }, plan.period);
-    const r = await conn.runAndReadAll(
-      `SELECT touch_vk, kind, share FROM ${table} WHERE touch_vk IS NOT NULL AND list_contains($1::BIGINT[], touch_vk)`,
-      [listValue([...completers])],
-    );
+    // Visitor keys are integers: listed in the statement.
+    const r =
+      completers.size === 0
+        ? []
+        : (
+            await conn.runAndReadAll(
+              `SELECT touch_vk, kind, share FROM ${table} WHERE touch_vk IN (${[...completers].join(", ")})`,
+            )
+          ).getRows();
     let net = 0n;
-    for (const [, kind, share] of r.getRows()) {
+    for (const [, kind, share] of r) {
       net += kind === "charge" ? BigInt(share as bigint) : -BigInt(share as bigint);
     }
     result.completersNetMinor = net;
