@@ -13,8 +13,8 @@ import { createDuckDbAnalytics } from "../../src/store/duckdb/analytics-engine.j
 import { createAnalyticsFeed } from "../../src/store/duckdb/analytics-feed.js";
 import { openAnalyticsStore } from "../../src/store/duckdb/analytics-store.js";
 import { openSqlite } from "../../src/store/sqlite/open-sqlite.js";
-import { funnelCaseArb, queryCaseArb } from "../helpers/analytics-arbitraries.js";
-import { type RefData, referenceFunnel, referenceQuery } from "../helpers/analytics-reference.js";
+import { funnelCaseArb } from "../helpers/analytics-arbitraries.js";
+import { type RefData, referenceFunnel } from "../helpers/analytics-reference.js";
 import { useTempDirs } from "../helpers/temp-dirs.js";
 
 const tempDir = useTempDirs("query-semantics-");
