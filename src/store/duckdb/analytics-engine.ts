@@ -97,23 +97,24 @@ function trafficRows(siteId: string, period: Interval | string, p: Params): stri
   numbered AS (
     SELECT *, sum(starts) OVER (PARTITION BY vk ORDER BY ts, seq ROWS UNBOUNDED PRECEDING) AS vn FROM marked
   ),
+  -- A visit's touch is its first event's values, absent ones included (arg_min_null).
   visits AS (
     SELECT vk, vn,
       count(*) FILTER (WHERE name = 'pageview') AS v_pageviews,
       count(*) AS v_events,
       min(ts) AS v_start,
-      arg_min(country, (ts, seq)) AS v_country,
-      arg_min(device, (ts, seq)) AS v_device,
-      arg_min(browser, (ts, seq)) AS v_browser,
-      arg_min(os, (ts, seq)) AS v_os,
+      arg_min_null(country, (ts, seq)) AS v_country,
+      arg_min_null(device, (ts, seq)) AS v_device,
+      arg_min_null(browser, (ts, seq)) AS v_browser,
+      arg_min_null(os, (ts, seq)) AS v_os,
       (max(ts) - min(ts)) / 1000.0 AS v_seconds,
-      coalesce(arg_min(channel, (ts, seq)), 'Direct') AS v_channel,
-      arg_min(source, (ts, seq)) AS v_source,
-      arg_min(medium, (ts, seq)) AS v_medium,
-      arg_min(campaign, (ts, seq)) AS v_campaign,
-      arg_min(term, (ts, seq)) AS v_term,
-      arg_min(content, (ts, seq)) AS v_content,
-      arg_min(referrer, (ts, seq)) AS v_referrer,
+      coalesce(arg_min_null(channel, (ts, seq)), 'Direct') AS v_channel,
+      arg_min_null(source, (ts, seq)) AS v_source,
+      arg_min_null(medium, (ts, seq)) AS v_medium,
+      arg_min_null(campaign, (ts, seq)) AS v_campaign,
+      arg_min_null(term, (ts, seq)) AS v_term,
+      arg_min_null(content, (ts, seq)) AS v_content,
+      arg_min_null(referrer, (ts, seq)) AS v_referrer,
       coalesce(arg_min(page, (ts, seq)) FILTER (WHERE name = 'pageview'), arg_min(page, (ts, seq))) AS v_landing_page,
       coalesce(arg_max(page, (ts, seq)) FILTER (WHERE name = 'pageview'), arg_max(page, (ts, seq))) AS v_exit_page
     FROM numbered GROUP BY vk, vn
@@ -194,6 +195,7 @@ const SHARE_COLUMNS = [
   ["t_device", "VARCHAR"],
   ["t_browser", "VARCHAR"],
   ["t_os", "VARCHAR"],
+  ["touch_vk", "BIGINT"],
 ] as const;
 
 type Cell = string | number | boolean | null;
@@ -205,7 +207,11 @@ type Cell = string | number | boolean | null;
  * its paid_at) by the domain's rule (attribution-models.ts: exact minor
  * units, largest remainder). First touch keeps the stored attribution.
  */
-async function shares(conn: DuckDBConnection, plan: QueryPlan, period: Interval): Promise<string> {
+async function shares(
+  conn: DuckDBConnection,
+  plan: Pick<QueryPlan, "siteId" | "currency" | "model">,
+  period: Interval,
+): Promise<string> {
   const tables = shareTables.get(conn) ?? new Map<string, string>();
   shareTables.set(conn, tables);
   const key = `${period.from}-${period.to}`;
@@ -217,7 +223,7 @@ async function shares(conn: DuckDBConnection, plan: QueryPlan, period: Interval)
   const payments = (
     await conn.runAndReadAll(
       `WITH ${paymentRows(site, plan.currency ?? "", period, p)}
-       SELECT payment_id, customer_id, kind, amount_minor, paid_at, first_payment, first_paid_at, touched_at,
+       SELECT payment_id, customer_id, kind, amount_minor, paid_at, first_payment, first_paid_at, touched_at, touch_vid,
          channel, source, medium, campaign, landing_page FROM pay ORDER BY paid_at, payment_id`,
       p.values,
     )
@@ -244,7 +250,7 @@ async function shares(conn: DuckDBConnection, plan: QueryPlan, period: Interval)
                UNION SELECT persistent.customer_id, st.vid FROM persistent JOIN st ON st.pvid = persistent.p
              ),
              ${trafficRows(site, "e.vid IN (SELECT vk FROM cust)", q)}
-             SELECT c.customer_id, v.v_start, v.v_channel, v.v_source, v.v_medium, v.v_campaign,
+             SELECT c.customer_id, v.vk, v.v_start, v.v_channel, v.v_source, v.v_medium, v.v_campaign,
                v.v_term, v.v_content, v.v_referrer, v.v_landing_page, v.v_country, v.v_device,
                v.v_browser, v.v_os
              FROM visits v JOIN cust c USING (vk) ORDER BY c.customer_id, v.v_start, v.vk`,
@@ -305,6 +311,9 @@ async function shares(conn: DuckDBConnection, plan: QueryPlan, period: Interval)
         str(touch?.v_device),
         str(touch?.v_browser),
         str(touch?.v_os),
+        pay.touch_vid === null || pay.touch_vid === undefined
+          ? null
+          : (pay.touch_vid as unknown as number),
       ]);
       continue;
     }
@@ -329,6 +338,7 @@ async function shares(conn: DuckDBConnection, plan: QueryPlan, period: Interval)
         str(t?.v_device),
         str(t?.v_browser),
         str(t?.v_os),
+        t ? (t.vk as unknown as number) : null,
       ]);
     }
   }
@@ -386,7 +396,7 @@ async function runPeriod(
           FROM x ${where.length ? `WHERE ${where.join(" AND ")}` : ""}
           GROUP BY ALL
         )
-        SELECT ${[...dims.map((_, i) => `v.d${i}`), ...metrics.map((m) => METRICS[m].sql)].join(", ")}
+        SELECT ${[...dims.map((_, i) => `v.d${i}`), ...metrics.map((m) => METRICS[m].sql), "count(*)"].join(", ")}
         FROM v ${dims.length ? "GROUP BY ALL" : ""}`;
     } else {
       const rows =
@@ -394,7 +404,7 @@ async function runPeriod(
           ? firstTouchRows(plan.siteId, plan.currency ?? "", period, p)
           : `r AS (SELECT * FROM ${await shares(conn, plan, period)})`;
       sql = `WITH ${rows}
-        SELECT ${[...dimSql, ...metrics.map((m) => METRICS[m].sql)].join(", ")}
+        SELECT ${[...dimSql, ...metrics.map((m) => METRICS[m].sql), "count(*)"].join(", ")}
         FROM r ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ${dims.length ? "GROUP BY ALL" : ""}`;
     }
     const reader = await conn.runAndReadAll(sql, p.values);
@@ -404,8 +414,8 @@ async function runPeriod(
       metrics.forEach((m, i) => {
         values[m] = num(row[dims.length + i]);
       });
-      // A group with no visit (traffic) is no row.
-      if (side === "traffic" && dims.length > 0 && values.visits === 0) continue;
+      // Rows are the groups with data; the totals are always one row.
+      if (withDims && num(row[dims.length + metrics.length]) === 0) continue;
       const key = JSON.stringify(d);
       const cur = out.get(key) ?? { dims: d };
       if (side === "traffic") cur.t = { dims: d, values };
@@ -471,12 +481,8 @@ function metricValues(plan: QueryPlan, row: { t?: SideRow; r?: SideRow }): Metri
   });
 }
 
-const sortValue = (v: MetricValue | undefined): number =>
-  v === undefined || v.kind === "none"
-    ? Number.NEGATIVE_INFINITY
-    : v.kind === "money"
-      ? Number(v.minor)
-      : v.value;
+const sortValue = (v: MetricValue | undefined): number | undefined =>
+  v === undefined || v.kind === "none" ? undefined : v.kind === "money" ? Number(v.minor) : v.value;
 
 /** Creates the engine. */
 export function createDuckDbAnalytics(options: DuckDbAnalyticsOptions): AnalyticsEngine {
@@ -552,7 +558,15 @@ export function createDuckDbAnalytics(options: DuckDbAnalyticsOptions): Analytic
               c = x < y ? -1 : x > y ? 1 : 0;
             } else {
               const mi = plan.metrics.indexOf(o.field as MetricName);
-              c = sortValue(a.metrics[mi]) - sortValue(b.metrics[mi]);
+              const x = sortValue(a.metrics[mi]);
+              const y = sortValue(b.metrics[mi]);
+              // A metric with no value sorts last either way.
+              if (x === undefined || y === undefined) {
+                c = x === y ? 0 : x === undefined ? 1 : -1;
+                if (c !== 0) return c;
+                continue;
+              }
+              c = x - y;
             }
             if (c !== 0) return o.desc ? -c : c;
           }
@@ -582,55 +596,125 @@ export function createDuckDbAnalytics(options: DuckDbAnalyticsOptions): Analytic
   };
 }
 
-/** The funnel: visitors reaching each step in order within the window from their first step. */
+/** A page step's SQL test: a value starting with `/` is a path, otherwise the whole page. */
+function pageStepSql(kind: "page" | "page_prefix", value: string, p: Params): string {
+  const page = value.startsWith("/")
+    ? `CASE WHEN regexp_matches(x.page, '^[a-zA-Z][a-zA-Z0-9+.-]*://[^/]*/') THEN regexp_replace(x.page, '^[a-zA-Z][a-zA-Z0-9+.-]*://[^/]*', '') ELSE x.page END`
+    : "x.page";
+  const test =
+    kind === "page" ? `${page} = ${p.add(value)}` : `starts_with(${page}, ${p.add(value)})`;
+  return `(x.name = 'pageview' AND ${test})`;
+}
+
+const round2 = (x: number) => Math.round(x * 100) / 100;
+
+function median(xs: number[]): number | undefined {
+  if (xs.length === 0) return undefined;
+  const s = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
+}
+
+/**
+ * The funnel. DuckDB narrows the period's events to those matching a step
+ * (with the filters), each with the steps it matches, in each visitor's
+ * order; the walk then takes, from every step-1 event, the earliest event of
+ * each next step after the previous one within the window of that step-1
+ * event, and keeps the visitor's run that reaches furthest (the earliest such).
+ */
 async function runFunnel(conn: DuckDBConnection, plan: FunnelPlan): Promise<FunnelResult> {
   const p = new Params();
   const tz = sqlText(plan.timeZone);
-  const period: Interval = plan.period;
   const common = plan.filters.map((f) => filterSql(f, "traffic", p, tz));
-  const stepConds = plan.steps.map((s) => {
-    const match =
-      s.kind === "event"
-        ? `x.name = ${p.add(s.value)}`
-        : s.kind === "page"
-          ? `(x.name = 'pageview' AND x.page = ${p.add(s.value)})`
-          : `(x.name = 'pageview' AND starts_with(x.page, ${p.add(s.value)}))`;
-    return [match, ...s.filters.map((f) => filterSql(f, "traffic", p, tz))].join(" AND ");
-  });
-  // Each step's time is the first matching event after the previous step's.
-  const window = p.add(BigInt(plan.windowMs));
-  let sql = `WITH ${trafficRows(plan.siteId, period, p)},
-    f AS (SELECT * FROM x ${common.length ? `WHERE ${common.join(" AND ")}` : ""}),
-    s0 AS (SELECT x.vk, min(x.ts) AS t0 FROM f AS x WHERE ${stepConds[0]} GROUP BY x.vk)`;
-  for (let i = 1; i < stepConds.length; i++) {
-    sql += `,
-    s${i} AS (
-      SELECT prev.*, min(x.ts) AS t${i} FROM s${i - 1} prev JOIN f AS x ON x.vk = prev.vk
-      WHERE ${stepConds[i]} AND x.ts >= prev.t${i - 1} AND x.ts - prev.t0 <= ${window}
-      GROUP BY ALL
-    )`;
-  }
-  const parts = plan.steps.map((_, i) =>
-    i === 0
-      ? `(SELECT count(*) FROM s0) AS n0, NULL AS m0`
-      : `(SELECT count(*) FROM s${i}) AS n${i}, (SELECT median((t${i} - t${i - 1}) / 1000.0) FROM s${i}) AS m${i}`,
+  const stepConds = plan.steps.map((s) =>
+    [
+      s.kind === "event" ? `x.name = ${p.add(s.value)}` : pageStepSql(s.kind, s.value, p),
+      ...s.filters.map((f) => filterSql(f, "traffic", p, tz)),
+    ].join(" AND "),
   );
-  sql += ` SELECT ${parts.join(", ")}`;
-  const row = (await conn.runAndReadAll(sql, p.values)).getRows()[0] ?? [];
-  const counts = plan.steps.map((_, i) => num(row[i * 2]));
-  const first = counts[0] ?? 0;
-  const pct = (a: number, b: number) => (b === 0 ? 0 : Math.round((10000 * a) / b) / 100);
-  return {
-    steps: plan.steps.map((s, i) => {
-      const visitors = counts[i] ?? 0;
-      const median = num(row[i * 2 + 1]);
-      return {
-        label: s.label,
+  const sql = `WITH ${trafficRows(plan.siteId, plan.period, p)}
+    SELECT x.vk, x.ts, ${stepConds.map((c, i) => `(${c}) AS m${i}`).join(", ")}
+    FROM x WHERE ${[...common, `(${stepConds.map((c) => `(${c})`).join(" OR ")})`].join(" AND ")}
+    ORDER BY x.vk, x.ts, x.seq`;
+  const rows = (await conn.runAndReadAll(sql, p.values)).getRows();
+  const n = plan.steps.length;
+  const reached = plan.steps.map(() => 0);
+  const gaps: number[][] = plan.steps.map(() => []);
+  const completers = new Set<bigint>();
+  const walk = (evs: { ts: number; m: boolean[] }[], vk: bigint) => {
+    let best: number[] = [];
+    for (let s = 0; s < evs.length; s++) {
+      if (!evs[s]?.m[0]) continue;
+      const t0 = (evs[s] as { ts: number }).ts;
+      const times = [t0];
+      let at = s;
+      for (let step = 1; step < n; step++) {
+        let next = -1;
+        for (let j = at + 1; j < evs.length; j++) {
+          const e = evs[j] as { ts: number; m: boolean[] };
+          if (e.ts - t0 > plan.windowMs) break;
+          if (e.m[step]) {
+            next = j;
+            break;
+          }
+        }
+        if (next < 0) break;
+        times.push((evs[next] as { ts: number }).ts);
+        at = next;
+      }
+      if (times.length > best.length) best = times;
+    }
+    best.forEach((t, i) => {
+      reached[i] = (reached[i] as number) + 1;
+      if (i > 0) gaps[i]?.push((t - (best[i - 1] as number)) / 1000);
+    });
+    if (best.length === n) completers.add(vk);
+  };
+  let current: bigint | undefined;
+  let evs: { ts: number; m: boolean[] }[] = [];
+  for (const r of rows) {
+    const vk = r[0] as bigint;
+    if (vk !== current) {
+      if (current !== undefined) walk(evs, current);
+      current = vk;
+      evs = [];
+    }
+    evs.push({ ts: num(r[1]), m: plan.steps.map((_, i) => r[2 + i] === true) });
+  }
+  if (current !== undefined) walk(evs, current);
+  const first = reached[0] as number;
+  const result: FunnelResult = {
+    steps: plan.steps.map((step, i) => {
+      const visitors = reached[i] as number;
+      const prev = i === 0 ? visitors : (reached[i - 1] as number);
+      const out: FunnelResult["steps"][number] = {
+        label: step.label,
         visitors,
-        conversionFromPrevious: i === 0 ? 100 : pct(visitors, counts[i - 1] ?? 0),
-        conversionOverall: pct(visitors, first),
-        ...(i > 0 && !Number.isNaN(median) ? { medianSecondsFromPrevious: median } : {}),
+        conversionFromPrevious: i === 0 ? 100 : prev ? round2((visitors / prev) * 100) : 0,
+        conversionOverall: first ? round2((visitors / first) * 100) : 0,
       };
+      const m = median(gaps[i] as number[]);
+      if (i > 0 && m !== undefined) out.medianSecondsFromPrevious = round2(m);
+      return out;
     }),
   };
+  if (plan.currency !== undefined) {
+    // The completers' net revenue of the period, by the model: the shares credited to their touches.
+    const table = await shares(conn, { ...plan, currency: plan.currency }, plan.period);
+    // Visitor keys are integers: listed in the statement.
+    const r =
+      completers.size === 0
+        ? []
+        : (
+            await conn.runAndReadAll(
+              `SELECT touch_vk, kind, share FROM ${table} WHERE touch_vk IN (${[...completers].join(", ")})`,
+            )
+          ).getRows();
+    let net = 0n;
+    for (const [, kind, share] of r) {
+      net += kind === "charge" ? BigInt(share as bigint) : -BigInt(share as bigint);
+    }
+    result.completersNetMinor = net;
+  }
+  return result;
 }

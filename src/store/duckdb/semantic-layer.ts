@@ -76,8 +76,8 @@ const round2 = (x: number) => Math.round(x * 100) / 100;
 export const METRICS: Record<MetricName, MetricDef> = {
   visitors: { source: "traffic", sql: "count(DISTINCT v.vk)", kind: "count" },
   visits: { source: "traffic", sql: "count(*)", kind: "count" },
-  pageviews: { source: "traffic", sql: "sum(v.pv)", kind: "count" },
-  events: { source: "traffic", sql: "sum(v.ev)", kind: "count" },
+  pageviews: { source: "traffic", sql: "coalesce(sum(v.pv), 0)", kind: "count" },
+  events: { source: "traffic", sql: "coalesce(sum(v.ev), 0)", kind: "count" },
   views_per_visit: {
     source: "traffic",
     sql: "round(sum(v.pv) / count(*), 2)",

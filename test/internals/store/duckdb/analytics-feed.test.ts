@@ -5,7 +5,6 @@
  */
 import { rmSync } from "node:fs";
 import { join } from "node:path";
-import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
 import { createAnalyticsFeed } from "../../../../src/store/duckdb/analytics-feed.js";
 import {
