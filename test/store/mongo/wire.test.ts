@@ -152,7 +152,11 @@ describe("REST through the real MongoDB driver (fake server)", () => {
   const ctx = useTestServer(async () => {
     fake = await startFakeMongo();
     const url = fake.url("ingest_wire_rest");
-    // The key's document, for authentication (`find` on api_keys).
+    // The key's document, for authentication (`find` on api_keys), and its
+    // Scale account (payments need the plan that has them).
+    const DOCS: Record<string, Document[]> = {
+      accounts: [{ _id: "acct_w", name: "Wire", plan: "scale", created_at: new Date(0) }],
+    };
     fake.answer.set("find", (cmd) => ({
       cursor: {
         id: 0n,
@@ -173,7 +177,7 @@ describe("REST through the real MongoDB driver (fake server)", () => {
                   last_used_at: new Date(),
                 },
               ]
-            : [],
+            : (DOCS[String(cmd.find)] ?? []),
       },
       ok: 1,
     }));

@@ -8,10 +8,15 @@ import { minimalPayment } from "../../../helpers/payment-fixtures.js";
 const NOW = Date.UTC(2024, 5, 1, 12, 0, 0);
 const principal = { siteId: "site_1", accountId: "acc_1" } as KeyPrincipal;
 
-/** A store that records commitPayments calls and can be made slow or failing. */
-function fakeStore(behaviour: { fail?: boolean; gate?: Promise<void> } = {}) {
+/** A store that records commitPayments calls and can be made slow or failing; its account is on `plan`. */
+function fakeStore(behaviour: { fail?: boolean; gate?: Promise<void>; plan?: string } = {}) {
   const batches: PaymentWrite[][] = [];
   const store = {
+    async getAccount(id: string) {
+      return id === "acc_1"
+        ? { id, name: "A", plan: behaviour.plan ?? "scale", createdAt: NOW }
+        : undefined;
+    },
     async commitPayments(writes: PaymentWrite[]) {
       await behaviour.gate;
       if (behaviour.fail) throw new Error("connection refused");
@@ -46,6 +51,19 @@ describe("createPaymentsApp", () => {
       paymentId: "pay_min",
       amountMinor: 1000,
     });
+  });
+
+  it("refuses a payment of an account below scale with plan_required, before validating, and writes nothing", async () => {
+    for (const plan of ["free", "starter", "growth"]) {
+      const { store, batches } = fakeStore({ plan });
+      const err = await domainError(app(store).record(principal, minimalPayment({ amount: 0 })));
+      expect({ kind: err.kind, message: err.message }).toEqual({
+        kind: "plan_required",
+        message: `recording payments requires the scale plan; account acc_1 is on the ${plan} plan`,
+      });
+      expect(httpErrorOf(err)).toMatchObject({ status: 403, code: "forbidden" });
+      expect(batches).toHaveLength(0);
+    }
   });
 
   it("refuses invalid input with one invalid_input error and writes nothing", async () => {
@@ -101,6 +119,9 @@ describe("createPaymentsApp", () => {
     const { store, batches } = fakeStore();
     const a = app(store, { capacity: 100, batchMax: 50, flushMs: 50 });
     const pending = a.record(principal, minimalPayment());
+    // The plan check's read resolves in microtasks; by the next macrotask the write is queued
+    // (waiting for its 50 ms flush), which is what drain must wait for.
+    await new Promise((resolve) => setImmediate(resolve));
     await a.drain();
     expect(batches).toHaveLength(1);
     await pending;
