@@ -75,6 +75,8 @@ beforeAll(async () => {
     { key: ctx.key },
   );
   expect(paid.status).toBe(200);
+  // The Direct visitor of today again, two minutes ago: the realtime count's one visitor.
+  await event("198.51.100.15", 2 / 60, { e: "pageview", u: "https://example.com/pricing" });
   try {
     browser = await launchChromium();
   } catch (err) {
@@ -303,6 +305,36 @@ describe("the dashboard's numbers are Query's", () => {
     await expect
       .poll(() => topRow(page))
       .toEqual(await expectedTopRow({ model: "linear", compare: false }));
+  });
+
+  it("counts the visitors of the last 5 minutes as Query does over those instants", async () => {
+    const page = await open(`/dashboard?site=${ctx.siteId}&period=7d`);
+    const now = clock.now();
+    const iso = (ms: number) => new Date(ms).toISOString().replace(/\.\d{3}Z$/, "Z");
+    const r = await query({
+      siteId: ctx.siteId,
+      metrics: ["visitors"],
+      period: { from: iso(now - 5 * 60_000), to: iso(now) },
+    });
+    expect(r.totals[0]?.value).toEqual({ case: "count", value: 1n });
+    await expect
+      .poll(() => page.locator("#realtime").textContent())
+      .toBe(" 1 visitor in the last 5 minutes");
+  });
+
+  it("offers month to date, last month and the last 12 months, in the URL", async () => {
+    const page = await open(`/dashboard?site=${ctx.siteId}&period=7d`);
+    await topRow(page);
+    const cases: [string, string, string][] = [
+      ["Month to date", "mtd", "Days 2026-03-01 to the day before 2026-03-12"],
+      ["Last month", "last_month", "Days 2026-02-01 to the day before 2026-03-01"],
+      ["Last 12 months", "12m", "Days 2025-04-01 to the day before 2026-03-12"],
+    ];
+    for (const [label, period, days] of cases) {
+      await page.getByLabel("Period (UTC days)").selectOption({ label });
+      await page.waitForURL(`**/dashboard?site=${ctx.siteId}&period=${period}`);
+      await expect.poll(() => page.locator("#query-period").textContent()).toContain(days);
+    }
   });
 
   it("switches a panel's tabs by keyboard and shows that tab's rows", async () => {
