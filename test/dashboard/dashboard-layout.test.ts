@@ -344,6 +344,7 @@ describe("the dashboard's layout, themes and accessibility", () => {
       await page.locator("#top-row .tile").first().waitFor();
       await expect.poll(() => page.locator(".query-view [role=status]").count()).toBe(0);
       await expect.poll(() => page.locator(".panel table").count()).toBeGreaterThanOrEqual(4);
+      await page.screenshot({ path: join(ARTIFACTS, `top-${width}-${scheme}.png`) });
       // The daily table is folded away: open it so it is checked too.
       await page.getByText("The daily numbers as a table").click();
       expect(await clipped(page)).toEqual([]);
