@@ -218,9 +218,8 @@ async function openAnalytics(
   log: () => ServiceLog | undefined,
 ): Promise<Analytics | undefined> {
   const { config } = deps;
-  if (deps.store.kind !== "sqlite" || deps.ownsAnalytics === false) return undefined;
-  const sqlitePath = config.storeUrl.slice("sqlite:".length);
-  if (!config.storeUrl.startsWith("sqlite:") || sqlitePath === ":memory:") return undefined;
+  const sqlitePath = deps.store.feedFile;
+  if (sqlitePath === undefined || deps.ownsAnalytics === false) return undefined;
   const store = await openAnalyticsStore({
     path: analyticsPathBeside(sqlitePath),
     threads: config.analyticsThreads,

@@ -8,7 +8,7 @@ import { describe, expect, it } from "vitest";
 import type { MetricName, QueryPlan } from "../../src/domain/analytics/query-plan.js";
 import type { Analytics } from "../../src/services.js";
 import { BROWSER_UA } from "../helpers/fixtures.js";
-import { postJson, TEST_NOW } from "../helpers/test-server.js";
+import { createTenant, postJson, TEST_NOW } from "../helpers/test-server.js";
 import { useTestServer } from "../helpers/use-test-server.js";
 
 const T0 = TEST_NOW - 50 * 60_000;
@@ -204,5 +204,110 @@ describe("the analytics engine over DuckDB", () => {
         },
       ],
     });
+  });
+
+  it("splits a payment across its customer's touches by model, to the unit", async () => {
+    const other = await createTenant(ctx.server);
+    const C = "visitor-cccc-000003";
+    const res = await postJson(
+      `${ctx.url}/api/v1/events`,
+      {
+        s: other.siteId,
+        b: [
+          {
+            e: "pageview",
+            u: "https://example.com/",
+            r: "https://www.google.com/",
+            vid: C,
+            ts: T0,
+          },
+          {
+            e: "pageview",
+            u: "https://example.com/?utm_source=news&utm_medium=email",
+            vid: C,
+            ts: T0 + 35 * MIN,
+          },
+          { e: "pageview", u: "https://example.com/", vid: C, ts: T0 + 40 * MIN },
+        ],
+      },
+      { key: other.key, headers: { "user-agent": BROWSER_UA } },
+    );
+    expect(res.status).toBe(204);
+    const pay = await postJson(
+      `${ctx.url}/api/v1/payments`,
+      {
+        payment_id: "pay_c",
+        customer: { id: "cus_c", visitor_id: C },
+        amount: 10.01,
+        currency: "USD",
+        kind: "charge",
+        paid_at: new Date(T0 + 45 * MIN).toISOString(),
+      },
+      { key: other.key },
+    );
+    expect(pay.status).toBe(200);
+    await analytics().feed.runOnce();
+    const byModel = async (model: QueryPlan["model"]) => {
+      const r = await analytics().engine.query(
+        plan({
+          siteId: other.siteId,
+          metrics: ["net_revenue", "payments"],
+          dimensions: ["channel"],
+          currency: "USD",
+          model,
+          orderBy: [{ field: "channel", desc: false }],
+        }),
+      );
+      return [r.rows.map((x) => [x.dimensions[0], x.metrics]), r.totals];
+    };
+    // Revenue metrics alone: a row per value that has revenue.
+    expect(await byModel("first_touch")).toEqual([
+      [["Organic Search", [usd(1001), count(1)]]],
+      [usd(1001), count(1)],
+    ]);
+    // Two touches (two visits: at 0, then 35-40 min), 10.01 split 501 / 500 (ties to the earlier).
+    expect(await byModel("linear")).toEqual([
+      [
+        ["Email", [usd(500), count(1)]],
+        ["Organic Search", [usd(501), count(1)]],
+      ],
+      [usd(1001), count(1)],
+    ]);
+    expect(await byModel("last_touch")).toEqual([
+      [["Email", [usd(1001), count(1)]]],
+      [usd(1001), count(1)],
+    ]);
+  });
+
+  it("compares a time dimension's bucket with the bucket at the same position of the comparison", async () => {
+    const res = await postJson(
+      `${ctx.url}/api/v1/payments`,
+      {
+        payment_id: "pay_yesterday",
+        customer: { id: "cus_a", visitor_id: A },
+        amount: 7,
+        currency: "USD",
+        kind: "charge",
+        paid_at: "2026-03-10T12:00:00Z",
+      },
+      { key: ctx.key },
+    );
+    expect(res.status).toBe(200);
+    await analytics().feed.runOnce();
+    const day = Date.UTC(2026, 2, 11);
+    const r = await analytics().engine.query(
+      plan({
+        metrics: ["net_revenue"],
+        dimensions: ["time:day"],
+        currency: "USD",
+        period: { from: day, to: day + 86_400_000 },
+        comparison: { from: day - 86_400_000, to: day },
+        orderBy: [{ field: "time:day", desc: false }],
+      }),
+    );
+    expect(r.rows).toEqual([
+      { dimensions: ["2026-03-11"], metrics: [usd(2499)], comparison: [usd(700)] },
+    ]);
+    expect([r.totals, r.comparisonTotals]).toEqual([[usd(2499)], [usd(700)]]);
   });
 });

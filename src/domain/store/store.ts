@@ -56,6 +56,12 @@ export interface Store
    * re-sent in the next batch must win), so its batches go one at a time.
    */
   readonly commitsInOrder: boolean;
+  /**
+   * The database file whose `analytics_feed` log the analytics store is fed
+   * from (src/store/duckdb/analytics-feed.ts); absent when the store keeps
+   * no such log (MongoDB, an in-memory SQLite database).
+   */
+  readonly feedFile?: string;
 
   /**
    * Readiness: resolves when the database can take a write now (not only

@@ -4,7 +4,8 @@
  * of its own, cancelled (DuckDB's interrupt) past the time limit, at most
  * `perSite` at once for one site.
  */
-import type { DuckDBConnection, DuckDBValue } from "@duckdb/node-api";
+import { type DuckDBConnection, type DuckDBValue, listValue } from "@duckdb/node-api";
+import { splitPayment } from "../../domain/analytics/attribution-models.js";
 import {
   type AnalyticsEngine,
   type DimensionName,
@@ -22,6 +23,7 @@ import {
 } from "../../domain/analytics/query-plan.js";
 import { VISIT_GAP_MS } from "../../domain/analytics/visits.js";
 import { errors } from "../../domain/errors.js";
+import { UNATTRIBUTED } from "../../domain/vocabulary.js";
 import type { AnalyticsStore } from "./analytics-store.js";
 import { DIMENSIONS, METRICS, timeBucket } from "./semantic-layer.js";
 
@@ -74,13 +76,19 @@ function filterSql(f: FilterPlan, side: Side, p: Params, tz: string): string {
   return f.op === "is" ? `${v} IN (${list})` : `${v} NOT IN (${list})`;
 }
 
-/** Events of the period, each with its visit's columns (traffic rows `x`). */
-function trafficRows(siteId: string, period: Interval, p: Params): string {
+/**
+ * Events of the period, each with its visit's columns (traffic rows `x`).
+ * `where` narrows the events instead of the period (the touches of customers).
+ */
+function trafficRows(siteId: string, period: Interval | string, p: Params): string {
+  const range =
+    typeof period === "string"
+      ? period
+      : `e.ts >= ${p.add(BigInt(period.from))} AND e.ts < ${p.add(BigInt(period.to))}`;
   return `
   ev AS (
-    SELECT e.*, coalesce(s.pvid, e.vid) AS vk FROM events e
-    LEFT JOIN stitches s ON s.site_id = e.site_id AND s.vid = e.vid
-    WHERE e.site_id = ${p.add(siteId)} AND e.name <> '$identify' AND e.ts >= ${p.add(BigInt(period.from))} AND e.ts < ${p.add(BigInt(period.to))}
+    SELECT e.*, e.vid AS vk FROM events e
+    WHERE e.site_id = ${p.add(siteId)} AND e.name <> '$identify' AND ${range}
   ),
   marked AS (
     SELECT *, CASE WHEN ts - lag(ts) OVER (PARTITION BY vk ORDER BY ts, seq) <= ${VISIT_GAP_MS} THEN 0 ELSE 1 END AS starts
@@ -93,6 +101,11 @@ function trafficRows(siteId: string, period: Interval, p: Params): string {
     SELECT vk, vn,
       count(*) FILTER (WHERE name = 'pageview') AS v_pageviews,
       count(*) AS v_events,
+      min(ts) AS v_start,
+      arg_min(country, (ts, seq)) AS v_country,
+      arg_min(device, (ts, seq)) AS v_device,
+      arg_min(browser, (ts, seq)) AS v_browser,
+      arg_min(os, (ts, seq)) AS v_os,
       (max(ts) - min(ts)) / 1000.0 AS v_seconds,
       coalesce(arg_min(channel, (ts, seq)), 'Direct') AS v_channel,
       arg_min(source, (ts, seq)) AS v_source,
@@ -108,8 +121,8 @@ function trafficRows(siteId: string, period: Interval, p: Params): string {
   x AS (SELECT n.*, v.* EXCLUDE (vk, vn) FROM numbered n JOIN visits v USING (vk, vn))`;
 }
 
-/** Succeeded payments of the period in the currency, each with its credited touch (revenue rows `r`). */
-function revenueRows(siteId: string, currency: string, period: Interval, p: Params): string {
+/** Succeeded payments of the period in the currency (`pay`), with their customer's first charge. */
+function paymentRows(siteId: string, currency: string, period: Interval, p: Params): string {
   const site = p.add(siteId);
   const cur = p.add(currency);
   return `
@@ -124,7 +137,16 @@ function revenueRows(siteId: string, currency: string, period: Interval, p: Para
     FROM payments p LEFT JOIN firsts f USING (customer_id)
     WHERE p.site_id = ${site} AND p.currency = ${cur} AND p.status = 'succeeded'
       AND p.paid_at >= ${p.add(BigInt(period.from))} AND p.paid_at < ${p.add(BigInt(period.to))}
-  ),
+  )`;
+}
+
+/**
+ * Revenue rows `r` of the first-touch model from the payments' stored
+ * attribution (exactly today's), each with its touch's event columns.
+ */
+function firstTouchRows(siteId: string, currency: string, period: Interval, p: Params): string {
+  const site = p.add(siteId);
+  return `${paymentRows(siteId, currency, period, p)},
   touch_events AS (
     SELECT vid, ts, any_value(term) AS term, any_value(content) AS content,
       any_value(referrer) AS referrer, any_value(country) AS country,
@@ -139,6 +161,189 @@ function revenueRows(siteId: string, currency: string, period: Interval, p: Para
       t.country AS t_country, t.device AS t_device, t.browser AS t_browser, t.os AS t_os
     FROM pay LEFT JOIN touch_events t ON t.vid = pay.touch_vid AND t.ts = pay.touched_at
   )`;
+}
+
+/** The metrics that read a customer's touches whatever the model. */
+const MEDIAN_METRICS: ReadonlySet<MetricName> = new Set([
+  "median_days_to_first_payment",
+  "median_visits_to_first_payment",
+]);
+
+/** The share tables made on a query's connection, by period. */
+const shareTables = new WeakMap<DuckDBConnection, Map<string, string>>();
+
+const SHARE_COLUMNS = [
+  ["payment_id", "VARCHAR"],
+  ["customer_id", "VARCHAR"],
+  ["kind", "VARCHAR"],
+  ["share", "BIGINT"],
+  ["paid_at", "BIGINT"],
+  ["first_payment", "BOOLEAN"],
+  ["first_paid_at", "BIGINT"],
+  ["first_seen_at", "BIGINT"],
+  ["visits_before", "BIGINT"],
+  ["channel", "VARCHAR"],
+  ["source", "VARCHAR"],
+  ["medium", "VARCHAR"],
+  ["campaign", "VARCHAR"],
+  ["landing_page", "VARCHAR"],
+  ["t_term", "VARCHAR"],
+  ["t_content", "VARCHAR"],
+  ["t_referrer", "VARCHAR"],
+  ["t_country", "VARCHAR"],
+  ["t_device", "VARCHAR"],
+  ["t_browser", "VARCHAR"],
+  ["t_os", "VARCHAR"],
+  ["touch_vk", "BIGINT"],
+] as const;
+
+type Cell = string | number | boolean | null;
+
+/**
+ * The revenue rows of a period under the plan's model, in a temporary table
+ * of the query's connection: each payment split across its customer's
+ * touches (the starts of the visits of every visitor linked to it, up to
+ * its paid_at) by the domain's rule (attribution-models.ts: exact minor
+ * units, largest remainder). First touch keeps the stored attribution.
+ */
+async function shares(
+  conn: DuckDBConnection,
+  plan: Pick<QueryPlan, "siteId" | "currency" | "model">,
+  period: Interval,
+): Promise<string> {
+  const tables = shareTables.get(conn) ?? new Map<string, string>();
+  shareTables.set(conn, tables);
+  const key = `${period.from}-${period.to}`;
+  const known = tables.get(key);
+  if (known) return known;
+  const name = `r_shares_${tables.size}`;
+  const p = new Params();
+  const site = plan.siteId;
+  const payments = (
+    await conn.runAndReadAll(
+      `WITH ${paymentRows(site, plan.currency ?? "", period, p)}
+       SELECT payment_id, customer_id, kind, amount_minor, paid_at, first_payment, first_paid_at, touched_at, touch_vid,
+         channel, source, medium, campaign, landing_page FROM pay ORDER BY paid_at, payment_id`,
+      p.values,
+    )
+  ).getRowObjectsJS() as Record<string, Cell | bigint>[];
+  const q = new Params();
+  const customerList = [...new Set(payments.map((x) => String(x.customer_id)))];
+  const touchRows =
+    customerList.length === 0
+      ? []
+      : ((
+          await conn.runAndReadAll(
+            `WITH linked AS (
+               SELECT l.customer_id, l.vid FROM links l
+               WHERE l.site_id = ${q.add(site)} AND list_contains(${q.add(listValue(customerList))}::VARCHAR[], l.customer_id)
+             ),
+             st AS (SELECT vid, pvid FROM stitches WHERE site_id = ${q.add(site)}),
+             -- A linked visitor, its persistent id, and every daily id stitched to that.
+             persistent AS (
+               SELECT customer_id, vid AS p FROM linked
+               UNION SELECT linked.customer_id, st.pvid FROM linked JOIN st USING (vid)
+             ),
+             cust AS (
+               SELECT customer_id, p AS vk FROM persistent
+               UNION SELECT persistent.customer_id, st.vid FROM persistent JOIN st ON st.pvid = persistent.p
+             ),
+             ${trafficRows(site, "e.vid IN (SELECT vk FROM cust)", q)}
+             SELECT c.customer_id, v.vk, v.v_start, v.v_channel, v.v_source, v.v_medium, v.v_campaign,
+               v.v_term, v.v_content, v.v_referrer, v.v_landing_page, v.v_country, v.v_device,
+               v.v_browser, v.v_os
+             FROM visits v JOIN cust c USING (vk) ORDER BY c.customer_id, v.v_start, v.vk`,
+            q.values,
+          )
+        ).getRowObjectsJS() as Record<string, Cell | bigint>[]);
+  const touchesOf = new Map<string, Record<string, Cell | bigint>[]>();
+  for (const t of touchRows) {
+    const list = touchesOf.get(String(t.customer_id)) ?? [];
+    list.push(t);
+    touchesOf.set(String(t.customer_id), list);
+  }
+  await conn.run(
+    `CREATE TEMP TABLE ${name} (${SHARE_COLUMNS.map(([c, t]) => `${c} ${t}`).join(", ")})`,
+  );
+  const ap = await conn.createAppender(name, "main", "temp");
+  const put = (cells: Cell[]) => {
+    cells.forEach((c, i) => {
+      const type = (SHARE_COLUMNS[i] as readonly [string, string])[1];
+      if (c === null || c === undefined) ap.appendNull();
+      else if (type === "BIGINT") ap.appendBigInt(BigInt(c as number));
+      else if (type === "BOOLEAN") ap.appendBoolean(Boolean(c));
+      else ap.appendVarchar(String(c));
+    });
+    ap.endRow();
+  };
+  const str = (v: Cell | bigint | undefined): string | null =>
+    v === null || v === undefined ? null : String(v);
+  for (const pay of payments) {
+    const paidAt = Number(pay.paid_at);
+    const all = touchesOf.get(String(pay.customer_id)) ?? [];
+    const before = all.filter((t) => Number(t.v_start) < paidAt);
+    const firstPaidAt = pay.first_paid_at === null ? null : Number(pay.first_paid_at);
+    const common: Cell[] = [str(pay.payment_id), str(pay.customer_id), str(pay.kind)];
+    const tail = (share: bigint): Cell[] => [
+      Number(share),
+      paidAt,
+      Boolean(pay.first_payment),
+      firstPaidAt,
+      all[0] ? Number(all[0].v_start) : null,
+      firstPaidAt === null ? null : all.filter((t) => Number(t.v_start) < firstPaidAt).length,
+    ];
+    const amount = BigInt(pay.amount_minor as bigint);
+    if (plan.model === "first_touch") {
+      const touch = all.find((t) => Number(t.v_start) === Number(pay.touched_at));
+      put([
+        ...common,
+        ...tail(amount),
+        str(pay.channel),
+        str(pay.source),
+        str(pay.medium),
+        str(pay.campaign),
+        str(pay.landing_page),
+        str(touch?.v_term),
+        str(touch?.v_content),
+        str(touch?.v_referrer),
+        str(touch?.v_country),
+        str(touch?.v_device),
+        str(touch?.v_browser),
+        str(touch?.v_os),
+        pay.touch_vid === null || pay.touch_vid === undefined
+          ? null
+          : (pay.touch_vid as unknown as number),
+      ]);
+      continue;
+    }
+    for (const part of splitPayment(
+      plan.model,
+      amount,
+      before.map((t) => ({ direct: t.v_channel === "Direct" })),
+    )) {
+      const t = part.touchIndex === undefined ? undefined : before[part.touchIndex];
+      put([
+        ...common,
+        ...tail(part.minor),
+        t ? str(t.v_channel) : UNATTRIBUTED,
+        str(t?.v_source),
+        str(t?.v_medium),
+        str(t?.v_campaign),
+        str(t?.v_landing_page),
+        str(t?.v_term),
+        str(t?.v_content),
+        str(t?.v_referrer),
+        str(t?.v_country),
+        str(t?.v_device),
+        str(t?.v_browser),
+        str(t?.v_os),
+        t ? (t.vk as unknown as number) : null,
+      ]);
+    }
+  }
+  ap.closeSync();
+  tables.set(key, name);
+  return name;
 }
 
 /** One side's aggregate rows: dimension values then the metrics, by name. */
@@ -190,11 +395,15 @@ async function runPeriod(
           FROM x ${where.length ? `WHERE ${where.join(" AND ")}` : ""}
           GROUP BY ALL
         )
-        SELECT ${[...dims.map((_, i) => `v.d${i}`), ...metrics.map((m) => METRICS[m].sql)].join(", ")}
+        SELECT ${[...dims.map((_, i) => `v.d${i}`), ...metrics.map((m) => METRICS[m].sql), "count(*)"].join(", ")}
         FROM v ${dims.length ? "GROUP BY ALL" : ""}`;
     } else {
-      sql = `WITH ${revenueRows(plan.siteId, plan.currency ?? "", period, p)}
-        SELECT ${[...dimSql, ...metrics.map((m) => METRICS[m].sql)].join(", ")}
+      const rows =
+        plan.model === "first_touch" && !metrics.some((m) => MEDIAN_METRICS.has(m))
+          ? firstTouchRows(plan.siteId, plan.currency ?? "", period, p)
+          : `r AS (SELECT * FROM ${await shares(conn, plan, period)})`;
+      sql = `WITH ${rows}
+        SELECT ${[...dimSql, ...metrics.map((m) => METRICS[m].sql), "count(*)"].join(", ")}
         FROM r ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ${dims.length ? "GROUP BY ALL" : ""}`;
     }
     const reader = await conn.runAndReadAll(sql, p.values);
@@ -204,8 +413,8 @@ async function runPeriod(
       metrics.forEach((m, i) => {
         values[m] = num(row[dims.length + i]);
       });
-      // A group with no visit (traffic) is no row.
-      if (side === "traffic" && dims.length > 0 && values.visits === 0) continue;
+      // Rows are the groups with data; the totals are always one row.
+      if (withDims && num(row[dims.length + metrics.length]) === 0) continue;
       const key = JSON.stringify(d);
       const cur = out.get(key) ?? { dims: d };
       if (side === "traffic") cur.t = { dims: d, values };
@@ -214,6 +423,43 @@ async function runPeriod(
     }
   }
   return out;
+}
+
+/** Every bucket label of a time grain over a period, in order (hours stepped, the zone's calendar). */
+async function bucketLabels(
+  conn: DuckDBConnection,
+  grain: TimeGrain,
+  period: Interval,
+  timeZone: string,
+): Promise<string[]> {
+  const bucket = timeBucket(grain, "t.ms", sqlText(timeZone));
+  const r = await conn.runAndReadAll(
+    `SELECT DISTINCT ${bucket} AS b FROM (SELECT unnest(range(${BigInt(period.from)}, ${BigInt(period.to)}, 3600000)) AS ms) t ORDER BY b`,
+  );
+  return r.getRows().map((x) => String(x[0]));
+}
+
+/**
+ * Keys that match a row of the period with the comparison's row: equal
+ * dimension values, a time bucket replaced by its position in its period.
+ */
+async function positionalKeys(
+  conn: DuckDBConnection,
+  plan: QueryPlan,
+  period: Interval,
+  comparison: Interval,
+): Promise<{ period(dims: string[]): string; comparison(dims: string[]): string }> {
+  const positions = async (p: Interval) => {
+    const maps = new Map<number, Map<string, number>>();
+    for (const [i, d] of plan.dimensions.entries()) {
+      if (!d.startsWith("time:")) continue;
+      const labels = await bucketLabels(conn, d.slice(5) as TimeGrain, p, plan.timeZone);
+      maps.set(i, new Map(labels.map((l, k) => [l, k])));
+    }
+    return (dims: string[]) =>
+      JSON.stringify(dims.map((v, i) => (maps.has(i) ? `#${maps.get(i)?.get(v)}` : v)));
+  };
+  return { period: await positions(period), comparison: await positions(comparison) };
 }
 
 /** The metric values of one merged row. */
@@ -234,12 +480,8 @@ function metricValues(plan: QueryPlan, row: { t?: SideRow; r?: SideRow }): Metri
   });
 }
 
-const sortValue = (v: MetricValue | undefined): number =>
-  v === undefined || v.kind === "none"
-    ? Number.NEGATIVE_INFINITY
-    : v.kind === "money"
-      ? Number(v.minor)
-      : v.value;
+const sortValue = (v: MetricValue | undefined): number | undefined =>
+  v === undefined || v.kind === "none" ? undefined : v.kind === "money" ? Number(v.minor) : v.value;
 
 /** Creates the engine. */
 export function createDuckDbAnalytics(options: DuckDbAnalyticsOptions): AnalyticsEngine {
@@ -290,9 +532,19 @@ export function createDuckDbAnalytics(options: DuckDbAnalyticsOptions): Analytic
         const comparisonTotals = plan.comparison
           ? await runPeriod(conn, plan, plan.comparison, false)
           : undefined;
-        const all: QueryResultRow[] = [...rows.entries()].map(([key, row]) => {
+        // A time dimension's bucket is matched with the bucket at the same position.
+        const match =
+          comparison && plan.comparison
+            ? await positionalKeys(conn, plan, plan.period, plan.comparison)
+            : undefined;
+        const compared = new Map<string, { t?: SideRow; r?: SideRow }>();
+        for (const row of comparison?.values() ?? []) {
+          compared.set(match?.comparison(row.dims) ?? "", row);
+        }
+        const all: QueryResultRow[] = [...rows.values()].map((row) => {
           const out: QueryResultRow = { dimensions: row.dims, metrics: metricValues(plan, row) };
-          if (comparison) out.comparison = metricValues(plan, comparison.get(key) ?? {});
+          if (match)
+            out.comparison = metricValues(plan, compared.get(match.period(row.dims)) ?? {});
           return out;
         });
         all.sort((a, b) => {
@@ -305,7 +557,15 @@ export function createDuckDbAnalytics(options: DuckDbAnalyticsOptions): Analytic
               c = x < y ? -1 : x > y ? 1 : 0;
             } else {
               const mi = plan.metrics.indexOf(o.field as MetricName);
-              c = sortValue(a.metrics[mi]) - sortValue(b.metrics[mi]);
+              const x = sortValue(a.metrics[mi]);
+              const y = sortValue(b.metrics[mi]);
+              // A metric with no value sorts last either way.
+              if (x === undefined || y === undefined) {
+                c = x === y ? 0 : x === undefined ? 1 : -1;
+                if (c !== 0) return c;
+                continue;
+              }
+              c = x - y;
             }
             if (c !== 0) return o.desc ? -c : c;
           }
@@ -335,55 +595,120 @@ export function createDuckDbAnalytics(options: DuckDbAnalyticsOptions): Analytic
   };
 }
 
-/** The funnel: visitors reaching each step in order within the window from their first step. */
+/** A page step's SQL test: a value starting with `/` is a path, otherwise the whole page. */
+function pageStepSql(kind: "page" | "page_prefix", value: string, p: Params): string {
+  const page = value.startsWith("/")
+    ? `CASE WHEN regexp_matches(x.page, '^[a-zA-Z][a-zA-Z0-9+.-]*://[^/]*/') THEN regexp_replace(x.page, '^[a-zA-Z][a-zA-Z0-9+.-]*://[^/]*', '') ELSE x.page END`
+    : "x.page";
+  const test =
+    kind === "page" ? `${page} = ${p.add(value)}` : `starts_with(${page}, ${p.add(value)})`;
+  return `(x.name = 'pageview' AND ${test})`;
+}
+
+const round2 = (x: number) => Math.round(x * 100) / 100;
+
+function median(xs: number[]): number | undefined {
+  if (xs.length === 0) return undefined;
+  const s = [...xs].sort((a, b) => a - b);
+  const m = Math.floor(s.length / 2);
+  return s.length % 2 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
+}
+
+/**
+ * The funnel. DuckDB narrows the period's events to those matching a step
+ * (with the filters), each with the steps it matches, in each visitor's
+ * order; the walk then takes, from every step-1 event, the earliest event of
+ * each next step after the previous one within the window of that step-1
+ * event, and keeps the visitor's run that reaches furthest (the earliest such).
+ */
 async function runFunnel(conn: DuckDBConnection, plan: FunnelPlan): Promise<FunnelResult> {
   const p = new Params();
   const tz = sqlText(plan.timeZone);
-  const period: Interval = plan.period;
   const common = plan.filters.map((f) => filterSql(f, "traffic", p, tz));
-  const stepConds = plan.steps.map((s) => {
-    const match =
-      s.kind === "event"
-        ? `x.name = ${p.add(s.value)}`
-        : s.kind === "page"
-          ? `(x.name = 'pageview' AND x.page = ${p.add(s.value)})`
-          : `(x.name = 'pageview' AND starts_with(x.page, ${p.add(s.value)}))`;
-    return [match, ...s.filters.map((f) => filterSql(f, "traffic", p, tz))].join(" AND ");
-  });
-  // Each step's time is the first matching event after the previous step's.
-  const window = p.add(BigInt(plan.windowMs));
-  let sql = `WITH ${trafficRows(plan.siteId, period, p)},
-    f AS (SELECT * FROM x ${common.length ? `WHERE ${common.join(" AND ")}` : ""}),
-    s0 AS (SELECT x.vk, min(x.ts) AS t0 FROM f AS x WHERE ${stepConds[0]} GROUP BY x.vk)`;
-  for (let i = 1; i < stepConds.length; i++) {
-    sql += `,
-    s${i} AS (
-      SELECT prev.*, min(x.ts) AS t${i} FROM s${i - 1} prev JOIN f AS x ON x.vk = prev.vk
-      WHERE ${stepConds[i]} AND x.ts >= prev.t${i - 1} AND x.ts - prev.t0 <= ${window}
-      GROUP BY ALL
-    )`;
-  }
-  const parts = plan.steps.map((_, i) =>
-    i === 0
-      ? `(SELECT count(*) FROM s0) AS n0, NULL AS m0`
-      : `(SELECT count(*) FROM s${i}) AS n${i}, (SELECT median((t${i} - t${i - 1}) / 1000.0) FROM s${i}) AS m${i}`,
+  const stepConds = plan.steps.map((s) =>
+    [
+      s.kind === "event" ? `x.name = ${p.add(s.value)}` : pageStepSql(s.kind, s.value, p),
+      ...s.filters.map((f) => filterSql(f, "traffic", p, tz)),
+    ].join(" AND "),
   );
-  sql += ` SELECT ${parts.join(", ")}`;
-  const row = (await conn.runAndReadAll(sql, p.values)).getRows()[0] ?? [];
-  const counts = plan.steps.map((_, i) => num(row[i * 2]));
-  const first = counts[0] ?? 0;
-  const pct = (a: number, b: number) => (b === 0 ? 0 : Math.round((10000 * a) / b) / 100);
-  return {
-    steps: plan.steps.map((s, i) => {
-      const visitors = counts[i] ?? 0;
-      const median = num(row[i * 2 + 1]);
-      return {
-        label: s.label,
+  const sql = `WITH ${trafficRows(plan.siteId, plan.period, p)}
+    SELECT x.vk, x.ts, ${stepConds.map((c, i) => `(${c}) AS m${i}`).join(", ")}
+    FROM x WHERE ${[...common, `(${stepConds.map((c) => `(${c})`).join(" OR ")})`].join(" AND ")}
+    ORDER BY x.vk, x.ts, x.seq`;
+  const rows = (await conn.runAndReadAll(sql, p.values)).getRows();
+  const n = plan.steps.length;
+  const reached = plan.steps.map(() => 0);
+  const gaps: number[][] = plan.steps.map(() => []);
+  const completers = new Set<bigint>();
+  const walk = (evs: { ts: number; m: boolean[] }[], vk: bigint) => {
+    let best: number[] = [];
+    for (let s = 0; s < evs.length; s++) {
+      if (!evs[s]?.m[0]) continue;
+      const t0 = (evs[s] as { ts: number }).ts;
+      const times = [t0];
+      let at = s;
+      for (let step = 1; step < n; step++) {
+        let next = -1;
+        for (let j = at + 1; j < evs.length; j++) {
+          const e = evs[j] as { ts: number; m: boolean[] };
+          if (e.ts - t0 > plan.windowMs) break;
+          if (e.m[step]) {
+            next = j;
+            break;
+          }
+        }
+        if (next < 0) break;
+        times.push((evs[next] as { ts: number }).ts);
+        at = next;
+      }
+      if (times.length > best.length) best = times;
+    }
+    best.forEach((t, i) => {
+      reached[i] = (reached[i] as number) + 1;
+      if (i > 0) gaps[i]?.push((t - (best[i - 1] as number)) / 1000);
+    });
+    if (best.length === n) completers.add(vk);
+  };
+  let current: bigint | undefined;
+  let evs: { ts: number; m: boolean[] }[] = [];
+  for (const r of rows) {
+    const vk = r[0] as bigint;
+    if (vk !== current) {
+      if (current !== undefined) walk(evs, current);
+      current = vk;
+      evs = [];
+    }
+    evs.push({ ts: num(r[1]), m: plan.steps.map((_, i) => r[2 + i] === true) });
+  }
+  if (current !== undefined) walk(evs, current);
+  const first = reached[0] as number;
+  const result: FunnelResult = {
+    steps: plan.steps.map((step, i) => {
+      const visitors = reached[i] as number;
+      const prev = i === 0 ? visitors : (reached[i - 1] as number);
+      const out: FunnelResult["steps"][number] = {
+        label: step.label,
         visitors,
-        conversionFromPrevious: i === 0 ? 100 : pct(visitors, counts[i - 1] ?? 0),
-        conversionOverall: pct(visitors, first),
-        ...(i > 0 && !Number.isNaN(median) ? { medianSecondsFromPrevious: median } : {}),
+        conversionFromPrevious: i === 0 ? 100 : prev ? round2((visitors / prev) * 100) : 0,
+        conversionOverall: first ? round2((visitors / first) * 100) : 0,
       };
+      const m = median(gaps[i] as number[]);
+      if (i > 0 && m !== undefined) out.medianSecondsFromPrevious = round2(m);
+      return out;
     }),
   };
+  if (plan.currency !== undefined) {
+    // The completers' net revenue of the period, by the model: the shares credited to their touches.
+    const table = await shares(conn, { ...plan, currency: plan.currency }, plan.period);
+    const r = await conn.runAndReadAll(
+      `SELECT touch_vk, kind, share FROM ${table} WHERE touch_vk IS NOT NULL AND list_contains($1::BIGINT[], touch_vk)`,
+      [listValue([...completers])],
+    );
+    let net = 0n;
+    for (const [, kind, share] of r.getRows()) {
+      net += kind === "charge" ? BigInt(share as bigint) : -BigInt(share as bigint);
+    }
+    result.completersNetMinor = net;
+  }
+  return result;
 }

@@ -17,7 +17,7 @@
  * SQLite read snapshot whose log position becomes the watermark.
  */
 
-import type { DuckDBAppender } from "@duckdb/node-api";
+import { type DuckDBAppender, listValue } from "@duckdb/node-api";
 import Database from "better-sqlite3";
 import { externalReferrer, pageOf } from "../../domain/analytics/visits.js";
 import { classifyTouch } from "../../domain/attribution/channels.js";
@@ -192,7 +192,7 @@ export function createAnalyticsFeed(options: AnalyticsFeedOptions): AnalyticsFee
     ap.endRow();
   };
 
-  const insertPayment = async (p: PaymentRow) => {
+  const appendPayment = (ap: DuckDBAppender, p: PaymentRow) => {
     const a =
       p.attribution === null
         ? undefined
@@ -204,26 +204,47 @@ export function createAnalyticsFeed(options: AnalyticsFeedOptions): AnalyticsFee
             visitorId?: string;
             touchedAt?: number;
           });
-    await w.run(
-      `INSERT INTO payments VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15)`,
-      [
-        p.site_id,
-        p.payment_id,
-        p.customer_id,
-        p.currency,
-        BigInt(p.amount_minor),
-        p.kind,
-        p.status,
-        BigInt(p.paid_at),
-        p.channel,
-        a?.source ?? null,
-        a?.medium ?? null,
-        a?.campaign ?? null,
-        a?.landingPage ?? null,
-        a?.visitorId === undefined ? null : visitorKey(a.visitorId),
-        a?.touchedAt === undefined ? null : BigInt(a.touchedAt),
-      ],
-    );
+    const text = (v: string | undefined) =>
+      v === undefined ? ap.appendNull() : ap.appendVarchar(v);
+    const big = (v: number | bigint | undefined) =>
+      v === undefined ? ap.appendNull() : ap.appendBigInt(BigInt(v));
+    ap.appendVarchar(p.site_id);
+    ap.appendVarchar(p.payment_id);
+    ap.appendVarchar(p.customer_id);
+    ap.appendVarchar(p.currency);
+    big(p.amount_minor);
+    ap.appendVarchar(p.kind);
+    ap.appendVarchar(p.status);
+    big(p.paid_at);
+    ap.appendVarchar(p.channel);
+    text(a?.source);
+    text(a?.medium);
+    text(a?.campaign);
+    text(a?.landingPage);
+    big(a?.visitorId === undefined ? undefined : visitorKey(a.visitorId));
+    big(a?.touchedAt);
+    ap.endRow();
+  };
+
+  /** Replaces the payments of `keys` (one site each) by their current rows, in bulk. */
+  const replacePayments = async (keys: { site: string; key: string }[]) => {
+    const bySite = new Map<string, string[]>();
+    for (const k of keys) bySite.set(k.site, [...(bySite.get(k.site) ?? []), k.key]);
+    for (const [site, ids] of bySite) {
+      await w.run(
+        "DELETE FROM payments WHERE site_id = $1 AND list_contains($2::VARCHAR[], payment_id)",
+        [site, listValue(ids)],
+      );
+    }
+    const ap = await w.createAppender("payments");
+    try {
+      for (const k of keys) {
+        const p = s.payment.get(k.site, k.key) as PaymentRow | undefined;
+        if (p) appendPayment(ap, p);
+      }
+    } finally {
+      ap.closeSync();
+    }
   };
 
   const setWatermark = (seq: number) =>
@@ -236,7 +257,10 @@ export function createAnalyticsFeed(options: AnalyticsFeedOptions): AnalyticsFee
   const loadWatermark = async (): Promise<number> => {
     const r = await w.runAndReadAll("SELECT seq FROM feed_state WHERE id = 1");
     const row = r.getRows()[0];
-    if (row) return Number(row[0]);
+    const last = (s.lastSeq.get() as { seq: number } | undefined)?.seq ?? 0;
+    // Past SQLite's own log: the file was derived from another database (a
+    // restored backup, a copied directory), so it is rebuilt.
+    if (row && Number(row[0]) <= last) return Number(row[0]);
     return rebuild();
   };
 
@@ -257,9 +281,11 @@ export function createAnalyticsFeed(options: AnalyticsFeedOptions): AnalyticsFee
           if (++n % 50_000 === 0) ap.flushSync();
         }
         ap.closeSync();
+        const payments = await w.createAppender("payments");
         for (const p of s.allPayments.iterate() as IterableIterator<PaymentRow>) {
-          await insertPayment(p);
+          appendPayment(payments, p);
         }
+        payments.closeSync();
         const links = await w.createAppender("links");
         for (const l of s.allLinks.iterate() as IterableIterator<{
           site_id: string;
@@ -338,7 +364,8 @@ export function createAnalyticsFeed(options: AnalyticsFeedOptions): AnalyticsFee
           for (const r of run) {
             keys.set(`${r.site_id}\u0000${r.key}`, { site: r.site_id ?? "", key: r.key ?? "" });
           }
-          for (const { site, key } of keys.values()) await applyChange(kind, site, key);
+          if (kind === LOG_KIND.payment) await replacePayments([...keys.values()]);
+          else for (const { site, key } of keys.values()) await applyChange(kind, site, key);
         }
       }
       ap.closeSync();
@@ -367,11 +394,7 @@ export function createAnalyticsFeed(options: AnalyticsFeedOptions): AnalyticsFee
   };
 
   const applyChange = async (kind: number, site: string, key: string) => {
-    if (kind === LOG_KIND.payment) {
-      await w.run("DELETE FROM payments WHERE site_id = $1 AND payment_id = $2", [site, key]);
-      const p = s.payment.get(site, key) as PaymentRow | undefined;
-      if (p) await insertPayment(p);
-    } else if (kind === LOG_KIND.links) {
+    if (kind === LOG_KIND.links) {
       await w.run("DELETE FROM links WHERE site_id = $1 AND customer_id = $2", [site, key]);
       for (const l of s.links.all(site, key) as { visitor_id: string }[]) {
         await w.run("INSERT INTO links VALUES ($1, $2, $3)", [site, key, visitorKey(l.visitor_id)]);

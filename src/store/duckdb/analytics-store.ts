@@ -5,7 +5,7 @@
  * (src/store/duckdb/analytics-engine.ts). SQLite stays the store of record:
  * this file can be deleted and is rebuilt from it at the next start.
  *
- * Schema choices (docs/reports.md, "Storage"):
+ * Schema choices (docs/architecture.md, "Stores"):
  * - events are appended in the order SQLite acknowledged them, which is time
  *   order up to the clients' small skew, so DuckDB's per-row-group min/max
  *   (zonemaps) on `ts` skip what a period does not cover;

@@ -99,7 +99,12 @@ export const METRICS: Record<MetricName, MetricDef> = {
     sql: "round(100.0 * count(DISTINCT v.vk) FILTER (WHERE v.conv) / count(DISTINCT v.vk), 2)",
     kind: "number",
   },
-  payments: { source: "revenue", sql: "count(*) FILTER (WHERE r.kind = 'charge')", kind: "count" },
+  payments: {
+    source: "revenue",
+    // Distinct: a payment split across touches is several rows.
+    sql: "count(DISTINCT r.payment_id) FILTER (WHERE r.kind = 'charge')",
+    kind: "count",
+  },
   paying_customers: {
     source: "revenue",
     sql: "count(DISTINCT r.customer_id) FILTER (WHERE r.kind = 'charge')",

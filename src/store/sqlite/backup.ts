@@ -5,9 +5,10 @@
  * transaction, so the copy is the database as of one commit, while the
  * server keeps writing (WAL mode: readers never block the writer).
  */
-import { existsSync, statSync } from "node:fs";
+import { existsSync, rmSync, statSync } from "node:fs";
 import { resolve } from "node:path";
 import Database from "better-sqlite3";
+import { analyticsPathBeside } from "../duckdb/analytics-store.js";
 import { MIGRATIONS } from "./migrations.js";
 
 /** What a backup or a restore wrote. */
@@ -121,5 +122,10 @@ export async function restoreSqlite(backupPath: string, dbPath: string): Promise
       `the database at ${target} is open in another process (a running server?); stop it before restoring`,
     );
   }
-  return copy(from, target, 0);
+  const report = await copy(from, target, 0);
+  // The analytics store beside it is derived from the database it replaced:
+  // removed, it is rebuilt from the restored one at the next start.
+  const analytics = analyticsPathBeside(target);
+  for (const file of [analytics, `${analytics}.wal`]) rmSync(file, { force: true });
+  return report;
 }

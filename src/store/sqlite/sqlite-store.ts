@@ -91,6 +91,7 @@ export function createSqliteStore(path: string, options: SqliteStoreOptions = {}
   return {
     kind: "sqlite",
     commitsInOrder: true,
+    ...(path === ":memory:" ? {} : { feedFile: path }),
     ...(parts as unknown as Omit<Store, "kind" | "commitsInOrder" | "ping" | "close">),
     async ping() {
       // A failed sync is sticky: nothing written since can be vouched for.

@@ -598,6 +598,26 @@ describe("planFunnel", () => {
       },
       'steps[0].filters[0].op: unknown operator "like" (is, is_not or contains)',
     ],
+    [
+      "a step value over 2048 characters",
+      {
+        steps: [
+          { kind: "page", value: `/${"x".repeat(2048)}`, filters: [], label: "" },
+          { kind: "event", value: "signup", filters: [], label: "" },
+        ],
+      },
+      "steps[0].value: must be at most 2048 characters",
+    ],
+    [
+      "a step label over 2048 characters",
+      {
+        steps: [
+          { kind: "page", value: "/", filters: [], label: "" },
+          { kind: "event", value: "signup", filters: [], label: "y".repeat(2049) },
+        ],
+      },
+      "steps[1].label: must be at most 2048 characters",
+    ],
     ["a negative window", { windowSeconds: -1n }, "window_seconds: must not be negative"],
     ["no period", { period: undefined }, "period: required (from_day and to_day, or from and to)"],
     [

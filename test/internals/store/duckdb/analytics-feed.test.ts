@@ -172,4 +172,27 @@ describe("the analytics feed", () => {
     await again.stop();
     expect(await t.moved(a)).toEqual(once(0, 17));
   });
+
+  it("rebuilds an analytics file that is ahead of SQLite's log (a restored backup)", async () => {
+    const t = setUp();
+    const a = await t.analytics();
+    await t.initialize(a);
+    t.add(10);
+    const feed = createAnalyticsFeed({ sqlitePath: t.sqlitePath, analytics: a, intervalMs: 1000 });
+    expect(await feed.runOnce()).toBe(10);
+    await feed.stop();
+    // An older database in its place: its log ends before the file's watermark.
+    t.db.close();
+    for (const f of ["", "-wal", "-shm"]) rmSync(`${t.sqlitePath}${f}`, { force: true });
+    const older = openSqlite(t.sqlitePath);
+    opened.push(older);
+    const insert = older.prepare(
+      "INSERT INTO events (site_id, name, url, ts, received_at, visitor_id, props) VALUES ('s1', 'pageview', 'https://example.com/', 1, 1, 'v', ?)",
+    );
+    for (const i of [100, 101, 102]) insert.run(JSON.stringify({ i }));
+    const again = createAnalyticsFeed({ sqlitePath: t.sqlitePath, analytics: a, intervalMs: 1000 });
+    expect(await again.runOnce()).toBe(3);
+    await again.stop();
+    expect(await t.moved(a)).toEqual(once(100, 103));
+  });
 });

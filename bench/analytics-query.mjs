@@ -1,0 +1,141 @@
+/**
+ * The analytics engine on the issue-25 site (`npm run bench:analytics`,
+ * issue 30): EVENTS events (default 1,000,000; 10,000,000 is the issue's
+ * size) from EVENTS/10 visitors and PAYMENTS payments over 90 days, loaded
+ * into SQLite through the store's commit paths (bench/lib/overview-site.mjs),
+ * then the DuckDB analytics store built from it by the feed (the rebuild a
+ * new file gets), its bytes per event, and the p50 of five runs of the
+ * dashboard's kind of queries over the 90 days. Deterministic data at a
+ * fixed date. docs/performance.md, "Analytics store".
+ */
+import { mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { createDuckDbAnalytics } from "../src/store/duckdb/analytics-engine.ts";
+import { createAnalyticsFeed } from "../src/store/duckdb/analytics-feed.ts";
+import { openAnalyticsStore } from "../src/store/duckdb/analytics-store.ts";
+import { createSqliteStore } from "../src/store/sqlite/sqlite-store.ts";
+import { loadOverviewSite, OVERVIEW_SITE } from "./lib/overview-site.mjs";
+
+const DAY = 86_400_000;
+const NOW = Date.UTC(2026, 2, 11, 12);
+const EVENTS = Number(process.env.EVENTS ?? 1_000_000);
+const PAYMENTS = Number(process.env.PAYMENTS ?? 100_000);
+const THREADS = Number(process.env.ANALYTICS_THREADS ?? 2);
+
+const dir = mkdtempSync(join(tmpdir(), "bench-analytics-"));
+const sqlitePath = join(dir, "ingest.sqlite");
+const store = createSqliteStore(sqlitePath);
+try {
+  const load = await loadOverviewSite({ store, now: NOW, events: EVENTS, payments: PAYMENTS });
+  const analytics = await openAnalyticsStore({
+    path: join(dir, "analytics.duckdb"),
+    threads: THREADS,
+    memoryLimit: process.env.ANALYTICS_MEMORY_LIMIT ?? "512MB",
+  });
+  const feed = createAnalyticsFeed({ sqlitePath, analytics, intervalMs: 1000 });
+  let s = performance.now();
+  await feed.runOnce();
+  const rebuildSeconds = (performance.now() - s) / 1000;
+  await analytics.writer.run("CHECKPOINT");
+  const size = (name) => statSync(join(dir, name)).size;
+  const files = readdirSync(dir);
+  const duckBytes = files.filter((f) => f.startsWith("analytics")).reduce((a, f) => a + size(f), 0);
+  const allBytes = files.reduce((a, f) => a + size(f), 0);
+
+  const engine = createDuckDbAnalytics({ analytics, timeoutMs: 60_000, perSite: 4 });
+  const to = Math.floor(NOW / DAY) * DAY + DAY;
+  const period = (days) => ({ from: to - days * DAY, to });
+  const plan = (o) => ({
+    siteId: OVERVIEW_SITE,
+    timeZone: "UTC",
+    metrics: ["visitors"],
+    dimensions: [],
+    filters: [],
+    period: period(90),
+    model: "first_touch",
+    orderBy: [{ field: o.metrics?.[0] ?? "visitors", desc: true }],
+    limit: 10,
+    offset: 0,
+    ...o,
+  });
+  const queries = {
+    "totals: visitors, visits, pageviews, bounce, duration (90d)": plan({
+      metrics: ["visitors", "visits", "pageviews", "bounce_rate", "visit_duration"],
+    }),
+    "visitors by day (90d)": plan({
+      dimensions: ["time:day"],
+      orderBy: [{ field: "time:day", desc: false }],
+      limit: 100,
+    }),
+    "top pages (30d)": plan({ dimensions: ["page"], period: period(30) }),
+    "sources, visitors and net revenue (90d)": plan({
+      metrics: ["visitors", "net_revenue"],
+      dimensions: ["source"],
+      currency: "USD",
+    }),
+    "pages filtered by channel is Email (90d)": plan({
+      dimensions: ["page"],
+      filters: [{ dimension: "channel", op: "is", values: ["Email"] }],
+    }),
+    "net revenue by channel, linear model (90d)": plan({
+      metrics: ["net_revenue", "payments"],
+      dimensions: ["channel"],
+      currency: "USD",
+      model: "linear",
+    }),
+  };
+  const results = {};
+  for (const [name, p] of Object.entries(queries)) {
+    const runs = [];
+    for (let k = 0; k < 5; k++) {
+      s = performance.now();
+      await engine.query(p);
+      runs.push(Math.round(performance.now() - s));
+    }
+    runs.sort((a, b) => a - b);
+    results[name] = { p50Ms: runs[2], runsMs: runs };
+  }
+  const funnelRuns = [];
+  for (let k = 0; k < 5; k++) {
+    s = performance.now();
+    await engine.funnel({
+      siteId: OVERVIEW_SITE,
+      timeZone: "UTC",
+      steps: [
+        { kind: "page_prefix", value: "https://example.com/", filters: [], label: "any" },
+        { kind: "page", value: "https://example.com/l1", filters: [], label: "l1" },
+        { kind: "page", value: "https://example.com/l2", filters: [], label: "l2" },
+      ],
+      filters: [],
+      period: period(90),
+      windowMs: 90 * DAY,
+      model: "first_touch",
+    });
+    funnelRuns.push(Math.round(performance.now() - s));
+  }
+  funnelRuns.sort((a, b) => a - b);
+  results["three-step funnel (90d)"] = { p50Ms: funnelRuns[2], runsMs: funnelRuns };
+  await feed.stop();
+  analytics.close();
+  console.log(
+    JSON.stringify(
+      {
+        events: EVENTS,
+        payments: PAYMENTS,
+        threads: THREADS,
+        loadSeconds: load,
+        rebuildSeconds: Math.round(rebuildSeconds * 10) / 10,
+        duckdbBytesPerEvent: Math.round((duckBytes / EVENTS) * 10) / 10,
+        dataDirectoryBytesPerEvent: Math.round((allBytes / EVENTS) * 10) / 10,
+        rssMiB: Math.round(process.memoryUsage().rss / 2 ** 20),
+        queries: results,
+      },
+      null,
+      2,
+    ),
+  );
+} finally {
+  await store.close();
+  rmSync(dir, { recursive: true, force: true });
+}
