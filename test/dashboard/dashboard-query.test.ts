@@ -18,6 +18,9 @@ import { ADMIN_TOKEN, createTestClock, postJson, TEST_NOW } from "../helpers/tes
 import { useTestServer } from "../helpers/use-test-server.js";
 
 const clock = createTestClock(TEST_NOW);
+/** A value the page reaches once its calls have answered: generous under a loaded machine. */
+const poll = <T>(read: () => Promise<T> | T) =>
+  expect.poll(read, { timeout: 30_000, interval: 100 });
 const HOUR = 3_600_000;
 const ctx = useTestServer({ clock });
 
@@ -265,23 +268,23 @@ describe("the dashboard's numbers are Query's", () => {
       "channel is Email×",
     );
     const filter = [{ dimension: "channel", op: "is", values: ["Email"] }];
-    await expect.poll(() => topRow(page)).toEqual(await expectedTopRow({ filters: filter }));
+    await poll(() => topRow(page)).toEqual(await expectedTopRow({ filters: filter }));
     expect((await topRow(page))[0]?.slice(0, 2)).toEqual(["Visitors", "2"]);
-    await expect
-      .poll(() => panelRows(page, "pages"))
-      .toEqual(await expectedRows("page", [{ dimension: "channel", value: "Email" }]));
+    await poll(() => panelRows(page, "pages")).toEqual(
+      await expectedRows("page", [{ dimension: "channel", value: "Email" }]),
+    );
     // A reload keeps the filter; removing the chip takes it away.
     await page.reload();
-    await expect.poll(() => topRow(page)).toEqual(await expectedTopRow({ filters: filter }));
+    await poll(() => topRow(page)).toEqual(await expectedTopRow({ filters: filter }));
     await page.getByRole("button", { name: "Remove the filter channel is Email" }).click();
     await page.waitForURL(`**/dashboard?site=${ctx.siteId}&period=7d`);
-    await expect.poll(() => topRow(page)).toEqual(await expectedTopRow({}));
+    await poll(() => topRow(page)).toEqual(await expectedTopRow({}));
   });
 
   it("answers with the chosen attribution model and without comparison when switched off", async () => {
     const page = await open(`/dashboard?site=${ctx.siteId}&period=7d`);
     await topRow(page);
-    await expect.poll(() => page.locator(".query-view [role=status]").count()).toBe(0);
+    await poll(() => page.locator(".query-view [role=status]").count()).toBe(0);
     // The Query requests the page sends from now on (Connect JSON bodies).
     const sent: { metrics: string[]; model?: string }[] = [];
     page.on("request", (r) => {
@@ -292,19 +295,19 @@ describe("the dashboard's numbers are Query's", () => {
     await expect(page.locator("#model-text").textContent()).resolves.toBe(
       "A payment is split evenly across every visit before it.",
     );
-    await expect.poll(() => topRow(page)).toEqual(await expectedTopRow({ model: "linear" }));
+    await poll(() => topRow(page)).toEqual(await expectedTopRow({ model: "linear" }));
     // Every revenue query the page sent since asks for the linear model; the channels' rows are linear's.
-    await expect
-      .poll(() => panelRows(page, "acquisition"))
-      .toEqual(await expectedRows("channel", [], "linear"));
+    await poll(() => panelRows(page, "acquisition")).toEqual(
+      await expectedRows("channel", [], "linear"),
+    );
     const revenueQueries = sent.filter((b) => b.metrics.includes("net_revenue"));
     expect(revenueQueries.length).toBeGreaterThan(0);
     expect(revenueQueries.map((b) => b.model)).toEqual(revenueQueries.map(() => "linear"));
     await page.getByLabel("Compare with the previous period").uncheck();
     await page.waitForURL(`**/dashboard?site=${ctx.siteId}&period=7d&compare=off&model=linear`);
-    await expect
-      .poll(() => topRow(page))
-      .toEqual(await expectedTopRow({ model: "linear", compare: false }));
+    await poll(() => topRow(page)).toEqual(
+      await expectedTopRow({ model: "linear", compare: false }),
+    );
   });
 
   it("counts the visitors of the last 5 minutes as Query does over those instants", async () => {
@@ -317,9 +320,9 @@ describe("the dashboard's numbers are Query's", () => {
       period: { from: iso(now - 5 * 60_000), to: iso(now) },
     });
     expect(r.totals[0]?.value).toEqual({ case: "count", value: 1n });
-    await expect
-      .poll(() => page.locator("#realtime").textContent())
-      .toBe(" 1 visitor in the last 5 minutes");
+    await poll(() => page.locator("#realtime").textContent()).toBe(
+      " 1 visitor in the last 5 minutes",
+    );
   });
 
   it("offers month to date, last month and the last 12 months, in the URL", async () => {
@@ -333,7 +336,7 @@ describe("the dashboard's numbers are Query's", () => {
     for (const [label, period, days] of cases) {
       await page.getByLabel("Period (UTC days)").selectOption({ label });
       await page.waitForURL(`**/dashboard?site=${ctx.siteId}&period=${period}`);
-      await expect.poll(() => page.locator("#query-period").textContent()).toContain(days);
+      await poll(() => page.locator("#query-period").textContent()).toContain(days);
     }
   });
 
@@ -345,7 +348,7 @@ describe("the dashboard's numbers are Query's", () => {
     await expect(
       page.getByRole("tab", { name: "Sources" }).getAttribute("aria-selected"),
     ).resolves.toBe("true");
-    await expect.poll(() => panelRows(page, "acquisition")).toEqual(await expectedRows("source"));
+    await poll(() => panelRows(page, "acquisition")).toEqual(await expectedRows("source"));
     const sources = await panelRows(page, "acquisition");
     expect(sources.map((r) => r[0])).toContain("Google");
   });
