@@ -27,6 +27,9 @@ const PERIOD_LABELS: Record<Period, string> = {
   "7d": "Last 7 days",
   "30d": "Last 30 days",
   "90d": "Last 90 days",
+  mtd: "Month to date",
+  last_month: "Last month",
+  "12m": "Last 12 months",
   custom: "Custom range",
 };
 

@@ -7,7 +7,7 @@
  */
 
 /** The periods the picker offers. */
-export const PERIODS = ["today", "7d", "30d", "90d", "custom"] as const;
+export const PERIODS = ["today", "7d", "30d", "90d", "mtd", "last_month", "12m", "custom"] as const;
 export type Period = (typeof PERIODS)[number];
 
 /** What the URL says. */
@@ -119,6 +119,13 @@ export function rangeOf(
     end = Date.parse(`${s.to}T00:00:00Z`) + DAY_MS;
     if (Number.isNaN(start) || Number.isNaN(end)) return { error: "Those days do not exist." };
     if (end <= start) return { error: "The range must end on or after its first day." };
+  } else if (s.period === "mtd" || s.period === "last_month" || s.period === "12m") {
+    const d = new Date(today);
+    const month = (back: number) => Date.UTC(d.getUTCFullYear(), d.getUTCMonth() - back, 1);
+    // Month to date: this month's first day to today; last month: the whole
+    // previous month; last 12 months: this month and the 11 before it, to today.
+    start = s.period === "mtd" ? month(0) : s.period === "last_month" ? month(1) : month(11);
+    end = s.period === "last_month" ? month(0) : today + DAY_MS;
   } else {
     const days = s.period === "today" ? 1 : Number.parseInt(s.period, 10);
     end = today + DAY_MS;

@@ -117,6 +117,7 @@ export function QueryView(props: {
   return (
     <section aria-labelledby="summary" class="query-view">
       <h2 id="summary">Summary</h2>
+      <Realtime client={client} site={view.site} />
       <Controls view={view} onChange={onChange} />
       <TopRow
         client={client}
@@ -137,6 +138,35 @@ export function QueryView(props: {
       />
       <Panels client={client} view={view} days={days} currency={currency} onChange={onChange} />
     </section>
+  );
+}
+
+/** How far back "now" reaches, and how often the count is read again. */
+const REALTIME_MS = 5 * 60_000;
+const REALTIME_EVERY_MS = 60_000;
+
+/** Visitors in the last 5 minutes: Query over instants [now − 5 min, now), every minute. */
+function Realtime(props: { client: Reports; site: string }) {
+  const [at, setAt] = useState(() => Date.now());
+  useEffect(() => {
+    const timer = setInterval(() => setAt(Date.now()), REALTIME_EVERY_MS);
+    return () => clearInterval(timer);
+  }, []);
+  const iso = (ms: number) => new Date(ms).toISOString().replace(/\.\d{3}Z$/, "Z");
+  const answer = useQuery(props.client, {
+    siteId: props.site,
+    metrics: ["visitors"],
+    period: { from: iso(at - REALTIME_MS), to: iso(at) },
+  });
+  return (
+    <p class="realtime" id="realtime" aria-live="polite">
+      <span class="dot" aria-hidden="true" />{" "}
+      {answer.state === "done"
+        ? `${metricText("visitors", answer.r.totals[0])} visitor${metricNumber(answer.r.totals[0]) === 1 ? "" : "s"} in the last 5 minutes`
+        : answer.state === "error"
+          ? "Visitors in the last 5 minutes: not available"
+          : "Counting visitors in the last 5 minutes…"}
+    </p>
   );
 }
 

@@ -25,7 +25,7 @@ export const TOP_METRICS: MetricDef[] = [
   { name: "visit_duration", label: "Visit duration" },
   { name: "net_revenue", label: "Net revenue", money: true },
   { name: "paying_customers", label: "Paying customers", money: true },
-  { name: "conversion_rate", label: "Conversion rate", money: true },
+  { name: "conversion_rate", label: "Conversion rate" },
   { name: "revenue_per_visitor", label: "Revenue per visitor", money: true },
 ];
 

@@ -72,6 +72,9 @@ const AXE_SOURCE = readFileSync(
   "utf8",
 );
 const clock = createTestClock(TEST_NOW);
+/** A value the page reaches once its calls have answered: generous under a loaded machine. */
+const poll = <T>(read: () => Promise<T> | T) =>
+  expect.poll(read, { timeout: 30_000, interval: 100 });
 const ctx = useTestServer({ clock });
 const HOUR = 3_600_000;
 const VID = "journeyBrowser0001";
@@ -341,8 +344,9 @@ describe("the dashboard's layout, themes and accessibility", () => {
       await page.locator("#site-name strong").waitFor();
       // Every Query part drawn (the top row, the chart, each panel) before looking.
       await page.locator("#top-row .tile").first().waitFor();
-      await expect.poll(() => page.locator(".query-view [role=status]").count()).toBe(0);
-      await expect.poll(() => page.locator(".panel table").count()).toBeGreaterThanOrEqual(4);
+      await poll(() => page.locator(".query-view [role=status]").count()).toBe(0);
+      await poll(() => page.locator(".panel table").count()).toBeGreaterThanOrEqual(4);
+      await page.screenshot({ path: join(ARTIFACTS, `top-${width}-${scheme}.png`) });
       // The daily table is folded away: open it so it is checked too.
       await page.getByText("The daily numbers as a table").click();
       expect(await clipped(page)).toEqual([]);
