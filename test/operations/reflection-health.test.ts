@@ -70,7 +70,8 @@ describe("gRPC reflection and health", () => {
       expect(listed).toContain("ingest.v1.ReportsService/ExportEvents");
       expect(listed).toContain("ingest.v1.ReportsService/ExportPayments");
       expect(listed).toContain("ingest.v1.AdminService/SetSiteRetention");
-      expect(listed).toHaveLength(31);
+      expect(listed).toContain("ingest.v1.AdminService/SetSiteCollectLimit");
+      expect(listed).toHaveLength(32);
     });
 
     it(`buf curl records a payment over ${name} with the schema from reflection`, async () => {
