@@ -70,6 +70,7 @@ describe("gRPC reflection and health", () => {
       expect(listed).toContain("ingest.v1.ReportsService/ExportEvents");
       expect(listed).toContain("ingest.v1.ReportsService/ExportPayments");
       expect(listed).toContain("ingest.v1.AdminService/SetSiteRetention");
+      expect(listed).toContain("ingest.v1.AdminService/SetSiteCollectLimit");
       expect(listed).toHaveLength(35);
     });
 

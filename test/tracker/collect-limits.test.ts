@@ -27,8 +27,10 @@ const batch = (siteId: string, n = 50) => ({
 
 describe("collect per-client limit counts events", () => {
   const clock = createTestClock(START);
+  const metrics = createMetrics();
   const ctx = useTestServer({
     clock,
+    metrics,
     env: { COLLECT_RATE_LIMIT: "120", TRUST_PROXY: "loopback" },
   });
 
@@ -52,6 +54,11 @@ describe("collect per-client limit counts events", () => {
     clock.advance(25_000); // 50 events earned back
     expect((await collect(ctx.url, batch(ctx.siteId), from(ip))).status).toBe(200);
     expect((await collect(ctx.url, pageview(ctx.siteId), from(ip))).status).toBe(429);
+    const got = await metrics.registry.getSingleMetric("ingest_collect_refused_total")?.get();
+    expect(Object.fromEntries((got?.values ?? []).map((v) => [v.labels.limit, v.value]))).toEqual({
+      client: 3,
+      site: 0,
+    });
   });
 });
 
