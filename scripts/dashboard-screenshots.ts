@@ -109,7 +109,7 @@ try {
     // The daily chart is drawn once the answer is in.
     await page.locator("canvas").first().waitFor();
     // The Query panels answer one by one: photograph the page once none is still loading.
-    await page.waitForFunction(() => !/Loading/.test(document.body.innerText), null, {
+    await page.waitForFunction("!/Loading/.test(document.body.innerText)", null, {
       timeout: 120_000,
     });
     await page.screenshot({ path: join(ROOT, "docs", "dashboard.png"), fullPage: true });

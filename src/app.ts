@@ -10,11 +10,13 @@ import { SETUP_PATH } from "./domain/first-run.js";
 import type { PaymentsApp } from "./domain/payments/payments-app.js";
 import type { RetentionPruner } from "./domain/retention.js";
 import type { OnePortServer } from "./http/one-port.js";
+import { scrub } from "./lib/scrub.js";
 import { serviceVersion } from "./lib/version.js";
 import type { Observer } from "./metrics/observer.js";
 import { createServer } from "./server.js";
 import { type Analytics, buildServices, type ServiceDeps, type ServiceLog } from "./services.js";
 import { redactStoreUrl } from "./start-up.js";
+import { closeCompacted, removeAnalyticsFile } from "./store/duckdb/analytics-store.js";
 
 /** What the service is built from: main.ts passes the real ones, tests their own. */
 export interface AppDeps extends ServiceDeps {
@@ -110,12 +112,44 @@ export async function createApp(deps: AppDeps): Promise<App> {
         await server.close(config.shutdownTimeoutMs);
         await Promise.allSettled([payments.drain(), events.drain()]);
         await fastify.close();
-        // The feed's batch in progress commits (or rolls back) before DuckDB closes.
-        await services.analytics?.feed.stop();
-        services.analytics?.store.close();
+        if (analytics) await closeAnalytics(analytics, fastify.log);
         await store.close();
       })();
       return closing;
     },
   };
+}
+
+/**
+ * Closes the analytics store after the last writes: the feed applies what
+ * SQLite committed (an erasure just answered included), stops, and the file
+ * is rewritten when rows left it, so no erased or pruned string stays on disk
+ * after a clean stop (docs/privacy.md).
+ */
+async function closeAnalytics(
+  analytics: Analytics,
+  log: { warn: (obj: object, msg: string) => void },
+): Promise<void> {
+  try {
+    await analytics.feed.runOnce();
+  } catch (err) {
+    log.warn(
+      { err: scrub(err) },
+      "analytics feed failed at close; the next start applies the rest",
+    );
+  }
+  // The feed's batch in progress commits (or rolls back) before DuckDB closes.
+  await analytics.feed.stop();
+  if (!analytics.feed.removedRows()) return analytics.store.close();
+  try {
+    await closeCompacted(analytics.store);
+  } catch (err) {
+    // Derived from SQLite: without its rewrite the file goes, and the next start rebuilds it.
+    analytics.store.close();
+    removeAnalyticsFile(analytics.store.path);
+    log.warn(
+      { err: scrub(err) },
+      "analytics file not rewritten at close; removed, rebuilt at start",
+    );
+  }
 }

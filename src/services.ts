@@ -39,6 +39,7 @@ import { type AnalyticsFeed, createAnalyticsFeed } from "./store/duckdb/analytic
 import {
   type AnalyticsStore,
   analyticsPathBeside,
+  isHeldByAnotherProcess,
   openAnalyticsStore,
 } from "./store/duckdb/analytics-store.js";
 import { guardStore } from "./store/guarded-store.js";
@@ -248,11 +249,24 @@ async function openAnalytics(
   const { config } = deps;
   const sqlitePath = deps.store.feedFile;
   if (sqlitePath === undefined || deps.ownsAnalytics === false) return undefined;
-  const store = await openAnalyticsStore({
-    path: analyticsPathBeside(sqlitePath),
-    threads: config.analyticsThreads,
-    memoryLimit: config.analyticsMemoryLimit,
-  });
+  let store: AnalyticsStore;
+  try {
+    store = await openAnalyticsStore({
+      path: analyticsPathBeside(sqlitePath),
+      threads: config.analyticsThreads,
+      memoryLimit: config.analyticsMemoryLimit,
+    });
+  } catch (err) {
+    if (!isHeldByAnotherProcess(err)) throw err;
+    // One process per data directory owns the file (DuckDB locks it): another
+    // server on the same SQLite file still ingests; its Query and Funnel
+    // answer unavailable, as a worker's that does not own it.
+    log()?.warn(
+      { err: scrub(err) },
+      "analytics store is held by another process: Query and Funnel are unavailable here",
+    );
+    return undefined;
+  }
   const feed = createAnalyticsFeed({
     sqlitePath,
     analytics: store,

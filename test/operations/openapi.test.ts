@@ -52,11 +52,10 @@ const isRpc = (path: string) => /^\/[a-z0-9_.]+\.[A-Z]\w*\/[A-Z]\w*$/.test(path)
 const isUiAsset = (path: string) => path.startsWith("/docs/");
 /**
  * The page's own routes: the front door (it sends a browser to the dashboard
- * and answers API clients 404, asserted below), `/dashboard/`, the icon and
- * the first run's setup page (test/dashboard/ covers them).
+ * and answers API clients 404, asserted below), `/dashboard/` and the icon
+ * (test/dashboard/ covers them).
  */
-const isFrontDoor = (path: string) =>
-  path === "/" || /^\/dashboard\/(favicon\.svg|setup(\/check|\.js)?)?$/.test(path);
+const isFrontDoor = (path: string) => path === "/" || /^\/dashboard\/(favicon\.svg)?$/.test(path);
 
 describe("OpenAPI document", () => {
   const ctx = useTestServer({ tenant: { hostnames: ["acme.test"] } });

@@ -32,6 +32,12 @@ export interface AnalyticsFeed {
   runOnce(maxBatches?: number): Promise<number>;
   /** The last log sequence number applied to DuckDB. */
   watermark(): number;
+  /**
+   * Whether a batch deleted or replaced rows since the feed started (an
+   * erasure, a pruning, a payment or link change): the file then still holds
+   * their old bytes, and closing rewrites it (closeCompacted).
+   */
+  removedRows(): boolean;
   /** Starts the polling loop (every `intervalMs`). */
   start(): void;
   /** Stops the loop after the batch in progress; closes the SQLite connection. */
@@ -148,6 +154,7 @@ export function createAnalyticsFeed(options: AnalyticsFeedOptions): AnalyticsFee
   let running: Promise<number> | undefined;
   let timer: NodeJS.Timeout | undefined;
   let stopped = false;
+  let rewritten = false;
   const w = analytics.writer;
 
   const appendEvent = (ap: DuckDBAppender, r: EventRow) => {
@@ -354,6 +361,8 @@ export function createAnalyticsFeed(options: AnalyticsFeedOptions): AnalyticsFee
         }
         // Changes are applied after the events before them.
         ap.flushSync();
+        // Anything but an append leaves old rows' bytes in the file until it is rewritten.
+        rewritten = true;
         if (kind === LOG_KIND.eventDeleted) {
           const ids = run.map((r) => r.ref as number);
           for (let k = 0; k < ids.length; k += 1000) {
@@ -444,6 +453,7 @@ export function createAnalyticsFeed(options: AnalyticsFeedOptions): AnalyticsFee
   return {
     runOnce,
     watermark: () => mark ?? 0,
+    removedRows: () => rewritten,
     start() {
       if (timer || stopped) return;
       timer = setTimeout(tick, 0);

@@ -19,7 +19,7 @@
  *   links and stitches are small tables joined at query time.
  */
 import { createHash } from "node:crypto";
-import { mkdirSync } from "node:fs";
+import { mkdirSync, renameSync, rmSync } from "node:fs";
 import { dirname } from "node:path";
 import { type DuckDBConnection, DuckDBInstance } from "@duckdb/node-api";
 
@@ -35,6 +35,8 @@ export interface AnalyticsStoreOptions {
 
 /** An open analytics store: one instance, one connection for the feed's writes. */
 export interface AnalyticsStore {
+  /** The DuckDB file, or `:memory:`. */
+  readonly path: string;
   readonly instance: DuckDBInstance;
   /** The feed's connection (its transactions append and apply changes). */
   readonly writer: DuckDBConnection;
@@ -118,6 +120,7 @@ export async function openAnalyticsStore(options: AnalyticsStoreOptions): Promis
   await writer.run(SCHEMA);
   let closed = false;
   return {
+    path: options.path,
     instance,
     writer,
     connect: () => instance.connect(),
@@ -128,4 +131,38 @@ export async function openAnalyticsStore(options: AnalyticsStoreOptions): Promis
       instance.closeSync();
     },
   };
+}
+
+/**
+ * Closes the store after rewriting its file: every table is copied into a
+ * new file (`COPY FROM DATABASE`), which then replaces the old one. DuckDB
+ * marks deleted rows and leaves their bytes in blocks it reuses later; the
+ * copy holds only the rows that are live, so an erased or pruned row's
+ * strings leave the disk too (docs/privacy.md). A store in memory just closes.
+ */
+export async function closeCompacted(store: AnalyticsStore): Promise<void> {
+  if (store.path === ":memory:") return store.close();
+  const next = `${store.path}.compact`;
+  rmSync(next, { force: true });
+  rmSync(`${next}.wal`, { force: true });
+  const name = (await store.writer.runAndReadAll("SELECT current_database()")).getRows()[0]?.[0];
+  await store.writer.run(`ATTACH '${next.replaceAll("'", "''")}' AS compacted`);
+  await store.writer.run(`COPY FROM DATABASE "${String(name).replaceAll('"', '""')}" TO compacted`);
+  await store.writer.run("DETACH compacted");
+  store.close();
+  renameSync(next, store.path);
+  rmSync(`${store.path}.wal`, { force: true });
+}
+
+/** Removes an analytics file and its companions (the WAL, a half-written rewrite). */
+export function removeAnalyticsFile(path: string): void {
+  if (path === ":memory:") return;
+  for (const f of [path, `${path}.wal`, `${path}.compact`, `${path}.compact.wal`]) {
+    rmSync(f, { force: true });
+  }
+}
+
+/** Whether opening the file failed because another process holds DuckDB's lock on it. */
+export function isHeldByAnotherProcess(err: unknown): boolean {
+  return err instanceof Error && /Could not set lock on file/.test(err.message);
 }
