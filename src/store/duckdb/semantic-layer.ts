@@ -46,7 +46,7 @@ export const DIMENSIONS: Record<PlainDimensionName, DimensionDef> = {
 /** A time grain's truncation and label, of an instant column in ms, in the zone `tz` (SQL). */
 export function timeBucket(grain: TimeGrain, ms: string, tz: string): string {
   const local = `timezone(${tz}, make_timestamptz(${ms} * 1000))`;
-  const format = { hour: "%Y-%m-%dT%H:00", day: "%Y-%m-%d", week: "%Y-%m-%d", month: "%Y-%m" }[
+  const format = { hour: "%Y-%m-%d %H:00", day: "%Y-%m-%d", week: "%Y-%m-%d", month: "%Y-%m" }[
     grain
   ];
   return `strftime(date_trunc('${grain}', ${local}), '${format}')`;
