@@ -9,6 +9,7 @@
 import { join } from "node:path";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
+import type { QueryPlan } from "../../src/domain/analytics/query-plan.js";
 import { createDuckDbAnalytics } from "../../src/store/duckdb/analytics-engine.js";
 import { createAnalyticsFeed } from "../../src/store/duckdb/analytics-feed.js";
 import { openAnalyticsStore } from "../../src/store/duckdb/analytics-store.js";
@@ -138,5 +139,59 @@ describe("the engine against the reference model", () => {
       }),
       { numRuns: 60, seed: 3030 },
     );
+  });
+
+  it("rounds revenue per visitor half away from zero, negative halves too", async () => {
+    // Random data seldom lands on a negative half: one refund of 0.03 over 2 visitors is -0.015.
+    const at = Date.UTC(2026, 2, 27, 10);
+    const data: RefData = {
+      sites: [{ id: "site_1", hostnames: ["example.com"] }],
+      events: ["d0", "d1"].map((visitorId) => ({
+        siteId: "site_1",
+        visitorId,
+        ts: at,
+        name: "pageview",
+        url: "https://example.com/",
+      })),
+      identities: [],
+      stitches: [],
+      customers: [{ siteId: "site_1", customerId: "c0", visitorIds: ["d0"] }],
+      payments: [
+        {
+          siteId: "site_1",
+          paymentId: "p0",
+          customerId: "c0",
+          kind: "refund",
+          status: "succeeded",
+          amountMinor: 3,
+          currency: "EUR",
+          paidAt: at + 60_000,
+        },
+      ],
+    };
+    const plan: QueryPlan = {
+      siteId: "site_1",
+      timeZone: "UTC",
+      metrics: ["revenue_per_visitor", "visitors"],
+      dimensions: [],
+      filters: [],
+      period: { from: Date.UTC(2026, 2, 27), to: Date.UTC(2026, 2, 28) },
+      model: "linear",
+      orderBy: [],
+      currency: "EUR",
+      limit: 100,
+      offset: 0,
+    };
+    const { engine, close } = await engineOver(data);
+    try {
+      const answer = await engine.query(plan);
+      expect(answer.totals).toEqual([
+        { kind: "money", currency: "EUR", minor: -2n },
+        { kind: "count", value: 2 },
+      ]);
+      expect(answer).toEqual(referenceQuery(data, plan));
+    } finally {
+      close();
+    }
   });
 });
