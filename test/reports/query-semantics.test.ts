@@ -137,7 +137,7 @@ describe("the engine against the reference model", () => {
           close();
         }
       }),
-      { numRuns: 60, seed: 3030 },
+      { numRuns: 100, seed: 3030 },
     );
   });
 
