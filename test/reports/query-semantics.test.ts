@@ -12,7 +12,7 @@ import { describe, expect, it } from "vitest";
 import type { QueryPlan } from "../../src/domain/analytics/query-plan.js";
 import { createDuckDbAnalytics } from "../../src/store/duckdb/analytics-engine.js";
 import { createAnalyticsFeed } from "../../src/store/duckdb/analytics-feed.js";
-import { openAnalyticsStore } from "../../src/store/duckdb/analytics-store.js";
+import { openAnalyticsStore, visitorKey } from "../../src/store/duckdb/analytics-store.js";
 import { openSqlite } from "../../src/store/sqlite/open-sqlite.js";
 import { funnelCaseArb, queryCaseArb } from "../helpers/analytics-arbitraries.js";
 import { type RefData, referenceFunnel, referenceQuery } from "../helpers/analytics-reference.js";
@@ -188,6 +188,63 @@ describe("the engine against the reference model", () => {
       expect(answer.totals).toEqual([
         { kind: "money", currency: "EUR", minor: -2n },
         { kind: "count", value: 2 },
+      ]);
+      expect(answer).toEqual(referenceQuery(data, plan));
+    } finally {
+      close();
+    }
+  });
+
+  it("orders a customer's touches at the same instant by stored visitor key", async () => {
+    // Random data seldom starts two of a customer's visits at one instant.
+    const at = Date.UTC(2026, 2, 27, 10);
+    const data: RefData = {
+      sites: [{ id: "site_1", hostnames: ["example.com"] }],
+      events: ["d0", "d1"].map((visitorId) => ({
+        siteId: "site_1",
+        visitorId,
+        ts: at,
+        name: "pageview",
+        url: `https://example.com/${visitorId}`,
+      })),
+      identities: [],
+      stitches: [],
+      customers: [{ siteId: "site_1", customerId: "c0", visitorIds: ["d0", "d1"] }],
+      payments: [
+        {
+          siteId: "site_1",
+          paymentId: "p0",
+          customerId: "c0",
+          kind: "charge",
+          status: "succeeded",
+          amountMinor: 100,
+          currency: "EUR",
+          paidAt: at + 60_000,
+        },
+      ],
+    };
+    const plan: QueryPlan = {
+      siteId: "site_1",
+      timeZone: "UTC",
+      metrics: ["net_revenue"],
+      dimensions: ["landing_page"],
+      filters: [],
+      period: { from: Date.UTC(2026, 2, 27), to: Date.UTC(2026, 2, 28) },
+      model: "last_touch",
+      orderBy: [{ field: "net_revenue", desc: true }],
+      currency: "EUR",
+      limit: 100,
+      offset: 0,
+    };
+    const last = visitorKey("d0") > visitorKey("d1") ? "d0" : "d1";
+    const { engine, close } = await engineOver(data);
+    try {
+      const answer = await engine.query(plan);
+      expect(answer.rows).toEqual([
+        {
+          dimensions: [`https://example.com/${last}`],
+          metrics: [{ kind: "money", currency: "EUR", minor: 100n }],
+        },
       ]);
       expect(answer).toEqual(referenceQuery(data, plan));
     } finally {
