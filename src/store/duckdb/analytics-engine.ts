@@ -145,6 +145,12 @@ function paymentRows(siteId: string, currency: string, period: Interval, p: Para
   )`;
 }
 
+/** The metrics that read a customer's touches whatever the model. */
+const MEDIAN_METRICS: ReadonlySet<MetricName> = new Set([
+  "median_days_to_first_payment",
+  "median_visits_to_first_payment",
+]);
+
 /** The share tables made on a query's connection, by period. */
 const shareTables = new WeakMap<DuckDBConnection, Map<string, string>>();
 
@@ -187,10 +193,12 @@ async function shares(
   conn: DuckDBConnection,
   plan: Pick<QueryPlan, "siteId" | "currency" | "model">,
   period: Interval,
+  /** Whether the customers' touches are read (multi-touch models and the medians need them). */
+  touches: boolean,
 ): Promise<string> {
   const tables = shareTables.get(conn) ?? new Map<string, string>();
   shareTables.set(conn, tables);
-  const key = `${period.from}-${period.to}`;
+  const key = `${period.from}-${period.to}-${touches}`;
   const known = tables.get(key);
   if (known) return known;
   const name = `r_shares_${tables.size}`;
@@ -207,7 +215,7 @@ async function shares(
   const q = new Params();
   const customerList = [...new Set(payments.map((x) => String(x.customer_id)))];
   const touchRows =
-    customerList.length === 0
+    customerList.length === 0 || !touches
       ? []
       : ((
           await conn.runAndReadAll(
@@ -411,7 +419,8 @@ async function runPeriod(
     } else {
       // Every model reads the shares: under first touch too, a share carries the values of
       // the attributed visit (its exit page, its first event's country…), as docs/reports.md says.
-      const rows = `r AS (SELECT * FROM ${await shares(conn, plan, period)})`;
+      const touches = plan.model !== "first_touch" || metrics.some((m) => MEDIAN_METRICS.has(m));
+      const rows = `r AS (SELECT * FROM ${await shares(conn, plan, period, touches)})`;
       sql = `WITH ${rows}
         SELECT ${[...dimSql, ...metrics.map((m) => METRICS[m].sql), "count(*)"].join(", ")}
         FROM r ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ${dims.length ? "GROUP BY ALL" : ""}`;
@@ -717,7 +726,12 @@ async function runFunnel(conn: DuckDBConnection, plan: FunnelPlan): Promise<Funn
   };
   if (plan.currency !== undefined) {
     // The completers' net revenue of the period, by the model: the shares credited to their touches.
-    const table = await shares(conn, { ...plan, currency: plan.currency }, plan.period);
+    const table = await shares(
+      conn,
+      { ...plan, currency: plan.currency },
+      plan.period,
+      plan.model !== "first_touch",
+    );
     // Visitor keys are integers: listed in the statement.
     const r =
       completers.size === 0
