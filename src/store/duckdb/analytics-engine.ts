@@ -246,7 +246,7 @@ async function shares(
     ...new Set(payments.flatMap((x) => (x.touch_vid === null ? [] : [x.touch_vid as bigint]))),
   ];
   const a = new Params();
-  const attributedVisits =
+  const attributedRows =
     plan.model !== "first_touch" || touchVids.length === 0
       ? []
       : ((
@@ -258,6 +258,12 @@ async function shares(
             a.values,
           )
         ).getRowObjectsJS() as Record<string, Cell | bigint>[]);
+  const attributedVisits = new Map<bigint, Record<string, Cell | bigint>[]>();
+  for (const v of attributedRows) {
+    const list = attributedVisits.get(v.vk as bigint) ?? [];
+    list.push(v);
+    attributedVisits.set(v.vk as bigint, list);
+  }
   const touchesOf = new Map<string, Record<string, Cell | bigint>[]>();
   for (const t of touchRows) {
     const list = touchesOf.get(String(t.customer_id)) ?? [];
@@ -305,12 +311,9 @@ async function shares(
       const touch =
         pay.touch_vid === null || pay.touch_vid === undefined
           ? undefined
-          : attributedVisits.find(
-              (t) =>
-                t.vk === pay.touch_vid &&
-                Number(t.v_start) <= touchedAt &&
-                touchedAt <= Number(t.v_end),
-            );
+          : attributedVisits
+              .get(pay.touch_vid as bigint)
+              ?.find((t) => Number(t.v_start) <= touchedAt && touchedAt <= Number(t.v_end));
       put([
         ...common,
         ...tail(amount),
