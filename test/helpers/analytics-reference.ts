@@ -22,6 +22,7 @@ import {
 } from "../../src/domain/analytics/query-plan.js";
 import { pageOf, type Visit, visitsOf } from "../../src/domain/analytics/visits.js";
 import { bucketOf } from "../../src/domain/analytics/zoned-time.js";
+import { visitorKey } from "../../src/store/duckdb/analytics-store.js";
 
 /** A stored event, as the reference reads it. */
 export interface RefEvent {
@@ -245,7 +246,7 @@ export function createReference(data: RefData, siteId: string) {
     return [...ids].sort();
   }
 
-  /** A customer's visits that started before `t`, by start then visitor id. */
+  /** A customer's visits that started before `t`, by start then stored visitor key (ties). */
   function visitsBefore(
     c: RefCustomer | undefined,
     t: number,
@@ -257,11 +258,12 @@ export function createReference(data: RefData, siteId: string) {
         if (visit.start < t) out.push({ visitorId, visit });
       }
     }
-    return out.sort(
-      (a, b) =>
-        a.visit.start - b.visit.start ||
-        (a.visitorId < b.visitorId ? -1 : a.visitorId > b.visitorId ? 1 : 0),
-    );
+    return out.sort((a, b) => {
+      if (a.visit.start !== b.visit.start) return a.visit.start - b.visit.start;
+      const x = visitorKey(a.visitorId);
+      const y = visitorKey(b.visitorId);
+      return x < y ? -1 : x > y ? 1 : 0;
+    });
   }
 
   const customerOf = (id: string) =>

@@ -103,6 +103,7 @@ function trafficRows(siteId: string, period: Interval | string, p: Params): stri
       count(*) FILTER (WHERE name = 'pageview') AS v_pageviews,
       count(*) AS v_events,
       min(ts) AS v_start,
+      max(ts) AS v_end,
       arg_min_null(country, (ts, seq)) AS v_country,
       arg_min_null(device, (ts, seq)) AS v_device,
       arg_min_null(browser, (ts, seq)) AS v_browser,
@@ -128,39 +129,19 @@ function paymentRows(siteId: string, currency: string, period: Interval, p: Para
   const cur = p.add(currency);
   return `
   firsts AS (
-    SELECT customer_id, min(paid_at) AS first_paid_at FROM payments
+    SELECT customer_id, min(paid_at) AS first_paid_at,
+      -- Two charges at the same instant: the first is the smaller payment id.
+      arg_min(payment_id, (paid_at, payment_id)) AS first_payment_id
+    FROM payments
     WHERE site_id = ${site} AND currency = ${cur} AND status = 'succeeded' AND kind = 'charge'
     GROUP BY customer_id
   ),
   pay AS (
     SELECT p.*, f.first_paid_at,
-      (p.kind = 'charge' AND p.paid_at = f.first_paid_at) AS first_payment
+      (p.payment_id = f.first_payment_id) AS first_payment
     FROM payments p LEFT JOIN firsts f USING (customer_id)
     WHERE p.site_id = ${site} AND p.currency = ${cur} AND p.status = 'succeeded'
       AND p.paid_at >= ${p.add(BigInt(period.from))} AND p.paid_at < ${p.add(BigInt(period.to))}
-  )`;
-}
-
-/**
- * Revenue rows `r` of the first-touch model from the payments' stored
- * attribution (exactly today's), each with its touch's event columns.
- */
-function firstTouchRows(siteId: string, currency: string, period: Interval, p: Params): string {
-  const site = p.add(siteId);
-  return `${paymentRows(siteId, currency, period, p)},
-  touch_events AS (
-    SELECT vid, ts, any_value(term) AS term, any_value(content) AS content,
-      any_value(referrer) AS referrer, any_value(country) AS country,
-      any_value(device) AS device, any_value(browser) AS browser, any_value(os) AS os
-    FROM events WHERE site_id = ${site} AND vid IN (SELECT touch_vid FROM pay)
-    GROUP BY vid, ts
-  ),
-  r AS (
-    SELECT pay.*, pay.amount_minor AS share, pay.touched_at AS first_seen_at,
-      CAST(NULL AS BIGINT) AS visits_before,
-      t.term AS t_term, t.content AS t_content, t.referrer AS t_referrer,
-      t.country AS t_country, t.device AS t_device, t.browser AS t_browser, t.os AS t_os
-    FROM pay LEFT JOIN touch_events t ON t.vid = pay.touch_vid AND t.ts = pay.touched_at
   )`;
 }
 
@@ -188,6 +169,7 @@ const SHARE_COLUMNS = [
   ["medium", "VARCHAR"],
   ["campaign", "VARCHAR"],
   ["landing_page", "VARCHAR"],
+  ["t_exit_page", "VARCHAR"],
   ["t_term", "VARCHAR"],
   ["t_content", "VARCHAR"],
   ["t_referrer", "VARCHAR"],
@@ -211,10 +193,12 @@ async function shares(
   conn: DuckDBConnection,
   plan: Pick<QueryPlan, "siteId" | "currency" | "model">,
   period: Interval,
+  /** Whether the customers' touches are read (multi-touch models and the medians need them). */
+  touches: boolean,
 ): Promise<string> {
   const tables = shareTables.get(conn) ?? new Map<string, string>();
   shareTables.set(conn, tables);
-  const key = `${period.from}-${period.to}`;
+  const key = `${period.from}-${period.to}-${touches}`;
   const known = tables.get(key);
   if (known) return known;
   const name = `r_shares_${tables.size}`;
@@ -231,7 +215,7 @@ async function shares(
   const q = new Params();
   const customerList = [...new Set(payments.map((x) => String(x.customer_id)))];
   const touchRows =
-    customerList.length === 0
+    customerList.length === 0 || !touches
       ? []
       : ((
           await conn.runAndReadAll(
@@ -250,13 +234,36 @@ async function shares(
                UNION SELECT persistent.customer_id, st.vid FROM persistent JOIN st ON st.pvid = persistent.p
              ),
              ${trafficRows(site, "e.vid IN (SELECT vk FROM cust)", q)}
-             SELECT c.customer_id, v.vk, v.v_start, v.v_channel, v.v_source, v.v_medium, v.v_campaign,
+             SELECT c.customer_id, v.vk, v.v_start, v.v_end, v.v_exit_page, v.v_channel, v.v_source, v.v_medium, v.v_campaign,
                v.v_term, v.v_content, v.v_referrer, v.v_landing_page, v.v_country, v.v_device,
                v.v_browser, v.v_os
              FROM visits v JOIN cust c USING (vk) ORDER BY c.customer_id, v.v_start, v.vk`,
             q.values,
           )
         ).getRowObjectsJS() as Record<string, Cell | bigint>[]);
+  // First touch: the visits of the visitors the stored attributions name.
+  const touchVids = [
+    ...new Set(payments.flatMap((x) => (x.touch_vid === null ? [] : [x.touch_vid as bigint]))),
+  ];
+  const a = new Params();
+  const attributedRows =
+    plan.model !== "first_touch" || touchVids.length === 0
+      ? []
+      : ((
+          await conn.runAndReadAll(
+            `WITH ${trafficRows(site, `e.vid IN (SELECT unnest(${a.add(listValue(touchVids))}::BIGINT[]))`, a)}
+             SELECT v.vk, v.v_start, v.v_end, v.v_exit_page, v.v_term, v.v_content, v.v_referrer,
+               v.v_country, v.v_device, v.v_browser, v.v_os
+             FROM visits v`,
+            a.values,
+          )
+        ).getRowObjectsJS() as Record<string, Cell | bigint>[]);
+  const attributedVisits = new Map<bigint, Record<string, Cell | bigint>[]>();
+  for (const v of attributedRows) {
+    const list = attributedVisits.get(v.vk as bigint) ?? [];
+    list.push(v);
+    attributedVisits.set(v.vk as bigint, list);
+  }
   const touchesOf = new Map<string, Record<string, Cell | bigint>[]>();
   for (const t of touchRows) {
     const list = touchesOf.get(String(t.customer_id)) ?? [];
@@ -285,25 +292,38 @@ async function shares(
     const before = all.filter((t) => Number(t.v_start) < paidAt);
     const firstPaidAt = pay.first_paid_at === null ? null : Number(pay.first_paid_at);
     const common: Cell[] = [str(pay.payment_id), str(pay.customer_id), str(pay.kind)];
+    // The medians count from the customer's earliest touch before its first charge,
+    // whatever the model; a customer without one is left out (null).
+    const beforeFirst =
+      firstPaidAt === null ? [] : all.filter((t) => Number(t.v_start) < firstPaidAt);
     const tail = (share: bigint): Cell[] => [
       Number(share),
       paidAt,
       Boolean(pay.first_payment),
       firstPaidAt,
-      all[0] ? Number(all[0].v_start) : null,
-      firstPaidAt === null ? null : all.filter((t) => Number(t.v_start) < firstPaidAt).length,
+      beforeFirst[0] ? Number(beforeFirst[0].v_start) : null,
+      beforeFirst.length > 0 ? beforeFirst.length : null,
     ];
     const amount = BigInt(pay.amount_minor as bigint);
     if (plan.model === "first_touch") {
-      const touch = all.find((t) => Number(t.v_start) === Number(pay.touched_at));
+      // The stored attribution's visit: the attributed visitor's visit holding its time.
+      const touchedAt = Number(pay.touched_at);
+      const touch =
+        pay.touch_vid === null || pay.touch_vid === undefined
+          ? undefined
+          : attributedVisits
+              .get(pay.touch_vid as bigint)
+              ?.find((t) => Number(t.v_start) <= touchedAt && touchedAt <= Number(t.v_end));
       put([
         ...common,
         ...tail(amount),
-        str(pay.channel),
+        // A payment without a touch is one share under (none) in every touch dimension.
+        pay.channel === UNATTRIBUTED ? null : str(pay.channel),
         str(pay.source),
         str(pay.medium),
         str(pay.campaign),
         str(pay.landing_page),
+        str(touch?.v_exit_page),
         str(touch?.v_term),
         str(touch?.v_content),
         str(touch?.v_referrer),
@@ -326,11 +346,12 @@ async function shares(
       put([
         ...common,
         ...tail(part.minor),
-        t ? str(t.v_channel) : UNATTRIBUTED,
+        str(t?.v_channel),
         str(t?.v_source),
         str(t?.v_medium),
         str(t?.v_campaign),
         str(t?.v_landing_page),
+        str(t?.v_exit_page),
         str(t?.v_term),
         str(t?.v_content),
         str(t?.v_referrer),
@@ -399,10 +420,10 @@ async function runPeriod(
         SELECT ${[...dims.map((_, i) => `v.d${i}`), ...metrics.map((m) => METRICS[m].sql), "count(*)"].join(", ")}
         FROM v ${dims.length ? "GROUP BY ALL" : ""}`;
     } else {
-      const rows =
-        plan.model === "first_touch" && !metrics.some((m) => MEDIAN_METRICS.has(m))
-          ? firstTouchRows(plan.siteId, plan.currency ?? "", period, p)
-          : `r AS (SELECT * FROM ${await shares(conn, plan, period)})`;
+      // Every model reads the shares: under first touch too, a share carries the values of
+      // the attributed visit (its exit page, its first event's country…), as docs/reports.md says.
+      const touches = plan.model !== "first_touch" || metrics.some((m) => MEDIAN_METRICS.has(m));
+      const rows = `r AS (SELECT * FROM ${await shares(conn, plan, period, touches)})`;
       sql = `WITH ${rows}
         SELECT ${[...dimSql, ...metrics.map((m) => METRICS[m].sql), "count(*)"].join(", ")}
         FROM r ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ${dims.length ? "GROUP BY ALL" : ""}`;
@@ -542,7 +563,15 @@ export function createDuckDbAnalytics(options: DuckDbAnalyticsOptions): Analytic
         for (const row of comparison?.values() ?? []) {
           compared.set(match?.comparison(row.dims) ?? "", row);
         }
-        const all: QueryResultRow[] = [...rows.values()].map((row) => {
+        // A row exists when something a requested metric counts falls in it: events for a
+        // traffic metric, payment shares for a revenue one (visitors read only to divide
+        // revenue_per_visitor do not make a row).
+        const wantsTraffic = plan.metrics.some((m) => METRICS[m].source === "traffic");
+        const wantsRevenue = plan.metrics.some((m) => METRICS[m].source !== "traffic");
+        const present = [...rows.values()].filter(
+          (row) => (wantsTraffic && row.t) || (wantsRevenue && row.r),
+        );
+        const all: QueryResultRow[] = present.map((row) => {
           const out: QueryResultRow = { dimensions: row.dims, metrics: metricValues(plan, row) };
           if (match)
             out.comparison = metricValues(plan, compared.get(match.period(row.dims)) ?? {});
@@ -700,7 +729,12 @@ async function runFunnel(conn: DuckDBConnection, plan: FunnelPlan): Promise<Funn
   };
   if (plan.currency !== undefined) {
     // The completers' net revenue of the period, by the model: the shares credited to their touches.
-    const table = await shares(conn, { ...plan, currency: plan.currency }, plan.period);
+    const table = await shares(
+      conn,
+      { ...plan, currency: plan.currency },
+      plan.period,
+      plan.model !== "first_touch",
+    );
     // Visitor keys are integers: listed in the statement.
     const r =
       completers.size === 0

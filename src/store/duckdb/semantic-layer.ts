@@ -33,8 +33,9 @@ export const DIMENSIONS: Record<PlainDimensionName, DimensionDef> = {
   content: { traffic: "x.v_content", revenue: "r.t_content" },
   referrer: { traffic: "x.v_referrer", revenue: "r.t_referrer" },
   landing_page: { traffic: "x.v_landing_page", revenue: "r.landing_page" },
-  page: { traffic: "x.page", revenue: "r.landing_page" },
-  exit_page: { traffic: "x.v_exit_page" },
+  // A page describes an event, not a payment: revenue reads (none) there (docs/reports.md).
+  page: { traffic: "x.page" },
+  exit_page: { traffic: "x.v_exit_page", revenue: "r.t_exit_page" },
   country: { traffic: "x.country", revenue: "r.t_country" },
   device: { traffic: "x.device", revenue: "r.t_device" },
   browser: { traffic: "x.browser", revenue: "r.t_browser" },
@@ -45,7 +46,7 @@ export const DIMENSIONS: Record<PlainDimensionName, DimensionDef> = {
 /** A time grain's truncation and label, of an instant column in ms, in the zone `tz` (SQL). */
 export function timeBucket(grain: TimeGrain, ms: string, tz: string): string {
   const local = `timezone(${tz}, make_timestamptz(${ms} * 1000))`;
-  const format = { hour: "%Y-%m-%dT%H:00", day: "%Y-%m-%d", week: "%Y-%m-%d", month: "%Y-%m" }[
+  const format = { hour: "%Y-%m-%d %H:00", day: "%Y-%m-%d", week: "%Y-%m-%d", month: "%Y-%m" }[
     grain
   ];
   return `strftime(date_trunc('${grain}', ${local}), '${format}')`;
@@ -65,6 +66,14 @@ export interface MetricDef {
 }
 
 const round2 = (x: number) => Math.round(x * 100) / 100;
+
+/** a / b of whole minor units, rounded half away from zero exactly (docs/reports.md). */
+function divHalfAway(a: number, b: number): number {
+  const x = BigInt(Math.abs(a));
+  const y = BigInt(Math.abs(b));
+  const q = Number((2n * x + y) / (2n * y));
+  return a < 0 !== b < 0 ? -q : q;
+}
 
 /**
  * The metrics. Traffic aggregates read per-visit rows `v` (one per visit and
@@ -135,23 +144,24 @@ export const METRICS: Record<MetricName, MetricDef> = {
     kind: "money",
     needs: { traffic: ["visitors"], revenue: ["net_revenue"] },
     combine: (t, r) =>
-      (t.visitors ?? 0) === 0 ? undefined : Math.round((r.net_revenue ?? 0) / (t.visitors ?? 1)),
+      (t.visitors ?? 0) === 0 ? undefined : divHalfAway(r.net_revenue ?? 0, t.visitors ?? 1),
   },
   average_order_value: {
     source: "both",
     kind: "money",
     needs: { traffic: [], revenue: ["gross_revenue", "payments"] },
     combine: (_t, r) =>
-      (r.payments ?? 0) === 0 ? undefined : Math.round((r.gross_revenue ?? 0) / (r.payments ?? 1)),
+      (r.payments ?? 0) === 0 ? undefined : divHalfAway(r.gross_revenue ?? 0, r.payments ?? 1),
   },
   median_days_to_first_payment: {
     source: "revenue",
-    sql: "round(median((r.first_paid_at - r.first_seen_at) / 86400000.0) FILTER (WHERE r.first_payment AND r.first_seen_at IS NOT NULL), 2)",
+    // Once per payment: a split payment is several rows.
+    sql: "round(list_aggregate(list_transform(list_distinct(list({'p': r.payment_id, 'd': (r.first_paid_at - r.first_seen_at) / 86400000.0}) FILTER (WHERE r.first_payment AND r.first_seen_at IS NOT NULL)), x -> x.d), 'median'), 2)",
     kind: "number",
   },
   median_visits_to_first_payment: {
     source: "revenue",
-    sql: "median(r.visits_before) FILTER (WHERE r.first_payment AND r.visits_before IS NOT NULL)",
+    sql: "round(list_aggregate(list_transform(list_distinct(list({'p': r.payment_id, 'd': r.visits_before}) FILTER (WHERE r.first_payment AND r.visits_before IS NOT NULL)), x -> x.d), 'median'), 2)",
     kind: "number",
   },
 };
