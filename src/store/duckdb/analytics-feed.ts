@@ -24,6 +24,12 @@ import { classifyTouch } from "../../domain/attribution/channels.js";
 import { type AnalyticsStore, visitorKey } from "./analytics-store.js";
 
 /** The feed as the wiring and the tests see it. */
+/** Rows a rebuild appends between two turns of the event loop. */
+const REBUILD_SLICE = 5_000;
+
+/** One turn of the event loop (I/O callbacks run before it resolves). */
+const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
+
 export interface AnalyticsFeed {
   /**
    * Applies what SQLite committed so far, in batches, until the log is
@@ -286,11 +292,15 @@ export function createAnalyticsFeed(options: AnalyticsFeedOptions): AnalyticsFee
         for (const r of s.allEvents.iterate() as IterableIterator<EventRow>) {
           appendEvent(ap, r);
           if (++n % 50_000 === 0) ap.flushSync();
+          // A rebuild of millions of rows runs at start, beside ingestion: the
+          // event loop gets a turn every few thousand rows (probes, requests).
+          if (n % REBUILD_SLICE === 0) await turn();
         }
         ap.closeSync();
         const payments = await w.createAppender("payments");
         for (const p of s.allPayments.iterate() as IterableIterator<PaymentRow>) {
           appendPayment(payments, p);
+          if (++n % REBUILD_SLICE === 0) await turn();
         }
         payments.closeSync();
         const links = await w.createAppender("links");
