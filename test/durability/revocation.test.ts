@@ -2,11 +2,12 @@
  * A key deleted through the CLI while requests stream fails from the next
  * request on. Runs on every store of this run (test/helpers/stores.ts).
  */
-import { expect, it } from "vitest";
+import { expect, it, vi } from "vitest";
 import { runAdminCli } from "../helpers/cli.js";
 import { validPayment } from "../helpers/fixtures.js";
 import { describeEachStore, freshStore, type StoreUnderTest } from "../helpers/stores.js";
 import { createTenant, postJson } from "../helpers/test-server.js";
+import { BASE_TIMEOUTS, scaled } from "../helpers/timeouts.js";
 import { useTestServer } from "../helpers/use-test-server.js";
 
 describeEachStore("key revocation under load", (kind) => {
@@ -38,14 +39,21 @@ describeEachStore("key revocation under load", (kind) => {
       }
     };
     const streams = Array.from({ length: 4 }, stream);
-    await new Promise((r) => setTimeout(r, 300));
+    // Counts, not sleeps: on a loaded machine 300 ms may hold no request at all.
+    await vi.waitUntil(() => results.filter((r) => r.status === 200).length > 10, {
+      timeout: scaled(BASE_TIMEOUTS.childReady),
+      interval: 20,
+    });
     const cli = await runAdminCli(
       ["key", "delete", "--key", tenant.keyId, "--as", tenant.ownerUserId],
       { STORE_URL: sut.url },
     );
     const deletedAt = performance.now();
     expect(cli.exitCode).toBe(0);
-    await new Promise((r) => setTimeout(r, 300));
+    await vi.waitUntil(() => results.filter((r) => r.sentAt > deletedAt).length > 10, {
+      timeout: scaled(BASE_TIMEOUTS.childReady),
+      interval: 20,
+    });
     stop = true;
     await Promise.all(streams);
 

@@ -2,7 +2,8 @@
  * Every timeout of the suite, in one place, scaled to the machine: on a
  * loaded machine (load average above the number of CPUs) a child process
  * takes longer to start and a CLI longer to answer, so every wait grows with
- * `loadavg / cpus` (at least 1, at most 8), or by TEST_TIMEOUT_SCALE when it
+ * `loadavg / cpus` (the larger of the 1- and 5-minute averages; at least 1,
+ * at most 8), or by TEST_TIMEOUT_SCALE when it
  * is set. The waits themselves end on an explicit signal (readiness, exit);
  * these bound them, so a signal that never comes fails loudly instead of
  * hanging the run.
@@ -13,7 +14,10 @@ import { availableParallelism, loadavg } from "node:os";
 export function timeoutScale(): number {
   const forced = Number(process.env.TEST_TIMEOUT_SCALE);
   if (Number.isFinite(forced) && forced > 0) return forced;
-  const load = loadavg()[0] ?? 0;
+  // The 1-minute average trails a load that just arrived; the 5-minute one
+  // trails one that just left: the larger of the two errs on the long side.
+  const [one = 0, five = 0] = loadavg();
+  const load = Math.max(one, five);
   return Math.min(8, Math.max(1, load / availableParallelism()));
 }
 
