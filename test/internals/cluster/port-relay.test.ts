@@ -177,7 +177,9 @@ describe("the port relay", () => {
   it("cancels the owner's call past the call's time limit and answers unavailable", async () => {
     const { port, record } = await setUp({ timeoutMs: 50 });
     // The caller's signal (the request's) never aborts: the call's own time limit cancels.
-    await expect(port.slow(60_000, new AbortController().signal)).rejects.toMatchObject({ kind: "unavailable" });
+    await expect(port.slow(60_000, new AbortController().signal)).rejects.toMatchObject({
+      kind: "unavailable",
+    });
     await until(() => record.cancelled.length === 1);
     expect(record.aborted).toEqual(["slow 60000"]);
   });
