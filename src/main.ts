@@ -122,6 +122,7 @@ async function serve(config: Config): Promise<void> {
             app.fastify.log.info({ method }, "analytics call cancelled by its caller"),
         })
       : undefined;
+  if (servedAnalytics) app.fastify.log.info("serving the analytics engine to the other workers");
   // A worker's metrics are served by the primary, aggregated; a lone process serves its own.
   // A worker joins the primary's scrapes before it listens, so none of its requests is missed.
   let metricsServer: MetricsServer | undefined;
