@@ -251,11 +251,17 @@ export function servePort(port: string, impl: object, options: ServePortOptions 
   const running = new Map<number, Running>();
   let closed = false;
 
-  const reply = (id: number, body: ReplyBody) => {
+  const reply = (id: number, body: ReplyBody, method?: string) => {
     try {
       send({ type: REPLY, port, id, ...body } as Reply);
-    } catch {
-      // The primary is gone: nobody is waiting.
+    } catch (err) {
+      // An answer the channel cannot carry (it is serialised as it is sent) fails the call
+      // instead of leaving it to its time limit; a closed channel has nobody waiting.
+      if (method === undefined || (err as { code?: unknown }).code === "ERR_IPC_CHANNEL_CLOSED") {
+        return;
+      }
+      options.onInternalError?.(method, err);
+      reply(id, { kind: "error", error: toWireError(err) });
     }
   };
 
@@ -278,7 +284,7 @@ export function servePort(port: string, impl: object, options: ServePortOptions 
       const result: unknown = await fn.apply(impl, args);
       if (signal.aborted) return;
       if (!isAsyncIterable(result)) {
-        reply(call.id, { kind: "value", value: result });
+        reply(call.id, { kind: "value", value: result }, method);
         return;
       }
       reply(call.id, { kind: "stream" });
@@ -298,7 +304,7 @@ export function servePort(port: string, impl: object, options: ServePortOptions 
             return;
           }
           run.credit -= 1;
-          reply(call.id, { kind: "item", value: next.value });
+          reply(call.id, { kind: "item", value: next.value }, method);
         }
       } finally {
         if (signal.aborted) await it.return?.().catch(() => {});

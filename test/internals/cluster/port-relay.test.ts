@@ -278,3 +278,33 @@ describe("the port relay", () => {
     expect(produced.length).toBeLessThanOrEqual(4);
   });
 });
+
+describe("an answer the channel cannot carry", () => {
+  it("fails the call as internal at once instead of leaving it to its time limit", async () => {
+    const cluster = fakeCluster();
+    const owner = cluster.fork();
+    const caller = cluster.fork();
+    const internal: string[] = [];
+    servePort(
+      "fns",
+      {
+        async make() {
+          return { f: () => 1 };
+        },
+      },
+      { channel: owner.channel as never, onInternalError: (m) => internal.push(m) },
+    );
+    await until(() => owner.sent.includes("port:serving"));
+    await nextTurn();
+    const port = createRemotePort<{ make(): Promise<unknown> }>("fns", {
+      channel: caller.channel as never,
+      timeoutMs: 60_000,
+      unavailable,
+    });
+    await expect(port.make()).rejects.toMatchObject({
+      kind: "internal",
+      message: "internal error",
+    });
+    expect(internal).toEqual(["make"]);
+  });
+});
