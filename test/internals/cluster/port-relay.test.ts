@@ -159,7 +159,7 @@ describe("the port relay", () => {
   });
 
   it("cancels the owner's call when the caller's signal aborts", async () => {
-    const { port, record } = await setUp();
+    const { port, record } = await setUp({ timeoutMs: 60_000 });
     const abort = new AbortController();
     const call = port.slow(60_000, abort.signal);
     await nextTurn();
@@ -168,6 +168,7 @@ describe("the port relay", () => {
     await expect(call).rejects.toMatchObject({
       kind: "unavailable",
       message: "the analytics store is unavailable, retry later",
+      cause: { message: "client gone" },
     });
     await until(() => record.cancelled.length === 1);
     expect(record.aborted).toEqual(["slow 60000"]);
@@ -179,6 +180,7 @@ describe("the port relay", () => {
     // The caller's signal (the request's) never aborts: the call's own time limit cancels.
     await expect(port.slow(60_000, new AbortController().signal)).rejects.toMatchObject({
       kind: "unavailable",
+      cause: { message: "sums.slow: no answer within 50 ms" },
     });
     await until(() => record.cancelled.length === 1);
     expect(record.aborted).toEqual(["slow 60000"]);
@@ -196,6 +198,7 @@ describe("the port relay", () => {
       kind: "unavailable",
       message: "the analytics store is unavailable, retry later",
       retryAfterSeconds: 2,
+      cause: { message: "no worker serves sums" },
     });
   });
 
@@ -205,8 +208,10 @@ describe("the port relay", () => {
     await nextTurn();
     await nextTurn();
     owner.kill();
-    await expect(call).rejects.toMatchObject({ kind: "unavailable" });
-    await expect(port.slow(1)).rejects.toMatchObject({ kind: "unavailable" });
+    // At once, from the primary (not the call's time limit, a minute away).
+    const gone = { kind: "unavailable", cause: { message: "no worker serves sums" } };
+    await expect(call).rejects.toMatchObject(gone);
+    await expect(port.slow(1)).rejects.toMatchObject(gone);
     const next = cluster.fork();
     servePort("sums", impl, { channel: next.channel as never });
     await until(() => next.sent.includes("port:serving"));
