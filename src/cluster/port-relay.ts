@@ -24,7 +24,7 @@
  * time limit (the call is then cancelled in the serving worker).
  */
 import type { Worker } from "node:cluster";
-import { DomainError, ERROR_KINDS, type ErrorKind } from "../domain/errors.js";
+import { DomainError, ERROR_KINDS, type ErrorKind, errors } from "../domain/errors.js";
 
 const CALL = "port:call";
 const CANCEL = "port:cancel";
@@ -223,14 +223,10 @@ export function toWireError(err: unknown): WireError {
 }
 
 /** The DomainError a wire error stands for (an unknown kind is `internal`). */
-export function fromWireError(wire: WireError, cause?: unknown): DomainError {
+export function fromWireError(wire: WireError): DomainError {
   const kind = (ERROR_KINDS as readonly string[]).includes(wire.kind) ? wire.kind : "internal";
-  return new DomainError(kind, String(wire.message), {
-    ...(typeof wire.retryAfterSeconds === "number"
-      ? { retryAfterSeconds: wire.retryAfterSeconds }
-      : {}),
-    ...(cause === undefined ? {} : { cause }),
-  });
+  const retry = typeof wire.retryAfterSeconds === "number" ? wire.retryAfterSeconds : undefined;
+  return errors.relayed(kind, String(wire.message), retry);
 }
 
 /**
