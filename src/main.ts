@@ -118,6 +118,8 @@ async function serve(config: Config): Promise<void> {
       ? servePort(ANALYTICS_PORT, app.analytics.engine, {
           onInternalError: (method, err) =>
             app.fastify.log.error({ method, err: scrub(err) }, "analytics call failed"),
+          onCall: (method) =>
+            app.fastify.log.debug({ method }, "analytics call from another worker"),
           onCancelled: (method) =>
             app.fastify.log.info({ method }, "analytics call cancelled by its caller"),
         })

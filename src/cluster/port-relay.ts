@@ -193,6 +193,8 @@ export interface ServePortOptions {
   channel?: Channel;
   /** An error that is not a DomainError (the caller is told `internal` only): log it here. */
   onInternalError?: (method: string, err: unknown) => void;
+  /** A call has come in (before its method runs). */
+  onCall?: (method: string) => void;
   /** A call its caller cancelled has ended (its method settled after the abort). */
   onCancelled?: (method: string) => void;
 }
@@ -322,6 +324,7 @@ export function servePort(port: string, impl: object, options: ServePortOptions 
       const run: Running = { controller: new AbortController(), credit: 0 };
       running.set(message.id, run);
       const id = message.id;
+      options.onCall?.(message.method);
       void answer(message, run).finally(() => {
         running.delete(id);
         if (run.controller.signal.aborted) options.onCancelled?.(message.method);
