@@ -186,6 +186,8 @@ describe("Query limits under WORKERS", () => {
       const relayed = /"msg":"analytics call from another worker"/g;
       const calls = count(relayed);
       const heavy = query(child, other, HEAVY);
+      // Its end is awaited below; should an assertion fail first, its reset is no news.
+      heavy.answer.catch(() => {});
       await waitForOutput(child, relayed, calls + 1);
       // ... and holds the site's one slot on both workers.
       const refused = { status: 429, body: TOO_MANY, retryAfter: "1" };
