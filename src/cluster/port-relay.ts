@@ -448,14 +448,14 @@ export function createRemotePort<T extends object>(port: string, options: Remote
         fail(options.unavailable(this.reason), true);
       }
       let stream: StreamReader | undefined;
-      for (const s of callerSignals) {
-        if (s.aborted) {
-          settled = true;
-          reject(options.unavailable(s.reason));
-          return;
-        }
-        s.addEventListener("abort", onAbort, { once: true });
+      const aborted = callerSignals.find((s) => s.aborted);
+      if (aborted) {
+        // Given up before it was asked: the owner never hears of it.
+        settled = true;
+        reject(options.unavailable(aborted.reason));
+        return;
       }
+      for (const s of callerSignals) s.addEventListener("abort", onAbort, { once: true });
       waiting.set(id, (body) => {
         switch (body.kind) {
           case "value":

@@ -175,6 +175,19 @@ describe("the port relay", () => {
     expect(record.cancelled).toEqual(["slow"]);
   });
 
+  it("does not send a call whose signal aborted before it was made", async () => {
+    const { port, owner, caller } = await setUp({ timeoutMs: 60_000 });
+    const abort = new AbortController();
+    abort.abort(new Error("client gone"));
+    await expect(port.slow(1, abort.signal)).rejects.toMatchObject({
+      kind: "unavailable",
+      cause: { message: "client gone" },
+    });
+    for (let i = 0; i < 5; i++) await nextTurn();
+    expect(caller.sent).not.toContain("port:call");
+    expect(owner.sent).toEqual(["port:serving"]);
+  });
+
   it("cancels the owner's call past the call's time limit and answers unavailable", async () => {
     const { port, record } = await setUp({ timeoutMs: 50 });
     // The caller's signal (the request's) never aborts: the call's own time limit cancels.
