@@ -12,10 +12,14 @@
 import cluster from "node:cluster";
 import { pino } from "pino";
 import { createApp } from "./app.js";
+import { createRemotePort, relayPorts, servePort } from "./cluster/port-relay.js";
 import { createWorkerRateLimiter, serveRateLimits } from "./cluster/rate-limiter.js";
 import { type Config, ConfigError, loadConfig } from "./config.js";
+import type { AnalyticsEngine } from "./domain/analytics/query-plan.js";
 import { systemClock } from "./domain/clock.js";
+import { errors } from "./domain/errors.js";
 import { SETUP_TOKEN_TTL_MS } from "./domain/first-run.js";
+import { scrub } from "./lib/scrub.js";
 import type { MetricsServer } from "./metrics/metrics-server.js";
 import { checkGeoDb, listenError, openStartupStore, StartupError } from "./start-up.js";
 import { openStore } from "./store/open-store.js";
@@ -28,6 +32,15 @@ const MAX_START_FAILURES = 3;
  * pruner: two pruners would only race for the same rows.
  */
 const PRUNER_ENV = "INGEST_RETENTION_PRUNER";
+
+/** The cluster port the analytics engine is served on (src/cluster/port-relay.ts). */
+const ANALYTICS_PORT = "analytics";
+/**
+ * How much longer than ANALYTICS_QUERY_TIMEOUT_MS a worker waits for the
+ * owner's answer: the owner's own limit answers first, with its own error;
+ * this one catches an owner that cannot answer at all.
+ */
+const ANALYTICS_IPC_MARGIN_MS = 5_000;
 
 /** A worker tells the primary why it could not start (the line it would print). */
 interface StartFailureMessage {
@@ -79,6 +92,16 @@ async function serve(config: Config): Promise<void> {
   // Under WORKERS one worker prunes (the primary says which in its environment).
   const firstProcess = !cluster.isWorker || process.env[PRUNER_ENV] === "1";
   const pruneEvents = firstProcess;
+  // One process owns the DuckDB file: the one that prunes. The other workers
+  // reach its engine over the cluster's IPC (a SQLite file only: MongoDB has none).
+  const ownsAnalytics = pruneEvents;
+  const remoteAnalytics =
+    cluster.isWorker && !ownsAnalytics && store.feedFile !== undefined
+      ? createRemotePort<AnalyticsEngine>(ANALYTICS_PORT, {
+          timeoutMs: config.analyticsQueryTimeoutMs + ANALYTICS_IPC_MARGIN_MS,
+          unavailable: (cause) => errors.analyticsUnavailable(cause),
+        })
+      : undefined;
   const app = await createApp({
     config,
     store,
@@ -86,9 +109,22 @@ async function serve(config: Config): Promise<void> {
     collectLimiter,
     metrics,
     pruneEvents,
-    // One process owns the DuckDB file: the one that prunes.
-    ownsAnalytics: pruneEvents,
+    ownsAnalytics,
+    ...(remoteAnalytics ? { remoteAnalytics } : {}),
   });
+  // The owner worker serves its engine to the others (the primary routes their calls).
+  const servedAnalytics =
+    cluster.isWorker && app.analytics
+      ? servePort(ANALYTICS_PORT, app.analytics.engine, {
+          onInternalError: (method, err) =>
+            app.fastify.log.error({ method, err: scrub(err) }, "analytics call failed"),
+          onCall: (method) =>
+            app.fastify.log.debug({ method }, "analytics call from another worker"),
+          onCancelled: (method) =>
+            app.fastify.log.info({ method }, "analytics call cancelled by its caller"),
+        })
+      : undefined;
+  if (servedAnalytics) app.fastify.log.info("serving the analytics engine to the other workers");
   // A worker's metrics are served by the primary, aggregated; a lone process serves its own.
   // A worker joins the primary's scrapes before it listens, so none of its requests is missed.
   let metricsServer: MetricsServer | undefined;
@@ -124,6 +160,7 @@ async function serve(config: Config): Promise<void> {
     if (stopping) return;
     stopping = true;
     app.fastify.log.info({ signal }, "shutting down");
+    servedAnalytics?.close();
     Promise.all([app.close(), metricsServer?.close()]).then(
       () => process.exit(0),
       (err) => {
@@ -146,6 +183,10 @@ async function supervise(config: Config): Promise<void> {
   await checkGeoDb(config.geoipDb);
   // Once, before any worker opens the store: SQLite's migrations run, MongoDB's schema is checked.
   await (await openConfiguredStore(config)).close();
+  // Structured clone on the IPC channel: analytics answers hold bigint (money in minor units).
+  cluster.setupPrimary({ serialization: "advanced" });
+  // Calls of the workers that do not own the analytics file go to the one that does.
+  relayPorts(cluster);
   // Always: the per-site ceilings of the collect door are counted here too.
   serveRateLimits(cluster, {
     perMinute: Math.max(1, config.collectRateLimit),

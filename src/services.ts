@@ -72,6 +72,12 @@ export interface ServiceDeps {
    * in a file. Under WORKERS only the worker that prunes does (main.ts).
    */
   ownsAnalytics?: boolean;
+  /**
+   * The analytics engine of another process, for a process that does not own
+   * the analytics store: under WORKERS, the owner worker's, reached over the
+   * cluster's IPC (src/cluster/port-relay.ts, wired by main.ts).
+   */
+  remoteAnalytics?: AnalyticsEngine;
 }
 
 /** The analytics store of this process, its feed and its engine. */
@@ -231,7 +237,7 @@ export async function buildServices(
     readiness,
     collectLimiter,
     ...(analytics ? { analytics } : {}),
-    queries: createAnalyticsApp({ store, engine: analytics?.engine }),
+    queries: createAnalyticsApp({ store, engine: analytics?.engine ?? deps.remoteAnalytics }),
     ...(deps.trackerBundle ? { trackerBundle: deps.trackerBundle } : {}),
     ...(deps.dashboardBundle ? { dashboardBundle: deps.dashboardBundle } : {}),
   };

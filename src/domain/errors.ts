@@ -209,6 +209,12 @@ export const errors = {
     new DomainError("invalid_input", `${timestamp} is more than ${seconds} seconds ${when}`),
   /** A broken invariant the caller cannot fix (its message is the caller's answer). */
   internal: (message: string, cause?: unknown) => new DomainError("internal", message, { cause }),
+  /**
+   * An error another process raised (the cluster's port relay, src/cluster/port-relay.ts
+   * under WORKERS): its kind, words and Retry-After as that process built them here.
+   */
+  relayed: (kind: ErrorKind, message: string, retryAfterSeconds?: number) =>
+    new DomainError(kind, message, retryAfterSeconds === undefined ? {} : { retryAfterSeconds }),
 };
 
 /** The string with lone UTF-16 surrogates replaced by U+FFFD. */
