@@ -21,7 +21,6 @@ import {
   type QueryResultRow,
   type TimeGrain,
 } from "../../domain/analytics/query-plan.js";
-import { VISIT_GAP_MS } from "../../domain/analytics/visits.js";
 import { errors } from "../../domain/errors.js";
 import { UNATTRIBUTED } from "../../domain/vocabulary.js";
 import type { AnalyticsStore } from "./analytics-store.js";
@@ -77,51 +76,29 @@ function filterSql(f: FilterPlan, side: Side, p: Params, tz: string): string {
 }
 
 /**
- * Events of the period, each with its visit's columns (traffic rows `x`).
- * `where` narrows the events instead of the period (the touches of customers).
+ * Events of the period, each with its visit's columns (traffic rows `x`):
+ * the visit of its site and visitor whose span holds its time, from the
+ * `visits` table the feed keeps (visits-maintenance.ts). `vk` is the visitor,
+ * `vn` the visit (its start: a visitor has one visit starting at a time).
+ * Visits span all of a visitor's events, so a visit that began before the
+ * period keeps its landing page and touch (docs/reports.md).
  */
-function trafficRows(siteId: string, period: Interval | string, p: Params): string {
-  const range =
-    typeof period === "string"
-      ? period
-      : `e.ts >= ${p.add(BigInt(period.from))} AND e.ts < ${p.add(BigInt(period.to))}`;
+function trafficRows(siteId: string, period: Interval, p: Params): string {
+  const site = p.add(siteId);
+  const from = p.add(BigInt(period.from));
+  const to = p.add(BigInt(period.to));
   return `
-  ev AS (
-    SELECT e.*, e.vid AS vk FROM events e
-    WHERE e.site_id = ${p.add(siteId)} AND e.name <> '$identify' AND ${range}
-  ),
-  marked AS (
-    SELECT *, CASE WHEN ts - lag(ts) OVER (PARTITION BY vk ORDER BY ts, seq) <= ${VISIT_GAP_MS} THEN 0 ELSE 1 END AS starts
-    FROM ev
-  ),
-  numbered AS (
-    SELECT *, sum(starts) OVER (PARTITION BY vk ORDER BY ts, seq ROWS UNBOUNDED PRECEDING) AS vn FROM marked
-  ),
-  -- A visit's touch is its first event's values, absent ones included (arg_min_null).
-  visits AS (
-    SELECT vk, vn,
-      count(*) FILTER (WHERE name = 'pageview') AS v_pageviews,
-      count(*) AS v_events,
-      min(ts) AS v_start,
-      max(ts) AS v_end,
-      arg_min_null(country, (ts, seq)) AS v_country,
-      arg_min_null(device, (ts, seq)) AS v_device,
-      arg_min_null(browser, (ts, seq)) AS v_browser,
-      arg_min_null(os, (ts, seq)) AS v_os,
-      (max(ts) - min(ts)) / 1000.0 AS v_seconds,
-      coalesce(arg_min_null(channel, (ts, seq)), 'Direct') AS v_channel,
-      arg_min_null(source, (ts, seq)) AS v_source,
-      arg_min_null(medium, (ts, seq)) AS v_medium,
-      arg_min_null(campaign, (ts, seq)) AS v_campaign,
-      arg_min_null(term, (ts, seq)) AS v_term,
-      arg_min_null(content, (ts, seq)) AS v_content,
-      arg_min_null(referrer, (ts, seq)) AS v_referrer,
-      coalesce(arg_min(page, (ts, seq)) FILTER (WHERE name = 'pageview'), arg_min(page, (ts, seq))) AS v_landing_page,
-      coalesce(arg_max(page, (ts, seq)) FILTER (WHERE name = 'pageview'), arg_max(page, (ts, seq))) AS v_exit_page
-    FROM numbered GROUP BY vk, vn
-  ),
-  x AS (SELECT n.*, v.* EXCLUDE (vk, vn) FROM numbered n JOIN visits v USING (vk, vn))`;
+  x AS (
+    SELECT e.*, e.vid AS vk, v.v_start AS vn, v.* EXCLUDE (site_id, vid)
+    FROM events e JOIN visits v ON v.site_id = e.site_id AND v.vid = e.vid AND e.ts >= v.v_start AND e.ts <= v.v_end
+    WHERE e.site_id = ${site} AND e.name <> '$identify' AND e.ts >= ${from} AND e.ts < ${to}
+      AND v.site_id = ${site} AND v.v_end >= ${from} AND v.v_start < ${to}
+  )`;
 }
+
+/** The columns of a visit a customer's touches read (`v`: a row of `visits`). */
+const TOUCH_COLUMNS =
+  "v.vid AS vk, v.v_start, v.v_end, v.v_exit_page, v.v_channel, v.v_source, v.v_medium, v.v_campaign, v.v_term, v.v_content, v.v_referrer, v.v_landing_page, v.v_country, v.v_device, v.v_browser, v.v_os";
 
 /** Succeeded payments of the period in the currency (`pay`), with their customer's first charge. */
 function paymentRows(siteId: string, currency: string, period: Interval, p: Params): string {
@@ -232,12 +209,10 @@ async function shares(
              cust AS (
                SELECT customer_id, p AS vk FROM persistent
                UNION SELECT persistent.customer_id, st.vid FROM persistent JOIN st ON st.pvid = persistent.p
-             ),
-             ${trafficRows(site, "e.vid IN (SELECT vk FROM cust)", q)}
-             SELECT c.customer_id, v.vk, v.v_start, v.v_end, v.v_exit_page, v.v_channel, v.v_source, v.v_medium, v.v_campaign,
-               v.v_term, v.v_content, v.v_referrer, v.v_landing_page, v.v_country, v.v_device,
-               v.v_browser, v.v_os
-             FROM visits v JOIN cust c USING (vk) ORDER BY c.customer_id, v.v_start, v.vk`,
+             )
+             SELECT c.customer_id, ${TOUCH_COLUMNS}
+             FROM visits v JOIN cust c ON v.vid = c.vk
+             WHERE v.site_id = ${q.add(site)} ORDER BY c.customer_id, v.v_start, v.vid`,
             q.values,
           )
         ).getRowObjectsJS() as Record<string, Cell | bigint>[]);
@@ -251,10 +226,8 @@ async function shares(
       ? []
       : ((
           await conn.runAndReadAll(
-            `WITH ${trafficRows(site, `e.vid IN (SELECT unnest(${a.add(listValue(touchVids))}::BIGINT[]))`, a)}
-             SELECT v.vk, v.v_start, v.v_end, v.v_exit_page, v.v_term, v.v_content, v.v_referrer,
-               v.v_country, v.v_device, v.v_browser, v.v_os
-             FROM visits v`,
+            `SELECT ${TOUCH_COLUMNS} FROM visits v
+             WHERE v.site_id = ${a.add(site)} AND v.vid IN (SELECT unnest(${a.add(listValue(touchVids))}::BIGINT[]))`,
             a.values,
           )
         ).getRowObjectsJS() as Record<string, Cell | bigint>[]);
