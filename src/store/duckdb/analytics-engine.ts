@@ -76,25 +76,59 @@ function filterSql(f: FilterPlan, side: Side, p: Params, tz: string): string {
 }
 
 /**
- * Events of the period, each with its visit's columns (traffic rows `x`):
- * the visit of its site and visitor whose span holds its time, from the
- * `visits` table the feed keeps (visits-maintenance.ts). `vk` is the visitor,
- * `vn` the visit (its start: a visitor has one visit starting at a time).
- * Visits span all of a visitor's events, so a visit that began before the
- * period keeps its landing page and touch (docs/reports.md).
+ * Events of the period (traffic rows `x`), `vk` their visitor. With
+ * `visits`, each with its visit's columns: the visit of its site and visitor
+ * whose span holds its time, from the `visits` table the feed keeps
+ * (visits-maintenance.ts), `vn` the visit (its start: a visitor has one visit
+ * starting at a time). Visits span all of a visitor's events, so a visit that
+ * began before the period keeps its landing page and touch (docs/reports.md).
+ * `straddling` keeps only the events of visits that do not lie wholly inside
+ * the period (the others are read from `visits` alone, {@link wholeVisits}).
  */
-function trafficRows(siteId: string, period: Interval, p: Params): string {
+function trafficRows(
+  siteId: string,
+  period: Interval,
+  p: Params,
+  visits: "none" | "all" | "straddling" = "all",
+): string {
   const site = p.add(siteId);
   const from = p.add(BigInt(period.from));
   const to = p.add(BigInt(period.to));
+  const events = `e.site_id = ${site} AND e.name <> '$identify' AND e.ts >= ${from} AND e.ts < ${to}`;
+  // Without a visit's column to read, the join (the bulk of a query's time) is left out.
+  if (visits === "none") return `x AS (SELECT e.*, e.vid AS vk FROM events e WHERE ${events})`;
   return `
   x AS (
     SELECT e.*, e.vid AS vk, v.v_start AS vn, v.* EXCLUDE (site_id, vid)
-    FROM events e JOIN visits v ON v.site_id = e.site_id AND v.vid = e.vid AND e.ts >= v.v_start AND e.ts <= v.v_end
-    WHERE e.site_id = ${site} AND e.name <> '$identify' AND e.ts >= ${from} AND e.ts < ${to}
-      AND v.site_id = ${site} AND v.v_end >= ${from} AND v.v_start < ${to}
+    FROM events e JOIN visits v ON v.vid = e.vid AND e.ts >= v.v_start AND e.ts <= v.v_end
+    WHERE ${events} AND v.site_id = ${site} AND v.v_end >= ${from} AND v.v_start < ${to}
+      ${visits === "straddling" ? `AND (v.v_start < ${from} OR v.v_end >= ${to})` : ""}
   )`;
 }
+
+/**
+ * The visits wholly inside the period as per-visit traffic rows (the `v` rows
+ * of a traffic query: every event of such a visit is in the period, so its
+ * counts are the visit's own). Only for a query whose dimensions and filters
+ * read the visit alone (`x.v_*`), which a visit passes or fails as a whole.
+ */
+function wholeVisits(siteId: string, period: Interval, p: Params): string {
+  return `(SELECT *, vid AS vk, v_start AS vn FROM visits
+    WHERE site_id = ${p.add(siteId)} AND v_start >= ${p.add(BigInt(period.from))} AND v_end < ${p.add(BigInt(period.to))}) x`;
+}
+
+/** Metrics that read a visit (its identity or its columns), not only its events. */
+const VISIT_METRICS: ReadonlySet<MetricName> = new Set([
+  "visits",
+  "views_per_visit",
+  "bounce_rate",
+  "visit_duration",
+]);
+
+/** Whether SQL over traffic rows reads a visit's columns. */
+const readsVisit = (sql: string) => sql.includes("x.v_");
+/** Whether SQL over traffic rows reads nothing but a visit's columns. */
+const readsVisitOnly = (sql: string) => !/x\.(?!v_)/.test(sql);
 
 /** The columns of a visit a customer's touches read (`v`: a row of `visits`). */
 const TOUCH_COLUMNS =
@@ -380,16 +414,28 @@ async function runPeriod(
     if (side === "traffic") {
       // One row per visit and dimension values: a visit counts once per group.
       const groupDims = dimSql.map((d, i) => `${d} AS d${i}`);
-      sql = `WITH ${trafficRows(plan.siteId, period, p)},
-        v AS (
-          SELECT ${[...groupDims, "x.vk", "x.vn"].join(", ")},
+      const filter = where.length ? `WHERE ${where.join(" AND ")}` : "";
+      const perVisit = metrics.some((m) => VISIT_METRICS.has(m));
+      const visitSql = [...dimSql, ...where];
+      // Metrics of events alone, by event values: one row per visitor is enough, no join.
+      const mode = perVisit || visitSql.some(readsVisit) ? "all" : "none";
+      // Dimensions and filters of the visit alone: the visits wholly inside the
+      // period are read from `visits`, only the events of those across its edges joined.
+      const whole = mode === "all" && visitSql.every(readsVisitOnly);
+      const eventRows = `SELECT ${[...groupDims, "x.vk", ...(mode === "all" ? ["x.vn"] : [])].join(", ")},
             count(*) FILTER (WHERE x.name = 'pageview') AS pv,
             count(*) FILTER (WHERE NOT starts_with(x.name, '$')) AS ev,
-            bool_or(x.name <> 'pageview' AND NOT starts_with(x.name, '$')) AS conv,
-            any_value(x.v_events) AS v_events, any_value(x.v_seconds) AS v_seconds
-          FROM x ${where.length ? `WHERE ${where.join(" AND ")}` : ""}
-          GROUP BY ALL
-        )
+            bool_or(x.name <> 'pageview' AND NOT starts_with(x.name, '$')) AS conv
+            ${mode === "all" ? ", any_value(x.v_events) AS v_events, any_value(x.v_seconds) AS v_seconds" : ""}
+          FROM x ${filter}
+          GROUP BY ALL`;
+      const visitRows = whole
+        ? `UNION ALL SELECT ${[...groupDims, "x.vk", "x.vn"].join(", ")},
+            x.v_pageviews AS pv, x.v_counted AS ev, x.v_converted AS conv, x.v_events, x.v_seconds
+          FROM ${wholeVisits(plan.siteId, period, p)} ${filter}`
+        : "";
+      sql = `WITH ${trafficRows(plan.siteId, period, p, whole ? "straddling" : mode)},
+        v AS (${eventRows} ${visitRows})
         SELECT ${[...dims.map((_, i) => `v.d${i}`), ...metrics.map((m) => METRICS[m].sql), "count(*)"].join(", ")}
         FROM v ${dims.length ? "GROUP BY ALL" : ""}`;
     } else {
@@ -634,7 +680,8 @@ async function runFunnel(conn: DuckDBConnection, plan: FunnelPlan): Promise<Funn
       ...s.filters.map((f) => filterSql(f, "traffic", p, tz)),
     ].join(" AND "),
   );
-  const sql = `WITH ${trafficRows(plan.siteId, plan.period, p)}
+  const conds = [...common, ...stepConds];
+  const sql = `WITH ${trafficRows(plan.siteId, plan.period, p, conds.some(readsVisit) ? "all" : "none")}
     SELECT x.vk, x.ts, ${stepConds.map((c, i) => `(${c}) AS m${i}`).join(", ")}
     FROM x WHERE ${[...common, `(${stepConds.map((c) => `(${c})`).join(" OR ")})`].join(" AND ")}
     ORDER BY x.vk, x.ts, x.seq`;

@@ -15,7 +15,8 @@ import type { DuckDBConnection } from "@duckdb/node-api";
 import { VISIT_GAP_MS } from "../../domain/analytics/visits.js";
 
 /**
- * The table. A visitor's visits never overlap (more than 30 minutes lie
+ * The table (`v_counted`: the events the `events` metric counts, those not
+ * named `$…`; `v_converted`: whether one is a custom event). A visitor's visits never overlap (more than 30 minutes lie
  * between two), so an event's visit is the one of its site and visitor whose
  * [v_start, v_end] holds its time: the engine joins on that.
  */
@@ -28,6 +29,8 @@ CREATE TABLE IF NOT EXISTS visits (
   v_events BIGINT NOT NULL,
   v_pageviews BIGINT NOT NULL,
   v_seconds DOUBLE NOT NULL,
+  v_counted BIGINT NOT NULL,
+  v_converted BOOLEAN NOT NULL,
   v_channel VARCHAR NOT NULL,
   v_source VARCHAR,
   v_medium VARCHAR,
@@ -87,6 +90,8 @@ export function visitsSql(src: string): string {
     count(*) AS v_events,
     count(*) FILTER (WHERE name = 'pageview') AS v_pageviews,
     (max(ts) - min(ts)) / 1000.0 AS v_seconds,
+    count(*) FILTER (WHERE NOT starts_with(name, '$')) AS v_counted,
+    bool_or(name <> 'pageview' AND NOT starts_with(name, '$')) AS v_converted,
     coalesce(arg_min_null(channel, (ts, seq)), 'Direct') AS v_channel,
     arg_min_null(source, (ts, seq)) AS v_source,
     arg_min_null(medium, (ts, seq)) AS v_medium,
@@ -103,10 +108,25 @@ export function visitsSql(src: string): string {
   FROM numbered GROUP BY site_id, vid, vn`;
 }
 
-/** Derives every visit from the events (after a rebuild filled them), replacing what was there. */
+/** Events whose visits one statement of a rebuild derives (bounds its memory). */
+const REBUILD_CHUNK_EVENTS = 200_000;
+
+/**
+ * Derives every visit from the events (after a rebuild filled them),
+ * replacing what was there: the visitors in slices by the hash of their key,
+ * so that a statement holds about {@link REBUILD_CHUNK_EVENTS} events however
+ * large the store (the whole of 1M events at once outgrows a 512 MB limit).
+ */
 export async function rebuildVisits(conn: DuckDBConnection): Promise<void> {
   await conn.run("DELETE FROM visits");
-  await conn.run(`INSERT INTO visits ${visitsSql(`SELECT ${VISIT_INPUT.join(", ")} FROM events`)}`);
+  const n = Number((await conn.runAndReadAll("SELECT count(*) FROM events")).getRows()[0]?.[0]);
+  const slices = Math.max(1, Math.ceil(n / REBUILD_CHUNK_EVENTS));
+  const columns = VISIT_INPUT.join(", ");
+  for (let k = 0; k < slices; k++) {
+    await conn.run(
+      `INSERT INTO visits ${visitsSql(`SELECT ${columns} FROM events WHERE hash(vid) % ${slices} = ${k}`)}`,
+    );
+  }
 }
 
 /**
