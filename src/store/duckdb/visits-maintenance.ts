@@ -117,10 +117,13 @@ const REBUILD_CHUNK_EVENTS = 200_000;
  * so that a statement holds about {@link REBUILD_CHUNK_EVENTS} events however
  * large the store (the whole of 1M events at once outgrows a 512 MB limit).
  */
-export async function rebuildVisits(conn: DuckDBConnection): Promise<void> {
+export async function rebuildVisits(
+  conn: DuckDBConnection,
+  chunkEvents = REBUILD_CHUNK_EVENTS,
+): Promise<void> {
   await conn.run("DELETE FROM visits");
   const n = Number((await conn.runAndReadAll("SELECT count(*) FROM events")).getRows()[0]?.[0]);
-  const slices = Math.max(1, Math.ceil(n / REBUILD_CHUNK_EVENTS));
+  const slices = Math.max(1, Math.ceil(n / chunkEvents));
   const columns = VISIT_INPUT.join(", ");
   for (let k = 0; k < slices; k++) {
     await conn.run(
