@@ -215,6 +215,28 @@ async function shares(
   const name = `r_shares_${tables.size}`;
   const p = new Params();
   const site = plan.siteId;
+  if (plan.model === "first_touch" && !touches) {
+    // First touch without the customers' touches: each payment whole, with the
+    // values of the visit its stored attribution names (the attributed
+    // visitor's visit holding the touch's time), all in one statement.
+    await conn.run(
+      `CREATE TEMP TABLE ${name} AS
+       WITH ${paymentRows(site, plan.currency ?? "", period, p)}
+       SELECT pay.payment_id, pay.customer_id, pay.kind, pay.amount_minor AS share, pay.paid_at,
+         pay.first_payment, pay.first_paid_at, NULL::BIGINT AS first_seen_at, NULL::BIGINT AS visits_before,
+         -- A payment without a touch is one share under (none) in every touch dimension.
+         CASE WHEN pay.channel = ${p.add(UNATTRIBUTED)} THEN NULL ELSE pay.channel END AS channel,
+         pay.source, pay.medium, pay.campaign, pay.landing_page,
+         v.v_exit_page AS t_exit_page, v.v_term AS t_term, v.v_content AS t_content,
+         v.v_referrer AS t_referrer, v.v_country AS t_country, v.v_device AS t_device,
+         v.v_browser AS t_browser, v.v_os AS t_os, pay.touch_vid AS touch_vk
+       FROM pay LEFT JOIN visits v ON v.site_id = pay.site_id AND v.vid = pay.touch_vid
+         AND v.v_start <= pay.touched_at AND pay.touched_at <= v.v_end`,
+      p.values,
+    );
+    tables.set(key, name);
+    return name;
+  }
   const payments = (
     await conn.runAndReadAll(
       `WITH ${paymentRows(site, plan.currency ?? "", period, p)}
