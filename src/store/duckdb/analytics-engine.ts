@@ -704,33 +704,37 @@ async function runFunnel(conn: DuckDBConnection, plan: FunnelPlan): Promise<Funn
   );
   const conds = [...common, ...stepConds];
   const sql = `WITH ${trafficRows(plan.siteId, plan.period, p, conds.some(readsVisit) ? "all" : "none")}
-    SELECT x.vk, x.ts, ${stepConds.map((c, i) => `(${c}) AS m${i}`).join(", ")}
+    SELECT x.vk, x.ts::DOUBLE AS ts,
+      ${stepConds.map((c, i) => `(CASE WHEN (${c}) THEN ${2 ** i} ELSE 0 END)`).join(" + ")} AS m
     FROM x WHERE ${[...common, `(${stepConds.map((c) => `(${c})`).join(" OR ")})`].join(" AND ")}
     ORDER BY x.vk, x.ts, x.seq`;
-  const rows = (await conn.runAndReadAll(sql, p.values)).getRows();
+  // Read by columns, each event's steps as bits: no object per event (a funnel reads every pageview).
+  const [vks = [], tss = [], masks = []] = (
+    await conn.runAndReadAll(sql, p.values)
+  ).getColumns() as [bigint[], number[], number[]];
   const n = plan.steps.length;
   const reached = plan.steps.map(() => 0);
   const gaps: number[][] = plan.steps.map(() => []);
   const completers = new Set<bigint>();
-  const walk = (evs: { ts: number; m: boolean[] }[], vk: bigint) => {
+  /** The visitor of the events [lo, hi). */
+  const walk = (lo: number, hi: number, vk: bigint) => {
     let best: number[] = [];
-    for (let s = 0; s < evs.length; s++) {
-      if (!evs[s]?.m[0]) continue;
-      const t0 = (evs[s] as { ts: number }).ts;
+    for (let s = lo; s < hi; s++) {
+      if (((masks[s] as number) & 1) === 0) continue;
+      const t0 = tss[s] as number;
       const times = [t0];
       let at = s;
       for (let step = 1; step < n; step++) {
         let next = -1;
-        for (let j = at + 1; j < evs.length; j++) {
-          const e = evs[j] as { ts: number; m: boolean[] };
-          if (e.ts - t0 > plan.windowMs) break;
-          if (e.m[step]) {
+        for (let j = at + 1; j < hi; j++) {
+          if ((tss[j] as number) - t0 > plan.windowMs) break;
+          if (((masks[j] as number) & (1 << step)) !== 0) {
             next = j;
             break;
           }
         }
         if (next < 0) break;
-        times.push((evs[next] as { ts: number }).ts);
+        times.push(tss[next] as number);
         at = next;
       }
       if (times.length > best.length) best = times;
@@ -741,18 +745,13 @@ async function runFunnel(conn: DuckDBConnection, plan: FunnelPlan): Promise<Funn
     });
     if (best.length === n) completers.add(vk);
   };
-  let current: bigint | undefined;
-  let evs: { ts: number; m: boolean[] }[] = [];
-  for (const r of rows) {
-    const vk = r[0] as bigint;
-    if (vk !== current) {
-      if (current !== undefined) walk(evs, current);
-      current = vk;
-      evs = [];
+  let lo = 0;
+  for (let i = 1; i <= vks.length; i++) {
+    if (i === vks.length || vks[i] !== vks[lo]) {
+      walk(lo, i, vks[lo] as bigint);
+      lo = i;
     }
-    evs.push({ ts: num(r[1]), m: plan.steps.map((_, i) => r[2 + i] === true) });
   }
-  if (current !== undefined) walk(evs, current);
   const first = reached[0] as number;
   const result: FunnelResult = {
     steps: plan.steps.map((step, i) => {
