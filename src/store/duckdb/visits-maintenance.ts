@@ -127,7 +127,8 @@ export async function rebuildVisits(
   const columns = VISIT_INPUT.join(", ");
   for (let k = 0; k < slices; k++) {
     await conn.run(
-      `INSERT INTO visits ${visitsSql(`SELECT ${columns} FROM events WHERE hash(vid) % ${slices} = ${k}`)}`,
+      // In time order: the per-batch lookups of recent visits skip the row groups before them.
+      `INSERT INTO visits SELECT * FROM (${visitsSql(`SELECT ${columns} FROM events WHERE hash(vid) % ${slices} = ${k}`)}) ORDER BY v_start`,
     );
   }
 }
@@ -191,6 +192,9 @@ export async function refreshVisits(
 ): Promise<void> {
   const list = [...touched];
   if (list.length === 0) return;
+  // Plain bounds besides the per-visitor ones: DuckDB skips the row groups
+  // (in time order) that end before them.
+  const reach = list.reduce((m, t) => Math.min(m, t.from), Number.POSITIVE_INFINITY) - VISIT_GAP_MS;
   await conn.run(
     "CREATE OR REPLACE TEMP TABLE visit_touched (site_id VARCHAR, vid BIGINT, from_ts BIGINT)",
   );
@@ -210,9 +214,11 @@ export async function refreshVisits(
     SELECT t.site_id, t.vid, least(min(t.from_ts), coalesce(min(v.v_start), min(t.from_ts))) AS s
     FROM visit_touched t
     LEFT JOIN visits v ON v.site_id = t.site_id AND v.vid = t.vid AND v.v_end >= t.from_ts - ${VISIT_GAP_MS}
+      AND v.v_end >= ${reach}
     GROUP BY t.site_id, t.vid`);
   await conn.run(`DELETE FROM visits USING visit_bounds b
-    WHERE visits.site_id = b.site_id AND visits.vid = b.vid AND visits.v_start >= b.s`);
+    WHERE visits.site_id = b.site_id AND visits.vid = b.vid AND visits.v_start >= b.s
+      AND visits.v_end >= ${reach}`);
   const lowest = (await conn.runAndReadAll("SELECT min(s) FROM visit_bounds")).getRows()[0]?.[0];
   // The plain bound lets DuckDB skip the row groups before it (events come in time order).
   await conn.run(
