@@ -5,11 +5,12 @@
  * analytics feed moves events and payments into DuckDB every few milliseconds
  * during the load, so the kill lands between, during or right after moves:
  * after the restart the DuckDB store holds exactly SQLite's events and
- * payments, each once.
+ * payments, each once, and the visits those events make.
  */
 import { afterAll, beforeAll, expect, it } from "vitest";
 import { createAnalyticsFeed } from "../../src/store/duckdb/analytics-feed.js";
 import { analyticsPathBeside, openAnalyticsStore } from "../../src/store/duckdb/analytics-store.js";
+import { rebuildVisits } from "../../src/store/duckdb/visits-maintenance.js";
 import { startChildServer } from "../helpers/child-server.js";
 import { BROWSER_UA } from "../helpers/fixtures.js";
 import { describeEachStore, freshStore, type StoreUnderTest } from "../helpers/stores.js";
@@ -151,6 +152,21 @@ describeEachStore("a server killed with SIGKILL mid-stream", (kind) => {
           for (const id of ackedPayments)
             expect(payments.get(id), id).toEqual([1, Number(id.slice(4))]);
           for (const [id, [n]] of payments) expect(n, id).toBe(1);
+          // The visits the batches kept, each in its events' transaction, are those the
+          // events make: equal to every visit derived again from scratch (then rolled back).
+          const visits = async () =>
+            (
+              await analytics.writer.runAndReadAll(
+                "SELECT * FROM visits ORDER BY site_id, vid, v_start",
+              )
+            ).getRowsJS();
+          const kept = await visits();
+          expect(kept.length).toBeGreaterThan(0);
+          await analytics.writer.run("BEGIN TRANSACTION");
+          await rebuildVisits(analytics.writer);
+          const derived = await visits();
+          await analytics.writer.run("ROLLBACK");
+          expect(kept).toEqual(derived);
         } finally {
           await feed.stop();
           analytics.close();

@@ -21,7 +21,6 @@ import {
   type QueryResultRow,
   type TimeGrain,
 } from "../../domain/analytics/query-plan.js";
-import { VISIT_GAP_MS } from "../../domain/analytics/visits.js";
 import { errors } from "../../domain/errors.js";
 import { UNATTRIBUTED } from "../../domain/vocabulary.js";
 import type { AnalyticsStore } from "./analytics-store.js";
@@ -77,51 +76,63 @@ function filterSql(f: FilterPlan, side: Side, p: Params, tz: string): string {
 }
 
 /**
- * Events of the period, each with its visit's columns (traffic rows `x`).
- * `where` narrows the events instead of the period (the touches of customers).
+ * Events of the period (traffic rows `x`), `vk` their visitor. With
+ * `visits`, each with its visit's columns: the visit of its site and visitor
+ * whose span holds its time, from the `visits` table the feed keeps
+ * (visits-maintenance.ts), `vn` the visit (its start: a visitor has one visit
+ * starting at a time). Visits span all of a visitor's events, so a visit that
+ * began before the period keeps its landing page and touch (docs/reports.md).
+ * `straddling` keeps only the events of visits that do not lie wholly inside
+ * the period (the others are read from `visits` alone, {@link wholeVisits}).
  */
-function trafficRows(siteId: string, period: Interval | string, p: Params): string {
-  const range =
-    typeof period === "string"
-      ? period
-      : `e.ts >= ${p.add(BigInt(period.from))} AND e.ts < ${p.add(BigInt(period.to))}`;
+function trafficRows(
+  siteId: string,
+  period: Interval,
+  p: Params,
+  visits: "none" | "all" | "straddling" = "all",
+): string {
+  const site = p.add(siteId);
+  const from = p.add(BigInt(period.from));
+  const to = p.add(BigInt(period.to));
+  const events = `e.site_id = ${site} AND e.name <> '$identify' AND e.ts >= ${from} AND e.ts < ${to}`;
+  // Without a visit's column to read, the join (the bulk of a query's time) is left out.
+  if (visits === "none") return `x AS (SELECT e.*, e.vid AS vk FROM events e WHERE ${events})`;
   return `
-  ev AS (
-    SELECT e.*, e.vid AS vk FROM events e
-    WHERE e.site_id = ${p.add(siteId)} AND e.name <> '$identify' AND ${range}
-  ),
-  marked AS (
-    SELECT *, CASE WHEN ts - lag(ts) OVER (PARTITION BY vk ORDER BY ts, seq) <= ${VISIT_GAP_MS} THEN 0 ELSE 1 END AS starts
-    FROM ev
-  ),
-  numbered AS (
-    SELECT *, sum(starts) OVER (PARTITION BY vk ORDER BY ts, seq ROWS UNBOUNDED PRECEDING) AS vn FROM marked
-  ),
-  -- A visit's touch is its first event's values, absent ones included (arg_min_null).
-  visits AS (
-    SELECT vk, vn,
-      count(*) FILTER (WHERE name = 'pageview') AS v_pageviews,
-      count(*) AS v_events,
-      min(ts) AS v_start,
-      max(ts) AS v_end,
-      arg_min_null(country, (ts, seq)) AS v_country,
-      arg_min_null(device, (ts, seq)) AS v_device,
-      arg_min_null(browser, (ts, seq)) AS v_browser,
-      arg_min_null(os, (ts, seq)) AS v_os,
-      (max(ts) - min(ts)) / 1000.0 AS v_seconds,
-      coalesce(arg_min_null(channel, (ts, seq)), 'Direct') AS v_channel,
-      arg_min_null(source, (ts, seq)) AS v_source,
-      arg_min_null(medium, (ts, seq)) AS v_medium,
-      arg_min_null(campaign, (ts, seq)) AS v_campaign,
-      arg_min_null(term, (ts, seq)) AS v_term,
-      arg_min_null(content, (ts, seq)) AS v_content,
-      arg_min_null(referrer, (ts, seq)) AS v_referrer,
-      coalesce(arg_min(page, (ts, seq)) FILTER (WHERE name = 'pageview'), arg_min(page, (ts, seq))) AS v_landing_page,
-      coalesce(arg_max(page, (ts, seq)) FILTER (WHERE name = 'pageview'), arg_max(page, (ts, seq))) AS v_exit_page
-    FROM numbered GROUP BY vk, vn
-  ),
-  x AS (SELECT n.*, v.* EXCLUDE (vk, vn) FROM numbered n JOIN visits v USING (vk, vn))`;
+  x AS (
+    SELECT e.*, e.vid AS vk, v.v_start AS vn, v.* EXCLUDE (site_id, vid)
+    FROM events e JOIN visits v ON v.vid = e.vid AND e.ts >= v.v_start AND e.ts <= v.v_end
+    WHERE ${events} AND v.site_id = ${site} AND v.v_end >= ${from} AND v.v_start < ${to}
+      ${visits === "straddling" ? `AND (v.v_start < ${from} OR v.v_end >= ${to})` : ""}
+  )`;
 }
+
+/**
+ * The visits wholly inside the period as per-visit traffic rows (the `v` rows
+ * of a traffic query: every event of such a visit is in the period, so its
+ * counts are the visit's own). Only for a query whose dimensions and filters
+ * read the visit alone (`x.v_*`), which a visit passes or fails as a whole.
+ */
+function wholeVisits(siteId: string, period: Interval, p: Params): string {
+  return `(SELECT *, vid AS vk, v_start AS vn FROM visits
+    WHERE site_id = ${p.add(siteId)} AND v_start >= ${p.add(BigInt(period.from))} AND v_end < ${p.add(BigInt(period.to))}) x`;
+}
+
+/** Metrics that read a visit (its identity or its columns), not only its events. */
+const VISIT_METRICS: ReadonlySet<MetricName> = new Set([
+  "visits",
+  "views_per_visit",
+  "bounce_rate",
+  "visit_duration",
+]);
+
+/** Whether SQL over traffic rows reads a visit's columns. */
+const readsVisit = (sql: string) => sql.includes("x.v_");
+/** Whether SQL over traffic rows reads nothing but a visit's columns. */
+const readsVisitOnly = (sql: string) => !/x\.(?!v_)/.test(sql);
+
+/** The columns of a visit a customer's touches read (`v`: a row of `visits`). */
+const TOUCH_COLUMNS =
+  "v.vid AS vk, v.v_start, v.v_end, v.v_exit_page, v.v_channel, v.v_source, v.v_medium, v.v_campaign, v.v_term, v.v_content, v.v_referrer, v.v_landing_page, v.v_country, v.v_device, v.v_browser, v.v_os";
 
 /** Succeeded payments of the period in the currency (`pay`), with their customer's first charge. */
 function paymentRows(siteId: string, currency: string, period: Interval, p: Params): string {
@@ -204,6 +215,28 @@ async function shares(
   const name = `r_shares_${tables.size}`;
   const p = new Params();
   const site = plan.siteId;
+  if (plan.model === "first_touch" && !touches) {
+    // First touch without the customers' touches: each payment whole, with the
+    // values of the visit its stored attribution names (the attributed
+    // visitor's visit holding the touch's time), all in one statement.
+    await conn.run(
+      `CREATE TEMP TABLE ${name} AS
+       WITH ${paymentRows(site, plan.currency ?? "", period, p)}
+       SELECT pay.payment_id, pay.customer_id, pay.kind, pay.amount_minor AS share, pay.paid_at,
+         pay.first_payment, pay.first_paid_at, NULL::BIGINT AS first_seen_at, NULL::BIGINT AS visits_before,
+         -- A payment without a touch is one share under (none) in every touch dimension.
+         CASE WHEN pay.channel = ${p.add(UNATTRIBUTED)} THEN NULL ELSE pay.channel END AS channel,
+         pay.source, pay.medium, pay.campaign, pay.landing_page,
+         v.v_exit_page AS t_exit_page, v.v_term AS t_term, v.v_content AS t_content,
+         v.v_referrer AS t_referrer, v.v_country AS t_country, v.v_device AS t_device,
+         v.v_browser AS t_browser, v.v_os AS t_os, pay.touch_vid AS touch_vk
+       FROM pay LEFT JOIN visits v ON v.site_id = pay.site_id AND v.vid = pay.touch_vid
+         AND v.v_start <= pay.touched_at AND pay.touched_at <= v.v_end`,
+      p.values,
+    );
+    tables.set(key, name);
+    return name;
+  }
   const payments = (
     await conn.runAndReadAll(
       `WITH ${paymentRows(site, plan.currency ?? "", period, p)}
@@ -232,12 +265,10 @@ async function shares(
              cust AS (
                SELECT customer_id, p AS vk FROM persistent
                UNION SELECT persistent.customer_id, st.vid FROM persistent JOIN st ON st.pvid = persistent.p
-             ),
-             ${trafficRows(site, "e.vid IN (SELECT vk FROM cust)", q)}
-             SELECT c.customer_id, v.vk, v.v_start, v.v_end, v.v_exit_page, v.v_channel, v.v_source, v.v_medium, v.v_campaign,
-               v.v_term, v.v_content, v.v_referrer, v.v_landing_page, v.v_country, v.v_device,
-               v.v_browser, v.v_os
-             FROM visits v JOIN cust c USING (vk) ORDER BY c.customer_id, v.v_start, v.vk`,
+             )
+             SELECT c.customer_id, ${TOUCH_COLUMNS}
+             FROM visits v JOIN cust c ON v.vid = c.vk
+             WHERE v.site_id = ${q.add(site)} ORDER BY c.customer_id, v.v_start, v.vid`,
             q.values,
           )
         ).getRowObjectsJS() as Record<string, Cell | bigint>[]);
@@ -251,10 +282,8 @@ async function shares(
       ? []
       : ((
           await conn.runAndReadAll(
-            `WITH ${trafficRows(site, `e.vid IN (SELECT unnest(${a.add(listValue(touchVids))}::BIGINT[]))`, a)}
-             SELECT v.vk, v.v_start, v.v_end, v.v_exit_page, v.v_term, v.v_content, v.v_referrer,
-               v.v_country, v.v_device, v.v_browser, v.v_os
-             FROM visits v`,
+            `SELECT ${TOUCH_COLUMNS} FROM visits v
+             WHERE v.site_id = ${a.add(site)} AND v.vid IN (SELECT unnest(${a.add(listValue(touchVids))}::BIGINT[]))`,
             a.values,
           )
         ).getRowObjectsJS() as Record<string, Cell | bigint>[]);
@@ -407,16 +436,28 @@ async function runPeriod(
     if (side === "traffic") {
       // One row per visit and dimension values: a visit counts once per group.
       const groupDims = dimSql.map((d, i) => `${d} AS d${i}`);
-      sql = `WITH ${trafficRows(plan.siteId, period, p)},
-        v AS (
-          SELECT ${[...groupDims, "x.vk", "x.vn"].join(", ")},
+      const filter = where.length ? `WHERE ${where.join(" AND ")}` : "";
+      const perVisit = metrics.some((m) => VISIT_METRICS.has(m));
+      const visitSql = [...dimSql, ...where];
+      // Metrics of events alone, by event values: one row per visitor is enough, no join.
+      const mode = perVisit || visitSql.some(readsVisit) ? "all" : "none";
+      // Dimensions and filters of the visit alone: the visits wholly inside the
+      // period are read from `visits`, only the events of those across its edges joined.
+      const whole = mode === "all" && visitSql.every(readsVisitOnly);
+      const eventRows = `SELECT ${[...groupDims, "x.vk", ...(mode === "all" ? ["x.vn"] : [])].join(", ")},
             count(*) FILTER (WHERE x.name = 'pageview') AS pv,
             count(*) FILTER (WHERE NOT starts_with(x.name, '$')) AS ev,
-            bool_or(x.name <> 'pageview' AND NOT starts_with(x.name, '$')) AS conv,
-            any_value(x.v_events) AS v_events, any_value(x.v_seconds) AS v_seconds
-          FROM x ${where.length ? `WHERE ${where.join(" AND ")}` : ""}
-          GROUP BY ALL
-        )
+            bool_or(x.name <> 'pageview' AND NOT starts_with(x.name, '$')) AS conv
+            ${mode === "all" ? ", any_value(x.v_events) AS v_events, any_value(x.v_seconds) AS v_seconds" : ""}
+          FROM x ${filter}
+          GROUP BY ALL`;
+      const visitRows = whole
+        ? `UNION ALL SELECT ${[...groupDims, "x.vk", "x.vn"].join(", ")},
+            x.v_pageviews AS pv, x.v_counted AS ev, x.v_converted AS conv, x.v_events, x.v_seconds
+          FROM ${wholeVisits(plan.siteId, period, p)} ${filter}`
+        : "";
+      sql = `WITH ${trafficRows(plan.siteId, period, p, whole ? "straddling" : mode)},
+        v AS (${eventRows} ${visitRows})
         SELECT ${[...dims.map((_, i) => `v.d${i}`), ...metrics.map((m) => METRICS[m].sql), "count(*)"].join(", ")}
         FROM v ${dims.length ? "GROUP BY ALL" : ""}`;
     } else {
@@ -661,34 +702,39 @@ async function runFunnel(conn: DuckDBConnection, plan: FunnelPlan): Promise<Funn
       ...s.filters.map((f) => filterSql(f, "traffic", p, tz)),
     ].join(" AND "),
   );
-  const sql = `WITH ${trafficRows(plan.siteId, plan.period, p)}
-    SELECT x.vk, x.ts, ${stepConds.map((c, i) => `(${c}) AS m${i}`).join(", ")}
+  const conds = [...common, ...stepConds];
+  const sql = `WITH ${trafficRows(plan.siteId, plan.period, p, conds.some(readsVisit) ? "all" : "none")}
+    SELECT x.vk, x.ts::DOUBLE AS ts,
+      ${stepConds.map((c, i) => `(CASE WHEN (${c}) THEN ${2 ** i} ELSE 0 END)`).join(" + ")} AS m
     FROM x WHERE ${[...common, `(${stepConds.map((c) => `(${c})`).join(" OR ")})`].join(" AND ")}
     ORDER BY x.vk, x.ts, x.seq`;
-  const rows = (await conn.runAndReadAll(sql, p.values)).getRows();
+  // Read by columns, each event's steps as bits: no object per event (a funnel reads every pageview).
+  const [vks = [], tss = [], masks = []] = (
+    await conn.runAndReadAll(sql, p.values)
+  ).getColumns() as [bigint[], number[], number[]];
   const n = plan.steps.length;
   const reached = plan.steps.map(() => 0);
   const gaps: number[][] = plan.steps.map(() => []);
   const completers = new Set<bigint>();
-  const walk = (evs: { ts: number; m: boolean[] }[], vk: bigint) => {
+  /** The visitor of the events [lo, hi). */
+  const walk = (lo: number, hi: number, vk: bigint) => {
     let best: number[] = [];
-    for (let s = 0; s < evs.length; s++) {
-      if (!evs[s]?.m[0]) continue;
-      const t0 = (evs[s] as { ts: number }).ts;
+    for (let s = lo; s < hi; s++) {
+      if (((masks[s] as number) & 1) === 0) continue;
+      const t0 = tss[s] as number;
       const times = [t0];
       let at = s;
       for (let step = 1; step < n; step++) {
         let next = -1;
-        for (let j = at + 1; j < evs.length; j++) {
-          const e = evs[j] as { ts: number; m: boolean[] };
-          if (e.ts - t0 > plan.windowMs) break;
-          if (e.m[step]) {
+        for (let j = at + 1; j < hi; j++) {
+          if ((tss[j] as number) - t0 > plan.windowMs) break;
+          if (((masks[j] as number) & (1 << step)) !== 0) {
             next = j;
             break;
           }
         }
         if (next < 0) break;
-        times.push((evs[next] as { ts: number }).ts);
+        times.push(tss[next] as number);
         at = next;
       }
       if (times.length > best.length) best = times;
@@ -699,18 +745,13 @@ async function runFunnel(conn: DuckDBConnection, plan: FunnelPlan): Promise<Funn
     });
     if (best.length === n) completers.add(vk);
   };
-  let current: bigint | undefined;
-  let evs: { ts: number; m: boolean[] }[] = [];
-  for (const r of rows) {
-    const vk = r[0] as bigint;
-    if (vk !== current) {
-      if (current !== undefined) walk(evs, current);
-      current = vk;
-      evs = [];
+  let lo = 0;
+  for (let i = 1; i <= vks.length; i++) {
+    if (i === vks.length || vks[i] !== vks[lo]) {
+      walk(lo, i, vks[lo] as bigint);
+      lo = i;
     }
-    evs.push({ ts: num(r[1]), m: plan.steps.map((_, i) => r[2 + i] === true) });
   }
-  if (current !== undefined) walk(evs, current);
   const first = reached[0] as number;
   const result: FunnelResult = {
     steps: plan.steps.map((step, i) => {

@@ -22,6 +22,12 @@ import Database from "better-sqlite3";
 import { externalReferrer, pageOf } from "../../domain/analytics/visits.js";
 import { classifyTouch } from "../../domain/attribution/channels.js";
 import { type AnalyticsStore, visitorKey } from "./analytics-store.js";
+import {
+  rebuildVisits,
+  refreshVisits,
+  TouchedVisitors,
+  touchedByDeletion,
+} from "./visits-maintenance.js";
 
 /** The feed as the wiring and the tests see it. */
 /** Rows a rebuild appends between two turns of the event loop. */
@@ -163,7 +169,8 @@ export function createAnalyticsFeed(options: AnalyticsFeedOptions): AnalyticsFee
   let rewritten = false;
   const w = analytics.writer;
 
-  const appendEvent = (ap: DuckDBAppender, r: EventRow) => {
+  /** Appends one event; returns its visitor key. */
+  const appendEvent = (ap: DuckDBAppender, r: EventRow): bigint => {
     const clickIds =
       r.click_ids === null ? undefined : (JSON.parse(r.click_ids) as Record<string, string>);
     const c = classifyTouch({
@@ -178,7 +185,8 @@ export function createAnalyticsFeed(options: AnalyticsFeedOptions): AnalyticsFee
     ap.appendBigInt(BigInt(r.id));
     ap.appendVarchar(r.site_id);
     ap.appendBigInt(BigInt(r.ts));
-    ap.appendBigInt(visitorKey(r.visitor_id));
+    const vid = visitorKey(r.visitor_id);
+    ap.appendBigInt(vid);
     ap.appendVarchar(r.name);
     ap.appendVarchar(pageOf(r.url));
     const text = (v: string | null | undefined) =>
@@ -203,6 +211,7 @@ export function createAnalyticsFeed(options: AnalyticsFeedOptions): AnalyticsFee
     text(r.os);
     text(r.props);
     ap.endRow();
+    return vid;
   };
 
   const appendPayment = (ap: DuckDBAppender, p: PaymentRow) => {
@@ -327,6 +336,7 @@ export function createAnalyticsFeed(options: AnalyticsFeedOptions): AnalyticsFee
           stitches.endRow();
         }
         stitches.closeSync();
+        await rebuildVisits(w);
         await setWatermark(seq);
         await w.run("COMMIT");
       } catch (err) {
@@ -346,6 +356,8 @@ export function createAnalyticsFeed(options: AnalyticsFeedOptions): AnalyticsFee
     const last = (rows.at(-1) as LogRow).seq;
     await w.run("BEGIN TRANSACTION");
     let ap: DuckDBAppender | undefined;
+    // The visitors whose visits the batch changes: appended or deleted events.
+    const touched = new TouchedVisitors();
     try {
       ap = await w.createAppender("events");
       let i = 0;
@@ -365,7 +377,7 @@ export function createAnalyticsFeed(options: AnalyticsFeedOptions): AnalyticsFee
             hi = Math.max(hi, id);
           }
           for (const r of s.eventsIn.iterate(lo, hi) as IterableIterator<EventRow>) {
-            if (ids.has(r.id)) appendEvent(ap, r);
+            if (ids.has(r.id)) touched.add(r.site_id, appendEvent(ap, r), r.ts);
           }
           continue;
         }
@@ -375,6 +387,7 @@ export function createAnalyticsFeed(options: AnalyticsFeedOptions): AnalyticsFee
         rewritten = true;
         if (kind === LOG_KIND.eventDeleted) {
           const ids = run.map((r) => r.ref as number);
+          await touchedByDeletion(w, ids, touched);
           for (let k = 0; k < ids.length; k += 1000) {
             await w.run(`DELETE FROM events WHERE seq IN (${ids.slice(k, k + 1000).join(",")})`);
           }
@@ -389,6 +402,8 @@ export function createAnalyticsFeed(options: AnalyticsFeedOptions): AnalyticsFee
       }
       ap.closeSync();
       ap = undefined;
+      // The visits change in the same transaction as the events that make them.
+      await refreshVisits(w, touched.values());
       await setWatermark(last);
       options.faults?.beforeCommit?.();
       await w.run("COMMIT");

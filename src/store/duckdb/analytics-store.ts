@@ -16,12 +16,15 @@
  *   compression store each distinct value once per row group, which an ENUM
  *   would only save again while forcing a schema change for every new value;
  * - payments keep their stored first-touch attribution (the default model),
- *   links and stitches are small tables joined at query time.
+ *   links and stitches are small tables joined at query time;
+ * - visits (start, end, counts, touch) are a table the feed keeps with the
+ *   events (visits-maintenance.ts), not recomputed by every query.
  */
 import { createHash } from "node:crypto";
 import { mkdirSync, renameSync, rmSync } from "node:fs";
 import { dirname } from "node:path";
 import { type DuckDBConnection, DuckDBInstance } from "@duckdb/node-api";
+import { ensureVisitsTable } from "./visits-maintenance.js";
 
 /** What the analytics store is opened with (src/config.ts). */
 export interface AnalyticsStoreOptions {
@@ -118,6 +121,7 @@ export async function openAnalyticsStore(options: AnalyticsStoreOptions): Promis
   });
   const writer = await instance.connect();
   await writer.run(SCHEMA);
+  await ensureVisitsTable(writer);
   let closed = false;
   return {
     path: options.path,

@@ -1,0 +1,250 @@
+/**
+ * The `visits` table of the analytics store: every visit (a visitor's run of
+ * events with no gap over 30 minutes, src/domain/analytics/visits.ts) with
+ * its start, end, counts and touch, derived from the `events` table once
+ * instead of inside every query. The rule is written here once, as SQL
+ * ({@link VISITS_SQL}), and used two ways:
+ * - {@link rebuildVisits} derives every visit after a bulk load;
+ * - {@link refreshVisits} re-derives, per batch, the visits of the visitors
+ *   the batch touched (events appended, late ones included, or deleted), from
+ *   the first of their visits that the change can reach.
+ * Both run on the caller's connection inside its transaction (the feed's
+ * batch), so the visits commit or roll back with the events that make them.
+ */
+import type { DuckDBConnection } from "@duckdb/node-api";
+import { VISIT_GAP_MS } from "../../domain/analytics/visits.js";
+
+/**
+ * The table (`v_counted`: the events the `events` metric counts, those not
+ * named `$…`; `v_converted`: whether one is a custom event). A visitor's visits never overlap (more than 30 minutes lie
+ * between two), so an event's visit is the one of its site and visitor whose
+ * [v_start, v_end] holds its time: the engine joins on that.
+ */
+export const VISITS_SCHEMA = `
+CREATE TABLE IF NOT EXISTS visits (
+  site_id VARCHAR NOT NULL,
+  vid BIGINT NOT NULL,
+  v_start BIGINT NOT NULL,
+  v_end BIGINT NOT NULL,
+  v_events BIGINT NOT NULL,
+  v_pageviews BIGINT NOT NULL,
+  v_seconds DOUBLE NOT NULL,
+  v_counted BIGINT NOT NULL,
+  v_converted BOOLEAN NOT NULL,
+  v_channel VARCHAR NOT NULL,
+  v_source VARCHAR,
+  v_medium VARCHAR,
+  v_campaign VARCHAR,
+  v_term VARCHAR,
+  v_content VARCHAR,
+  v_referrer VARCHAR,
+  v_landing_page VARCHAR,
+  v_exit_page VARCHAR,
+  v_country VARCHAR,
+  v_device VARCHAR,
+  v_browser VARCHAR,
+  v_os VARCHAR
+);
+`;
+
+/** The columns of `events` a visit is derived from. */
+const VISIT_INPUT = [
+  "seq",
+  "site_id",
+  "ts",
+  "vid",
+  "name",
+  "page",
+  "referrer",
+  "channel",
+  "source",
+  "medium",
+  "campaign",
+  "term",
+  "content",
+  "country",
+  "device",
+  "browser",
+  "os",
+];
+
+/**
+ * The visits of the events `src` yields (rows of `events`, any subset that
+ * holds whole visits), in the table's column order. Events of equal time keep
+ * the order SQLite acknowledged them (`seq`); a visit's touch is its first
+ * event's values, absent ones included (arg_min_null); `$identify` is no event here.
+ */
+export function visitsSql(src: string): string {
+  return `
+  WITH ev AS (SELECT ${VISIT_INPUT.join(", ")} FROM (${src}) WHERE name <> '$identify'),
+  marked AS (
+    SELECT *, CASE WHEN ts - lag(ts) OVER (PARTITION BY site_id, vid ORDER BY ts, seq) <= ${VISIT_GAP_MS} THEN 0 ELSE 1 END AS starts
+    FROM ev
+  ),
+  numbered AS (
+    SELECT *, sum(starts) OVER (PARTITION BY site_id, vid ORDER BY ts, seq ROWS UNBOUNDED PRECEDING) AS vn FROM marked
+  )
+  SELECT site_id, vid,
+    min(ts) AS v_start,
+    max(ts) AS v_end,
+    count(*) AS v_events,
+    count(*) FILTER (WHERE name = 'pageview') AS v_pageviews,
+    (max(ts) - min(ts)) / 1000.0 AS v_seconds,
+    count(*) FILTER (WHERE NOT starts_with(name, '$')) AS v_counted,
+    bool_or(name <> 'pageview' AND NOT starts_with(name, '$')) AS v_converted,
+    coalesce(arg_min_null(channel, (ts, seq)), 'Direct') AS v_channel,
+    arg_min_null(source, (ts, seq)) AS v_source,
+    arg_min_null(medium, (ts, seq)) AS v_medium,
+    arg_min_null(campaign, (ts, seq)) AS v_campaign,
+    arg_min_null(term, (ts, seq)) AS v_term,
+    arg_min_null(content, (ts, seq)) AS v_content,
+    arg_min_null(referrer, (ts, seq)) AS v_referrer,
+    coalesce(arg_min(page, (ts, seq)) FILTER (WHERE name = 'pageview'), arg_min(page, (ts, seq))) AS v_landing_page,
+    coalesce(arg_max(page, (ts, seq)) FILTER (WHERE name = 'pageview'), arg_max(page, (ts, seq))) AS v_exit_page,
+    arg_min_null(country, (ts, seq)) AS v_country,
+    arg_min_null(device, (ts, seq)) AS v_device,
+    arg_min_null(browser, (ts, seq)) AS v_browser,
+    arg_min_null(os, (ts, seq)) AS v_os
+  FROM numbered GROUP BY site_id, vid, vn`;
+}
+
+/** Events whose visits one statement of a rebuild derives (bounds its memory). */
+const REBUILD_CHUNK_EVENTS = 200_000;
+
+/**
+ * Derives every visit from the events (after a rebuild filled them),
+ * replacing what was there: the visitors in slices by the hash of their key,
+ * so that a statement holds about {@link REBUILD_CHUNK_EVENTS} events however
+ * large the store (the whole of 1M events at once outgrows a 512 MB limit).
+ */
+export async function rebuildVisits(
+  conn: DuckDBConnection,
+  chunkEvents = REBUILD_CHUNK_EVENTS,
+): Promise<void> {
+  await conn.run("DELETE FROM visits");
+  const n = Number((await conn.runAndReadAll("SELECT count(*) FROM events")).getRows()[0]?.[0]);
+  const slices = Math.max(1, Math.ceil(n / chunkEvents));
+  const columns = VISIT_INPUT.join(", ");
+  for (let k = 0; k < slices; k++) {
+    await conn.run(
+      // In time order: the per-batch lookups of recent visits skip the row groups before them.
+      `INSERT INTO visits SELECT * FROM (${visitsSql(`SELECT ${columns} FROM events WHERE hash(vid) % ${slices} = ${k}`)}) ORDER BY v_start`,
+    );
+  }
+}
+
+/**
+ * A visitor a batch touched: an event of it at `from` was appended (however
+ * late) or deleted. Its visits from the one that `from` can reach are re-derived.
+ */
+export interface TouchedVisitor {
+  siteId: string;
+  vid: bigint;
+  /** The earliest time of its events the batch appended or deleted. */
+  from: number;
+}
+
+/** Collects the visitors a batch touches, the earliest time of each. */
+export class TouchedVisitors {
+  private readonly byKey = new Map<string, TouchedVisitor>();
+  add(siteId: string, vid: bigint, from: number): void {
+    const key = `${siteId}\u0000${vid}`;
+    const cur = this.byKey.get(key);
+    if (!cur) this.byKey.set(key, { siteId, vid, from });
+    else if (from < cur.from) cur.from = from;
+  }
+  get size(): number {
+    return this.byKey.size;
+  }
+  values(): IterableIterator<TouchedVisitor> {
+    return this.byKey.values();
+  }
+}
+
+/**
+ * The visitors whose events `seqs` name, each with the earliest time among
+ * them: read before those events are deleted, so their visits can be re-derived.
+ */
+export async function touchedByDeletion(
+  conn: DuckDBConnection,
+  seqs: readonly number[],
+  into: TouchedVisitors,
+): Promise<void> {
+  for (let k = 0; k < seqs.length; k += 1000) {
+    const r = await conn.runAndReadAll(
+      `SELECT site_id, vid, min(ts) FROM events WHERE seq IN (${seqs.slice(k, k + 1000).join(",")}) GROUP BY ALL`,
+    );
+    for (const [site, vid, ts] of r.getRows()) into.add(String(site), vid as bigint, Number(ts));
+  }
+}
+
+/**
+ * Re-derives the visits of the touched visitors from their events. For each,
+ * the visits that end 30 minutes or less before its earliest touched time
+ * (or later) can change: those are deleted and the visits of its events from
+ * the first of them (or from that time) derived again. The earlier visits stay
+ * as they are: more than 30 minutes separate them from anything re-derived.
+ * Runs in the caller's transaction.
+ */
+export async function refreshVisits(
+  conn: DuckDBConnection,
+  touched: Iterable<TouchedVisitor>,
+): Promise<void> {
+  const list = [...touched];
+  if (list.length === 0) return;
+  // Plain bounds besides the per-visitor ones: DuckDB skips the row groups
+  // (in time order) that end before them.
+  const reach = list.reduce((m, t) => Math.min(m, t.from), Number.POSITIVE_INFINITY) - VISIT_GAP_MS;
+  await conn.run(
+    "CREATE OR REPLACE TEMP TABLE visit_touched (site_id VARCHAR, vid BIGINT, from_ts BIGINT)",
+  );
+  const ap = await conn.createAppender("visit_touched", "main", "temp");
+  try {
+    for (const t of list) {
+      ap.appendVarchar(t.siteId);
+      ap.appendBigInt(t.vid);
+      ap.appendBigInt(BigInt(t.from));
+      ap.endRow();
+    }
+  } finally {
+    ap.closeSync();
+  }
+  // Where each touched visitor's re-derivation starts.
+  await conn.run(`CREATE OR REPLACE TEMP TABLE visit_bounds AS
+    SELECT t.site_id, t.vid, least(min(t.from_ts), coalesce(min(v.v_start), min(t.from_ts))) AS s
+    FROM visit_touched t
+    LEFT JOIN visits v ON v.site_id = t.site_id AND v.vid = t.vid AND v.v_end >= t.from_ts - ${VISIT_GAP_MS}
+      AND v.v_end >= ${reach}
+    GROUP BY t.site_id, t.vid`);
+  await conn.run(`DELETE FROM visits USING visit_bounds b
+    WHERE visits.site_id = b.site_id AND visits.vid = b.vid AND visits.v_start >= b.s
+      AND visits.v_end >= ${reach}`);
+  const lowest = (await conn.runAndReadAll("SELECT min(s) FROM visit_bounds")).getRows()[0]?.[0];
+  // The plain bound lets DuckDB skip the row groups before it (events come in time order).
+  await conn.run(
+    `INSERT INTO visits ${visitsSql(`
+    SELECT ${VISIT_INPUT.map((c) => `e.${c}`).join(", ")} FROM events e JOIN visit_bounds b ON e.site_id = b.site_id AND e.vid = b.vid
+    WHERE e.ts >= b.s AND e.ts >= ${BigInt(lowest as bigint)}`)}`,
+  );
+  await conn.run("DROP TABLE visit_touched; DROP TABLE visit_bounds");
+}
+
+/**
+ * Creates the table; a file written before it existed gets every visit
+ * derived from its events at once (in one transaction), as a rebuild would.
+ */
+export async function ensureVisitsTable(conn: DuckDBConnection): Promise<void> {
+  const known = await conn.runAndReadAll(
+    "SELECT count(*) FROM duckdb_tables() WHERE schema_name = 'main' AND table_name = 'visits'",
+  );
+  if (Number(known.getRows()[0]?.[0]) > 0) return;
+  await conn.run("BEGIN TRANSACTION");
+  try {
+    await conn.run(VISITS_SCHEMA);
+    await rebuildVisits(conn);
+    await conn.run("COMMIT");
+  } catch (err) {
+    await conn.run("ROLLBACK").catch(() => {});
+    throw err;
+  }
+}
