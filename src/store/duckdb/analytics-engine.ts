@@ -25,6 +25,7 @@ import { VISIT_GAP_MS } from "../../domain/analytics/visits.js";
 import { errors } from "../../domain/errors.js";
 import { UNATTRIBUTED } from "../../domain/vocabulary.js";
 import type { AnalyticsStore } from "./analytics-store.js";
+import { countEvents, pageEvents, trafficByDay } from "./event-reads.js";
 import { DIMENSIONS, METRICS, timeBucket } from "./semantic-layer.js";
 
 export interface DuckDbAnalyticsOptions {
@@ -543,6 +544,19 @@ export function createDuckDbAnalytics(options: DuckDbAnalyticsOptions): Analytic
     }
   };
 
+  /** Runs a stored-events read on a connection of its own; a failure is the engine's outage. */
+  const withReader = async <T>(work: (conn: DuckDBConnection) => Promise<T>): Promise<T> => {
+    let conn: DuckDBConnection | undefined;
+    try {
+      conn = await options.analytics.connect();
+      return await work(conn);
+    } catch (err) {
+      throw errors.analyticsUnavailable(err);
+    } finally {
+      conn?.closeSync();
+    }
+  };
+
   return {
     query(plan, signal) {
       return withConnection(plan.siteId, signal, async (conn) => {
@@ -622,6 +636,11 @@ export function createDuckDbAnalytics(options: DuckDbAnalyticsOptions): Analytic
     funnel(plan: FunnelPlan, signal) {
       return withConnection(plan.siteId, signal, (conn) => runFunnel(conn, plan));
     },
+    // The stored events' reads: outside the per-site query slots (a ListEvents or
+    // an export page is small and bounded), on a connection of their own.
+    pageEvents: (siteId, q) => withReader((conn) => pageEvents(conn, siteId, q)),
+    trafficByDay: (siteId, from, to) => withReader((conn) => trafficByDay(conn, siteId, from, to)),
+    countEvents: (siteId, filter) => withReader((conn) => countEvents(conn, siteId, filter)),
   };
 }
 

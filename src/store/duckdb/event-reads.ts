@@ -1,0 +1,125 @@
+/**
+ * The stored events' reads over DuckDB (ListEvents, the exports,
+ * SiteOverview's partial days, erasure's and retention's counts): since
+ * migration 19 an event lives here once the feed moved it out of SQLite.
+ *
+ * A page is read by position (`seq`, SQLite's AUTOINCREMENT id, appended in
+ * order): DuckDB keeps each row group's min/max of `seq`, so a query bounded
+ * to a window of positions reads only the row groups of that window. A page
+ * looks in a window below `before`, widening it (×4) until it has its rows or
+ * reaches the first position: the newest pages of a large table read a few
+ * row groups, not the whole table, and an export reads each row group about
+ * once.
+ */
+import type { DuckDBConnection, DuckDBValue } from "@duckdb/node-api";
+import type { EventCountFilter } from "../../domain/analytics/query-plan.js";
+import { EVENT_FIELD_TABLE, type EventRecord } from "../../domain/store/event-fields.js";
+import type { EventPage, EventPageQuery } from "../../domain/store/events-port.js";
+import type { DailyTraffic } from "../../domain/store/overview-port.js";
+
+/** The DuckDB column of each stored field (the event's raw referrer is `referrer_url`). */
+const COLUMN_OF: Record<string, string> = { referrer: "referrer_url" };
+
+const SELECT = `seq, site_id, ${EVENT_FIELD_TABLE.map((f) => COLUMN_OF[f.stored] ?? f.stored).join(", ")}`;
+
+/** The first window of positions a page looks in. */
+const FIRST_WINDOW = 65_536;
+
+/** A DuckDB row back to the record, by the field table's kinds. */
+function eventOf(row: Record<string, DuckDBValue>): EventRecord {
+  const e: Record<string, unknown> = { siteId: row.site_id };
+  for (const f of EVENT_FIELD_TABLE) {
+    const v = row[COLUMN_OF[f.stored] ?? f.stored];
+    if (v === null || v === undefined) continue;
+    e[f.field] =
+      f.kind === "json" || f.kind === "map"
+        ? JSON.parse(String(v))
+        : f.kind === "text"
+          ? String(v)
+          : Number(v);
+  }
+  return e as EventRecord;
+}
+
+/** A page of a site's events, newest first by position (StoreEventsPart.pageEvents). */
+export async function pageEvents(
+  conn: DuckDBConnection,
+  siteId: string,
+  q: EventPageQuery,
+): Promise<EventPage> {
+  // The first page starts past the last position (one read of the column's newest row groups).
+  let hi =
+    q.before ??
+    Number((await conn.runAndReadAll("SELECT max(seq) FROM events")).getRows()[0]?.[0] ?? -1) + 1;
+  const first = 0;
+  let width = Math.max(FIRST_WINDOW, q.limit * 8);
+  // One more than asked: whether there is a next page, without an empty last one.
+  const want = q.limit + 1;
+  const rows: Record<string, DuckDBValue>[] = [];
+  while (rows.length < want && hi > first) {
+    const lo = Math.max(first, hi - width);
+    const r = await conn.runAndReadAll(
+      `SELECT ${SELECT} FROM events
+       WHERE site_id = $1 AND seq >= $2 AND seq < $3 AND ts >= $4 AND ts < $5
+       ORDER BY seq DESC LIMIT $6`,
+      [siteId, BigInt(lo), BigInt(hi), BigInt(q.from), BigInt(q.to), want - rows.length],
+    );
+    rows.push(...r.getRowObjects());
+    hi = lo;
+    width *= 4;
+  }
+  const page = rows.slice(0, q.limit);
+  return {
+    events: page.map(eventOf),
+    ...(rows.length > q.limit ? { next: Number((page.at(-1) as { seq: bigint }).seq) } : {}),
+  };
+}
+
+/** Visitors and pageviews per UTC day of a site's events in [from, to) (StoreOverviewPart.trafficByDay). */
+export async function trafficByDay(
+  conn: DuckDBConnection,
+  siteId: string,
+  from: number,
+  to: number,
+): Promise<DailyTraffic[]> {
+  const r = await conn.runAndReadAll(
+    `SELECT strftime(make_timestamp(ts * 1000), '%Y-%m-%d') AS day,
+       count(DISTINCT visitor_id) AS visitors, count(*) FILTER (WHERE name = 'pageview') AS pageviews
+     FROM events WHERE site_id = $1 AND ts >= $2 AND ts < $3
+     GROUP BY day ORDER BY day`,
+    [siteId, BigInt(from), BigInt(to)],
+  );
+  return r.getRows().map(([day, visitors, pageviews]) => ({
+    day: String(day),
+    visitors: Number(visitors),
+    pageviews: Number(pageviews),
+  }));
+}
+
+/** How many of a site's events match every condition of `filter`. */
+export async function countEvents(
+  conn: DuckDBConnection,
+  siteId: string,
+  filter: EventCountFilter,
+): Promise<number> {
+  const where = ["site_id = $1"];
+  const values: DuckDBValue[] = [siteId];
+  const add = (sql: (p: string) => string, v: DuckDBValue) => {
+    values.push(v);
+    where.push(sql(`$${values.length}`));
+  };
+  if (filter.before !== undefined) add((p) => `ts < ${p}`, BigInt(filter.before));
+  if (filter.identifyUserId !== undefined) {
+    add((p) => `user_id = ${p} AND name = '$identify'`, filter.identifyUserId);
+  }
+  if (filter.visitorIds !== undefined) {
+    if (filter.visitorIds.length === 0) return 0;
+    const ids = filter.visitorIds.map((id) => `'${id.replaceAll("'", "''")}'`).join(", ");
+    where.push(`visitor_id IN (${ids})`);
+  }
+  const r = await conn.runAndReadAll(
+    `SELECT count(*) FROM events WHERE ${where.join(" AND ")}`,
+    values,
+  );
+  return Number(r.getRows()[0]?.[0] ?? 0);
+}
