@@ -44,8 +44,10 @@ import {
   paymentNdjsonLine,
 } from "../edge/export-formats.js";
 import { httpErrorOf } from "../edge/http-errors.js";
+import { backupDataDirectory } from "../store/duckdb/analytics-backup.js";
+import { analyticsPathBeside } from "../store/duckdb/analytics-store.js";
 import { type MigrationReport, openStore } from "../store/open-store.js";
-import { backupSqlite, CopyRefusedError, restoreSqlite } from "../store/sqlite/backup.js";
+import { CopyRefusedError, restoreSqlite } from "../store/sqlite/backup.js";
 import { openCliEventReads } from "./cli-analytics.js";
 import { DEMO_DAYS, loadDemoMonth } from "./demo-data.js";
 
@@ -321,6 +323,9 @@ function warnIfNewDatabase(storeUrl: string, command: Command): void {
 const FILE_COMMANDS: readonly string[] = ["store backup", "store restore"];
 
 /** `store backup|restore FILE`: the SQLite store's file copied out or back in. */
+/** How long `store backup` waits for a running server to copy its analytics file. */
+const BACKUP_ANSWER_MS = 600_000;
+
 async function copyStore(
   command: "store backup" | "store restore",
   file: string,
@@ -333,7 +338,16 @@ async function copyStore(
   }
   const path = config.storeUrl.slice("sqlite:".length);
   return command === "store backup"
-    ? backupSqlite(path, file, { busyTimeoutMs: config.sqliteBusyTimeoutMs })
+    ? backupDataDirectory({
+        sqlitePath: path,
+        analyticsPath: analyticsPathBeside(path),
+        file,
+        busyTimeoutMs: config.sqliteBusyTimeoutMs,
+        threads: config.analyticsThreads,
+        memoryLimit: config.analyticsMemoryLimit,
+        timeoutMs: BACKUP_ANSWER_MS,
+        now: () => systemClock.now(),
+      })
     : restoreSqlite(file, path);
 }
 

@@ -28,6 +28,7 @@ import { type DuckDBAppender, listValue } from "@duckdb/node-api";
 import Database from "better-sqlite3";
 import { externalReferrer, pageOf } from "../../domain/analytics/visits.js";
 import { classifyTouch } from "../../domain/attribution/channels.js";
+import { copyDataDirectory, type DataBackupReport } from "./analytics-backup.js";
 import { type AnalyticsStore, visitorKey } from "./analytics-store.js";
 
 /** The feed as the wiring and the tests see it. */
@@ -53,6 +54,11 @@ export interface AnalyticsFeed {
    * their old bytes, and closing rewrites it (closeCompacted).
    */
   removedRows(): boolean;
+  /**
+   * Copies the data directory (this analytics file, then SQLite) to `file`
+   * and `file.analytics.duckdb` between two batches (analytics-backup.ts).
+   */
+  backup(file: string, busyTimeoutMs: number): Promise<DataBackupReport>;
   /** Starts the polling loop (every `intervalMs`). */
   start(): void;
   /** Stops the loop after the batch in progress; closes the SQLite connection. */
@@ -191,6 +197,12 @@ export function createAnalyticsFeed(options: AnalyticsFeedOptions): AnalyticsFee
       "SELECT persistent_id FROM visitor_stitches WHERE site_id = ? AND visitor_id = ?",
     ),
     allStitches: db.prepare("SELECT site_id, visitor_id, persistent_id FROM visitor_stitches"),
+    backupsAsked: db.prepare(
+      "SELECT id, path FROM store_backups WHERE done_at IS NULL ORDER BY id",
+    ),
+    backupDone: db.prepare(
+      "UPDATE store_backups SET done_at = ?, report = ?, error = ? WHERE id = ?",
+    ),
   };
   const siteHosts = new Map<string, string[]>();
   const hostsOf = (siteId: string): string[] => {
@@ -558,18 +570,42 @@ export function createAnalyticsFeed(options: AnalyticsFeedOptions): AnalyticsFee
     return mark;
   };
 
-  const runOnce = (maxBatches = Number.POSITIVE_INFINITY): Promise<number> => {
-    // One batch at a time: a poll that finds one running waits for it, then runs.
+  /** Runs `work` after the batch (or backup) in progress: one at a time. */
+  const serial = <T>(work: () => Promise<T>): Promise<T> => {
     const prev = running ?? Promise.resolve(0);
-    const next = prev.catch(() => 0).then(() => drain(maxBatches));
-    running = next;
+    const next = prev.catch(() => 0).then(work);
+    running = next.then(
+      () => mark ?? 0,
+      () => mark ?? 0,
+    );
     return next;
+  };
+
+  const runOnce = (maxBatches = Number.POSITIVE_INFINITY): Promise<number> =>
+    // One batch at a time: a poll that finds one running waits for it, then runs.
+    serial(() => drain(maxBatches));
+
+  const backup = (file: string, busyTimeoutMs: number) =>
+    serial(() => copyDataDirectory(options.sqlitePath, analytics, file, busyTimeoutMs));
+
+  /** Answers the backups `admin store backup` asked of this process (analytics-backup.ts). */
+  const serveBackups = async () => {
+    const asked = s.backupsAsked.all() as { id: number; path: string }[];
+    for (const b of asked) {
+      try {
+        const report = await backup(b.path, 5_000);
+        s.backupDone.run(Date.now(), JSON.stringify(report), null, b.id);
+      } catch (err) {
+        s.backupDone.run(Date.now(), null, err instanceof Error ? err.message : String(err), b.id);
+      }
+    }
   };
 
   const tick = () => {
     timer = undefined;
     if (stopped) return;
     runOnce()
+      .then(serveBackups)
       .catch((err) => options.onError?.(err))
       .finally(() => {
         if (!stopped) timer = setTimeout(tick, options.intervalMs);
@@ -578,6 +614,7 @@ export function createAnalyticsFeed(options: AnalyticsFeedOptions): AnalyticsFee
 
   return {
     runOnce,
+    backup,
     async catchUp() {
       const head = (s.lastSeq.get() as { seq: number } | undefined)?.seq ?? 0;
       while (mark === undefined || mark < head) {

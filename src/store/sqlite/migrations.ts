@@ -599,6 +599,16 @@ CREATE INDEX events_site ON events(site_id);
 CREATE TRIGGER analytics_feed_event_insert AFTER INSERT ON events BEGIN
   INSERT INTO analytics_feed (kind, ref) VALUES (0, NEW.id);
 END;
+-- A backup asked of the process that holds the analytics file (admin store backup
+-- while a server runs): its feed copies both files between two batches and says so here.
+CREATE TABLE store_backups (
+  id INTEGER PRIMARY KEY,
+  path TEXT NOT NULL,
+  requested_at INTEGER NOT NULL,
+  done_at INTEGER,
+  report TEXT,
+  error TEXT
+);
 `,
   },
 ];
