@@ -20,12 +20,24 @@ import { loadOverviewSite, OVERVIEW_SITE } from "./lib/overview-site.mjs";
 
 const DAY = 86_400_000;
 
+/** SQLite's largest tables and indexes after the move, in bytes. */
+let sqliteTables = {};
+
 /** The bytes of a SQLite file's free pages (freelist), after a checkpoint. */
 function sqliteFreeBytes(path) {
   const db = new Database(path);
   try {
     db.pragma("wal_checkpoint(TRUNCATE)");
     const pageSize = db.pragma("page_size", { simple: true });
+    // Where SQLite's used bytes are, by table and index (the largest).
+    sqliteTables = Object.fromEntries(
+      db
+        .prepare(
+          "SELECT name, sum(pgsize) AS bytes FROM dbstat GROUP BY name ORDER BY bytes DESC LIMIT 10",
+        )
+        .all()
+        .map((r) => [r.name, r.bytes]),
+    );
     return db.pragma("freelist_count", { simple: true }) * pageSize;
   } finally {
     db.close();
@@ -168,6 +180,7 @@ try {
           Math.round(((allBytes - sqliteFree) / EVENTS) * 10) / 10,
         files: Object.fromEntries(files.map((f) => [f, size(f)])),
         sqliteFreeBytes: sqliteFree,
+        sqliteTables,
         outboxDeleteSliceMs: {
           slices: slices.length,
           p50: Math.round((slices[Math.floor(slices.length / 2)] ?? 0) * 100) / 100,
