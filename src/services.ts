@@ -291,6 +291,7 @@ async function openAnalytics(
     analytics: store,
     timeoutMs: config.analyticsQueryTimeoutMs,
     perSite: config.analyticsQueriesPerSite,
+    removals: feed.removals,
   });
   // Read-your-writes: every read first waits for the feed to apply what SQLite
   // committed before it began (an event just acknowledged, an erasure).

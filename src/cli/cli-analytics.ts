@@ -57,6 +57,7 @@ export async function openCliEventReads(config: Config, store: Store): Promise<C
     analytics,
     timeoutMs: config.analyticsQueryTimeoutMs,
     perSite: config.analyticsQueriesPerSite,
+    removals: feed.removals,
   });
   const caughtUp =
     <A extends unknown[], R>(f: (...a: A) => Promise<R>) =>

@@ -25,7 +25,7 @@ import { VISIT_GAP_MS } from "../../domain/analytics/visits.js";
 import { errors } from "../../domain/errors.js";
 import { UNATTRIBUTED } from "../../domain/vocabulary.js";
 import type { AnalyticsStore } from "./analytics-store.js";
-import { countEvents, pageEvents, trafficByDay } from "./event-reads.js";
+import { countEvents, createEventPager, pageEvents, trafficByDay } from "./event-reads.js";
 import { DIMENSIONS, METRICS, timeBucket } from "./semantic-layer.js";
 
 export interface DuckDbAnalyticsOptions {
@@ -34,6 +34,11 @@ export interface DuckDbAnalyticsOptions {
   timeoutMs: number;
   /** Queries of one site running at once (ANALYTICS_QUERIES_PER_SITE). */
   perSite: number;
+  /**
+   * The feed's count of event removals (AnalyticsFeed.removals): with it,
+   * paging through events reads ahead (event-reads.ts); without, page by page.
+   */
+  removals?: () => number;
 }
 
 /** SQL text and its positional parameters, built together. */
@@ -509,6 +514,7 @@ const sortValue = (v: MetricValue | undefined): number | undefined =>
 /** Creates the engine. */
 export function createDuckDbAnalytics(options: DuckDbAnalyticsOptions): AnalyticsEngine {
   const running = new Map<string, number>();
+  const pager = options.removals ? createEventPager(options.removals) : undefined;
 
   /** Runs `work` on a connection of its own, within the site's slots and the time limit. */
   const withConnection = async <T>(
@@ -638,7 +644,10 @@ export function createDuckDbAnalytics(options: DuckDbAnalyticsOptions): Analytic
     },
     // The stored events' reads: outside the per-site query slots (a ListEvents or
     // an export page is small and bounded), on a connection of their own.
-    pageEvents: (siteId, q) => withReader((conn) => pageEvents(conn, siteId, q)),
+    pageEvents: (siteId, q) =>
+      withReader((conn) =>
+        pager ? pager(async () => conn, siteId, q) : pageEvents(conn, siteId, q),
+      ),
     trafficByDay: (siteId, from, to) => withReader((conn) => trafficByDay(conn, siteId, from, to)),
     countEvents: (siteId, filter) => withReader((conn) => countEvents(conn, siteId, filter)),
   };

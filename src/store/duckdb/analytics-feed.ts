@@ -49,6 +49,12 @@ export interface AnalyticsFeed {
   /** The last log sequence number applied to DuckDB. */
   watermark(): number;
   /**
+   * How many times events were removed from DuckDB (an erasure, a pruning, a
+   * rebuild) since the feed started: a read-ahead of events taken before it
+   * moved is dropped (event-reads.ts).
+   */
+  removals(): number;
+  /**
    * Whether a batch deleted or replaced rows since the feed started (an
    * erasure, a pruning, a payment or link change): the file then still holds
    * their old bytes, and closing rewrites it (closeCompacted).
@@ -222,6 +228,7 @@ export function createAnalyticsFeed(options: AnalyticsFeedOptions): AnalyticsFee
   let timer: NodeJS.Timeout | undefined;
   let stopped = false;
   let rewritten = false;
+  let removals = 0;
   const w = analytics.writer;
 
   const appendEvent = (ap: DuckDBAppender, r: EventRow) => {
@@ -393,6 +400,7 @@ export function createAnalyticsFeed(options: AnalyticsFeedOptions): AnalyticsFee
           "DELETE FROM events; DELETE FROM payments; DELETE FROM links; DELETE FROM stitches",
         );
         moved = 0;
+        removals += 1;
         const ap = await w.createAppender("events");
         let n = 0;
         for (const r of s.allEvents.iterate() as IterableIterator<EventRow>) {
@@ -480,6 +488,7 @@ export function createAnalyticsFeed(options: AnalyticsFeedOptions): AnalyticsFee
         ap.flushSync();
         // Anything but an append leaves old rows' bytes in the file until it is rewritten.
         rewritten = true;
+        if (kind === LOG_KIND.eventDeleted || kind >= LOG_KIND.eraseVisitor) removals += 1;
         if (kind === LOG_KIND.eventDeleted) {
           const ids = run.map((r) => r.ref as number);
           for (let k = 0; k < ids.length; k += 1000) {
@@ -624,6 +633,7 @@ export function createAnalyticsFeed(options: AnalyticsFeedOptions): AnalyticsFee
       }
     },
     watermark: () => mark ?? 0,
+    removals: () => removals,
     removedRows: () => rewritten,
     start() {
       if (timer || stopped) return;

@@ -41,12 +41,33 @@ function eventOf(row: Record<string, DuckDBValue>): EventRecord {
   return e as EventRecord;
 }
 
+/** Events with their positions, newest first, as a read returns them. */
+export interface PositionedEvents {
+  events: EventRecord[];
+  seqs: number[];
+  /** Whether events are left below the last one. */
+  more: boolean;
+}
+
 /** A page of a site's events, newest first by position (StoreEventsPart.pageEvents). */
 export async function pageEvents(
   conn: DuckDBConnection,
   siteId: string,
   q: EventPageQuery,
 ): Promise<EventPage> {
+  const r = await readEvents(conn, siteId, q);
+  return {
+    events: r.events,
+    ...(r.more ? { next: r.seqs.at(-1) as number } : {}),
+  };
+}
+
+/** Up to `q.limit` events below `q.before`, newest first, with their positions. */
+export async function readEvents(
+  conn: DuckDBConnection,
+  siteId: string,
+  q: EventPageQuery,
+): Promise<PositionedEvents> {
   // The first page starts past the last position (one read of the column's newest row groups).
   let hi =
     q.before ??
@@ -71,7 +92,7 @@ export async function pageEvents(
     width *= 4;
   }
   const positions = seqs.slice(0, q.limit);
-  if (positions.length === 0) return { events: [] };
+  if (positions.length === 0) return { events: [], seqs: [], more: false };
   const r = await conn.runAndReadAll(
     `SELECT ${SELECT} FROM events
      WHERE site_id = $1 AND seq >= $2 AND seq <= $3 AND ts >= $4 AND ts < $5
@@ -86,7 +107,81 @@ export async function pageEvents(
   );
   return {
     events: r.getRowObjects().map(eventOf),
-    ...(seqs.length > q.limit ? { next: positions.at(-1) as number } : {}),
+    seqs: positions,
+    more: seqs.length > q.limit,
+  };
+}
+
+/** Events a read-ahead fetches at once: this many pages of the caller's size. */
+const READ_AHEAD_PAGES = 20;
+/** The most events one read-ahead holds. */
+const READ_AHEAD_MAX = 2_000;
+/** Reads ahead kept at once (exports and listings in progress), oldest dropped first. */
+const READ_AHEADS = 8;
+
+/**
+ * `pageEvents` for callers that page through a range (the exports: a page
+ * of 100 at a time): each read fetches READ_AHEAD_PAGES pages' worth, and
+ * the next pages are served from it while it is valid. A read-ahead holds
+ * only events older than the reader's position, which new events never
+ * join; it is dropped as soon as the feed removed events (an erasure, a
+ * pruning: `removals()` moved), so no removed event is ever served from it.
+ * Memory: READ_AHEADS × READ_AHEAD_PAGES pages at most.
+ */
+export function createEventPager(removals: () => number) {
+  type Ahead = PositionedEvents & {
+    key: string;
+    removals: number;
+    /** The read's upper bound: it holds every matching event in [last seq, before). */
+    before: number;
+  };
+  const aheads: Ahead[] = [];
+  return async (
+    conn: () => Promise<DuckDBConnection>,
+    siteId: string,
+    q: EventPageQuery,
+  ): Promise<EventPage> => {
+    const key = `${siteId}\u0000${q.from}\u0000${q.to}\u0000${q.limit}`;
+    const now = removals();
+    const before = q.before ?? Number.MAX_SAFE_INTEGER;
+    const hit = aheads.find(
+      (a) =>
+        a.key === key &&
+        a.removals === now &&
+        q.before !== undefined &&
+        before <= a.before &&
+        (a.seqs.at(-1) ?? Number.MAX_SAFE_INTEGER) < before,
+    );
+    if (hit) {
+      const from = hit.seqs.findIndex((x) => x < before);
+      const left = hit.seqs.length - from;
+      // The page and whether one follows, when the read-ahead knows both.
+      if (left > q.limit || !hit.more) {
+        const end = from + Math.min(q.limit, left);
+        const more = left > q.limit || hit.more;
+        return {
+          events: hit.events.slice(from, end),
+          ...(more ? { next: hit.seqs[end - 1] as number } : {}),
+        };
+      }
+    }
+    // A first page (a listing's) reads just itself; the pages after it read ahead.
+    const limit =
+      q.before === undefined
+        ? q.limit
+        : Math.max(q.limit, Math.min(q.limit * READ_AHEAD_PAGES, READ_AHEAD_MAX));
+    const read = await readEvents(await conn(), siteId, { ...q, limit });
+    const ahead: Ahead = { ...read, key, removals: now, before };
+    const stale = aheads.findIndex((a) => a.key === key);
+    if (stale >= 0) aheads.splice(stale, 1);
+    aheads.push(ahead);
+    if (aheads.length > READ_AHEADS) aheads.shift();
+    const end = Math.min(q.limit, read.seqs.length);
+    const more = read.seqs.length > q.limit || read.more;
+    return {
+      events: read.events.slice(0, end),
+      ...(more ? { next: read.seqs[end - 1] as number } : {}),
+    };
   };
 }
 
