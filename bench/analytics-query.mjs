@@ -11,6 +11,7 @@
 import { mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import Database from "better-sqlite3";
 import { createDuckDbAnalytics } from "../src/store/duckdb/analytics-engine.ts";
 import { createAnalyticsFeed } from "../src/store/duckdb/analytics-feed.ts";
 import { openAnalyticsStore } from "../src/store/duckdb/analytics-store.ts";
@@ -18,6 +19,30 @@ import { createSqliteStore } from "../src/store/sqlite/sqlite-store.ts";
 import { loadOverviewSite, OVERVIEW_SITE } from "./lib/overview-site.mjs";
 
 const DAY = 86_400_000;
+
+/** SQLite's largest tables and indexes after the move, in bytes. */
+let sqliteTables = {};
+
+/** The bytes of a SQLite file's free pages (freelist), after a checkpoint. */
+function sqliteFreeBytes(path) {
+  const db = new Database(path);
+  try {
+    db.pragma("wal_checkpoint(TRUNCATE)");
+    const pageSize = db.pragma("page_size", { simple: true });
+    // Where SQLite's used bytes are, by table and index (the largest).
+    sqliteTables = Object.fromEntries(
+      db
+        .prepare(
+          "SELECT name, sum(pgsize) AS bytes FROM dbstat GROUP BY name ORDER BY bytes DESC LIMIT 10",
+        )
+        .all()
+        .map((r) => [r.name, r.bytes]),
+    );
+    return db.pragma("freelist_count", { simple: true }) * pageSize;
+  } finally {
+    db.close();
+  }
+}
 const NOW = Date.UTC(2026, 2, 11, 12);
 const EVENTS = Number(process.env.EVENTS ?? 1_000_000);
 const PAYMENTS = Number(process.env.PAYMENTS ?? 100_000);
@@ -33,11 +58,34 @@ try {
     threads: THREADS,
     memoryLimit: process.env.ANALYTICS_MEMORY_LIMIT ?? "512MB",
   });
-  const feed = createAnalyticsFeed({ sqlitePath, analytics, intervalMs: 1000 });
+  // The mover's deletes of the outbox (migration 19): the time between two slices of
+  // 1,000 (the delete, then one turn of the event loop) is what each slice holds SQLite's
+  // write lock at most.
+  const slices = [];
+  let sliceAt = performance.now();
+  const feed = createAnalyticsFeed({
+    sqlitePath,
+    analytics,
+    intervalMs: 1000,
+    faults: {
+      duringDelete() {
+        const now = performance.now();
+        slices.push(now - sliceAt);
+        sliceAt = now;
+      },
+    },
+  });
   let s = performance.now();
+  sliceAt = s;
   await feed.runOnce();
   const rebuildSeconds = (performance.now() - s) / 1000;
+  slices.shift(); // the first interval is the rebuild itself
+  slices.sort((a, b) => a - b);
   await analytics.writer.run("CHECKPOINT");
+  // SQLite after the move: the outbox is empty, its pages free in the file; SQLite reuses
+  // them for the next events (the file does not grow while the feed keeps up). The
+  // steady-state size is the file without its free pages (what a VACUUM would leave).
+  const sqliteFree = sqliteFreeBytes(sqlitePath);
   const size = (name) => statSync(join(dir, name)).size;
   const files = readdirSync(dir);
   const duckBytes = files.filter((f) => f.startsWith("analytics")).reduce((a, f) => a + size(f), 0);
@@ -128,6 +176,19 @@ try {
         rebuildSeconds: Math.round(rebuildSeconds * 10) / 10,
         duckdbBytesPerEvent: Math.round((duckBytes / EVENTS) * 10) / 10,
         dataDirectoryBytesPerEvent: Math.round((allBytes / EVENTS) * 10) / 10,
+        dataDirectoryBytesPerEventWithoutSqliteFreePages:
+          Math.round(((allBytes - sqliteFree) / EVENTS) * 10) / 10,
+        files: Object.fromEntries(files.map((f) => [f, size(f)])),
+        sqliteFreeBytes: sqliteFree,
+        sqliteTables,
+        outboxDeleteSliceMs: {
+          slices: slices.length,
+          p50: Math.round((slices[Math.floor(slices.length / 2)] ?? 0) * 100) / 100,
+          p99: Math.round((slices[Math.floor(slices.length * 0.99)] ?? 0) * 100) / 100,
+          usPerEvent:
+            Math.round((slices.reduce((a, b) => a + b, 0) / (slices.length * 1000)) * 1000 * 10) /
+            10,
+        },
         rssMiB: Math.round(process.memoryUsage().rss / 2 ** 20),
         queries: results,
       },

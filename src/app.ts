@@ -144,12 +144,13 @@ async function closeAnalytics(
   try {
     await closeCompacted(analytics.store);
   } catch (err) {
-    // Derived from SQLite: without its rewrite the file goes, and the next start rebuilds it.
+    // The file holds the moved events (SQLite keeps only the outbox): it stays as it
+    // is, and the next clean stop rewrites it.
     analytics.store.close();
-    removeAnalyticsFile(analytics.store.path);
+    removeAnalyticsFile(`${analytics.store.path}.compact`);
     log.warn(
       { err: scrub(err) },
-      "analytics file not rewritten at close; removed, rebuilt at start",
+      "analytics file not rewritten at close; kept, rewritten at the next stop",
     );
   }
 }

@@ -8,6 +8,7 @@ import { createLocalRateLimiter, type RateLimiter } from "./cluster/rate-limiter
 import type { Config } from "./config.js";
 import { type Admin, createAdmin } from "./domain/admin.js";
 import { type AnalyticsApp, createAnalyticsApp } from "./domain/analytics/analytics-app.js";
+import { storedEventReads } from "./domain/analytics/event-reads.js";
 import type { AnalyticsEngine } from "./domain/analytics/query-plan.js";
 import { createAttributor } from "./domain/attribution/attribute.js";
 import { type Authenticator, createAuthenticator } from "./domain/auth.js";
@@ -194,6 +195,12 @@ export async function buildServices(
     }),
   );
   const analytics = await openAnalytics(deps, log);
+  // SQLite in a file moves its events to the engine (migration 19); MongoDB keeps its own.
+  const eventReads = storedEventReads({
+    store,
+    engine: analytics?.engine,
+    eventsInEngine: deps.store.feedFile !== undefined,
+  });
   const readiness = createReadiness({ ping: () => store.ping(), timeoutMs: 2_000 });
   metrics.setReadinessProbe(() => readiness.check());
   const admin = createAdmin({ store, clock });
@@ -210,6 +217,7 @@ export async function buildServices(
       store,
       attributor: attribution,
       audit: (line) => log()?.info(erasureAuditFields(line), "personal data erased"),
+      ...(eventReads.countEvents ? { countEvents: eventReads.countEvents } : {}),
     }),
     retention: createRetention({ store }),
     collectLimits: createCollectLimits({ store }),
@@ -224,9 +232,15 @@ export async function buildServices(
       stepEvents: config.retentionStepEvents,
       stepPauseMs: config.retentionStepPauseMs,
       onPruned: (count) => metrics.eventsPruned(count),
+      ...(eventReads.countEvents ? { countEvents: eventReads.countEvents } : {}),
     }),
     pruneEvents: (deps.pruneEvents ?? true) && config.retentionIntervalMs > 0,
-    reports: createReports({ store, clock, exportsPerSite: config.exportsPerSite }),
+    reports: createReports({
+      store,
+      clock,
+      exportsPerSite: config.exportsPerSite,
+      events: eventReads,
+    }),
     payments,
     events,
     connectors: createConnectorsApp({
@@ -283,6 +297,35 @@ async function openAnalytics(
     analytics: store,
     timeoutMs: config.analyticsQueryTimeoutMs,
     perSite: config.analyticsQueriesPerSite,
+    removals: feed.removals,
   });
-  return { store, feed, engine };
+  // Read-your-writes: every read first waits for the feed to apply what SQLite
+  // committed before it began (an event just acknowledged, an erasure).
+  return {
+    store,
+    feed,
+    engine: {
+      ...engine,
+      query: async (...a) => {
+        await feed.catchUp();
+        return engine.query(...a);
+      },
+      funnel: async (...a) => {
+        await feed.catchUp();
+        return engine.funnel(...a);
+      },
+      pageEvents: async (...a) => {
+        await feed.catchUp();
+        return engine.pageEvents(...a);
+      },
+      trafficByDay: async (...a) => {
+        await feed.catchUp();
+        return engine.trafficByDay(...a);
+      },
+      countEvents: async (...a) => {
+        await feed.catchUp();
+        return engine.countEvents(...a);
+      },
+    },
+  };
 }

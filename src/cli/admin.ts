@@ -22,7 +22,7 @@ import {
   MAX_COLLECT_PER_MINUTE,
 } from "../domain/collect-limits.js";
 import { createErasure, type ErasureAudit, erasureAuditFields } from "../domain/erasure.js";
-import { DomainError } from "../domain/errors.js";
+import { DomainError, errors } from "../domain/errors.js";
 import { KEY_PREFIX } from "../domain/keys.js";
 import { createReports } from "../domain/reports.js";
 import { createRetention } from "../domain/retention.js";
@@ -44,8 +44,11 @@ import {
   paymentNdjsonLine,
 } from "../edge/export-formats.js";
 import { httpErrorOf } from "../edge/http-errors.js";
+import { backupDataDirectory } from "../store/duckdb/analytics-backup.js";
+import { analyticsPathBeside } from "../store/duckdb/analytics-store.js";
 import { type MigrationReport, openStore } from "../store/open-store.js";
-import { backupSqlite, CopyRefusedError, restoreSqlite } from "../store/sqlite/backup.js";
+import { CopyRefusedError, restoreSqlite } from "../store/sqlite/backup.js";
+import { openCliEventReads } from "./cli-analytics.js";
 import { DEMO_DAYS, loadDemoMonth } from "./demo-data.js";
 
 /** Each command: its arguments and what it does, for `help`. */
@@ -320,6 +323,9 @@ function warnIfNewDatabase(storeUrl: string, command: Command): void {
 const FILE_COMMANDS: readonly string[] = ["store backup", "store restore"];
 
 /** `store backup|restore FILE`: the SQLite store's file copied out or back in. */
+/** How long `store backup` waits for a running server to copy its analytics file. */
+const BACKUP_ANSWER_MS = 600_000;
+
 async function copyStore(
   command: "store backup" | "store restore",
   file: string,
@@ -332,7 +338,16 @@ async function copyStore(
   }
   const path = config.storeUrl.slice("sqlite:".length);
   return command === "store backup"
-    ? backupSqlite(path, file, { busyTimeoutMs: config.sqliteBusyTimeoutMs })
+    ? backupDataDirectory({
+        sqlitePath: path,
+        analyticsPath: analyticsPathBeside(path),
+        file,
+        busyTimeoutMs: config.sqliteBusyTimeoutMs,
+        threads: config.analyticsThreads,
+        memoryLimit: config.analyticsMemoryLimit,
+        timeoutMs: BACKUP_ANSWER_MS,
+        now: () => systemClock.now(),
+      })
     : restoreSqlite(file, path);
 }
 
@@ -370,12 +385,29 @@ async function run(argv: string[]): Promise<unknown> {
     return copyStore(command, files[0] as string, config);
   }
   const store = await openStore(config.storeUrl, { storeTimeoutMs: config.storeTimeoutMs });
+  // Only the commands that read or erase stored events open the analytics file.
+  const events =
+    command === "export events" || command.startsWith("erase ")
+      ? await openCliEventReads(config, store)
+      : { close: async () => {} };
   try {
     const admin = createAdmin({ store, clock: systemClock });
+    /**
+     * After an erasure of events while a server holds the analytics file: it ran in
+     * SQLite, which logs what the server's feed deletes from the file at its next
+     * batch; only the events not yet moved could be counted here.
+     */
+    const warnIfHeld = () => {
+      if (events.reads) return;
+      process.stderr.write(
+        `${JSON.stringify({ warning: "a running server holds the analytics store: it erases the events it holds at its next batch; the counts here are of the events not yet moved to it" })}\n`,
+      );
+    };
     const erasure = createErasure({
       store,
       attributor: createAttributor({ store, clock: systemClock }),
       audit: writeAudit,
+      ...(events.reads?.countEvents ? { countEvents: events.reads.countEvents } : {}),
     });
     switch (command) {
       case "account create": {
@@ -426,23 +458,33 @@ async function run(argv: string[]): Promise<unknown> {
         const format = need("format");
         if (!isOneOf(EXPORT_FORMATS, format)) throw usageError("--format must be ndjson or csv");
         if (values.out === "") throw usageError("--out needs a file name");
-        const reports = createReports({ store, clock: systemClock });
+        const reports = createReports({
+          store,
+          clock: systemClock,
+          ...(events.reads ? { events: events.reads } : {}),
+        });
         const range = { siteId: need("site"), from: values.from ?? "", to: values.to ?? "" };
         const csv = format === "csv";
-        const rows =
-          command === "export events"
-            ? await writeExport(
-                await reports.exportEvents(range),
-                csv ? eventCsvRow : eventNdjsonLine,
-                csv ? EVENT_CSV_HEAD : "",
-                values.out,
-              )
-            : await writeExport(
-                await reports.exportPayments(range),
-                csv ? paymentCsvRow : paymentNdjsonLine,
-                csv ? PAYMENT_CSV_HEAD : "",
-                values.out,
-              );
+        const eventPages =
+          command === "export events" ? await reports.exportEvents(range) : undefined;
+        if (eventPages && !events.reads) {
+          // Checked first (the request's errors come before this one); nothing was read.
+          await eventPages.return();
+          throw errors.eventsHeldByServer();
+        }
+        const rows = eventPages
+          ? await writeExport(
+              eventPages,
+              csv ? eventCsvRow : eventNdjsonLine,
+              csv ? EVENT_CSV_HEAD : "",
+              values.out,
+            )
+          : await writeExport(
+              await reports.exportPayments(range),
+              csv ? paymentCsvRow : paymentNdjsonLine,
+              csv ? PAYMENT_CSV_HEAD : "",
+              values.out,
+            );
         return values.out === undefined ? WRITTEN : { out: values.out, format, rows };
       }
       case "account set-plan": {
@@ -560,6 +602,7 @@ async function run(argv: string[]): Promise<unknown> {
           userId: need("user"),
           actorUserId: need("as"),
         });
+        warnIfHeld();
         return {
           identity_links: r.identityLinks,
           events: r.events,
@@ -575,6 +618,7 @@ async function run(argv: string[]): Promise<unknown> {
           visitorId: need("visitor"),
           actorUserId: need("as"),
         });
+        warnIfHeld();
         return {
           events: r.events,
           touches: r.touches,
@@ -602,6 +646,7 @@ async function run(argv: string[]): Promise<unknown> {
       }
     }
   } finally {
+    await events.close();
     await store.close();
   }
 }

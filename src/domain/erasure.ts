@@ -4,7 +4,9 @@
  * the admin CLI. What each erasure removes and what remains is
  * docs/privacy.md; the stores do the removing (src/domain/store/erasure-port.ts).
  */
+
 import { createHmac, randomBytes } from "node:crypto";
+import type { StoredEventReads } from "./analytics/event-reads.js";
 import type { Attributor } from "./attribution/attribute.js";
 import { joinStitchedVisitors } from "./attribution/stitched-visitors.js";
 import { errors } from "./errors.js";
@@ -93,8 +95,13 @@ export function createErasure(deps: {
   attributor: Pick<Attributor, "attributeCustomer">;
   /** Told of every erasure that ran, once, after it ran. */
   audit: (line: ErasureAudit) => void;
+  /**
+   * Counts the events the store no longer holds (the engine's, on SQLite:
+   * analytics/event-reads.ts); the store's erasure logs their removal there.
+   */
+  countEvents?: StoredEventReads["countEvents"];
 }) {
-  const { store, attributor, audit } = deps;
+  const { store, attributor, audit, countEvents } = deps;
 
   /** The site exists and the actor is one of its account's owners or admins. */
   async function authorize(siteId: string, actorUserId: string): Promise<void> {
@@ -167,10 +174,12 @@ export function createErasure(deps: {
     }): Promise<UserErased> {
       const userId = required("user_id", input.userId);
       await authorize(input.siteId, input.actorUserId);
+      // Counted before the erasure logs their removal (the engine applies it in order).
+      const moved = countEvents ? await countEvents(input.siteId, { identifyUserId: userId }) : 0;
       const links = await store.eraseUserLinks(input.siteId, userId);
       const counts: UserErased = {
         identityLinks: links.identityLinks,
-        events: links.events,
+        events: moved + links.events,
         ...NO_CUSTOMER,
       };
       for (const customerId of links.customers) {
@@ -199,7 +208,9 @@ export function createErasure(deps: {
       const stored = [...ids.keys()];
       // How a payment may have named them: the stored id, or a vid without its prefix.
       const names = [...new Set([visitorId, ...stored, ...stored.map(publicVisitorId)])];
-      const removed = await store.eraseVisitors(input.siteId, stored, names);
+      const moved = countEvents ? await countEvents(input.siteId, { visitorIds: stored }) : 0;
+      const erased = await store.eraseVisitors(input.siteId, stored, names);
+      const removed = { ...erased, events: moved + erased.events };
       for (const customerId of removed.customers) {
         await attributor.attributeCustomer(input.siteId, customerId);
       }

@@ -152,6 +152,12 @@ export const errors = {
       "analytics queries are not served by this process (they need the SQLite store's analytics file)",
       { retryAfterSeconds: 2 },
     ),
+  eventsHeldByServer: () =>
+    new DomainError(
+      "unavailable",
+      "a running server holds the analytics store, where the stored events are: export them over its REST or RPC door, or stop it first",
+      { retryAfterSeconds: 2 },
+    ),
   analyticsUnavailable: (cause?: unknown) =>
     new DomainError("unavailable", "the analytics store is unavailable, retry later", {
       retryAfterSeconds: 2,

@@ -56,11 +56,13 @@ export async function trafficOfPeriod(
   siteId: string,
   from: number,
   to: number,
+  /** Where the stored events are (the engine on SQLite: analytics/event-reads.ts). */
+  events: Pick<Store, "trafficByDay"> = store,
 ): Promise<DailyTraffic[]> {
   const { days, edges } = splitPeriod(from, to);
   const parts = await Promise.all([
     days ? store.trafficRollup(siteId, days.fromDay, days.toDay) : [],
-    ...edges.map((e) => store.trafficByDay(siteId, e.from, e.to)),
+    ...edges.map((e) => events.trafficByDay(siteId, e.from, e.to)),
   ]);
   // The parts cover distinct days: a day is whole (rollup) or an edge (raw), never both.
   return parts.flat().sort((a, b) => (a.day < b.day ? -1 : a.day > b.day ? 1 : 0));

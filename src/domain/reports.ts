@@ -1,5 +1,6 @@
 /** Read operations for ReportsService (inspection, tests, the dashboard). */
 
+import type { StoredEventReads } from "./analytics/event-reads.js";
 import type { Clock } from "./clock.js";
 import { errors } from "./errors.js";
 import { isPersistentVisitorId } from "./events/persistent-visitor.js";
@@ -139,8 +140,11 @@ export function createReports(deps: {
   clock: Clock;
   /** Exports of one site that may run at once in this process (EXPORTS_PER_SITE); default 2. */
   exportsPerSite?: number;
+  /** Where stored events are read (analytics/event-reads.ts); default: the store. */
+  events?: StoredEventReads;
 }) {
   const { store, clock } = deps;
+  const events: StoredEventReads = deps.events ?? store;
   const exportSlots = createExportSlots(deps.exportsPerSite ?? DEFAULT_EXPORTS_PER_SITE);
 
   /** An export's site and [from, to), checked before anything is read or sent. */
@@ -231,7 +235,7 @@ export function createReports(deps: {
       if (!(await store.getSite(input.siteId))) {
         throw errors.siteNotFound(input.siteId);
       }
-      const page = await store.pageEvents(input.siteId, {
+      const page = await events.pageEvents(input.siteId, {
         from,
         to,
         limit,
@@ -261,7 +265,7 @@ export function createReports(deps: {
       const { siteId, from, to } = await exportRange(input);
       const release = exportSlots.take(siteId);
       const pages = pagesOf(async (before: number | undefined) => {
-        const page = await store.pageEvents(siteId, {
+        const page = await events.pageEvents(siteId, {
           from,
           to,
           limit: EXPORT_PAGE,
@@ -360,7 +364,7 @@ export function createReports(deps: {
       const { from, to } = overviewPeriod((name, value) => timeField(name, value, 0), input);
       if (!(await store.getSite(input.siteId))) throw errors.siteNotFound(input.siteId);
       const [overview, mrr] = await Promise.all([
-        buildSiteOverview(store, input.siteId, from, to),
+        buildSiteOverview(store, input.siteId, from, to, events),
         mrrAt(input.siteId, Math.min(to, clock.now())),
       ]);
       return { ...overview, mrr };

@@ -138,10 +138,11 @@ export async function buildSiteOverview(
   siteId: string,
   from: number,
   to: number,
+  events: Pick<Store, "trafficByDay"> = store,
 ): Promise<SiteOverviewView> {
   const [traffic, visitors, breakdown, revenue, recentPayments] = await Promise.all([
-    // Whole days from the daily rollups, partial days from the rows (overview-traffic.ts).
-    trafficOfPeriod(store, siteId, from, to),
+    // Whole days from the daily rollups, partial days from the stored events (overview-traffic.ts).
+    trafficOfPeriod(store, siteId, from, to, events),
     newVisitorsOfPeriod(store, siteId, from, to),
     store.revenueBreakdown(siteId, from, to),
     store.revenueByChannel(siteId, from, to),

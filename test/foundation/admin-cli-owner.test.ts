@@ -12,8 +12,8 @@ import { runAdminCli } from "../helpers/cli.js";
 import { sendTagged } from "../helpers/events.js";
 import { postPayment } from "../helpers/payment-clients.js";
 import { minimalPayment } from "../helpers/payment-fixtures.js";
-import { TEST_NOW } from "../helpers/test-server.js";
-import { useTestServer } from "../helpers/use-test-server.js";
+import { ADMIN_TOKEN, TEST_NOW } from "../helpers/test-server.js";
+import { useTestServer, withTestServer } from "../helpers/use-test-server.js";
 
 const ctx = useTestServer();
 let env: Record<string, string>;
@@ -208,8 +208,6 @@ describe("admin CLI: export", { timeout: 120_000 }, () => {
   });
 
   it.each([
-    ["events", "ndjson"],
-    ["events", "csv"],
     ["payments", "ndjson"],
     ["payments", "csv"],
   ] as const)(
@@ -222,22 +220,23 @@ describe("admin CLI: export", { timeout: 120_000 }, () => {
       expect(r.stdout).toBe(expected);
       const rows =
         format === "csv" ? expected.split("\r\n").length - 2 : expected.split("\n").length - 1;
-      expect(rows).toBe(kind === "events" ? 3 : 2);
+      expect(rows).toBe(2);
     },
   );
 
-  it("writes the ISO times beside the epoch ones and guards formula cells", async () => {
-    const events = await cli(
-      "export",
-      "events",
-      "--site",
-      ctx.siteId,
-      "--format",
-      "ndjson",
-      ...range,
-    );
-    const first = JSON.parse(events.stdout.split("\n")[0] as string);
-    expect(first).toMatchObject({ ts: String(T + 3000), tsIso: new Date(T + 3000).toISOString() });
+  it("refuses to export events while the server holds the analytics store, saying where to export them", async () => {
+    for (const format of ["ndjson", "csv"]) {
+      const r = await cli("export", "events", "--site", ctx.siteId, "--format", format, ...range);
+      expect(r).toMatchObject({
+        exitCode: 1,
+        stdout: "",
+        stderr:
+          "error: unavailable: a running server holds the analytics store, where the stored events are: export them over its REST or RPC door, or stop it first\n",
+      });
+    }
+  });
+
+  it("guards formula cells", async () => {
     const payments = await cli(
       "export",
       "payments",
@@ -253,10 +252,10 @@ describe("admin CLI: export", { timeout: 120_000 }, () => {
   });
 
   it("writes to a new file with --out and prints a summary; never overwrites a file", async () => {
-    const out = join(dir, "events.csv");
+    const out = join(dir, "payments.csv");
     const r = await cli(
       "export",
-      "events",
+      "payments",
       "--site",
       ctx.siteId,
       "--format",
@@ -266,8 +265,8 @@ describe("admin CLI: export", { timeout: 120_000 }, () => {
       ...range,
     );
     expect(r.exitCode).toBe(0);
-    expect(r.json).toEqual({ out, format: "csv", rows: 3 });
-    expect(readFileSync(out, "utf8")).toBe(await rest("events", "csv"));
+    expect(r.json).toEqual({ out, format: "csv", rows: 2 });
+    expect(readFileSync(out, "utf8")).toBe(await rest("payments", "csv"));
 
     const existing = join(dir, "keep.ndjson");
     writeFileSync(existing, "mine\n");
@@ -348,5 +347,54 @@ describe("admin CLI: export", { timeout: 120_000 }, () => {
       });
     }
     expect(() => readFileSync(out)).toThrow(/ENOENT/);
+  });
+});
+
+describe("admin CLI: export events from a stopped server's data directory", {
+  timeout: 120_000,
+}, () => {
+  it("writes events as NDJSON and CSV, byte for byte what the REST export gave, ISO times beside", async () => {
+    const T = TEST_NOW - 600_000;
+    const query = `from=${new Date(T).toISOString()}&to=${new Date(T + 10_000).toISOString()}`;
+    await withTestServer({}, async (server, tenant) => {
+      await sendTagged(server.url, tenant, [1, 2, 3], (tag) => T + tag * 1000);
+      const rest: Record<string, string> = {};
+      for (const format of ["ndjson", "csv"]) {
+        const res = await fetch(
+          `${server.url}/api/v1/export/events?site_id=${tenant.siteId}&${query}&format=${format}`,
+          { headers: { authorization: `Bearer ${ADMIN_TOKEN}` } },
+        );
+        expect(res.status).toBe(200);
+        rest[format] = await res.text();
+      }
+      // The server stops: its analytics file (where the events now are) is free.
+      await server.app.close();
+      const stopped = { STORE_URL: `sqlite:${server.dir}/ingest.sqlite` };
+      for (const format of ["ndjson", "csv"]) {
+        const r = await runAdminCli(
+          [
+            "export",
+            "events",
+            "--site",
+            tenant.siteId,
+            "--format",
+            format,
+            "--from",
+            new Date(T).toISOString(),
+            "--to",
+            new Date(T + 10_000).toISOString(),
+          ],
+          stopped,
+        );
+        expect(r).toMatchObject({ exitCode: 0, stderr: "" });
+        expect(r.stdout).toBe(rest[format]);
+      }
+      const first = JSON.parse((rest.ndjson as string).split("\n")[0] as string);
+      expect(first).toMatchObject({
+        ts: String(T + 3000),
+        tsIso: new Date(T + 3000).toISOString(),
+      });
+      expect((rest.csv as string).split("\r\n").length - 2).toBe(3);
+    });
   });
 });

@@ -3,7 +3,7 @@
  * while a server takes writes, a second server on the copy, and `store
  * restore` refused while a server holds the database.
  */
-import { copyFileSync, existsSync, mkdtempSync, rmSync } from "node:fs";
+import { copyFileSync, existsSync, mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, describe, expect, it } from "vitest";
@@ -12,7 +12,7 @@ import { createSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
 import { runAdminCli } from "../helpers/cli.js";
 import { BROWSER_UA } from "../helpers/fixtures.js";
 import { rpcClient } from "../helpers/rpc-clients.js";
-import { ADMIN_TOKEN, postJson, startTestServer } from "../helpers/test-server.js";
+import { ADMIN_TOKEN, postJson, startTestServer, TEST_NOW } from "../helpers/test-server.js";
 import { useTestServer } from "../helpers/use-test-server.js";
 
 const ctx = useTestServer();
@@ -48,7 +48,7 @@ describe("admin store backup and restore", () => {
   const dbPath = () => join(ctx.server.dir, "ingest.sqlite");
   const backup = join(dir, "copy.sqlite");
 
-  it("backs up while the server takes writes: a second server on the copy has every write acknowledged before, and the same reports", async () => {
+  it("backs up while the server takes writes: a second server on the restored copy has every write acknowledged before, and the same reports", async () => {
     const res = await postJson(
       `${ctx.url}/api/v1/payments`,
       {
@@ -84,12 +84,27 @@ describe("admin store backup and restore", () => {
     expect(report.seconds).toBeGreaterThanOrEqual(0);
     expect(existsSync(`${backup}-wal`)).toBe(false);
     expect(acked.length).toBeGreaterThan(ackedBefore.length);
+    // The events the feed moved live in the analytics file (migration 19): the running
+    // server's feed copied it beside the SQLite copy, consistently with it.
+    expect(report).toMatchObject({
+      analytics: { path: `${backup}.analytics.duckdb`, bytes: expect.any(Number) },
+    });
+    expect(existsSync(`${backup}.analytics.duckdb`)).toBe(true);
 
+    // Restored into a data directory of its own, both files.
+    const restoredDir = join(dir, "restored-data");
+    mkdirSync(restoredDir);
+    const restoredDb = join(restoredDir, "ingest.sqlite");
+    const restored = await runAdminCli(["store", "restore", backup], {
+      STORE_URL: `sqlite:${restoredDb}`,
+    });
+    expect(restored.exitCode).toBe(0);
+    expect(existsSync(join(restoredDir, "analytics.duckdb"))).toBe(true);
     const second = await startTestServer({
       store: {
         kind: "sqlite",
-        url: `sqlite:${backup}`,
-        open: async () => createSqliteStore(backup),
+        url: `sqlite:${restoredDb}`,
+        open: async () => createSqliteStore(restoredDb),
         cleanup: async () => {},
       },
     });
@@ -108,6 +123,24 @@ describe("admin store backup and restore", () => {
       ]) {
         expect(await call(second.url)).toEqual(await call(ctx.url));
       }
+      // The engine's answers over the copy: the events of the copy, counted once each.
+      const day = new Date(TEST_NOW).toISOString().slice(0, 10);
+      const query = (u: string) =>
+        reports(u).query(
+          {
+            siteId: ctx.siteId,
+            metrics: ["pageviews", "visitors"],
+            period: { fromDay: day, toDay: day },
+          },
+          headers,
+        );
+      const answer = await query(second.url);
+      expect(answer.totals.map((m) => m.value)).toEqual([
+        { case: "count", value: BigInt(copied.length) },
+        { case: "count", value: 1n },
+      ]);
+      // No event of the copy is there twice (moved and still in the outbox).
+      expect(new Set(copied).size).toBe(copied.length);
     } finally {
       await second.close();
     }

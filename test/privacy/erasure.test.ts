@@ -296,17 +296,26 @@ describe("erasure over RPC and the CLI", () => {
   it("erase user (CLI) removes the user id's identify links and events and prints the counts", async () => {
     const env = { STORE_URL: `sqlite:${join(ctx.server.dir, "ingest.sqlite")}` };
     const args = ["erase", "user", "--site", ctx.siteId, "--user", "u_ada", "--as", adminUser];
+    // The running server's feed moved the events to its analytics store, which the CLI
+    // (another process) cannot open: the erasure runs in SQLite and logs their removal
+    // for the server's feed; the CLI counts the events not yet moved (none here) and says so.
+    await ctx.server.app.analytics?.feed.catchUp();
     const first = await runAdminCli(args, env);
     expect(first.exitCode).toBe(0);
     expect(first.json).toEqual({
       identity_links: 1,
-      events: 1,
+      events: 0,
       customers: 0,
       payments: 0,
       subscriptions: 0,
       customer_links: 0,
     });
-    const audit = JSON.parse(first.stderr.trim());
+    const [auditLine, warning] = first.stderr.trim().split("\n");
+    expect(JSON.parse(warning as string)).toEqual({
+      warning:
+        "a running server holds the analytics store: it erases the events it holds at its next batch; the counts here are of the events not yet moved to it",
+    });
+    const audit = JSON.parse(auditLine as string);
     expect(audit).toMatchObject({
       audit: "erasure",
       erasure: "user",
@@ -328,7 +337,7 @@ describe("erasure over RPC and the CLI", () => {
       env,
     );
     expect(visitor.json).toEqual({
-      events: 1,
+      events: 0,
       touches: 1,
       identity_links: 0,
       customer_links: 0,

@@ -5,6 +5,8 @@
  * (plan → answer) meet here and nowhere else, so either can change without
  * the other. Times are Unix milliseconds; money is integer minor units.
  */
+import type { EventPage, EventPageQuery } from "../store/events-port.js";
+import type { DailyTraffic } from "../store/overview-port.js";
 
 /** Every metric a query may ask for, in the order docs/reports.md defines them. */
 export const METRIC_NAMES = [
@@ -177,4 +179,26 @@ export interface FunnelResult {
 export interface AnalyticsEngine {
   query(plan: QueryPlan, signal?: AbortSignal): Promise<QueryResult>;
   funnel(plan: FunnelPlan, signal?: AbortSignal): Promise<FunnelResult>;
+  /*
+   * The stored events' reads. On SQLite deployments an event leaves SQLite
+   * once the feed moved it (migration 19), so these answer from the engine
+   * (src/domain/analytics/event-reads.ts chooses). Plain data in and out:
+   * they can be forwarded between processes; an export pages by `before`.
+   */
+  /** A page of a site's events, newest first by position (as StoreEventsPart.pageEvents). */
+  pageEvents(siteId: string, query: EventPageQuery): Promise<EventPage>;
+  /** Visitors and pageviews per UTC day of events with `ts` in [from, to) (as StoreOverviewPart.trafficByDay). */
+  trafficByDay(siteId: string, from: number, to: number): Promise<DailyTraffic[]>;
+  /** How many of a site's stored events match `filter` (erasure's and retention's counts). */
+  countEvents(siteId: string, filter: EventCountFilter): Promise<number>;
+}
+
+/** Which events `countEvents` counts: every given condition holds. */
+export interface EventCountFilter {
+  /** Events with `ts` before this (Unix ms). */
+  before?: number;
+  /** Events of these stored visitor ids. */
+  visitorIds?: string[];
+  /** `$identify` events of this user id. */
+  identifyUserId?: string;
 }

@@ -24,6 +24,7 @@ import {
 import { errors } from "../../domain/errors.js";
 import { UNATTRIBUTED } from "../../domain/vocabulary.js";
 import type { AnalyticsStore } from "./analytics-store.js";
+import { countEvents, createEventPager, pageEvents, trafficByDay } from "./event-reads.js";
 import { DIMENSIONS, METRICS, timeBucket } from "./semantic-layer.js";
 
 export interface DuckDbAnalyticsOptions {
@@ -32,6 +33,11 @@ export interface DuckDbAnalyticsOptions {
   timeoutMs: number;
   /** Queries of one site running at once (ANALYTICS_QUERIES_PER_SITE). */
   perSite: number;
+  /**
+   * The feed's count of event removals (AnalyticsFeed.removals): with it,
+   * paging through events reads ahead (event-reads.ts); without, page by page.
+   */
+  removals?: () => number;
 }
 
 /** SQL text and its positional parameters, built together. */
@@ -549,6 +555,7 @@ const sortValue = (v: MetricValue | undefined): number | undefined =>
 /** Creates the engine. */
 export function createDuckDbAnalytics(options: DuckDbAnalyticsOptions): AnalyticsEngine {
   const running = new Map<string, number>();
+  const pager = options.removals ? createEventPager(options.removals) : undefined;
 
   /** Runs `work` on a connection of its own, within the site's slots and the time limit. */
   const withConnection = async <T>(
@@ -581,6 +588,19 @@ export function createDuckDbAnalytics(options: DuckDbAnalyticsOptions): Analytic
       const left = (running.get(siteId) ?? 1) - 1;
       if (left === 0) running.delete(siteId);
       else running.set(siteId, left);
+    }
+  };
+
+  /** Runs a stored-events read on a connection of its own; a failure is the engine's outage. */
+  const withReader = async <T>(work: (conn: DuckDBConnection) => Promise<T>): Promise<T> => {
+    let conn: DuckDBConnection | undefined;
+    try {
+      conn = await options.analytics.connect();
+      return await work(conn);
+    } catch (err) {
+      throw errors.analyticsUnavailable(err);
+    } finally {
+      conn?.closeSync();
     }
   };
 
@@ -663,6 +683,14 @@ export function createDuckDbAnalytics(options: DuckDbAnalyticsOptions): Analytic
     funnel(plan: FunnelPlan, signal) {
       return withConnection(plan.siteId, signal, (conn) => runFunnel(conn, plan));
     },
+    // The stored events' reads: outside the per-site query slots (a ListEvents or
+    // an export page is small and bounded), on a connection of their own.
+    pageEvents: (siteId, q) =>
+      withReader((conn) =>
+        pager ? pager(async () => conn, siteId, q) : pageEvents(conn, siteId, q),
+      ),
+    trafficByDay: (siteId, from, to) => withReader((conn) => trafficByDay(conn, siteId, from, to)),
+    countEvents: (siteId, filter) => withReader((conn) => countEvents(conn, siteId, filter)),
   };
 }
 

@@ -10,17 +10,25 @@
  * batch, so every acknowledged event reaches the engine exactly once. The
  * replay re-reads each record's current row by key and replaces it (or
  * deletes it when gone): applying an entry twice, or after later changes,
- * converges to SQLite's state. Only after DuckDB's commit is the log's head
- * deleted from SQLite.
+ * converges to SQLite's state. Only after DuckDB's commit are the log's head
+ * and the events it moved deleted from SQLite (migration 19: SQLite's events
+ * table is an outbox), by id up to the highest one DuckDB committed, which
+ * the same DuckDB transaction records: a crash before or during that delete
+ * leaves rows the next start deletes, never one DuckDB lacks. Erasure and
+ * retention log what DuckDB must delete (kinds 5–7), in their own
+ * transaction.
  *
- * A new or deleted DuckDB file is rebuilt from SQLite's tables, under one
- * SQLite read snapshot whose log position becomes the watermark.
+ * A new DuckDB file is filled from SQLite's tables (payments, links,
+ * stitches, and the events not yet moved), under one SQLite read snapshot
+ * whose log position becomes the watermark. Moved events live only in the
+ * DuckDB file: it is backed up with SQLite's (src/store/sqlite/backup.ts).
  */
 
 import { type DuckDBAppender, listValue } from "@duckdb/node-api";
 import Database from "better-sqlite3";
 import { externalReferrer, pageOf } from "../../domain/analytics/visits.js";
 import { classifyTouch } from "../../domain/attribution/channels.js";
+import { copyDataDirectory, type DataBackupReport } from "./analytics-backup.js";
 import { type AnalyticsStore, visitorKey } from "./analytics-store.js";
 import {
   rebuildVisits,
@@ -42,14 +50,27 @@ export interface AnalyticsFeed {
    * drained (or `maxBatches` ran); resolves with the watermark.
    */
   runOnce(maxBatches?: number): Promise<number>;
+  /** Resolves once every log entry committed before the call is applied (read-your-writes). */
+  catchUp(): Promise<void>;
   /** The last log sequence number applied to DuckDB. */
   watermark(): number;
+  /**
+   * How many times events were removed from DuckDB (an erasure, a pruning, a
+   * rebuild) since the feed started: a read-ahead of events taken before it
+   * moved is dropped (event-reads.ts).
+   */
+  removals(): number;
   /**
    * Whether a batch deleted or replaced rows since the feed started (an
    * erasure, a pruning, a payment or link change): the file then still holds
    * their old bytes, and closing rewrites it (closeCompacted).
    */
   removedRows(): boolean;
+  /**
+   * Copies the data directory (this analytics file, then SQLite) to `file`
+   * and `file.analytics.duckdb` between two batches (analytics-backup.ts).
+   */
+  backup(file: string, busyTimeoutMs: number): Promise<DataBackupReport>;
   /** Starts the polling loop (every `intervalMs`). */
   start(): void;
   /** Stops the loop after the batch in progress; closes the SQLite connection. */
@@ -67,11 +88,11 @@ export interface AnalyticsFeedOptions {
   /** A failed batch (rolled back; retried at the next poll). */
   onError?: (err: unknown) => void;
   /**
-   * Tests stand for a crash at the two edges of a batch: a throw before
-   * DuckDB's commit (it rolls back), or after it, before SQLite's log is
-   * trimmed.
+   * Tests stand for a crash at the edges of a batch: a throw before
+   * DuckDB's commit (it rolls back), after it before SQLite's moved events
+   * and log are deleted, or between two slices of that delete.
    */
-  faults?: { beforeCommit?(): void; afterCommit?(): void };
+  faults?: { beforeCommit?(): void; afterCommit?(): void; duringDelete?(): void };
 }
 
 interface LogRow {
@@ -87,9 +108,15 @@ interface EventRow {
   site_id: string;
   name: string;
   url: string;
+  referrer: string | null;
+  title: string | null;
+  width: number | null;
+  language: string | null;
   props: string | null;
   ts: number;
+  received_at: number;
   visitor_id: string;
+  user_id: string | null;
   country: string | null;
   browser: string | null;
   os: string | null;
@@ -117,11 +144,36 @@ interface PaymentRow {
 }
 
 const EVENT_COLUMNS =
-  "id, site_id, name, url, props, ts, visitor_id, country, browser, os, device, referrer_host, utm_source, utm_medium, utm_campaign, utm_term, utm_content, click_ids";
+  "id, site_id, name, url, referrer, title, width, language, props, ts, received_at, visitor_id, user_id, country, browser, os, device, referrer_host, utm_source, utm_medium, utm_campaign, utm_term, utm_content, click_ids";
 const PAYMENT_COLUMNS =
   "site_id, payment_id, customer_id, currency, amount_minor, kind, status, paid_at, channel, attribution";
 
-const LOG_KIND = { event: 0, payment: 1, links: 2, stitch: 3, eventDeleted: 4 } as const;
+/**
+ * The log's kinds (migrations 15 and 19). 4 is only found in a log written
+ * before migration 19 dropped its trigger; 5–7 are written by erasure and
+ * retention in their own transaction, since the mover's deletes of what it
+ * moved are no change for DuckDB.
+ */
+const LOG_KIND = {
+  event: 0,
+  payment: 1,
+  links: 2,
+  stitch: 3,
+  eventDeleted: 4,
+  /** A visitor's events erased (site_id, key = visitor id). */
+  eraseVisitor: 5,
+  /** A user's `$identify` events erased (site_id, key = user id). */
+  eraseIdentify: 6,
+  /** A site's events before a time pruned (site_id, ref = Unix ms). */
+  pruneBefore: 7,
+} as const;
+
+/** Rows of the outbox one delete takes: the write lock is held that long at most. */
+const DELETE_SLICE = 1_000;
+
+/** Whether SQLite answered busy (another connection holds the write lock). */
+const isBusy = (err: unknown) =>
+  err instanceof Error && "code" in err && String(err.code).startsWith("SQLITE_BUSY");
 
 /** Creates the mover of one data directory. */
 export function createAnalyticsFeed(options: AnalyticsFeedOptions): AnalyticsFeed {
@@ -129,11 +181,18 @@ export function createAnalyticsFeed(options: AnalyticsFeedOptions): AnalyticsFee
   const batchMax = options.batchMax ?? 5_000;
   const db = new Database(options.sqlitePath);
   db.pragma("busy_timeout = 200");
+  // The moved events' bytes are zeroed in the file as the store's own deletes are
+  // (open-sqlite.ts): an erasure later finds nothing of them left in SQLite.
+  db.pragma("secure_delete = ON");
   const s = {
     log: db.prepare(
       "SELECT seq, kind, ref, site_id, key FROM analytics_feed WHERE seq > ? ORDER BY seq LIMIT ?",
     ),
     trim: db.prepare("DELETE FROM analytics_feed WHERE seq <= ?"),
+    // The outbox's oldest moved rows, a slice at a time (rowid order, on the primary key).
+    deleteMoved: db.prepare(
+      `DELETE FROM events WHERE id IN (SELECT id FROM events WHERE id <= ? ORDER BY id LIMIT ${DELETE_SLICE})`,
+    ),
     lastSeq: db.prepare("SELECT seq FROM sqlite_sequence WHERE name = 'analytics_feed'"),
     eventsIn: db.prepare(`SELECT ${EVENT_COLUMNS} FROM events WHERE id >= ? AND id <= ?`),
     allEvents: db.prepare(`SELECT ${EVENT_COLUMNS} FROM events ORDER BY id`),
@@ -150,6 +209,12 @@ export function createAnalyticsFeed(options: AnalyticsFeedOptions): AnalyticsFee
       "SELECT persistent_id FROM visitor_stitches WHERE site_id = ? AND visitor_id = ?",
     ),
     allStitches: db.prepare("SELECT site_id, visitor_id, persistent_id FROM visitor_stitches"),
+    backupsAsked: db.prepare(
+      "SELECT id, path FROM store_backups WHERE done_at IS NULL ORDER BY id",
+    ),
+    backupDone: db.prepare(
+      "UPDATE store_backups SET done_at = ?, report = ?, error = ? WHERE id = ?",
+    ),
   };
   const siteHosts = new Map<string, string[]>();
   const hostsOf = (siteId: string): string[] => {
@@ -163,10 +228,13 @@ export function createAnalyticsFeed(options: AnalyticsFeedOptions): AnalyticsFee
   };
 
   let mark: number | undefined;
+  /** The highest event id DuckDB holds (feed_state row 2): the outbox's rows up to it can go. */
+  let moved = 0;
   let running: Promise<number> | undefined;
   let timer: NodeJS.Timeout | undefined;
   let stopped = false;
   let rewritten = false;
+  let removals = 0;
   const w = analytics.writer;
 
   /** Appends one event; returns its visitor key. */
@@ -210,7 +278,24 @@ export function createAnalyticsFeed(options: AnalyticsFeedOptions): AnalyticsFee
     text(r.browser);
     text(r.os);
     text(r.props);
+    // The stored event as ListEvents and the exports return it (analytics-store.ts).
+    ap.appendVarchar(r.url);
+    text(r.referrer);
+    text(r.title);
+    r.width === null ? ap.appendNull() : ap.appendInteger(r.width);
+    text(r.language);
+    ap.appendBigInt(BigInt(r.received_at));
+    ap.appendVarchar(r.visitor_id);
+    text(r.user_id);
+    text(r.referrer_host);
+    text(r.utm_source);
+    text(r.utm_medium);
+    text(r.utm_campaign);
+    text(r.utm_term);
+    text(r.utm_content);
+    text(r.click_ids);
     ap.endRow();
+    if (r.id > moved) moved = r.id;
     return vid;
   };
 
@@ -271,19 +356,46 @@ export function createAnalyticsFeed(options: AnalyticsFeedOptions): AnalyticsFee
 
   const setWatermark = (seq: number) =>
     w.run(
-      "INSERT INTO feed_state VALUES (1, $1) ON CONFLICT (id) DO UPDATE SET seq = excluded.seq",
-      [BigInt(seq)],
+      "INSERT INTO feed_state VALUES (1, $1), (2, $2) ON CONFLICT (id) DO UPDATE SET seq = excluded.seq",
+      [BigInt(seq), BigInt(moved)],
     );
+
+  /**
+   * Deletes from SQLite the events DuckDB committed (ids up to `moved`), a
+   * slice per transaction, and the log entries it applied. Idempotent: a
+   * crash before or during it leaves rows the next run deletes (by id, which
+   * AUTOINCREMENT never gives again). Busy: left for the next batch.
+   */
+  const deleteMoved = async (last: number) => {
+    try {
+      while (s.deleteMoved.run(moved).changes === DELETE_SLICE) {
+        options.faults?.duringDelete?.();
+        // Ingestion's commits get the write lock between two slices.
+        await turn();
+      }
+      s.trim.run(last);
+    } catch (err) {
+      if (!isBusy(err)) throw err;
+    }
+  };
 
   /** The DuckDB file's watermark; rebuilds it from SQLite when it has none. */
   const loadWatermark = async (): Promise<number> => {
-    const r = await w.runAndReadAll("SELECT seq FROM feed_state WHERE id = 1");
-    const row = r.getRows()[0];
+    const r = await w.runAndReadAll("SELECT id, seq FROM feed_state ORDER BY id");
+    const state = new Map(r.getRows().map(([id, seq]) => [Number(id), Number(seq)]));
+    const seq = state.get(1);
     const last = (s.lastSeq.get() as { seq: number } | undefined)?.seq ?? 0;
     // Past SQLite's own log: the file was derived from another database (a
     // restored backup, a copied directory), so it is rebuilt.
-    if (row && Number(row[0]) <= last) return Number(row[0]);
-    return rebuild();
+    if (seq !== undefined && seq <= last) {
+      moved = state.get(2) ?? 0;
+      // What a crash left between DuckDB's commit and SQLite's delete.
+      await deleteMoved(seq);
+      return seq;
+    }
+    const rebuilt = await rebuild();
+    await deleteMoved(rebuilt);
+    return rebuilt;
   };
 
   /** Fills an empty analytics store from SQLite's tables, under one read snapshot. */
@@ -296,6 +408,8 @@ export function createAnalyticsFeed(options: AnalyticsFeedOptions): AnalyticsFee
         await w.run(
           "DELETE FROM events; DELETE FROM payments; DELETE FROM links; DELETE FROM stitches",
         );
+        moved = 0;
+        removals += 1;
         const ap = await w.createAppender("events");
         let n = 0;
         for (const r of s.allEvents.iterate() as IterableIterator<EventRow>) {
@@ -354,6 +468,7 @@ export function createAnalyticsFeed(options: AnalyticsFeedOptions): AnalyticsFee
     const rows = s.log.all(from, batchMax) as LogRow[];
     if (rows.length === 0) return undefined;
     const last = (rows.at(-1) as LogRow).seq;
+    const movedBefore = moved;
     await w.run("BEGIN TRANSACTION");
     let ap: DuckDBAppender | undefined;
     // The visitors whose visits the batch changes: appended or deleted events.
@@ -385,12 +500,15 @@ export function createAnalyticsFeed(options: AnalyticsFeedOptions): AnalyticsFee
         ap.flushSync();
         // Anything but an append leaves old rows' bytes in the file until it is rewritten.
         rewritten = true;
+        if (kind === LOG_KIND.eventDeleted || kind >= LOG_KIND.eraseVisitor) removals += 1;
         if (kind === LOG_KIND.eventDeleted) {
           const ids = run.map((r) => r.ref as number);
           await touchedByDeletion(w, ids, touched);
           for (let k = 0; k < ids.length; k += 1000) {
             await w.run(`DELETE FROM events WHERE seq IN (${ids.slice(k, k + 1000).join(",")})`);
           }
+        } else if (kind >= LOG_KIND.eraseVisitor) {
+          for (const r of run) await applyRemoval(r, touched);
         } else {
           const keys = new Map<string, { site: string; key: string }>();
           for (const r of run) {
@@ -414,17 +532,61 @@ export function createAnalyticsFeed(options: AnalyticsFeedOptions): AnalyticsFee
         // The rollback below discards what it held.
       }
       await w.run("ROLLBACK").catch(() => {});
+      // Not in DuckDB after all: none of the batch's events may leave SQLite.
+      moved = movedBefore;
       throw err;
     }
-    // After DuckDB's commit: what it holds can leave the log (a crash before
-    // this line leaves entries the watermark already skips).
+    // After DuckDB's commit: what it holds can leave SQLite, the moved events
+    // and the log (a crash before this line leaves rows the next start deletes
+    // and entries the watermark already skips).
     options.faults?.afterCommit?.();
-    try {
-      s.trim.run(last);
-    } catch {
-      // Busy: trimmed at the next batch.
-    }
+    await deleteMoved(last);
     return last;
+  };
+
+  /**
+   * Applies an erasure's or a pruning's entry: the same rows go from DuckDB,
+   * and the visits they made are re-derived from what remains (`touched`).
+   */
+  const applyRemoval = async (r: LogRow, touched: TouchedVisitors) => {
+    const site = r.site_id ?? "";
+    let where: string;
+    let params: (string | bigint)[];
+    if (r.kind === LOG_KIND.eraseVisitor) {
+      const key = r.key ?? "";
+      where = "site_id = $1 AND vid = $2 AND visitor_id = $3";
+      params = [site, visitorKey(key), key];
+    } else if (r.kind === LOG_KIND.eraseIdentify) {
+      where = "site_id = $1 AND user_id = $2 AND name = '$identify'";
+      params = [site, r.key ?? ""];
+    } else if (r.kind === LOG_KIND.pruneBefore) {
+      const before = BigInt(r.ref ?? 0);
+      // Whole visits before the cut go at once; only a visit that spans it is
+      // re-derived (from what stays), so a pruning touches few visitors.
+      await w.run("DELETE FROM visits WHERE site_id = $1 AND v_end < $2", [site, before]);
+      await touchedWhere("visits", "site_id = $1 AND v_start < $2", [site, before], touched);
+      await w.run("DELETE FROM events WHERE site_id = $1 AND ts < $2", [site, before]);
+      return;
+    } else {
+      return;
+    }
+    await touchedWhere("events", where, params, touched);
+    await w.run(`DELETE FROM events WHERE ${where}`, params);
+  };
+
+  /** Adds the visitors of the rows of `table` that `where` selects, each from its earliest time. */
+  const touchedWhere = async (
+    table: "events" | "visits",
+    where: string,
+    params: (string | bigint)[],
+    into: TouchedVisitors,
+  ) => {
+    const time = table === "events" ? "ts" : "v_start";
+    const r = await w.runAndReadAll(
+      `SELECT site_id, vid, min(${time}) FROM ${table} WHERE ${where} GROUP BY ALL`,
+      params,
+    );
+    for (const [site, vid, ts] of r.getRows()) into.add(String(site), vid as bigint, Number(ts));
   };
 
   const applyChange = async (kind: number, site: string, key: string) => {
@@ -457,18 +619,42 @@ export function createAnalyticsFeed(options: AnalyticsFeedOptions): AnalyticsFee
     return mark;
   };
 
-  const runOnce = (maxBatches = Number.POSITIVE_INFINITY): Promise<number> => {
-    // One batch at a time: a poll that finds one running waits for it, then runs.
+  /** Runs `work` after the batch (or backup) in progress: one at a time. */
+  const serial = <T>(work: () => Promise<T>): Promise<T> => {
     const prev = running ?? Promise.resolve(0);
-    const next = prev.catch(() => 0).then(() => drain(maxBatches));
-    running = next;
+    const next = prev.catch(() => 0).then(work);
+    running = next.then(
+      () => mark ?? 0,
+      () => mark ?? 0,
+    );
     return next;
+  };
+
+  const runOnce = (maxBatches = Number.POSITIVE_INFINITY): Promise<number> =>
+    // One batch at a time: a poll that finds one running waits for it, then runs.
+    serial(() => drain(maxBatches));
+
+  const backup = (file: string, busyTimeoutMs: number) =>
+    serial(() => copyDataDirectory(options.sqlitePath, analytics, file, busyTimeoutMs));
+
+  /** Answers the backups `admin store backup` asked of this process (analytics-backup.ts). */
+  const serveBackups = async () => {
+    const asked = s.backupsAsked.all() as { id: number; path: string }[];
+    for (const b of asked) {
+      try {
+        const report = await backup(b.path, 5_000);
+        s.backupDone.run(Date.now(), JSON.stringify(report), null, b.id);
+      } catch (err) {
+        s.backupDone.run(Date.now(), null, err instanceof Error ? err.message : String(err), b.id);
+      }
+    }
   };
 
   const tick = () => {
     timer = undefined;
     if (stopped) return;
     runOnce()
+      .then(serveBackups)
       .catch((err) => options.onError?.(err))
       .finally(() => {
         if (!stopped) timer = setTimeout(tick, options.intervalMs);
@@ -477,7 +663,17 @@ export function createAnalyticsFeed(options: AnalyticsFeedOptions): AnalyticsFee
 
   return {
     runOnce,
+    backup,
+    async catchUp() {
+      const head = (s.lastSeq.get() as { seq: number } | undefined)?.seq ?? 0;
+      while (mark === undefined || mark < head) {
+        const before = mark;
+        await runOnce(1);
+        if (mark === before) break;
+      }
+    },
     watermark: () => mark ?? 0,
+    removals: () => removals,
     removedRows: () => rewritten,
     start() {
       if (timer || stopped) return;

@@ -2,8 +2,10 @@
  * The analytics store: one DuckDB file beside the SQLite file
  * (`<data>/analytics.duckdb`), derived from SQLite by the feed
  * (src/store/duckdb/analytics-feed.ts) and read by the engine
- * (src/store/duckdb/analytics-engine.ts). SQLite stays the store of record:
- * this file can be deleted and is rebuilt from it at the next start.
+ * (src/store/duckdb/analytics-engine.ts). Since migration 19 SQLite is only the events' outbox: an event lives here
+ * once the feed moved it, so this file is backed up with the SQLite file
+ * (src/store/sqlite/backup.ts). Payments, links and stitches stay in SQLite
+ * and are rebuilt from it when the file is new.
  *
  * Schema choices (docs/architecture.md, "Stores"):
  * - events are appended in the order SQLite acknowledged them, which is time
@@ -71,7 +73,25 @@ CREATE TABLE IF NOT EXISTS events (
   device VARCHAR,
   browser VARCHAR,
   os VARCHAR,
-  props JSON
+  props JSON,
+  -- The stored event as ListEvents and the exports return it (EVENT_FIELD_TABLE,
+  -- src/domain/store/event-fields.ts): SQLite keeps an event only until the feed
+  -- moved it (migration 19), so this table is where it lives afterwards.
+  url VARCHAR NOT NULL,
+  referrer_url VARCHAR,
+  title VARCHAR,
+  width INTEGER,
+  language VARCHAR,
+  received_at BIGINT NOT NULL,
+  visitor_id VARCHAR NOT NULL,
+  user_id VARCHAR,
+  referrer_host VARCHAR,
+  utm_source VARCHAR,
+  utm_medium VARCHAR,
+  utm_campaign VARCHAR,
+  utm_term VARCHAR,
+  utm_content VARCHAR,
+  click_ids VARCHAR
 );
 CREATE TABLE IF NOT EXISTS payments (
   site_id VARCHAR NOT NULL,
@@ -120,6 +140,17 @@ export async function openAnalyticsStore(options: AnalyticsStoreOptions): Promis
     memory_limit: options.memoryLimit,
   });
   const writer = await instance.connect();
+  // A file of the schema before the events' stored fields (url, visitor_id…): its
+  // events table is dropped and the file rebuilt from SQLite, which still holds
+  // every event then (the feed starts deleting them only with this schema).
+  const stale = await writer.runAndReadAll(
+    `SELECT count(*) FROM information_schema.tables t WHERE t.table_name = 'events'
+       AND NOT EXISTS (SELECT 1 FROM information_schema.columns c
+                       WHERE c.table_name = 'events' AND c.column_name = 'visitor_id')`,
+  );
+  if (Number(stale.getRows()[0]?.[0]) > 0) {
+    await writer.run("DROP TABLE events; DROP TABLE IF EXISTS feed_state");
+  }
   await writer.run(SCHEMA);
   await ensureVisitsTable(writer);
   let closed = false;

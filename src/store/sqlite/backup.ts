@@ -5,11 +5,14 @@
  * transaction, so the copy is the database as of one commit, while the
  * server keeps writing (WAL mode: readers never block the writer).
  */
-import { existsSync, rmSync, statSync } from "node:fs";
+import { copyFileSync, existsSync, rmSync, statSync } from "node:fs";
 import { resolve } from "node:path";
 import Database from "better-sqlite3";
 import { analyticsPathBeside } from "../duckdb/analytics-store.js";
 import { MIGRATIONS } from "./migrations.js";
+
+/** The analytics file's copy beside a backup `FILE` (src/store/duckdb/analytics-backup.ts). */
+export const analyticsBackupOf = (file: string) => `${file}.analytics.duckdb`;
 
 /** What a backup or a restore wrote. */
 export interface CopyReport {
@@ -123,9 +126,13 @@ export async function restoreSqlite(backupPath: string, dbPath: string): Promise
     );
   }
   const report = await copy(from, target, 0);
-  // The analytics store beside it is derived from the database it replaced:
-  // removed, it is rebuilt from the restored one at the next start.
+  // The analytics file beside it belongs to the database it replaced. A backup
+  // of a data directory brings its own (where the moved events are: migration
+  // 19), copied in place; a backup of SQLite alone (before migration 19, when
+  // SQLite kept every event) has none, and the file is rebuilt from it at start.
   const analytics = analyticsPathBeside(target);
   for (const file of [analytics, `${analytics}.wal`]) rmSync(file, { force: true });
+  const companion = analyticsBackupOf(from);
+  if (existsSync(companion)) copyFileSync(companion, analytics);
   return report;
 }

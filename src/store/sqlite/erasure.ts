@@ -60,6 +60,14 @@ export function createSqliteErasure(db: Db, seen?: SeenVisitorDays): StoreErasur
       "INSERT INTO installation_secrets (name, secret) VALUES ('erasure_audit', ?) ON CONFLICT (name) DO NOTHING",
     ),
     auditKey: db.prepare("SELECT secret FROM installation_secrets WHERE name = 'erasure_audit'"),
+    // What the analytics store must delete of the events the feed already moved
+    // (migration 19's kinds 5 and 6), in the erasure's own transaction.
+    logVisitorErased: db.prepare(
+      "INSERT INTO analytics_feed (kind, site_id, key) VALUES (5, ?, ?)",
+    ),
+    logIdentifyErased: db.prepare(
+      "INSERT INTO analytics_feed (kind, site_id, key) VALUES (6, ?, ?)",
+    ),
     emptyNewVisitorRows: db.prepare(
       "DELETE FROM new_visitor_days WHERE site_id = ? AND visitors = 0",
     ),
@@ -82,13 +90,17 @@ export function createSqliteErasure(db: Db, seen?: SeenVisitorDays): StoreErasur
     return { customers, payments, subscriptions, customerLinks };
   });
 
-  const eraseUserLinks = db.transaction((siteId: string, userId: string) => ({
-    identityLinks: s.userLinks.run(siteId, userId).changes,
-    events: s.userEvents.run(siteId, userId).changes,
-    customers: (s.customersByUser.all(siteId, userId) as { customer_id: string }[]).map(
-      (r) => r.customer_id,
-    ),
-  }));
+  const eraseUserLinks = db.transaction((siteId: string, userId: string) => {
+    s.logIdentifyErased.run(siteId, userId);
+    return {
+      identityLinks: s.userLinks.run(siteId, userId).changes,
+      // The outbox's (not yet moved) events; the engine's are counted by the domain.
+      events: s.userEvents.run(siteId, userId).changes,
+      customers: (s.customersByUser.all(siteId, userId) as { customer_id: string }[]).map(
+        (r) => r.customer_id,
+      ),
+    };
+  });
 
   const eraseVisitors = db.transaction((siteId: string, visitorIds: string[], names: string[]) => {
     const out = {
@@ -100,6 +112,7 @@ export function createSqliteErasure(db: Db, seen?: SeenVisitorDays): StoreErasur
       customers: [] as string[],
     };
     const customers = new Set<string>();
+    for (const v of visitorIds) s.logVisitorErased.run(siteId, v);
     for (const part of chunks(visitorIds)) {
       const run = (sql: string, ...extra: string[]) =>
         db.prepare(sql).run(siteId, ...part, ...extra).changes;

@@ -551,6 +551,66 @@ CREATE TABLE setup_token (
 );
 `,
   },
+  {
+    version: 19,
+    description:
+      "events become the analytics feed's outbox: ids never reused, deletes no longer logged by a trigger",
+    // The feed deletes the events it moved to DuckDB (src/store/duckdb/analytics-feed.ts):
+    // from then on an event's id is its position in both stores (ListEvents' page token), so
+    // it must never be given again, even when every row has left (AUTOINCREMENT; SQLite can
+    // only add it by rebuilding the table, once, here). The delete trigger of migration 15
+    // goes: the mover's own deletes are no change for DuckDB. Erasure and retention now log
+    // what DuckDB must delete themselves, in their transaction: kind 5 erase a visitor's
+    // events (site_id, key = visitor id), 6 erase a user's $identify events (site_id, key =
+    // user id), 7 prune a site's events before a time (site_id, ref = Unix ms). A DROP
+    // TABLE fires no delete trigger, and the rows keep their ids.
+    sql: `
+DROP TRIGGER analytics_feed_event_delete;
+CREATE TABLE events_outbox (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  site_id TEXT NOT NULL,
+  name TEXT NOT NULL,
+  url TEXT NOT NULL,
+  referrer TEXT,
+  title TEXT,
+  width INTEGER,
+  language TEXT,
+  props TEXT,
+  ts INTEGER NOT NULL,
+  received_at INTEGER NOT NULL,
+  visitor_id TEXT NOT NULL,
+  user_id TEXT,
+  country TEXT,
+  browser TEXT,
+  os TEXT,
+  device TEXT,
+  referrer_host TEXT,
+  utm_source TEXT,
+  utm_medium TEXT,
+  utm_campaign TEXT,
+  utm_term TEXT,
+  utm_content TEXT,
+  click_ids TEXT
+);
+INSERT INTO events_outbox SELECT * FROM events;
+DROP TABLE events;
+ALTER TABLE events_outbox RENAME TO events;
+CREATE INDEX events_site ON events(site_id);
+CREATE TRIGGER analytics_feed_event_insert AFTER INSERT ON events BEGIN
+  INSERT INTO analytics_feed (kind, ref) VALUES (0, NEW.id);
+END;
+-- A backup asked of the process that holds the analytics file (admin store backup
+-- while a server runs): its feed copies both files between two batches and says so here.
+CREATE TABLE store_backups (
+  id INTEGER PRIMARY KEY,
+  path TEXT NOT NULL,
+  requested_at INTEGER NOT NULL,
+  done_at INTEGER,
+  report TEXT,
+  error TEXT
+);
+`,
+  },
 ];
 
 /** The UTC day (YYYY-MM-DD) of a payments row's paid_at (NEW, OLD or the table). */

@@ -14,6 +14,11 @@
  * every later event is newer than the horizon and the pass ends: a pass
  * reads the events before the horizon and at most two hours after it, never
  * the whole table. No (site_id, ts) index is needed (migration 10).
+ *
+ * Since migration 19 the table is the analytics feed's outbox: it holds only
+ * the events not yet moved to DuckDB, so a walk is short. A pass's first step
+ * logs the pruning for DuckDB (kind 7: the site's events before the horizon),
+ * which the feed applies after every event logged before it.
  */
 import { STOP_AFTER_MS } from "../../domain/store/retention-port.js";
 import type { StoreRetentionPart } from "../port.js";
@@ -31,6 +36,9 @@ export function createSqliteRetention(db: Db): StoreRetentionPart {
       `SELECT id, ts, received_at FROM events WHERE site_id = ? AND id > ? ORDER BY id LIMIT ?`,
     ),
     remove: db.prepare("DELETE FROM events WHERE site_id = ? AND id > ? AND id <= ? AND ts < ?"),
+    // What the analytics store must delete of the events the feed already moved
+    // (migration 19's kind 7), written by a pass's first step, in its transaction.
+    logPruned: db.prepare("INSERT INTO analytics_feed (kind, site_id, ref) VALUES (7, ?, ?)"),
     // The first `limit` keys of the site's days before the horizon, on the primary key (migration 11).
     visitorDays: db.prepare(
       `DELETE FROM visitor_days WHERE site_id = ? AND (day, visitor_id) IN (
@@ -39,6 +47,7 @@ export function createSqliteRetention(db: Db): StoreRetentionPart {
   };
 
   const step = db.transaction((siteId: string, before: number, limit: number, after: number) => {
+    if (after === 0) s.logPruned.run(siteId, before);
     const rows = s.window.all(siteId, after, limit) as {
       id: number;
       ts: number;

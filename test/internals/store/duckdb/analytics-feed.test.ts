@@ -1,7 +1,9 @@
 /**
- * The feed SQLite → DuckDB: exactly once across a crash at either edge of a
- * batch, converging on SQLite's state when rowids are reused after a delete,
- * and a deleted DuckDB file rebuilt from SQLite.
+ * The feed SQLite → DuckDB: exactly once across a crash at any edge of a
+ * batch (before DuckDB's commit, after it before SQLite's delete, during
+ * that delete), the events it moved deleted from SQLite's outbox, ids never
+ * given twice, erasure's and retention's entries applied in log order, and
+ * a new DuckDB file filled from SQLite.
  */
 import { rmSync } from "node:fs";
 import { join } from "node:path";
@@ -62,7 +64,9 @@ function setUp() {
     expect(await feed.runOnce()).toBe(0);
     await feed.stop();
   };
-  return { dir, sqlitePath, db, add, analytics, moved, initialize };
+  /** The events still in SQLite's outbox. */
+  const outbox = () => (db.prepare("SELECT count(*) AS n FROM events").get() as { n: number }).n;
+  return { dir, sqlitePath, db, add, analytics, moved, initialize, outbox };
 }
 
 const once = (from: number, to: number) =>
@@ -87,8 +91,11 @@ describe("the analytics feed", () => {
     });
     await expect(crashing.runOnce()).rejects.toThrow("killed");
     await crashing.stop();
-    // The log still holds the batch DuckDB committed; the restarted feed skips it by the watermark.
+    // The log and the outbox still hold the batch DuckDB committed; the restarted
+    // feed skips it by the watermark and deletes its events by the id DuckDB recorded.
     expect(t.db.prepare("SELECT count(*) AS n FROM analytics_feed").get()).toEqual({ n: 30 });
+    expect(t.outbox()).toBe(30);
+    expect(await t.moved(a)).toEqual(once(0, 10));
     const restarted = createAnalyticsFeed({
       sqlitePath: t.sqlitePath,
       analytics: a,
@@ -99,6 +106,40 @@ describe("the analytics feed", () => {
     await restarted.stop();
     expect(await t.moved(a)).toEqual(once(0, 30));
     expect(t.db.prepare("SELECT count(*) AS n FROM analytics_feed").get()).toEqual({ n: 0 });
+    expect(t.outbox()).toBe(0);
+  });
+
+  it("finishes a delete of the outbox that died between two slices, and applies nothing twice", async () => {
+    const t = setUp();
+    const a = await t.analytics();
+    await t.initialize(a);
+    t.add(2_500);
+    const crashing = createAnalyticsFeed({
+      sqlitePath: t.sqlitePath,
+      analytics: a,
+      intervalMs: 1000,
+      faults: {
+        duringDelete() {
+          throw new Error("killed");
+        },
+      },
+    });
+    await expect(crashing.runOnce()).rejects.toThrow("killed");
+    await crashing.stop();
+    // One slice of 1,000 deleted; DuckDB committed all of them.
+    expect(t.outbox()).toBe(1_500);
+    expect(await t.moved(a)).toEqual(once(0, 2_500));
+    const restarted = createAnalyticsFeed({
+      sqlitePath: t.sqlitePath,
+      analytics: a,
+      intervalMs: 1000,
+    });
+    await restarted.runOnce();
+    t.add(5, 2_500);
+    await restarted.runOnce();
+    await restarted.stop();
+    expect(await t.moved(a)).toEqual(once(0, 2_505));
+    expect(t.outbox()).toBe(0);
   });
 
   it("applies nothing of a batch that dies before DuckDB's commit, then all of it after the restart", async () => {
@@ -131,24 +172,69 @@ describe("the analytics feed", () => {
     await restarted.runOnce();
     await restarted.stop();
     expect(await t.moved(a)).toEqual(once(0, 25));
+    expect(t.outbox()).toBe(0);
   });
 
-  it("converges on SQLite's rows when a deleted event's rowid is reused", async () => {
+  it("never gives a moved event's id again, even once the outbox is empty", async () => {
     const t = setUp();
     t.add(5);
     const a = await t.analytics();
     const feed = createAnalyticsFeed({ sqlitePath: t.sqlitePath, analytics: a, intervalMs: 1000 });
     await feed.runOnce();
-    // The last rowid deleted, then taken again by the next insert (no AUTOINCREMENT on events).
-    t.db.prepare("DELETE FROM events WHERE id = (SELECT max(id) FROM events)").run();
+    expect(t.outbox()).toBe(0);
     t.add(1, 100);
-    expect(t.db.prepare("SELECT max(id) AS id FROM events").get()).toEqual({ id: 5 });
+    expect(t.db.prepare("SELECT id FROM events").all()).toEqual([{ id: 6 }]);
     await feed.runOnce();
     await feed.stop();
-    expect(await t.moved(a)).toEqual([...once(0, 4), [100, 1]]);
+    expect(await t.moved(a)).toEqual([...once(0, 5), [100, 1]]);
+    const seqs = await a.writer.runAndReadAll("SELECT seq FROM events ORDER BY seq");
+    expect(seqs.getRows().map(([x]) => Number(x))).toEqual([1, 2, 3, 4, 5, 6]);
   });
 
-  it("rebuilds a deleted analytics file from SQLite, then follows the log", async () => {
+  it("applies erasure's and retention's entries in log order, without logging its own deletes", async () => {
+    const t = setUp();
+    const a = await t.analytics();
+    await t.initialize(a);
+    t.add(14);
+    const feed = createAnalyticsFeed({ sqlitePath: t.sqlitePath, analytics: a, intervalMs: 1000 });
+    await feed.runOnce();
+    // The feed's delete of what it moved logged nothing (migration 19 dropped the trigger).
+    expect(t.db.prepare("SELECT count(*) AS n FROM analytics_feed").get()).toEqual({ n: 0 });
+    const log = t.db.prepare(
+      "INSERT INTO analytics_feed (kind, site_id, key, ref) VALUES (?, 's1', ?, ?)",
+    );
+    // v3's events erased (i = 3, 10), then one more of v3 arrives: it stays.
+    log.run(5, "v3", null);
+    t.add(1, 17);
+    expect(t.db.prepare("SELECT visitor_id FROM events").all()).toEqual([{ visitor_id: "v3" }]);
+    // Events before ts 1_002 pruned (i = 0, 1); the other site's are not touched.
+    log.run(7, null, 1_002);
+    t.db
+      .prepare(
+        "INSERT INTO events (site_id, name, url, ts, received_at, visitor_id, user_id, props) VALUES ('s2', '$identify', 'https://example.com/', 1, 1, 'v9', 'u1', '{\"i\":50}')",
+      )
+      .run();
+    await feed.runOnce();
+    expect(await t.moved(a)).toEqual([
+      ...once(2, 14).filter(([i]) => i !== 3 && i !== 10),
+      [17, 1],
+      [50, 1],
+    ]);
+    // A user's $identify events erased on one site only.
+    t.db
+      .prepare(
+        "INSERT INTO events (site_id, name, url, ts, received_at, visitor_id, user_id, props) VALUES ('s1', '$identify', 'https://example.com/', 5_000, 5_000, 'v9', 'u1', '{\"i\":60}')",
+      )
+      .run();
+    log.run(6, "u1", null);
+    await feed.runOnce();
+    await feed.stop();
+    expect((await t.moved(a)).filter(([i]) => (i as number) >= 50)).toEqual([[50, 1]]);
+    expect(feed.removedRows()).toBe(true);
+    expect(t.outbox()).toBe(0);
+  });
+
+  it("fills a new analytics file with SQLite's outbox (moved events live only in the file), then follows the log", async () => {
     const t = setUp();
     t.add(12);
     const first = await t.analytics();
@@ -169,7 +255,8 @@ describe("the analytics feed", () => {
     t.add(2, 15);
     await again.runOnce();
     await again.stop();
-    expect(await t.moved(a)).toEqual(once(0, 17));
+    // The first 12 left SQLite with the deleted file: what the backup of both files is for.
+    expect(await t.moved(a)).toEqual(once(12, 17));
   });
 
   it("rebuilds an analytics file that is ahead of SQLite's log (a restored backup)", async () => {

@@ -24,7 +24,8 @@ async function storeWithErasedRow(): Promise<{ store: AnalyticsStore; path: stri
   // Compression would hide the string from a byte search whether or not its row is gone.
   await store.writer.run("PRAGMA force_compression='uncompressed'");
   const row = (seq: string, page: string) =>
-    `${seq}, 'site_1', 1, 1, 'pageview', ${page}, NULL, 'Direct', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL`;
+    `${seq}, 'site_1', 1, 1, 'pageview', ${page}, NULL, 'Direct', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
+     ${page}, NULL, NULL, NULL, NULL, 1, 'v1', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL`;
   await store.writer.run(
     `INSERT INTO events SELECT ${row("i", "'https://example.com/p/' || md5(i::varchar)")} FROM range(20000) t(i)`,
   );
