@@ -173,44 +173,41 @@ describe("the visits the feed keeps", () => {
     expect(await allVisits(a)).toEqual(await derivedFromScratch(a));
   });
 
-  it("splits a visit when the event that joined it is deleted, and keeps other visitors' visits", async () => {
+  it("re-derives a visit a retention pruning cuts through, drops the visits before the cut, keeps other visitors'", async () => {
     const t = setUp();
     const a = await t.analytics();
     const feed = t.feedOf(a);
     t.add("v1", 0, "/a");
-    const middle = t.add("v1", 25, "/b");
+    t.add("v1", 25, "/b");
     t.add("v1", 50, "/c", { name: "signup" });
     t.add("v2", 10, "/x");
+    t.add("v3", -100, "/old");
     await feed.runOnce();
     expect((await visitsOf(a, "v1")).map((v) => [v.from, v.to, v.events])).toEqual([[0, 50, 3]]);
-    // A retention pruning or an erasure removes one event: 50 minutes apart, two visits.
-    t.db.prepare("DELETE FROM events WHERE id = ?").run(middle);
+    expect(await visitsOf(a, "v3")).toHaveLength(1);
+    // Events leave SQLite once moved: the pruning reaches DuckDB through its log entry.
+    const store = createSqliteStore(t.sqlitePath);
+    try {
+      await store.pruneEventsStep("s1", T0 + MIN, 1000);
+    } finally {
+      await store.close();
+    }
     await feed.runOnce();
     await feed.stop();
     expect(await visitsOf(a, "v1")).toEqual([
       {
-        from: 0,
-        to: 0,
-        events: 1,
-        pageviews: 1,
-        seconds: 0,
-        channel: "Direct",
-        source: null,
-        landing: page("/a"),
-        exit: page("/a"),
-      },
-      {
-        from: 50,
+        from: 25,
         to: 50,
-        events: 1,
-        pageviews: 0,
-        seconds: 0,
+        events: 2,
+        pageviews: 1,
+        seconds: 1500,
         channel: "Direct",
         source: null,
-        landing: page("/c"),
-        exit: page("/c"),
+        landing: page("/b"),
+        exit: page("/b"),
       },
     ]);
+    expect(await visitsOf(a, "v3")).toEqual([]);
     expect((await visitsOf(a, "v2")).map((v) => [v.from, v.to, v.events])).toEqual([[10, 10, 1]]);
     expect(await allVisits(a)).toEqual(await derivedFromScratch(a));
   });
