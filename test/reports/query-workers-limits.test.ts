@@ -22,10 +22,15 @@ const DAY = 86_400_000;
 const EVENTS = 200_000;
 const VISITORS = EVENTS / 10;
 const PERIOD = { from_day: "2025-12-12", to_day: "2026-03-11" };
-/** Seconds on one thread at this size: visits are computed over every event of the period. */
+/**
+ * Seconds on one thread at this size: exact visitors and the visit metrics
+ * per (hour, page, exit page), every event joined to its visit.
+ */
 const HEAVY = {
   metrics: ["visitors", "visits", "pageviews", "bounce_rate", "visit_duration"],
+  dimensions: ["time:hour", "page", "exit_page"],
   period: PERIOD,
+  limit: 1000,
 };
 /** Counted without visits: quick. */
 const LIGHT = { metrics: ["events"], period: PERIOD };
