@@ -34,8 +34,13 @@ export const TOP_METRICS: MetricDef[] = [
   { name: "revenue_per_visitor", label: "Revenue per visitor", money: true },
 ];
 
-/** Metrics that read revenue: Query needs a currency with them. */
-const REVENUE = new Set(TOP_METRICS.filter((m) => m.money).map((m) => m.name));
+/** Metrics that read payments: the page asks them in the selected currency. */
+const REVENUE = new Set([
+  ...TOP_METRICS.filter((m) => m.money).map((m) => m.name),
+  "payments",
+  "median_days_to_first_payment",
+  "median_visits_to_first_payment",
+]);
 
 /** The metrics of a list that can be asked without a currency, or all of them with one. */
 export function askable(metrics: string[], currency: string | undefined): string[] {
