@@ -12,9 +12,10 @@ import type {
   ReportsService,
 } from "../../gen/ingest/v1/reports_pb.js";
 import { describeError, isAuthError, reportsClient, storedToken, storeToken } from "./api.js";
+import { useQuery } from "./calls.js";
 import { money, utcTime } from "./format.js";
 import { daysOf, PERIODS, type Period, readState, type ViewState, writeState } from "./period.js";
-import { QueryView, useQuery } from "./query-view.js";
+import { QueryView } from "./query-view.js";
 import { SignIn } from "./sign-in.js";
 
 const PERIOD_LABELS: Record<Period, string> = {

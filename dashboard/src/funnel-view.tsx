@@ -7,9 +7,9 @@
 import type { Client } from "@connectrpc/connect";
 import { useState } from "preact/hooks";
 import type { ReportsService } from "../../gen/ingest/v1/reports_pb.js";
+import { useCall } from "./calls.js";
 import { type FunnelStep, STEP_KINDS, type ViewState } from "./period.js";
 import { funnelRequest, moneyText } from "./query.js";
-import { useCall } from "./query-view.js";
 
 type Reports = Client<typeof ReportsService>;
 

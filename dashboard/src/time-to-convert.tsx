@@ -6,9 +6,9 @@
  */
 import type { Client } from "@connectrpc/connect";
 import type { ReportsService } from "../../gen/ingest/v1/reports_pb.js";
+import { useQuery } from "./calls.js";
 import type { ViewState } from "./period.js";
 import { metricNumber, metricText, queryRequest } from "./query.js";
-import { useQuery } from "./query-view.js";
 
 type Reports = Client<typeof ReportsService>;
 
