@@ -11,7 +11,7 @@ import type {
   LinkedVisitor,
   ReportsService,
 } from "../../gen/ingest/v1/reports_pb.js";
-import { describeError, isAuthError, reportsClient, storedToken, storeToken } from "./api.js";
+import { describeError, reportsClient, storedToken, storeToken } from "./api.js";
 import { useQuery } from "./calls.js";
 import { money, utcTime } from "./format.js";
 import { daysOf, PERIODS, type Period, readState, type ViewState, writeState } from "./period.js";

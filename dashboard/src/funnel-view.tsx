@@ -60,7 +60,6 @@ export function FunnelView(props: {
       >
         <ol>
           {draft.map((s, i) => (
-            // biome-ignore lint/suspicious/noArrayIndexKey: a step is its position
             <li key={i}>
               <select
                 id={`step-kind-${i}`}
@@ -153,7 +152,6 @@ function FunnelResult(props: {
           {r.steps.map((s, i) => {
             const before = i === 0 ? undefined : r.steps[i - 1]?.visitors;
             return (
-              // biome-ignore lint/suspicious/noArrayIndexKey: a step is its position
               <tr key={i}>
                 <th scope="row" class="wrap">
                   {i + 1}. {s.label}

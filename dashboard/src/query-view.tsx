@@ -614,7 +614,6 @@ function Panel(props: {
 function breakable(value: string) {
   const parts = value.split("/");
   return parts.map((p, i) => (
-    // biome-ignore lint/suspicious/noArrayIndexKey: the parts of one string, in order
     <span key={i}>
       {p}
       {i < parts.length - 1 && (
