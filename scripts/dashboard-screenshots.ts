@@ -4,8 +4,9 @@
  * `npm run demo`'s month (the same code, src/cli/admin.ts), the service is
  * started on it (from source, a free port), and Chromium (CHROMIUM_PATH, else
  * /usr/bin/chromium) signs in with the admin token and the demo's site and
- * photographs the last 30 days: docs/dashboard.png (1280 px wide, the whole
- * page) and docs/setup.png (the first run's setup page, on an empty store).
+ * photographs the last 30 days with the demo's funnel: docs/dashboard.png
+ * (1280 px, light), dashboard-1366-dark.png, dashboard-phone.png and
+ * dashboard-phone-dark.png (375 px; each the whole page) and docs/setup.png (the first run's setup page, on an empty store).
  * Look at them before committing.
  */
 import { type ChildProcess, execFileSync, spawn } from "node:child_process";
@@ -46,7 +47,7 @@ async function serve(
     out += d;
   });
   const url = `http://127.0.0.1:${port}`;
-  for (let i = 0; i < 600; i++) {
+  for (let i = 0; i < 3000; i++) {
     const ready = await fetch(`${url}/readyz`).then(
       (r) => r.ok,
       () => false,
@@ -98,22 +99,39 @@ try {
   );
   const server = await serve({ STORE_URL: storeUrl, ADMIN_TOKEN: vars.ADMIN_TOKEN as string });
   try {
-    const page = await browser.newPage({ viewport: { width: 1280, height: 900 }, userAgent: UA });
-    const overview = page.waitForResponse(
-      (r) => r.url().endsWith("/ingest.v1.ReportsService/SiteOverview") && r.ok(),
-    );
-    await page.goto(`${server.url}/dashboard?site=${vars.SITE}&period=30d`);
-    await page.getByLabel("Token").fill(vars.ADMIN_TOKEN as string);
-    await page.getByRole("button", { name: "Sign in" }).click();
-    await overview;
-    // The daily chart is drawn once the answer is in.
-    await page.locator("canvas").first().waitFor();
-    // The Query panels answer one by one: photograph the page once none is still loading.
-    await page.waitForFunction("!/Loading/.test(document.body.innerText)", null, {
-      timeout: 120_000,
-    });
-    await page.screenshot({ path: join(ROOT, "docs", "dashboard.png"), fullPage: true });
-    await page.close();
+    // Desktop 1280 and 1366 px, phone 375 px, light and dark; the demo's funnel in the URL.
+    const shots: [string, number, "light" | "dark"][] = [
+      ["dashboard.png", 1280, "light"],
+      ["dashboard-1366-dark.png", 1366, "dark"],
+      ["dashboard-phone.png", 375, "light"],
+      ["dashboard-phone-dark.png", 375, "dark"],
+    ];
+    for (const [file, width, colorScheme] of shots) {
+      const page = await browser.newPage({
+        viewport: { width, height: 900 },
+        userAgent: UA,
+        colorScheme,
+      });
+      await page.goto(
+        `${server.url}/dashboard?site=${vars.SITE}&period=30d&step=page:/pricing&step=event:signup&step=event:checkout`,
+      );
+      await page.getByLabel("Token").fill(vars.ADMIN_TOKEN as string);
+      await page.getByRole("button", { name: "Sign in" }).click();
+      // The main chart is drawn once its answer is in; the rest answer one by one:
+      // photograph the page once nothing is still loading.
+      await page.locator("#metric-chart canvas").waitFor({ timeout: 120_000 });
+      await page.locator("#customers-table").waitFor({ timeout: 120_000 });
+      // (Polled from here: the page's CSP refuses a string evaluated in it.)
+      for (let i = 0; i < 1200; i++) {
+        const busy =
+          (await page.locator("main [role=status]").count()) +
+          (await page.locator("main td", { hasText: /^…$/ }).count());
+        if (busy === 0) break;
+        await new Promise((r) => setTimeout(r, 100));
+      }
+      await page.screenshot({ path: join(ROOT, "docs", file), fullPage: true });
+      await page.close();
+    }
   } finally {
     server.proc.kill("SIGTERM");
   }

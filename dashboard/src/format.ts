@@ -5,18 +5,6 @@ export function money(m: { currency: string; decimal: string } | undefined): str
   return m ? `${m.decimal} ${m.currency}` : "–";
 }
 
-/** A count from an int64 (bigint) or number. */
-export function count(n: bigint | number): string {
-  return Number(n).toLocaleString("en-GB");
-}
-
-/** A share as a percentage with one decimal, or "–" when the base is zero. */
-export function percent(part: bigint | number, whole: bigint | number): string {
-  const w = Number(whole);
-  if (w === 0) return "–";
-  return `${((Number(part) / w) * 100).toFixed(1)}%`;
-}
-
 /** An RFC 3339 instant as "YYYY-MM-DD HH:MM UTC". */
 export function utcTime(rfc3339: string): string {
   return `${rfc3339.slice(0, 10)} ${rfc3339.slice(11, 16)} UTC`;

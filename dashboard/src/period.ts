@@ -27,6 +27,15 @@ export interface ViewState {
   metric: string;
   /** Filters on the whole page, from clicked rows (`f.<dimension>=<value>`, repeatable). */
   filters: { dimension: string; value: string }[];
+  /** The funnel's steps (`step=<kind>:<value>`, repeatable, 2–8 to be drawn). */
+  steps: FunnelStep[];
+}
+
+/** The kinds of a funnel step: a page (exact), a page prefix or an event name. */
+export const STEP_KINDS = ["page", "page_prefix", "event"] as const;
+export interface FunnelStep {
+  kind: (typeof STEP_KINDS)[number];
+  value: string;
 }
 
 /** The attribution models of Query, in the selector's order. */
@@ -60,7 +69,16 @@ export function readState(search: string): ViewState {
       filters.push({ dimension: key.slice(2), value });
     }
   }
+  const steps: FunnelStep[] = [];
+  for (const raw of q.getAll("step")) {
+    const at = raw.indexOf(":");
+    const kind = raw.slice(0, at);
+    if (at > 0 && (STEP_KINDS as readonly string[]).includes(kind) && steps.length < 8) {
+      steps.push({ kind: kind as FunnelStep["kind"], value: raw.slice(at + 1) });
+    }
+  }
   return {
+    steps,
     site: q.get("site") ?? "",
     period,
     from: q.get("from") ?? "",
@@ -87,6 +105,7 @@ export function writeState(s: ViewState): string {
   if (s.model !== "first_touch") q.set("model", s.model);
   if (s.metric !== "visitors") q.set("metric", s.metric);
   for (const f of s.filters) q.append(`f.${f.dimension}`, f.value);
+  for (const step of s.steps) q.append("step", `${step.kind}:${step.value}`);
   return `?${q}`;
 }
 

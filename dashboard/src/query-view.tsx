@@ -6,21 +6,26 @@
  * is one ReportsService.Query call for the view's days, filters, model and
  * currency; the numbers are the answer's, as it gave them.
  */
-import { type Client, Code, ConnectError } from "@connectrpc/connect";
+import type { Client } from "@connectrpc/connect";
 import { useEffect, useRef, useState } from "preact/hooks";
 import uPlot from "uplot";
 import type { QueryResponse, ReportsService } from "../../gen/ingest/v1/reports_pb.js";
-import { describeError } from "./api.js";
+import { useCall, useQuery } from "./calls.js";
 import { COUNT_INCRS, countLabel, countRange } from "./chart-scales.js";
-import { daysOf, MODELS, type Model, type ViewState } from "./period.js";
+import { Customers } from "./customers.js";
+import { FunnelView } from "./funnel-view.js";
+import { daysOf, type FunnelStep, MODELS, type Model, type ViewState } from "./period.js";
 import {
   askable,
   changeText,
+  funnelRequest,
   metricNumber,
   metricText,
+  moneyText,
   queryRequest,
   TOP_METRICS,
 } from "./query.js";
+import { TimeToConvert } from "./time-to-convert.js";
 
 type Reports = Client<typeof ReportsService>;
 
@@ -39,58 +44,6 @@ export const MODEL_TEXT: Record<Model, [string, string]> = {
   ],
 };
 
-type Answer =
-  | { state: "loading" }
-  | { state: "error"; message: string }
-  | { state: "done"; r: QueryResponse };
-
-/**
- * The service runs a few queries per site at once (ANALYTICS_QUERIES_PER_SITE,
- * 2 by default) and refuses more with resource_exhausted: the page sends at
- * most two at a time and retries a refused one after a short wait.
- */
-const MAX_AT_ONCE = 2;
-let running = 0;
-const waiting: (() => void)[] = [];
-
-async function queued<T>(call: () => Promise<T>): Promise<T> {
-  if (running >= MAX_AT_ONCE) await new Promise<void>((go) => waiting.push(go));
-  running++;
-  try {
-    for (let attempt = 0; ; attempt++) {
-      try {
-        return await call();
-      } catch (err) {
-        if (attempt >= 5 || ConnectError.from(err).code !== Code.ResourceExhausted) throw err;
-        await new Promise((r) => setTimeout(r, 250 * (attempt + 1)));
-      }
-    }
-  } finally {
-    running--;
-    waiting.shift()?.();
-  }
-}
-
-/** One Query call, again whenever its request changes. */
-function useQuery(client: Reports, request: ReturnType<typeof queryRequest> | undefined): Answer {
-  const [answer, setAnswer] = useState<Answer>({ state: "loading" });
-  const key = JSON.stringify(request ?? null);
-  // The request's JSON is its identity: a new object with the same fields asks nothing again.
-  useEffect(() => {
-    if (!request) return;
-    let current = true;
-    setAnswer({ state: "loading" });
-    queued(() => client.query(request)).then(
-      (r) => current && setAnswer({ state: "done", r }),
-      (err: unknown) => current && setAnswer({ state: "error", message: describeError(err) }),
-    );
-    return () => {
-      current = false;
-    };
-  }, [client, key]);
-  return answer;
-}
-
 /** The time bucket of the main chart for a period of `days` days. */
 function bucketOf(days: number): "time:hour" | "time:day" | "time:week" | "time:month" {
   if (days <= 1) return "time:hour";
@@ -104,6 +57,7 @@ export function QueryView(props: {
   view: ViewState;
   currency: string | undefined;
   onChange(next: ViewState): void;
+  onOpenCustomer(customerId: string): void;
 }) {
   const { client, view, currency, onChange } = props;
   const days = daysOf(view, Date.now());
@@ -120,6 +74,7 @@ export function QueryView(props: {
       <Realtime client={client} site={view.site} />
       <Controls view={view} onChange={onChange} />
       <TopRow
+        site={view.site}
         client={client}
         request={queryRequest(view, days, currency, { metrics, compare: true })}
         selected={metric}
@@ -137,6 +92,19 @@ export function QueryView(props: {
         })}
       />
       <Panels client={client} view={view} days={days} currency={currency} onChange={onChange} />
+      <FunnelView client={client} view={view} days={days} currency={currency} onChange={onChange} />
+      {currency && (
+        <>
+          <TimeToConvert client={client} view={view} days={days} currency={currency} />
+          <Customers
+            client={client}
+            view={view}
+            days={days}
+            currency={currency}
+            onOpen={props.onOpenCustomer}
+          />
+        </>
+      )}
     </section>
   );
 }
@@ -227,6 +195,7 @@ function Controls(props: { view: ViewState; onChange(next: ViewState): void }) {
 }
 
 function TopRow(props: {
+  site: string;
   client: Reports;
   request: ReturnType<typeof queryRequest>;
   selected: string;
@@ -243,8 +212,18 @@ function TopRow(props: {
   }
   const r = answer.r;
   const compared = r.comparisonTotals.length > 0;
+  const visitors = metricNumber(r.totals[r.metrics.indexOf("visitors")]);
   return (
     <>
+      {visitors === 0 && (
+        <section class="empty" aria-labelledby="no-traffic">
+          <h2 id="no-traffic">No visits in this period</h2>
+          <p>Add the tracking script to the pages of your site, then come back:</p>
+          <pre>
+            <code>{`<script defer src="${location.origin}/js/script.js" data-site="${props.site}"></script>`}</code>
+          </pre>
+        </section>
+      )}
       <p class="range" id="query-period">
         Days {r.period?.from.slice(0, 10)} to the day before {r.period?.to.slice(0, 10)} in the
         site's time zone, <strong>{r.period?.timeZone}</strong>
@@ -411,9 +390,6 @@ const PANELS: { title: string; tabs: [string, string][] }[] = [
       ["channel", "Channels"],
       ["source", "Sources"],
       ["campaign", "Campaigns"],
-      ["medium", "Mediums"],
-      ["term", "Terms"],
-      ["content", "Contents"],
     ],
   },
   {
@@ -435,6 +411,19 @@ const PANELS: { title: string; tabs: [string, string][] }[] = [
   },
   { title: "Goals", tabs: [["event", "Goals"]] },
 ];
+
+/** Rows that open a detail view by medium, term and content. */
+const WITH_DETAILS = new Set(["channel", "source", "campaign"]);
+
+/** A column's header for a metric. */
+function metricLabel(m: string): string {
+  return (
+    TOP_METRICS.find((t) => t.name === m)?.label ??
+    (m === "conversions" ? "Conversions" : m === "payments" ? "Payments" : m)
+  );
+}
+
+type Row = QueryResponse["rows"][number];
 
 function Panels(props: {
   client: Reports;
@@ -462,19 +451,22 @@ function Panel(props: {
   tabs: [string, string][];
 }) {
   const [tab, setTab] = useState(0);
+  const [open, setOpen] = useState<string | undefined>();
   const [dimension, tabLabel] = props.tabs[tab] ?? props.tabs[0] ?? ["channel", "Channels"];
   const goals = dimension === "event";
-  const metrics = goals
-    ? ["visitors", "conversions", "conversion_rate", "net_revenue"]
-    : ["visitors", "net_revenue", "revenue_per_visitor"];
+  // Goals are custom events: pageviews are not one (docs/dashboard.md).
   const request = queryRequest(props.view, props.days, props.currency, {
-    metrics,
+    metrics: goals
+      ? ["visitors", "conversions", "conversion_rate"]
+      : ["visitors", "net_revenue", "revenue_per_visitor"],
     dimensions: [dimension],
     limit: 10,
+    filters: goals ? [{ dimension: "event", op: "is_not", values: ["pageview"] }] : [],
   });
   const answer = useQuery(props.client, request);
   const id = `panel-${props.title.toLowerCase()}`;
   const filtered = new Set(props.view.filters.map((f) => f.dimension));
+  const details = WITH_DETAILS.has(dimension);
   const rows = (
     <>
       {answer.state === "loading" && <p role="status">Loading…</p>}
@@ -491,30 +483,32 @@ function Panel(props: {
             <caption>
               {tabLabel}:{" "}
               {goals
-                ? "custom events with visitors, conversions, conversion rate and net revenue"
+                ? "custom events (not pageviews) with visitors, conversions, conversion rate and the net revenue of their converters"
                 : "visitors, net revenue and revenue per visitor"}
               {props.currency ? ` (${props.currency})` : ""}; select a row to filter the page by it
+              {details ? "; “Details” splits it by medium, term and content" : ""}
             </caption>
             <thead>
               <tr>
                 <th scope="col">{tabLabel}</th>
                 {answer.r.metrics.map((m) => (
                   <th scope="col" key={m}>
-                    {TOP_METRICS.find((t) => t.name === m)?.label ??
-                      (m === "conversions" ? "Conversions" : m)}
+                    {metricLabel(m)}
                   </th>
                 ))}
+                {goals && props.currency && <th scope="col">Net revenue</th>}
+                {details && <th scope="col">Details</th>}
               </tr>
             </thead>
             <tbody>
-              {answer.r.rows.map((row) => {
+              {answer.r.rows.flatMap((row) => {
                 const value = row.dimensions[0] ?? "";
-                const label = TOP_METRICS.find((t) => t.name === answer.r.metrics[0])?.label;
-                return (
+                const expanded = open === value;
+                const out = [
                   <tr key={value}>
                     <th scope="row">
                       {filtered.has(dimension) ? (
-                        value
+                        breakable(value)
                       ) : (
                         <button
                           type="button"
@@ -527,23 +521,45 @@ function Panel(props: {
                             })
                           }
                         >
-                          {value}
+                          {breakable(value)}
                         </button>
                       )}
                     </th>
                     {answer.r.metrics.map((m, i) => (
-                      <td
-                        key={m}
-                        data-label={
-                          TOP_METRICS.find((t) => t.name === m)?.label ??
-                          (m === "conversions" ? "Conversions" : (label ?? m))
-                        }
-                      >
+                      <td key={m} data-label={metricLabel(m)}>
                         {metricText(m, row.metrics[i])}
                       </td>
                     ))}
-                  </tr>
-                );
+                    {goals && props.currency && (
+                      <td data-label="Net revenue">
+                        <GoalRevenue {...props} goal={value} currency={props.currency} />
+                      </td>
+                    )}
+                    {details && (
+                      <td data-label="Details">
+                        <button
+                          type="button"
+                          class="link"
+                          aria-expanded={expanded}
+                          aria-label={`${expanded ? "Hide the details" : "Details"} of ${dimension} ${value} by medium, term and content`}
+                          onClick={() => setOpen(expanded ? undefined : value)}
+                        >
+                          {expanded ? "Hide" : "Details"}
+                        </button>
+                      </td>
+                    )}
+                  </tr>,
+                ];
+                if (expanded) {
+                  out.push(
+                    <tr key={`${value}/details`} class="details-row">
+                      <td colSpan={answer.r.metrics.length + 2}>
+                        <Details {...props} dimension={dimension} value={value} />
+                      </td>
+                    </tr>,
+                  );
+                }
+                return out;
               })}
             </tbody>
           </table>
@@ -565,12 +581,16 @@ function Panel(props: {
               aria-selected={i === tab}
               aria-controls={`${id}-rows`}
               tabIndex={i === tab ? 0 : -1}
-              onClick={() => setTab(i)}
+              onClick={() => {
+                setTab(i);
+                setOpen(undefined);
+              }}
               onKeyDown={(e) => {
                 const step = e.key === "ArrowRight" ? 1 : e.key === "ArrowLeft" ? -1 : 0;
                 if (!step) return;
                 const next = (i + step + props.tabs.length) % props.tabs.length;
                 setTab(next);
+                setOpen(undefined);
                 (e.currentTarget.parentElement?.children[next] as HTMLElement | undefined)?.focus();
               }}
             >
@@ -588,4 +608,111 @@ function Panel(props: {
       )}
     </section>
   );
+}
+
+/** A value with a line-break opportunity after each slash (URLs wrap between their parts). */
+function breakable(value: string) {
+  const parts = value.split("/");
+  return parts.map((p, i) => (
+    <span key={i}>
+      {p}
+      {i < parts.length - 1 && (
+        <>
+          /<wbr />
+        </>
+      )}
+    </span>
+  ));
+}
+
+/**
+ * A channel's, source's or campaign's detail view: its visitors and revenue
+ * split by medium, term and content (one Query with the row as a filter).
+ */
+function Details(props: {
+  client: Reports;
+  view: ViewState;
+  days: { fromDay: string; toDay: string };
+  currency: string | undefined;
+  dimension: string;
+  value: string;
+}) {
+  const answer = useQuery(
+    props.client,
+    queryRequest(props.view, props.days, props.currency, {
+      metrics: ["visitors", "net_revenue", "revenue_per_visitor"],
+      dimensions: ["medium", "term", "content"],
+      limit: 20,
+      filters: [{ dimension: props.dimension, op: "is", values: [props.value] }],
+    }),
+  );
+  if (answer.state === "loading") return <p role="status">Loading…</p>;
+  if (answer.state === "error") {
+    return (
+      <p class="error" role="alert">
+        {answer.message}
+      </p>
+    );
+  }
+  return (
+    <table class="stack details">
+      <caption>
+        {props.dimension} {props.value} by medium, term and content
+      </caption>
+      <thead>
+        <tr>
+          <th scope="col">Medium</th>
+          <th scope="col">Term</th>
+          <th scope="col">Content</th>
+          {answer.r.metrics.map((m) => (
+            <th scope="col" key={m}>
+              {metricLabel(m)}
+            </th>
+          ))}
+        </tr>
+      </thead>
+      <tbody>
+        {answer.r.rows.map((row: Row) => (
+          <tr key={row.dimensions.join("\u0000")}>
+            <th scope="row">{row.dimensions[0]}</th>
+            <td data-label="Term">{row.dimensions[1]}</td>
+            <td data-label="Content">{row.dimensions[2]}</td>
+            {answer.r.metrics.map((m, i) => (
+              <td key={m} data-label={metricLabel(m)}>
+                {metricText(m, row.metrics[i])}
+              </td>
+            ))}
+          </tr>
+        ))}
+      </tbody>
+    </table>
+  );
+}
+
+/**
+ * A goal's revenue: the net revenue, by the model and in the currency,
+ * credited to the visitors who viewed a page and then sent the goal in the
+ * period (Funnel: any page, then the event; docs/dashboard.md).
+ */
+function GoalRevenue(props: {
+  client: Reports;
+  view: ViewState;
+  days: { fromDay: string; toDay: string };
+  goal: string;
+  currency: string;
+}) {
+  const answer = useCall(
+    funnelRequest(props.view, props.days, props.currency, goalSteps(props.goal)),
+    (r) => props.client.funnel(r),
+  );
+  if (answer.state === "done") return <>{moneyText(answer.r.completersNetRevenue)}</>;
+  return <>{answer.state === "error" ? "–" : "…"}</>;
+}
+
+/** A goal as funnel steps: a pageview of any page of the site, then the event. */
+export function goalSteps(goal: string): FunnelStep[] {
+  return [
+    { kind: "page_prefix", value: "/" },
+    { kind: "event", value: goal },
+  ];
 }

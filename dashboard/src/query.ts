@@ -5,8 +5,13 @@
  * number shown is a MetricValue as the service answered it.
  */
 import type { MessageInitShape } from "@bufbuild/protobuf";
-import type { MetricValue, QueryRequestSchema } from "../../gen/ingest/v1/reports_pb.js";
-import type { ViewState } from "./period.js";
+import type {
+  FunnelRequestSchema,
+  MetricValue,
+  Money,
+  QueryRequestSchema,
+} from "../../gen/ingest/v1/reports_pb.js";
+import type { FunnelStep, ViewState } from "./period.js";
 
 /** A metric of the top row: its Query name and its label. */
 export interface MetricDef {
@@ -29,8 +34,13 @@ export const TOP_METRICS: MetricDef[] = [
   { name: "revenue_per_visitor", label: "Revenue per visitor", money: true },
 ];
 
-/** Metrics that read revenue: Query needs a currency with them. */
-const REVENUE = new Set(TOP_METRICS.filter((m) => m.money).map((m) => m.name));
+/** Metrics that read payments: the page asks them in the selected currency. */
+const REVENUE = new Set([
+  ...TOP_METRICS.filter((m) => m.money).map((m) => m.name),
+  "payments",
+  "median_days_to_first_payment",
+  "median_visits_to_first_payment",
+]);
 
 /** The metrics of a list that can be asked without a currency, or all of them with one. */
 export function askable(metrics: string[], currency: string | undefined): string[] {
@@ -42,7 +52,15 @@ export function queryRequest(
   view: ViewState,
   days: { fromDay: string; toDay: string },
   currency: string | undefined,
-  shape: { metrics: string[]; dimensions?: string[]; compare?: boolean; limit?: number },
+  shape: {
+    metrics: string[];
+    dimensions?: string[];
+    compare?: boolean;
+    limit?: number;
+    /** Filters of this part only, after the page's (e.g. a row's detail view). */
+    filters?: { dimension: string; op: "is" | "is_not"; values: string[] }[];
+    orderBy?: { field: string; desc: boolean }[];
+  },
 ): MessageInitShape<typeof QueryRequestSchema> {
   const metrics = askable(shape.metrics, currency);
   const revenue = metrics.some((m) => REVENUE.has(m));
@@ -50,12 +68,16 @@ export function queryRequest(
     siteId: view.site,
     metrics,
     dimensions: shape.dimensions ?? [],
-    filters: view.filters.map((f) => ({ dimension: f.dimension, op: "is", values: [f.value] })),
+    filters: [
+      ...view.filters.map((f) => ({ dimension: f.dimension, op: "is", values: [f.value] })),
+      ...(shape.filters ?? []),
+    ],
     period: { fromDay: days.fromDay, toDay: days.toDay },
     compare: shape.compare && view.compare ? "previous_period" : "",
     model: revenue ? view.model : "",
     currency: revenue && currency ? currency : "",
     limit: shape.limit ?? 0,
+    ...(shape.orderBy ? { orderBy: shape.orderBy } : {}),
   };
 }
 
@@ -105,4 +127,26 @@ export function changeText(
   if (b === 0) return a === 0 ? "0.0%" : "new";
   const pct = ((a - b) / Math.abs(b)) * 100;
   return `${sign(pct)}${Math.abs(pct).toFixed(1)}%`;
+}
+
+/** A Funnel request for the view: its days, filters, model and currency, over `steps`. */
+export function funnelRequest(
+  view: ViewState,
+  days: { fromDay: string; toDay: string },
+  currency: string | undefined,
+  steps: FunnelStep[],
+): MessageInitShape<typeof FunnelRequestSchema> {
+  return {
+    siteId: view.site,
+    steps: steps.map((s) => ({ kind: s.kind, value: s.value })),
+    filters: view.filters.map((f) => ({ dimension: f.dimension, op: "is", values: [f.value] })),
+    period: { fromDay: days.fromDay, toDay: days.toDay },
+    model: currency ? view.model : "",
+    currency: currency ?? "",
+  };
+}
+
+/** An amount as the page shows it: the service's decimal and its currency; "–" when unset. */
+export function moneyText(m: Money | undefined): string {
+  return m ? `${m.decimal} ${m.currency}` : "–";
 }

@@ -1,7 +1,7 @@
 /**
  * The dashboard in Chromium (test/helpers/chromium.ts, as the tracker's
- * tests): sign-in, the site and period in the URL, the channel table read
- * from the page and compared with RevenueByChannel and SiteOverview, a
+ * tests): sign-in, the site and period in the URL, no data call but Query,
+ * Funnel, GetAccess and CustomerJourney (never SiteOverview), a
  * customer's journey (CustomerJourney) opened with the keyboard, a wrong token, the empty
  * state, and 375 px in dark mode. Screenshots go to test-artifacts/dashboard/
  * (not committed). The page's clock is fixed at the server's test clock, so
@@ -24,6 +24,9 @@ declare const document: { documentElement: { scrollWidth: number }; body: object
 declare function getComputedStyle(el: object): { backgroundColor: string };
 
 const ARTIFACTS = join(ROOT, "test-artifacts", "dashboard");
+/** A value the page reaches once its calls have answered: generous under a loaded machine. */
+const poll = <T>(read: () => Promise<T> | T) =>
+  expect.poll(read, { timeout: 30_000, interval: 100 });
 const clock = createTestClock(TEST_NOW);
 const ctx = useTestServer({ clock });
 
@@ -93,123 +96,68 @@ async function signIn(page: Page, token: string, site?: string) {
   await page.getByRole("button", { name: "Sign in" }).click();
 }
 
-/** The channel table's body as text cells, row by row. */
-async function channelTable(page: Page): Promise<string[][]> {
-  const rows = page.locator("#channel-table tbody tr");
-  await rows.first().waitFor();
-  return rows.evaluateAll((trs) =>
-    trs.map((tr) => [...tr.children].map((c) => (c.textContent ?? "").trim())),
-  );
-}
-
-/** Waits until the page shows the period starting with `text` (the view of the new URL has loaded). */
-async function showsRange(page: Page, text: string) {
-  await page.locator("p.range", { hasText: text }).waitFor();
-}
-
 const reports = () => ctx.client(ReportsService);
-const DAY = 86_400_000;
-/** The RPC range of "the last 7 days" at the test clock: [today − 6 days, tomorrow) in UTC. */
-function last7Days() {
-  const today = Math.floor(clock.now() / DAY) * DAY;
-  const iso = (ms: number) => new Date(ms).toISOString().replace(".000Z", "Z");
-  return { from: iso(today - 6 * DAY), to: iso(today + DAY) };
+
+/** The top row's tiles once drawn. */
+async function topRow(page: Page): Promise<string[]> {
+  await page.locator("#top-row .tile").first().waitFor();
+  return page.locator("#top-row .tile").evaluateAll((ts) => ts.map((t) => t.textContent ?? ""));
+}
+
+/** The days the page's Query answers cover, as it prints them. */
+async function showsDays(page: Page, text: string) {
+  await page.locator("#query-period", { hasText: text }).waitFor();
 }
 
 describe("the dashboard in Chromium", () => {
-  it("signs in, keeps site and period in the URL, and shows RevenueByChannel's numbers", async () => {
-    const page = await open("/dashboard?period=7d");
+  it("signs in, keeps site and period in the URL, and calls only Query, Funnel, GetAccess and CustomerJourney", async () => {
+    const page = await open(`/dashboard?period=7d&step=page:/&step=event:signup`);
+    const methods = new Set<string>();
+    page.on("request", (r) => {
+      const m = /\/ingest\.v1\.ReportsService\/(\w+)$/.exec(r.url());
+      if (m?.[1]) methods.add(m[1]);
+    });
     await signIn(page, ADMIN_TOKEN, ctx.siteId);
-    const table = await channelTable(page);
-    expect(new URL(page.url()).search).toBe(`?site=${ctx.siteId}&period=7d`);
+    await topRow(page);
+    expect(new URL(page.url()).search).toBe(
+      `?site=${ctx.siteId}&period=7d&step=page%3A%2F&step=event%3Asignup`,
+    );
     expect(await page.evaluate(() => sessionStorage.getItem("ingest.dashboard.token"))).toBe(
       ADMIN_TOKEN,
     );
-    await expect(page.getByText("All times are UTC.", { exact: false }).count()).resolves.toBe(1);
-
-    // Side by side: the page's rows are the RPCs' rows for the same period.
-    const range = last7Days();
-    const headers = ctx.adminHeaders;
-    const revenue = await reports().revenueByChannel({ siteId: ctx.siteId, ...range }, { headers });
-    const overview = await reports().siteOverview({ siteId: ctx.siteId, ...range }, { headers });
-    const expected = overview.channels.flatMap((c) =>
-      c.revenue.length === 0
-        ? [[c.channel, "–", "–", "–", "–", "–", "0", String(c.newVisitors)]]
-        : c.revenue.map((r) => [
-            c.channel,
-            r.currency,
-            r.gross?.decimal,
-            r.refunds?.decimal,
-            r.chargebacks?.decimal,
-            r.net?.decimal,
-            String(r.payingCustomers),
-            String(c.newVisitors),
-          ]),
-    );
-    expect(table.map((row) => row.slice(0, 8))).toEqual(expected);
-    const fromRevenue = revenue.rows
-      .map((r) =>
-        [
-          r.channel,
-          r.currency,
-          r.gross?.decimal,
-          r.refunds?.decimal,
-          r.chargebacks?.decimal,
-          r.net?.decimal,
-          String(r.payingCustomers),
-        ].join("|"),
-      )
-      .sort();
-    expect(
-      table
-        .filter((row) => row[1] !== "–")
-        .map((row) => row.slice(0, 7).join("|"))
-        .sort(),
-    ).toEqual(fromRevenue);
-    // And the values themselves, so a wrong RPC cannot pass by agreeing with itself.
-    expect(table).toEqual([
-      ["Paid Social", "–", "–", "–", "–", "–", "0", "2", "0.0%"],
-      ["Direct", "JPY", "1500", "0", "0", "1500", "1", "1", "100.0%"],
-      ["Email", "USD", "99.00", "0.00", "0.00", "99.00", "1", "1", "100.0%"],
-      ["Organic Search", "EUR", "20.00", "0.00", "0.00", "20.00", "1", "1", "100.0%"],
-      ["Organic Search", "USD", "49.00", "10.00", "0.00", "39.00", "1", "1", "100.0%"],
-      ["unattributed", "USD", "5.00", "0.00", "0.00", "5.00", "1", "0", "–"],
-    ]);
-    await expect(page.locator("#mrr-list").textContent()).resolves.toBe(
-      "8.25 USD from 1 active subscription",
-    );
+    await showsDays(page, "Days 2026-03-05 to the day before 2026-03-12");
+    await page.locator("#funnel-table").waitFor();
+    await page.locator("#customers-table").waitFor();
     await page.screenshot({ path: join(ARTIFACTS, "overview-7d.png"), fullPage: true });
 
     // Another period from the picker: the URL follows, and a reload keeps it.
-    await page.getByLabel("Period (UTC days)").selectOption("today");
-    await page.waitForURL(`**/dashboard?site=${ctx.siteId}&period=today`);
-    await showsRange(page, "2026-03-11 00:00 UTC to 2026-03-12 00:00 UTC");
-    const today = await channelTable(page);
-    expect(today.map((r) => `${r[0]} ${r[1]}`)).toEqual([
-      "Paid Social –",
-      "Direct JPY",
-      "unattributed USD",
-    ]);
+    await page.getByLabel("Period", { exact: true }).selectOption("today");
+    await page.waitForURL(`**/dashboard?site=${ctx.siteId}&period=today&**`);
+    await showsDays(page, "Days 2026-03-11 to the day before 2026-03-12");
     await page.reload();
-    await showsRange(page, "2026-03-11 00:00 UTC to 2026-03-12 00:00 UTC");
-    expect((await channelTable(page)).map((r) => `${r[0]} ${r[1]}`)).toEqual(
-      today.map((r) => `${r[0]} ${r[1]}`),
-    );
+    await showsDays(page, "Days 2026-03-11 to the day before 2026-03-12");
     // A custom range from the URL (both days inclusive): only 9 March.
     await page.goto(
       `${ctx.url}/dashboard?site=${ctx.siteId}&period=custom&from=2026-03-09&to=2026-03-09`,
     );
-    await showsRange(page, "2026-03-09 00:00 UTC to 2026-03-10 00:00 UTC");
-    expect((await channelTable(page)).map((r) => `${r[0]} ${r[1]} ${r[5]}`)).toEqual([
-      "Organic Search USD 49.00",
+    await showsDays(page, "Days 2026-03-09 to the day before 2026-03-10");
+    await page
+      .getByRole("button", { name: `Open the journey of customer ${DEMO.googleCustomer}` })
+      .click();
+    await page.getByRole("dialog").waitFor();
+    await poll(() => [...methods].sort()).toEqual([
+      "CustomerJourney",
+      "Funnel",
+      "GetAccess",
+      "Query",
     ]);
   });
 
-  it("opens a customer's journey from a payment with the keyboard and closes it with Escape", async () => {
+  it("opens a customer's journey from the customers with the keyboard and closes it with Escape", async () => {
     const page = await open(`/dashboard?site=${ctx.siteId}&period=7d`);
     await signIn(page, ADMIN_TOKEN);
     const button = page.getByRole("button", {
-      name: `Open the journey of payment ${DEMO.googlePayment}`,
+      name: `Open the journey of customer ${DEMO.googleCustomer}`,
     });
     await button.focus();
     await page.keyboard.press("Enter");
@@ -277,15 +225,18 @@ describe("the dashboard in Chromium", () => {
     const key = await ctx.keyWith(["reports"]);
     const page = await open("/dashboard?period=7d");
     await signIn(page, key);
-    const table = await channelTable(page);
+    const tiles = await topRow(page);
     expect(new URL(page.url()).search).toBe(`?site=${ctx.siteId}&period=7d`);
-    const overview = await reports().siteOverview(
-      { siteId: ctx.siteId, ...last7Days() },
+    const r = await reports().query(
+      {
+        siteId: ctx.siteId,
+        metrics: ["visitors"],
+        period: { fromDay: "2026-03-05", toDay: "2026-03-11" },
+      },
       { headers: { authorization: `Bearer ${key}` } },
     );
-    expect(table.map((row) => row[0])).toEqual(
-      overview.channels.flatMap((c) => Array(Math.max(c.revenue.length, 1)).fill(c.channel)),
-    );
+    expect(r.totals[0]?.value).toEqual({ case: "count", value: 5n });
+    expect(tiles[0]?.startsWith("Visitors5")).toBe(true);
     await page.screenshot({ path: join(ARTIFACTS, "reports-key.png") });
   });
 
@@ -324,7 +275,9 @@ describe("the dashboard in Chromium", () => {
     const page = await open(`/dashboard?site=${empty.siteId}&period=30d`);
     await signIn(page, ADMIN_TOKEN);
     await page.getByRole("heading", { name: "No visits in this period" }).waitFor();
-    await expect(page.locator("section.empty code").first().textContent()).resolves.toBe(
+    await expect(
+      page.locator("section[aria-labelledby=no-traffic] code").textContent(),
+    ).resolves.toBe(
       `<script defer src="${ctx.url}/js/script.js" data-site="${empty.siteId}"></script>`,
     );
     await page.getByRole("heading", { name: "No payments in this period" }).waitFor();
@@ -337,16 +290,16 @@ describe("the dashboard in Chromium", () => {
       colorScheme: "dark",
     });
     await signIn(page, ADMIN_TOKEN);
-    await channelTable(page);
+    await topRow(page);
     const widths = await page.evaluate(() => ({
       page: document.documentElement.scrollWidth,
       background: getComputedStyle(document.body).backgroundColor,
     }));
     expect(widths.page).toBeLessThanOrEqual(375);
     expect(widths.background).toBe("rgb(15, 18, 22)");
-    // Tables scroll inside their own box; the payment buttons stay reachable.
+    // Tables stack; the customers' buttons stay reachable.
     await page
-      .getByRole("button", { name: `Open the journey of payment ${DEMO.googlePayment}` })
+      .getByRole("button", { name: `Open the journey of customer ${DEMO.googleCustomer}` })
       .click();
     await page.getByRole("dialog").waitFor();
     await page.screenshot({ path: join(ARTIFACTS, "narrow-dark.png"), fullPage: true });

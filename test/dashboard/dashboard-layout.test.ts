@@ -9,9 +9,11 @@
  * (a persistent visitor with its stitched daily ids) as one person, and a
  * timeline. Screenshots go to test-artifacts/dashboard/ (not committed).
  */
+
 import { mkdirSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join } from "node:path";
+import { type Client, Code, ConnectError } from "@connectrpc/connect";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { ReportsService } from "../../gen/ingest/v1/reports_pb.js";
@@ -187,8 +189,20 @@ async function open(path: string, width: number, colorScheme: Scheme = "light"):
   await page.goto(`${ctx.url}${path}`);
   await page.getByLabel("Token").fill(ADMIN_TOKEN);
   await page.getByRole("button", { name: "Sign in" }).click();
-  await page.locator("#channel-table tbody tr").first().waitFor();
+  await page.locator("#top-row .tile").first().waitFor();
   return page;
+}
+
+/** Query as the test's own client, waiting for a slot when the page's calls hold the site's two. */
+async function query(request: Parameters<Client<typeof ReportsService>["query"]>[0]) {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await ctx.client(ReportsService).query(request, { headers: ctx.adminHeaders });
+    } catch (err) {
+      if (attempt >= 50 || ConnectError.from(err).code !== Code.ResourceExhausted) throw err;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
 }
 
 /** axe-core's serious and critical violations of the page as it is (the script is evaluated, not injected, so the CSP stays on). */
@@ -263,7 +277,7 @@ function contrast(a: number[], b: number[]): number {
  */
 async function axisContrast(page: Page): Promise<number> {
   const { pixels, background } = await page.evaluate(() => {
-    const canvas = document.querySelector("#daily-chart canvas") as BrowserElement;
+    const canvas = document.querySelector("#metric-chart canvas") as BrowserElement;
     const strip = Math.round(40 * window.devicePixelRatio);
     const data = canvas.getContext("2d").getImageData(0, 0, strip, canvas.height).data;
     return {
@@ -300,34 +314,35 @@ describe("the dashboard's layout, themes and accessibility", () => {
     const page = await open(`/dashboard?site=${ctx.siteId}&period=7d`, 1280);
     // Net of the 7 days: USD 143.00 (14,300 minor units), JPY 1,500, EUR 20.00.
     await expect(page.getByLabel("Currency of the amounts").inputValue()).resolves.toBe("USD");
-    const bars = () =>
-      page.locator(".bar-row").evaluateAll((rows) => rows.map((r) => (r.textContent ?? "").trim()));
-    await expect(page.locator(".bar-group h3").textContent()).resolves.toBe("Net revenue (USD)");
-    expect(await bars()).toEqual(["Email99.00", "Organic Search39.00", "unattributed5.00"]);
+    const options = await page
+      .locator("#currency option")
+      .evaluateAll((os) => os.map((o) => o.textContent));
+    // The selector's currencies are Query's by currency, in its order (most net revenue first).
+    const byCurrency = await query({
+      siteId: ctx.siteId,
+      metrics: ["net_revenue"],
+      dimensions: ["currency"],
+      period: { fromDay: "2026-03-05", toDay: "2026-03-11" },
+      limit: 100,
+    });
+    expect(options).toEqual(byCurrency.rows.map((r) => r.dimensions[0]));
+    // Compared in minor units (no exchange rate): 14,300 > 2,000 > 1,500.
+    expect(options).toEqual(["USD", "EUR", "JPY"]);
+    const net = () =>
+      page.locator("#top-row .tile", { hasText: "Net revenue" }).locator(".tile-value");
+    await poll(() => net().textContent()).toBe("143.00 USD");
     await page.getByLabel("Currency of the amounts").selectOption("EUR");
     await page.waitForURL(`**/dashboard?site=${ctx.siteId}&period=7d&currency=EUR`);
-    await expect(page.locator(".bar-group h3").textContent()).resolves.toBe("Net revenue (EUR)");
-    expect(await bars()).toEqual(["Organic Search20.00"]);
-    // Top sources by net revenue: the EUR amounts only, one line per source.
-    const sources = await page
-      .locator(".top-card", { hasText: "Sources" })
-      .locator("ol")
-      .nth(1)
-      .locator("li")
-      .evaluateAll((lis) => lis.map((li) => (li.textContent ?? "").trim()));
-    expect(sources).toEqual(["Google 20.00 EUR"]);
-    await expect(page.locator("#daily-chart").getAttribute("aria-label")).resolves.toBe(
-      "Visitors, pageviews and net revenue in EUR per UTC day; the table below has the same numbers",
-    );
+    await poll(() => net().textContent()).toBe("20.00 EUR");
     await page.reload();
-    await page.locator("#channel-table tbody tr").first().waitFor();
+    await page.locator("#top-row .tile").first().waitFor();
     await expect(page.getByLabel("Currency of the amounts").inputValue()).resolves.toBe("EUR");
   });
 
   for (const scheme of ["light", "dark"] as const) {
     it(`draws the chart's axis labels with at least 4.5:1 contrast in the ${scheme} theme`, async () => {
       const page = await open(`/dashboard?site=${ctx.siteId}&period=7d`, 1280, scheme);
-      await page.locator("#daily-chart canvas").waitFor();
+      await page.locator("#metric-chart canvas").waitFor();
       expect(await axisContrast(page)).toBeGreaterThanOrEqual(4.5);
     });
   }
@@ -340,28 +355,42 @@ describe("the dashboard's layout, themes and accessibility", () => {
   ];
   for (const [width, scheme] of views) {
     it(`at ${width} px in the ${scheme} theme: nothing clipped, the journey dialog included, and no serious axe violation`, async () => {
-      const page = await open(`/dashboard?site=${ctx.siteId}&period=7d`, width, scheme);
+      const page = await open(
+        `/dashboard?site=${ctx.siteId}&period=7d&step=page:/&step=page_prefix:/pricing`,
+        width,
+        scheme,
+      );
       await page.locator("#site-name strong").waitFor();
-      // Every Query part drawn (the top row, the chart, each panel) before looking.
+      // Every Query part drawn (the top row, the chart, each panel, the funnel, time to
+      // convert, the customers) before looking.
       await page.locator("#top-row .tile").first().waitFor();
-      await poll(() => page.locator(".query-view [role=status]").count()).toBe(0);
-      await poll(() => page.locator(".panel table").count()).toBeGreaterThanOrEqual(4);
+      await page.locator("#funnel-table").waitFor();
+      await page.locator("#customers-table").waitFor();
+      await page.locator("#ttc-table").waitFor();
+      await poll(() => page.locator("main [role=status]").count()).toBe(0);
+      await poll(() => page.locator(".panel table").count()).toBeGreaterThanOrEqual(3);
       await page.screenshot({ path: join(ARTIFACTS, `top-${width}-${scheme}.png`) });
-      // The daily table is folded away: open it so it is checked too.
-      await page.getByText("The daily numbers as a table").click();
+      // A channel's detail view, opened by keyboard, is checked too.
+      await page
+        .getByRole("button", { name: /^Details of channel / })
+        .first()
+        .focus();
+      await page.keyboard.press("Enter");
+      await page.locator("table.details").waitFor();
+      await poll(() => page.locator("main [role=status]").count()).toBe(0);
       expect(await clipped(page)).toEqual([]);
       expect(await seriousViolations(page)).toEqual([]);
       await page.screenshot({
         path: join(ARTIFACTS, `layout-${width}-${scheme}.png`),
         fullPage: true,
       });
-      for (const table of ["channel-table", "payments-table"]) {
+      for (const id of ["panel-pages", "funnel-section", "time-to-convert", "customers-section"]) {
         await page
-          .locator(`#${table}`)
-          .screenshot({ path: join(ARTIFACTS, `${table}-${width}-${scheme}.png`) });
+          .locator(`#${id}`)
+          .screenshot({ path: join(ARTIFACTS, `${id}-${width}-${scheme}.png`) });
       }
       const button = page.getByRole("button", {
-        name: `Open the journey of payment ${DEMO.googlePayment}`,
+        name: `Open the journey of customer ${DEMO.googleCustomer}`,
       });
       await button.focus();
       await page.keyboard.press("Enter");
@@ -386,7 +415,7 @@ describe("the dashboard's layout, themes and accessibility", () => {
 
   it("shows a customer by name and email, one browser as one person, and a timeline", async () => {
     const page = await open(`/dashboard?site=${person.siteId}&period=7d`, 375, "dark");
-    await page.getByRole("button", { name: "Open the journey of payment pay_person_1" }).click();
+    await page.getByRole("button", { name: "Open the journey of customer cus_person" }).click();
     await page.locator("#journey-timeline li").first().waitFor();
     await expect(page.locator("#journey-title").textContent()).resolves.toBe("Ada Lovelace");
     await expect(page.locator("#journey-who").textContent()).resolves.toBe(

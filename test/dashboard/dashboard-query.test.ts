@@ -78,6 +78,9 @@ beforeAll(async () => {
     { key: ctx.key },
   );
   expect(paid.status).toBe(200);
+  // Goals: custom events of the two visitors of user-two (one signed up, one opened a newsletter).
+  await event("198.51.100.22", 28.95, { e: "signup", u: "https://example.com/pricing" });
+  await event("198.51.100.21", 39.95, { e: "newsletter_open", u: "https://example.com/" });
   // The Direct visitor of today again, two minutes ago: the realtime count's one visitor.
   await event("198.51.100.15", 2 / 60, { e: "pageview", u: "https://example.com/pricing" });
   try {
@@ -168,6 +171,18 @@ async function query(request: Parameters<ReturnType<typeof reports>["query"]>[0]
 }
 const reports = () => ctx.client(ReportsService);
 
+/** Funnel as the test's own client, waiting for a slot as {@link query} does. */
+async function funnel(request: Parameters<ReturnType<typeof reports>["funnel"]>[0]) {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await reports().funnel(request, { headers: ctx.adminHeaders });
+    } catch (err) {
+      if (attempt >= 50 || ConnectError.from(err).code !== Code.ResourceExhausted) throw err;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+}
+
 async function open(path: string): Promise<Page> {
   if (!browser) throw new Error(String(launchError));
   const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
@@ -218,8 +233,13 @@ async function expectedTopRow(request: {
 async function panelRows(page: Page, panel: string): Promise<string[][]> {
   const rows = page.locator(`#panel-${panel} tbody tr`);
   await rows.first().waitFor();
+  // The detail view's toggle is no number: left out.
   return rows.evaluateAll((trs) =>
-    trs.map((tr) => [...tr.children].map((c) => (c.textContent ?? "").trim())),
+    trs.map((tr) =>
+      [...tr.children]
+        .filter((c) => c.getAttribute("data-label") !== "Details")
+        .map((c) => (c.textContent ?? "").trim()),
+    ),
   );
 }
 
@@ -333,7 +353,7 @@ describe("the dashboard's numbers are Query's", () => {
       ["Last 12 months", "12m", "Days 2025-04-01 to the day before 2026-03-12"],
     ];
     for (const [label, period, days] of cases) {
-      await page.getByLabel("Period (UTC days)").selectOption({ label });
+      await page.getByLabel("Period", { exact: true }).selectOption({ label });
       await page.waitForURL(`**/dashboard?site=${ctx.siteId}&period=${period}`);
       await poll(() => page.locator("#query-period").textContent()).toContain(days);
     }
@@ -350,5 +370,202 @@ describe("the dashboard's numbers are Query's", () => {
     await poll(() => panelRows(page, "acquisition")).toEqual(await expectedRows("source"));
     const sources = await panelRows(page, "acquisition");
     expect(sources.map((r) => r[0])).toContain("Google");
+  });
+
+  it("shows goals (custom events, not pageviews) as Query answers them, with their converters' revenue as Funnel answers it", async () => {
+    const page = await open(`/dashboard?site=${ctx.siteId}&period=7d`);
+    const r = await query({
+      siteId: ctx.siteId,
+      metrics: ["visitors", "conversions", "conversion_rate"],
+      dimensions: ["event"],
+      filters: [{ dimension: "event", op: "is_not", values: ["pageview"] }],
+      period: PERIOD,
+      limit: 10,
+    });
+    const expected = [];
+    for (const row of r.rows) {
+      const goal = row.dimensions[0] ?? "";
+      const f = await funnel({
+        siteId: ctx.siteId,
+        steps: [
+          { kind: "page_prefix", value: "/" },
+          { kind: "event", value: goal },
+        ],
+        period: PERIOD,
+        model: "first_touch",
+        currency: "USD",
+      });
+      expected.push([
+        goal,
+        ...["visitors", "conversions", "conversion_rate"].map((m, i) => shown(m, row.metrics[i])),
+        `${f.completersNetRevenue?.decimal} ${f.completersNetRevenue?.currency}`,
+      ]);
+    }
+    await poll(() => panelRows(page, "goals")).toEqual(expected);
+    // The values themselves: no pageview, no (none) row. user-two's 60 USD goes, by first
+    // touch, to its first visitor (the Google visit that opened the newsletter), not to the
+    // daily id that signed up.
+    expect(expected).toEqual([
+      ["newsletter_open", "1", "1", "100.0%", "60.00 USD"],
+      ["signup", "1", "1", "100.0%", "0.00 USD"],
+    ]);
+  });
+
+  it("opens a channel's detail view by medium, term and content with Query's numbers", async () => {
+    const page = await open(`/dashboard?site=${ctx.siteId}&period=7d`);
+    await panelRows(page, "acquisition");
+    await page
+      .getByRole("button", { name: "Details of channel Email by medium, term and content" })
+      .focus();
+    await page.keyboard.press("Enter");
+    const rows = page.locator("#panel-acquisition table.details tbody tr");
+    await rows.first().waitFor();
+    const r = await query({
+      siteId: ctx.siteId,
+      metrics: ["visitors", "net_revenue", "revenue_per_visitor"],
+      dimensions: ["medium", "term", "content"],
+      filters: [{ dimension: "channel", op: "is", values: ["Email"] }],
+      period: PERIOD,
+      model: "first_touch",
+      currency: "USD",
+      limit: 20,
+    });
+    const cells = await rows.evaluateAll((trs) =>
+      trs.map((tr) => [...tr.children].map((c) => (c.textContent ?? "").trim())),
+    );
+    expect(cells).toEqual(
+      r.rows.map((row) => [
+        ...row.dimensions,
+        ...["visitors", "net_revenue", "revenue_per_visitor"].map((m, i) =>
+          shown(m, row.metrics[i]),
+        ),
+      ]),
+    );
+    expect(cells[0]?.slice(0, 3)).toEqual(["email", "(none)", "(none)"]);
+  });
+
+  it("draws a funnel defined on the page, kept in the URL, with Funnel's numbers", async () => {
+    const page = await open(`/dashboard?site=${ctx.siteId}&period=7d`);
+    await topRow(page);
+    await page.getByLabel("Step 1 kind").selectOption("page_prefix");
+    await page.getByLabel("Step 1 value").fill("/");
+    await page.getByLabel("Step 2 value").fill("signup");
+    await page.getByRole("button", { name: "Add a step" }).click();
+    await page.getByLabel("Step 3 kind").selectOption("page");
+    await page.getByLabel("Step 3 value").fill("/pricing");
+    await page.getByRole("button", { name: "Remove step 3" }).click();
+    await page.getByRole("button", { name: "Show the funnel" }).click();
+    await poll(() => decodeURIComponent(new URL(page.url()).search)).toBe(
+      `?site=${ctx.siteId}&period=7d&step=page_prefix:/&step=event:signup`,
+    );
+    const f = await funnel({
+      siteId: ctx.siteId,
+      steps: [
+        { kind: "page_prefix", value: "/" },
+        { kind: "event", value: "signup" },
+      ],
+      period: PERIOD,
+      model: "first_touch",
+      currency: "USD",
+    });
+    const rows = page.locator("#funnel-table tbody tr");
+    const cells = () =>
+      rows.evaluateAll((trs) =>
+        trs.map((tr) => [...tr.children].map((c) => (c.textContent ?? "").trim())),
+      );
+    const first = Number(f.steps[0]?.visitors);
+    const second = Number(f.steps[1]?.visitors);
+    await poll(cells).toEqual([
+      ["1. /", String(first), "–", "100.0%", "100.0%"],
+      [
+        "2. signup",
+        String(second),
+        `${first - second} (${(100 - (f.steps[1]?.conversionFromPrevious ?? 0)).toFixed(1)}%)`,
+        `${f.steps[1]?.conversionFromPrevious.toFixed(1)}%`,
+        `${f.steps[1]?.conversionOverall.toFixed(1)}%`,
+      ],
+    ]);
+    expect([first, second]).toEqual([7, 1]);
+    await expect(page.locator("#funnel-revenue").textContent()).resolves.toBe(
+      `Net revenue of the visitors who completed every step: ${f.completersNetRevenue?.decimal} USD (first touch).`,
+    );
+    // A reload draws it again from the URL.
+    await page.reload();
+    await poll(cells).toHaveLength(2);
+  });
+
+  it("shows time to convert and the customers as Query answers them, and opens a customer's journey", async () => {
+    const page = await open(`/dashboard?site=${ctx.siteId}&period=7d`);
+    const spread = await query({
+      siteId: ctx.siteId,
+      metrics: ["paying_customers"],
+      dimensions: ["days_to_first_payment"],
+      period: PERIOD,
+      model: "first_touch",
+      currency: "USD",
+      limit: 20,
+    });
+    const counts = new Map(
+      spread.rows.map((r) => [r.dimensions[0], shown("paying_customers", r.metrics[0])]),
+    );
+    const table = page.locator("#ttc-table tbody tr");
+    await table.first().waitFor();
+    const shownCounts = await table.evaluateAll((trs) =>
+      trs.map((tr) => (tr.lastElementChild?.textContent ?? "").trim()),
+    );
+    const buckets = ["0", "1", "2-3", "4-7", "8-14", "15-30", "31-60", "61-90", "91+"];
+    expect(shownCounts).toEqual(buckets.map((b) => counts.get(b) ?? "0"));
+    expect(shownCounts[0]).toBe("3");
+    const medians = await query({
+      siteId: ctx.siteId,
+      metrics: ["median_days_to_first_payment", "median_visits_to_first_payment"],
+      dimensions: ["channel"],
+      period: PERIOD,
+      model: "first_touch",
+      currency: "USD",
+      limit: 20,
+    });
+    const channelRows = page.locator("#ttc-channels tbody tr");
+    await channelRows.first().waitFor();
+    expect(
+      await channelRows.evaluateAll((trs) =>
+        trs.map((tr) => [...tr.children].map((c) => (c.textContent ?? "").trim())),
+      ),
+    ).toEqual(
+      medians.rows.map((r) => [
+        r.dimensions[0],
+        shown("median_days_to_first_payment", r.metrics[0]),
+        shown("median_visits_to_first_payment", r.metrics[1]),
+      ]),
+    );
+    const customers = await query({
+      siteId: ctx.siteId,
+      metrics: ["net_revenue", "payments"],
+      dimensions: ["customer"],
+      period: PERIOD,
+      model: "first_touch",
+      currency: "USD",
+      limit: 20,
+    });
+    const customerRows = page.locator("#customers-table tbody tr");
+    await customerRows.first().waitFor();
+    expect(
+      await customerRows.evaluateAll((trs) =>
+        trs.map((tr) => [...tr.children].map((c) => (c.textContent ?? "").trim())),
+      ),
+    ).toEqual(
+      customers.rows.map((r) => [
+        r.dimensions[0],
+        shown("net_revenue", r.metrics[0]),
+        shown("payments", r.metrics[1]),
+      ]),
+    );
+    await page.getByRole("button", { name: "Open the journey of customer cus_two_visits" }).focus();
+    await page.keyboard.press("Enter");
+    await expect(page.getByRole("dialog").locator("h2").textContent()).resolves.toBe(
+      "Customer cus_two_visits",
+    );
+    await page.keyboard.press("Escape");
+    await page.getByRole("dialog").waitFor({ state: "detached" });
   });
 });

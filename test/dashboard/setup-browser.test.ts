@@ -125,7 +125,7 @@ describe("first run in Chromium", () => {
     await page.screenshot({ path: join(ARTIFACTS, "setup-done.png") });
 
     const overview = page.waitForResponse(
-      (r) => r.url().endsWith("/ingest.v1.ReportsService/SiteOverview") && r.status() === 200,
+      (r) => r.url().endsWith("/ingest.v1.ReportsService/Query") && r.status() === 200,
     );
     await page.getByRole("button", { name: "Open the dashboard" }).click();
     await overview;

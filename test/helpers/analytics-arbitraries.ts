@@ -340,6 +340,60 @@ export const queryFieldsArb: fc.Arbitrary<QueryRequestFields> = fc.record({
   pageToken: fc.constant(""),
 });
 
+/**
+ * A valid Query request by a payment dimension (currency, customer, days to
+ * first payment): payment metrics only; by `currency`, with or without a
+ * currency (each row's amounts in its own).
+ */
+export const paymentQueryFieldsArb: fc.Arbitrary<QueryRequestFields> = fc
+  .record({
+    metrics: fc.uniqueArray(
+      fc.constantFrom(
+        "payments",
+        "paying_customers",
+        "gross_revenue",
+        "refunds",
+        "chargebacks",
+        "net_revenue",
+        "average_order_value",
+        "median_days_to_first_payment",
+        "median_visits_to_first_payment",
+      ),
+      { minLength: 1, maxLength: 4 },
+    ),
+    payment: fc.constantFrom("currency", "customer", "days_to_first_payment"),
+    other: fc.constantFrom(undefined, "channel", "landing_page", "time:day"),
+    filters: fc.array(
+      fc.oneof(
+        filterArb,
+        fc.record({
+          dimension: fc.constantFrom("currency", "days_to_first_payment"),
+          op: fc.constantFrom("is", "is_not"),
+          values: fc.subarray(["EUR", "USD", "(none)", "0", "1", "2-3"], { minLength: 1 }),
+        }),
+      ),
+      { maxLength: 2 },
+    ),
+    period: periodArb,
+    compare: fc.constantFrom("", "previous_period"),
+    model: fc.constantFrom("", ...ATTRIBUTION_MODELS),
+    withCurrency: fc.boolean(),
+    limit: fc.constantFrom(0, 3),
+  })
+  .map((r) => ({
+    siteId: ARB_SITE,
+    metrics: r.metrics,
+    dimensions: r.other ? [r.payment, r.other] : [r.payment],
+    filters: r.filters,
+    period: r.period,
+    compare: r.compare,
+    model: r.model,
+    currency: r.payment === "currency" && !r.withCurrency ? "" : "EUR",
+    orderBy: [],
+    limit: r.limit,
+    pageToken: "",
+  }));
+
 /** A valid Funnel request over the arbitraries' window. */
 export const funnelFieldsArb: fc.Arbitrary<FunnelRequestFields> = fc.record({
   siteId: fc.constant(ARB_SITE),
@@ -379,6 +433,14 @@ export const timeZoneArb = fc.constantFrom(...ARB_TIME_ZONES);
 /** Data and a planned query for it. */
 export const queryCaseArb: fc.Arbitrary<{ data: RefData; plan: QueryPlan }> = fc
   .record({ data: analyticsDataArb, fields: queryFieldsArb, timeZone: timeZoneArb })
+  .map(({ data, fields, timeZone }) => ({
+    data,
+    plan: planQuery(fields, { site: { id: ARB_SITE, timeZone } }),
+  }));
+
+/** Data and a planned query by a payment dimension. */
+export const paymentQueryCaseArb: fc.Arbitrary<{ data: RefData; plan: QueryPlan }> = fc
+  .record({ data: analyticsDataArb, fields: paymentQueryFieldsArb, timeZone: timeZoneArb })
   .map(({ data, fields, timeZone }) => ({
     data,
     plan: planQuery(fields, { site: { id: ARB_SITE, timeZone } }),

@@ -329,12 +329,18 @@ export function createReference(data: RefData, siteId: string) {
   }
 
   /** The metrics of one set of events and shares. */
-  function metricsOf(plan: QueryPlan, evs: EventRow[], shares: ShareRow[]): MetricValue[] {
-    const money = (minor: bigint): MetricValue => ({
-      kind: "money",
-      currency: plan.currency ?? "",
-      minor,
-    });
+  function metricsOf(
+    plan: QueryPlan,
+    evs: EventRow[],
+    shares: ShareRow[],
+    dims: string[] = [],
+  ): MetricValue[] {
+    // Without a currency (by the currency dimension) a row's amounts are in its own;
+    // totals would add currencies up: unset.
+    const byCurrency = plan.dimensions.indexOf("currency");
+    const currency = plan.currency ?? (byCurrency >= 0 ? dims[byCurrency] : undefined);
+    const money = (minor: bigint): MetricValue =>
+      currency === undefined ? { kind: "none" } : { kind: "money", currency, minor };
     const count = (value: number): MetricValue => ({ kind: "count", value });
     const num = (x: number | undefined): MetricValue =>
       x === undefined || !Number.isFinite(x)
@@ -423,6 +429,31 @@ export function createReference(data: RefData, siteId: string) {
     return plan.metrics.map(value);
   }
 
+  /**
+   * A payment's own dimensions: its currency, its customer and, on a
+   * customer's first charge with a touch before it, the whole days from the
+   * earliest such touch to it, bucketed.
+   */
+  function paymentValues(p: RefPayment, plan: QueryPlan): Values {
+    const values: Values = { currency: p.currency, customer: p.customerId };
+    const touches = visitsBefore(customerOf(p.customerId), p.paidAt);
+    if (firstCharge(p.customerId, plan.currency) === p && touches.length > 0) {
+      const days = (p.paidAt - (touches[0]?.visit.start as number)) / 86_400_000;
+      const bounds: [number, string][] = [
+        [1, "0"],
+        [2, "1"],
+        [4, "2-3"],
+        [8, "4-7"],
+        [15, "8-14"],
+        [31, "15-30"],
+        [61, "31-60"],
+        [91, "61-90"],
+      ];
+      values.days_to_first_payment = bounds.find(([below]) => days < below)?.[1] ?? "91+";
+    }
+    return values;
+  }
+
   /** The events and shares of an interval that pass the plan's filters. */
   function inInterval(plan: QueryPlan, interval: Interval) {
     const evs = rows.filter(
@@ -435,6 +466,7 @@ export function createReference(data: RefData, siteId: string) {
     const shares = revenue
       ? countedPayments(interval, plan.currency)
           .flatMap((p) => sharesOf(p, plan.model))
+          .map((s) => ({ ...s, values: { ...s.values, ...paymentValues(s.payment, plan) } }))
           .filter((s) =>
             plan.filters.every((f) => matches(shareValue(s, f.dimension, plan.timeZone), f)),
           )
@@ -480,7 +512,7 @@ export function createReference(data: RefData, siteId: string) {
     );
     let resultRows: QueryResultRow[] = present.map((g) => ({
       dimensions: g.dims,
-      metrics: metricsOf(plan, g.evs, g.shares),
+      metrics: metricsOf(plan, g.evs, g.shares, g.dims),
     }));
 
     let comparisonTotals: MetricValue[] | undefined;
@@ -504,7 +536,7 @@ export function createReference(data: RefData, siteId: string) {
         const shares = cmp.shares.filter(
           (s) => keyOf(plan.dimensions.map((d) => shareValue(s, d, plan.timeZone))) === want,
         );
-        return { ...row, comparison: metricsOf(plan, evs, shares) };
+        return { ...row, comparison: metricsOf(plan, evs, shares, row.dimensions) };
       });
     }
 

@@ -14,7 +14,11 @@ import { createDuckDbAnalytics } from "../../src/store/duckdb/analytics-engine.j
 import { createAnalyticsFeed } from "../../src/store/duckdb/analytics-feed.js";
 import { openAnalyticsStore, visitorKey } from "../../src/store/duckdb/analytics-store.js";
 import { openSqlite } from "../../src/store/sqlite/open-sqlite.js";
-import { funnelCaseArb, queryCaseArb } from "../helpers/analytics-arbitraries.js";
+import {
+  funnelCaseArb,
+  paymentQueryCaseArb,
+  queryCaseArb,
+} from "../helpers/analytics-arbitraries.js";
 import { type RefData, referenceFunnel, referenceQuery } from "../helpers/analytics-reference.js";
 import { useTempDirs } from "../helpers/temp-dirs.js";
 
@@ -138,6 +142,22 @@ describe("the engine against the reference model", () => {
         }
       }),
       { numRuns: 100, seed: 3030 },
+    );
+  });
+
+  it("answers every query by currency, customer or days to first payment as the reference does", {
+    timeout: 300_000,
+  }, async () => {
+    await fc.assert(
+      fc.asyncProperty(paymentQueryCaseArb, async ({ data, plan }) => {
+        const { engine, close } = await engineOver(data);
+        try {
+          expect(await engine.query(plan)).toEqual(referenceQuery(data, plan));
+        } finally {
+          close();
+        }
+      }),
+      { numRuns: 60, seed: 3333 },
     );
   });
 

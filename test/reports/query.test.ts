@@ -77,6 +77,9 @@ async function send(body: unknown) {
   expect(res.status).toBe(204);
 }
 
+/** A Query answer's body over REST. */
+const answer = (res: { body: unknown }) => res.body as { rows: unknown[]; totals: unknown[] };
+
 function post(path: string, body: unknown, key: string) {
   return postJson(`${ctx.url}/api/v1/sites/${ctx.siteId}/${path}`, body, { key });
 }
@@ -132,6 +135,20 @@ describe("ReportsService.Query and Funnel", () => {
       );
       expect(res.status).toBe(200);
     }
+    // B pays 10 EUR 47 minutes after its first visit: a second currency, its first charge.
+    const eur = await postJson(
+      `${ctx.url}/api/v1/payments`,
+      {
+        payment_id: "pay_3",
+        customer: { id: "cus_b", visitor_id: B },
+        amount: 10,
+        currency: "EUR",
+        kind: "charge",
+        paid_at: new Date(T0 + 48 * MIN).toISOString(),
+      },
+      { key: ctx.key },
+    );
+    expect(eur.status).toBe(200);
     // The explicit freshness signal: resolves once the feed has applied every committed write.
     await ctx.server.app.analytics?.feed.runOnce();
   });
@@ -210,6 +227,73 @@ describe("ReportsService.Query and Funnel", () => {
       ],
       period: ANSWER.period,
       model: "first_touch",
+    });
+  });
+
+  it("answers by currency without a currency (each row in its own, no total across them), by customer and by days to first payment", async () => {
+    const day = { from_day: "2026-03-11", to_day: "2026-03-11" };
+    const byCurrency = await post(
+      "query",
+      { metrics: ["payments", "net_revenue"], dimensions: ["currency"], period: day },
+      reportsKey,
+    );
+    expect(byCurrency.status).toBe(200);
+    expect(answer(byCurrency).rows).toEqual([
+      {
+        dimensions: ["EUR"],
+        metrics: [count(1), { money: { currency: "EUR", minorUnits: "1000", decimal: "10.00" } }],
+      },
+      { dimensions: ["USD"], metrics: [count(1), usd(2499, "24.99")] },
+    ]);
+    // Amounts are never added across currencies: the total of net revenue is unset.
+    expect(answer(byCurrency).totals).toEqual([count(2), {}]);
+    const byCustomer = await post(
+      "query",
+      { metrics: ["net_revenue"], dimensions: ["customer"], period: day, currency: "USD" },
+      reportsKey,
+    );
+    expect(answer(byCustomer).rows).toEqual([
+      { dimensions: ["cus_a"], metrics: [usd(2499, "24.99")] },
+    ]);
+    // cus_a paid 20 minutes after its first visit, cus_b (EUR) 47 minutes after: both day "0".
+    const days = await post(
+      "query",
+      {
+        metrics: ["paying_customers"],
+        dimensions: ["days_to_first_payment"],
+        period: day,
+        currency: "EUR",
+      },
+      reportsKey,
+    );
+    expect(answer(days).rows).toEqual([{ dimensions: ["0"], metrics: [count(1)] }]);
+    expect(
+      await post(
+        "query",
+        { metrics: ["visitors", "payments"], dimensions: ["customer"], period: day },
+        reportsKey,
+      ),
+    ).toMatchObject({
+      status: 400,
+      body: {
+        ok: false,
+        error: {
+          code: "invalid_input",
+          message:
+            'dimensions: "customer" describes payments only: it cannot be asked with the traffic metric "visitors"',
+        },
+      },
+    });
+    // Without the currency dimension, amounts still need a currency.
+    expect(
+      await post(
+        "query",
+        { metrics: ["net_revenue"], dimensions: ["customer"], period: day },
+        reportsKey,
+      ),
+    ).toMatchObject({
+      status: 400,
+      body: { error: { message: "currency: required with revenue metrics" } },
     });
   });
 

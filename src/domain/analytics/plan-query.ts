@@ -24,7 +24,9 @@ import {
   type Interval,
   METRIC_NAMES,
   type MetricName,
+  PAYMENT_DIMENSIONS,
   PLAIN_DIMENSION_NAMES,
+  type PlainDimensionName,
   type QueryPlan,
   TIME_GRAINS,
 } from "./query-plan.js";
@@ -64,6 +66,31 @@ export const MONEY_METRICS: ReadonlySet<MetricName> = new Set<MetricName>([
   "revenue_per_visitor",
   "average_order_value",
 ]);
+
+/** Metrics that read the period's traffic (revenue per visitor divides by its visitors). */
+const TRAFFIC_METRICS: ReadonlySet<MetricName> = new Set<MetricName>([
+  "visitors",
+  "visits",
+  "pageviews",
+  "events",
+  "views_per_visit",
+  "bounce_rate",
+  "visit_duration",
+  "conversions",
+  "conversion_rate",
+  "revenue_per_visitor",
+]);
+
+/** A payment dimension asked with a traffic metric is refused: events have no such value. */
+function checkPaymentDimensions(metrics: MetricName[], dimensions: DimensionName[]): void {
+  const d = dimensions.find((x) => PAYMENT_DIMENSIONS.has(x as PlainDimensionName));
+  const m = metrics.find((x) => TRAFFIC_METRICS.has(x));
+  if (d !== undefined && m !== undefined) {
+    throw invalid(
+      `dimensions: ${quote(d)} describes payments only: it cannot be asked with the traffic metric ${quote(m)}`,
+    );
+  }
+}
 
 /** A `QueryFilter` as the doors decode it. */
 export interface QueryFilterFields {
@@ -399,9 +426,11 @@ export function planQuery(fields: QueryRequestFields, ctx: PlanContext): QueryPl
   const period = planPeriod(fields.period, timeZone);
   const comparison = planComparison(fields.compare, period, timeZone);
   const model = planModel(fields.model);
+  checkPaymentDimensions(metrics, dimensions);
+  // By `currency`, amounts need no currency: each row's are in its own (totals unset).
   const currency = planCurrency(
     fields.currency,
-    metrics.some((m) => MONEY_METRICS.has(m)),
+    metrics.some((m) => MONEY_METRICS.has(m)) && !dimensions.includes("currency"),
   );
   const orderBy = planOrder(fields.orderBy, metrics, dimensions);
   const limit = planLimit(fields.limit);

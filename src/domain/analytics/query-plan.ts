@@ -50,9 +50,35 @@ export const PLAIN_DIMENSION_NAMES = [
   "browser",
   "os",
   "event",
+  "currency",
+  "customer",
+  "days_to_first_payment",
 ] as const;
 
 export type PlainDimensionName = (typeof PLAIN_DIMENSION_NAMES)[number];
+
+/**
+ * Dimensions that describe payments only (events read `(none)` there): they
+ * cannot be asked with a metric that counts traffic (docs/reports.md).
+ */
+export const PAYMENT_DIMENSIONS: ReadonlySet<PlainDimensionName> = new Set<PlainDimensionName>([
+  "currency",
+  "customer",
+  "days_to_first_payment",
+]);
+
+/** The buckets of `days_to_first_payment`, in order: whole days elapsed, ranges inclusive. */
+export const DAYS_TO_FIRST_PAYMENT_BUCKETS = [
+  "0",
+  "1",
+  "2-3",
+  "4-7",
+  "8-14",
+  "15-30",
+  "31-60",
+  "61-90",
+  "91+",
+] as const;
 
 export const TIME_GRAINS = ["hour", "day", "week", "month"] as const;
 export type TimeGrain = (typeof TIME_GRAINS)[number];

@@ -141,23 +141,30 @@ const TOUCH_COLUMNS =
   "v.vid AS vk, v.v_start, v.v_end, v.v_exit_page, v.v_channel, v.v_source, v.v_medium, v.v_campaign, v.v_term, v.v_content, v.v_referrer, v.v_landing_page, v.v_country, v.v_device, v.v_browser, v.v_os";
 
 /** Succeeded payments of the period in the currency (`pay`), with their customer's first charge. */
-function paymentRows(siteId: string, currency: string, period: Interval, p: Params): string {
+function paymentRows(
+  siteId: string,
+  currency: string | undefined,
+  period: Interval,
+  p: Params,
+): string {
   const site = p.add(siteId);
-  const cur = p.add(currency);
+  // No currency (a query by the `currency` dimension): every currency, each row in its own.
+  const inCurrency = (col: string) =>
+    currency === undefined ? "" : `AND ${col} = ${p.add(currency)}`;
   return `
   firsts AS (
     SELECT customer_id, min(paid_at) AS first_paid_at,
       -- Two charges at the same instant: the first is the smaller payment id.
       arg_min(payment_id, (paid_at, payment_id)) AS first_payment_id
     FROM payments
-    WHERE site_id = ${site} AND currency = ${cur} AND status = 'succeeded' AND kind = 'charge'
+    WHERE site_id = ${site} ${inCurrency("currency")} AND status = 'succeeded' AND kind = 'charge'
     GROUP BY customer_id
   ),
   pay AS (
     SELECT p.*, f.first_paid_at,
       (p.payment_id = f.first_payment_id) AS first_payment
     FROM payments p LEFT JOIN firsts f USING (customer_id)
-    WHERE p.site_id = ${site} AND p.currency = ${cur} AND p.status = 'succeeded'
+    WHERE p.site_id = ${site} ${inCurrency("p.currency")} AND p.status = 'succeeded'
       AND p.paid_at >= ${p.add(BigInt(period.from))} AND p.paid_at < ${p.add(BigInt(period.to))}
   )`;
 }
@@ -175,6 +182,7 @@ const SHARE_COLUMNS = [
   ["payment_id", "VARCHAR"],
   ["customer_id", "VARCHAR"],
   ["kind", "VARCHAR"],
+  ["currency", "VARCHAR"],
   ["share", "BIGINT"],
   ["paid_at", "BIGINT"],
   ["first_payment", "BOOLEAN"],
@@ -245,8 +253,8 @@ async function shares(
   }
   const payments = (
     await conn.runAndReadAll(
-      `WITH ${paymentRows(site, plan.currency ?? "", period, p)}
-       SELECT payment_id, customer_id, kind, amount_minor, paid_at, first_payment, first_paid_at, touched_at, touch_vid,
+      `WITH ${paymentRows(site, plan.currency, period, p)}
+       SELECT payment_id, customer_id, kind, currency, amount_minor, paid_at, first_payment, first_paid_at, touched_at, touch_vid,
          channel, source, medium, campaign, landing_page FROM pay ORDER BY paid_at, payment_id`,
       p.values,
     )
@@ -326,7 +334,12 @@ async function shares(
     const all = touchesOf.get(String(pay.customer_id)) ?? [];
     const before = all.filter((t) => Number(t.v_start) < paidAt);
     const firstPaidAt = pay.first_paid_at === null ? null : Number(pay.first_paid_at);
-    const common: Cell[] = [str(pay.payment_id), str(pay.customer_id), str(pay.kind)];
+    const common: Cell[] = [
+      str(pay.payment_id),
+      str(pay.customer_id),
+      str(pay.kind),
+      str(pay.currency),
+    ];
     // The medians count from the customer's earliest touch before its first charge,
     // whatever the model; a customer without one is left out (null).
     const beforeFirst =
@@ -469,7 +482,12 @@ async function runPeriod(
     } else {
       // Every model reads the shares: under first touch too, a share carries the values of
       // the attributed visit (its exit page, its first event's country…), as docs/reports.md says.
-      const touches = plan.model !== "first_touch" || metrics.some((m) => MEDIAN_METRICS.has(m));
+      const touches =
+        plan.model !== "first_touch" ||
+        metrics.some((m) => MEDIAN_METRICS.has(m)) ||
+        [...plan.dimensions, ...plan.filters.map((f) => f.dimension)].some(
+          (d) => DIMENSIONS[d as keyof typeof DIMENSIONS]?.touches,
+        );
       const rows = `r AS (SELECT * FROM ${await shares(conn, plan, period, touches)})`;
       sql = `WITH ${rows}
         SELECT ${[...dimSql, ...metrics.map((m) => METRICS[m].sql), "count(*)"].join(", ")}
@@ -532,9 +550,16 @@ async function positionalKeys(
 }
 
 /** The metric values of one merged row. */
-function metricValues(plan: QueryPlan, row: { t?: SideRow; r?: SideRow }): MetricValue[] {
+function metricValues(
+  plan: QueryPlan,
+  row: { dims?: string[]; t?: SideRow; r?: SideRow },
+): MetricValue[] {
   const t = row.t?.values ?? {};
   const r = row.r?.values ?? {};
+  // Without a currency (by the `currency` dimension) a row's amounts are in its currency;
+  // the totals would add currencies up, so their amounts are unset.
+  const byCurrency = plan.dimensions.indexOf("currency");
+  const currency = plan.currency ?? (byCurrency >= 0 ? row.dims?.[byCurrency] : undefined);
   return plan.metrics.map((m): MetricValue => {
     const def = METRICS[m];
     let v: number | undefined;
@@ -543,8 +568,10 @@ function metricValues(plan: QueryPlan, row: { t?: SideRow; r?: SideRow }): Metri
     if (def.source === "traffic" && row.t === undefined && def.kind === "count") v = 0;
     if (def.source === "revenue" && row.r === undefined && def.kind !== "number") v = 0;
     if (v === undefined || Number.isNaN(v)) return { kind: "none" };
-    if (def.kind === "money")
-      return { kind: "money", currency: plan.currency ?? "", minor: BigInt(Math.round(v)) };
+    if (def.kind === "money") {
+      if (currency === undefined) return { kind: "none" };
+      return { kind: "money", currency, minor: BigInt(Math.round(v)) };
+    }
     return { kind: def.kind, value: v };
   });
 }
@@ -635,7 +662,10 @@ export function createDuckDbAnalytics(options: DuckDbAnalyticsOptions): Analytic
         const all: QueryResultRow[] = present.map((row) => {
           const out: QueryResultRow = { dimensions: row.dims, metrics: metricValues(plan, row) };
           if (match)
-            out.comparison = metricValues(plan, compared.get(match.period(row.dims)) ?? {});
+            out.comparison = metricValues(plan, {
+              ...compared.get(match.period(row.dims)),
+              dims: row.dims,
+            });
           return out;
         });
         all.sort((a, b) => {

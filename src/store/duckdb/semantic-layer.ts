@@ -21,7 +21,16 @@ import type {
 export interface DimensionDef {
   traffic: string;
   revenue?: string;
+  /** Its revenue value needs the customers' touches read (as the medians do). */
+  touches?: boolean;
 }
+
+/** Whole days from a customer's first touch to its first charge, bucketed (on that charge only). */
+const DAYS = "((r.first_paid_at - r.first_seen_at) / 86400000.0)";
+const DAYS_BUCKET = `CASE WHEN r.first_payment AND r.first_seen_at IS NOT NULL THEN CASE
+  WHEN ${DAYS} < 1 THEN '0' WHEN ${DAYS} < 2 THEN '1' WHEN ${DAYS} < 4 THEN '2-3'
+  WHEN ${DAYS} < 8 THEN '4-7' WHEN ${DAYS} < 15 THEN '8-14' WHEN ${DAYS} < 31 THEN '15-30'
+  WHEN ${DAYS} < 61 THEN '31-60' WHEN ${DAYS} < 91 THEN '61-90' ELSE '91+' END END`;
 
 /** The plain dimensions. A visit's acquisition is its first event's; Direct when untagged. */
 export const DIMENSIONS: Record<PlainDimensionName, DimensionDef> = {
@@ -41,6 +50,10 @@ export const DIMENSIONS: Record<PlainDimensionName, DimensionDef> = {
   browser: { traffic: "x.browser", revenue: "r.t_browser" },
   os: { traffic: "x.os", revenue: "r.t_os" },
   event: { traffic: "x.name" },
+  // Payment dimensions: events have none (the planner refuses them with traffic metrics).
+  currency: { traffic: "NULL", revenue: "r.currency" },
+  customer: { traffic: "NULL", revenue: "r.customer_id" },
+  days_to_first_payment: { traffic: "NULL", revenue: DAYS_BUCKET, touches: true },
 };
 
 /** A time grain's truncation and label, of an instant column in ms, in the zone `tz` (SQL). */
