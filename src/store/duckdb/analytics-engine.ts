@@ -235,8 +235,8 @@ async function shares(
     // visitor's visit holding the touch's time), all in one statement.
     await conn.run(
       `CREATE TEMP TABLE ${name} AS
-       WITH ${paymentRows(site, plan.currency ?? "", period, p)}
-       SELECT pay.payment_id, pay.customer_id, pay.kind, pay.amount_minor AS share, pay.paid_at,
+       WITH ${paymentRows(site, plan.currency, period, p)}
+       SELECT pay.payment_id, pay.customer_id, pay.kind, pay.currency, pay.amount_minor AS share, pay.paid_at,
          pay.first_payment, pay.first_paid_at, NULL::BIGINT AS first_seen_at, NULL::BIGINT AS visits_before,
          -- A payment without a touch is one share under (none) in every touch dimension.
          CASE WHEN pay.channel = ${p.add(UNATTRIBUTED)} THEN NULL ELSE pay.channel END AS channel,
