@@ -16,6 +16,7 @@ import type { Clock } from "./domain/clock.js";
 import { type CollectLimits, createCollectLimits } from "./domain/collect-limits.js";
 import { type ConnectorsApp, createConnectorsApp } from "./domain/connectors/connectors-app.js";
 import { createErasure, type Erasure, erasureAuditFields } from "./domain/erasure.js";
+import { errors } from "./domain/errors.js";
 import type { EventsApp } from "./domain/events/events-app.js";
 import { createEventsApp } from "./domain/events/events-app.js";
 import { createFirstRun, type FirstRun } from "./domain/first-run.js";
@@ -300,30 +301,38 @@ async function openAnalytics(
     removals: feed.removals,
   });
   // Read-your-writes: every read first waits for the feed to apply what SQLite
-  // committed before it began (an event just acknowledged, an erasure).
+  // committed before it began (an event just acknowledged, an erasure). A feed
+  // that cannot apply its log (DuckDB failing) makes the read unavailable, never a 500.
+  const catchUp = async () => {
+    try {
+      await feed.catchUp();
+    } catch (err) {
+      throw errors.analyticsUnavailable(err);
+    }
+  };
   return {
     store,
     feed,
     engine: {
       ...engine,
       query: async (...a) => {
-        await feed.catchUp();
+        await catchUp();
         return engine.query(...a);
       },
       funnel: async (...a) => {
-        await feed.catchUp();
+        await catchUp();
         return engine.funnel(...a);
       },
       pageEvents: async (...a) => {
-        await feed.catchUp();
+        await catchUp();
         return engine.pageEvents(...a);
       },
       trafficByDay: async (...a) => {
-        await feed.catchUp();
+        await catchUp();
         return engine.trafficByDay(...a);
       },
       countEvents: async (...a) => {
-        await feed.catchUp();
+        await catchUp();
         return engine.countEvents(...a);
       },
     },
