@@ -60,6 +60,7 @@ import type {
   VisitorTouch,
 } from "../../src/store/port.js";
 import { aggregate, applyPipeline, type Doc, matches } from "../helpers/mongo/model.js";
+import { fakeAnalyticsLog } from "../helpers/mongo/notices.js";
 
 const T0 = Date.UTC(2025, 5, 1);
 
@@ -106,6 +107,10 @@ function applyUpsert(existing: Doc | undefined, filter: Doc, update: Doc): Doc {
           break;
         case "$max":
           if (doc[k] === undefined || compare(v, doc[k]) > 0) doc[k] = v;
+          break;
+        case "$currentDate":
+          // The server's clock: the model's is T0.
+          doc[k] = new Date(T0);
           break;
         case "$push":
           doc[k] = [
@@ -284,6 +289,7 @@ describe("mongodb adapter without a server", () => {
       "customers",
       "subscriptions",
       "payments",
+      "analytics_log",
       "visitor_touches",
       "customer_visitors",
       "visitor_stitches",
@@ -446,6 +452,7 @@ describe("mongodb adapter without a server", () => {
       stitches: coll("visitor_stitches"),
       customers: coll("customers"),
       payments: coll("payments"),
+      analyticsLog: fakeAnalyticsLog(),
     };
     const erasure = createMongoErasure(c as unknown as Collections);
     expect(await erasure.eraseVisitors("site_1", ["v_ada"], ["v_ada"])).toMatchObject({
@@ -656,6 +663,8 @@ describe("mongodb adapter without a server", () => {
         created_at: new Date(T0 + 1),
         updated_at: new Date(T0 + 1),
         channel: "unattributed",
+        // The analytics feed's marker: the server's time of the write.
+        u: new Date(T0),
       });
       const { feeMinor: _fee, subscriptionId: _sub, ...rest } = payment;
       const resent: PaymentRecord = {
@@ -811,6 +820,7 @@ describe("mongodb adapter without a server", () => {
             if (op === "$set") out[k] = v;
             else if (op === "$unset") delete out[k];
             else if (op === "$inc") out[k] = ((out[k] as number | undefined) ?? 0) + (v as number);
+            else if (op === "$currentDate") out[k] = new Date(T0);
             else throw new Error(`operator ${op} not modelled`);
           }
         }
@@ -895,6 +905,7 @@ describe("mongodb adapter without a server", () => {
         payments: new FakeCollection("payments"),
         subscriptions: new FakeCollection("subscriptions"),
         newVisitorDays: new FakeCollection("new_visitor_days"),
+        analyticsLog: fakeAnalyticsLog(),
       };
       return { f, c: f as unknown as Collections };
     }
@@ -1116,7 +1127,11 @@ describe("mongodb adapter without a server", () => {
       expect(attributionFromDoc(undefined)).toBeUndefined();
       expect(attributionUpdates(undefined)).toEqual({
         customer: { $unset: { attribution: "" } },
-        payments: { $set: { channel: "unattributed" }, $unset: { attribution: "" } },
+        payments: {
+          $set: { channel: "unattributed" },
+          $unset: { attribution: "" },
+          $currentDate: { u: true },
+        },
       });
     });
 

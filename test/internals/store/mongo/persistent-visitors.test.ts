@@ -14,6 +14,7 @@ import {
 import type { Collections } from "../../../../src/store/mongo/schema.js";
 import type { VisitorStitch } from "../../../../src/store/port.js";
 import { type Doc, matches } from "../../../helpers/mongo/model.js";
+import { fakeAnalyticsLog } from "../../../helpers/mongo/notices.js";
 
 const T0 = Date.UTC(2026, 4, 4);
 
@@ -48,7 +49,13 @@ class Docs {
 function collections() {
   const stitches = new Docs();
   const touches = new Docs();
-  return { stitches, touches, c: { stitches, touches } as unknown as Collections };
+  const analyticsLog = fakeAnalyticsLog();
+  return {
+    stitches,
+    touches,
+    analyticsLog,
+    c: { stitches, touches, analyticsLog } as unknown as Collections,
+  };
 }
 
 const stitch = (visitorId: string, persistentId: string, ts = T0): VisitorStitch => ({
