@@ -252,8 +252,8 @@ describe("the MongoDB analytics feed", () => {
     // Erasure of v_ada, as src/store/mongo/erasure.ts does it: notices first, then the
     // bucket holding only hers goes, the other is filtered (its marker set), links and
     // stitches go, the customer's payment is pseudonymized (its marker set).
-    const [first, second] = t.m.events.docs as Doc[];
-    const secondId = (second?._id as ObjectId).toHexString();
+    const [first, second] = t.m.events.docs as [Doc, Doc];
+    const secondId = (second._id as ObjectId).toHexString();
     await noteChanges(t.c, "bucket", "s1", [secondId]);
     await noteChanges(t.c, "links", "s1", ["cus_ada"]);
     await noteChanges(t.c, "stitches", "s1", ["v_ada"]);
@@ -261,12 +261,12 @@ describe("the MongoDB analytics feed", () => {
     // The notices came before the deletions: nothing changed yet.
     expect(await t.seqs(a)).toEqual(once(1_000, 1_004));
     t.clock.now += 1_000;
-    await t.m.events.deleteOne({ _id: second?._id });
+    await t.m.events.deleteOne({ _id: second._id });
     await t.m.events.updateOne(
-      { _id: first?._id },
+      { _id: first._id },
       {
         $set: {
-          events: (first?.events as Doc[]).filter((e) => e.visitor_id !== "v_ada"),
+          events: (first.events as Doc[]).filter((e) => e.visitor_id !== "v_ada"),
           n: 1,
         },
         $currentDate: { u: true },
@@ -286,7 +286,7 @@ describe("the MongoDB analytics feed", () => {
       ["p1", "erased_1"],
     ]);
     expect(await t.rows(a, "SELECT bucket, seqs FROM mongo_buckets ORDER BY bucket")).toEqual([
-      [(first?._id as ObjectId).toHexString(), [1_001n]],
+      [(first._id as ObjectId).toHexString(), [1_001n]],
     ]);
     // The file still holds the old rows' bytes: it is rewritten at close.
     expect(f.removedRows()).toBe(true);
