@@ -25,8 +25,13 @@ function modelCollection() {
         const existing = docs.get(key);
         if (!existing && !updateOne.upsert) continue;
         const doc: Doc = existing ? { ...existing } : { ...updateOne.filter };
-        const { $set = {}, $setOnInsert = {}, $unset = {}, $currentDate = {}, ...other } =
-          updateOne.update;
+        const {
+          $set = {},
+          $setOnInsert = {},
+          $unset = {},
+          $currentDate = {},
+          ...other
+        } = updateOne.update;
         if (Object.keys(other).length > 0) throw new Error(`not modelled: ${Object.keys(other)}`);
         for (const k of Object.keys($set)) {
           if (k in $setOnInsert) throw new Error(`conflict on ${k}`);
