@@ -53,7 +53,6 @@ import type {
   VisitorStitchDoc,
 } from "./documents.js";
 import { fromPairs } from "./documents.js";
-import { dbNameFromUrl } from "./mongo-store.js";
 import { type Collections, collections } from "./schema.js";
 import { clientOptions } from "./time-limit.js";
 
@@ -77,12 +76,12 @@ export interface MongoFeedSource {
  * per-operation time limit of requests: a rebuild reads whole collections.
  */
 export async function openMongoFeedSource(
-  url: string,
+  database: { url: string; dbName: string },
   timeoutMs: number,
 ): Promise<MongoFeedSource> {
-  const client = new MongoClient(url, clientOptions(timeoutMs));
+  const client = new MongoClient(database.url, clientOptions(timeoutMs));
   await client.connect();
-  const db = client.db(dbNameFromUrl(url), { readPreference: ReadPreference.PRIMARY });
+  const db = client.db(database.dbName, { readPreference: ReadPreference.PRIMARY });
   return {
     c: collections(db),
     async serverTime() {

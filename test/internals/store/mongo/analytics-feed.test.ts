@@ -229,7 +229,7 @@ describe("the MongoDB analytics feed", () => {
     await t.pay(payment("p1", "cus_ada"));
     await t.m.customerVisitors.updateOne(
       { site_id: "s1", customer_id: "cus_ada", visitor_id: "v_ada" },
-      { $set: { via: "identify", linked_at: new Date(T0) } },
+      { $set: { via: "visitor_id", linked_at: new Date(T0) } },
       { upsert: true },
     );
     await noteChanges(t.c, "links", "s1", ["cus_ada"]);
@@ -298,7 +298,7 @@ describe("the MongoDB analytics feed", () => {
     const f = t.feed(a);
     await t.m.customerVisitors.updateOne(
       { site_id: "s1", customer_id: "cus_1", visitor_id: "v1" },
-      { $set: { via: "identify", linked_at: new Date(T0) } },
+      { $set: { via: "visitor_id", linked_at: new Date(T0) } },
       { upsert: true },
     );
     await f.runOnce();
@@ -308,7 +308,7 @@ describe("the MongoDB analytics feed", () => {
     // whose read fails: the links' delete must not stay.
     await t.m.customerVisitors.updateOne(
       { site_id: "s1", customer_id: "cus_1", visitor_id: "v2" },
-      { $set: { via: "identify", linked_at: new Date(T0) } },
+      { $set: { via: "visitor_id", linked_at: new Date(T0) } },
       { upsert: true },
     );
     await noteChanges(t.c, "links", "s1", ["cus_1"]);
