@@ -8,9 +8,11 @@
  * reads with the service's own `readWrite` role. Three streams, each read in
  * the order of the server's clock:
  * - event buckets by `u` (the server's time of their last append or
- *   erasure; index feed_u): each bucket read is compared with the event
- *   numbers (`q`) DuckDB holds for it (`mongo_buckets`), and only the
- *   difference is applied: new events appended, missing ones deleted;
+ *   erasure; index feed_u), read without their events: a bucket whose `u`
+ *   and `n` are those DuckDB last applied (`mongo_buckets`) is skipped; the
+ *   others are read whole and compared with the event numbers (`q`) DuckDB
+ *   holds for them, and only the difference is applied: new events
+ *   appended, missing ones deleted;
  * - payments by `u`: each one read replaces its row;
  * - notices (`analytics_log`, by `at`), written by the store BEFORE a change
  *   no marker can show: a bucket deleted (retention, erasure), a customer's
@@ -124,7 +126,9 @@ type Stream = "buckets" | "payments" | "notices";
  */
 const FEED_SCHEMA = `
 CREATE TABLE IF NOT EXISTS mongo_feed_state (stream VARCHAR PRIMARY KEY, mark BIGINT NOT NULL);
-CREATE TABLE IF NOT EXISTS mongo_buckets (bucket VARCHAR NOT NULL, seqs BIGINT[] NOT NULL);
+CREATE TABLE IF NOT EXISTS mongo_buckets (
+  bucket VARCHAR NOT NULL, u BIGINT NOT NULL, n INTEGER NOT NULL, seqs BIGINT[] NOT NULL
+);
 `;
 
 /** A stored event of a bucket as the shared row (every field of the event-field table). */
@@ -218,35 +222,66 @@ export function createMongoAnalyticsFeed(options: MongoAnalyticsFeedOptions): An
     options.faults?.afterCommit?.();
   };
 
+  /** What DuckDB holds of these buckets: their marker and count when last applied, their events. */
+  const heldBuckets = async (ids: string[]) => {
+    const held = new Map<string, { u: number; n: number; seqs: number[] }>();
+    const r = await w.runAndReadAll(
+      "SELECT bucket, u, n, seqs FROM mongo_buckets WHERE list_contains($1::VARCHAR[], bucket)",
+      [listValue(ids)],
+    );
+    for (const [bucket, u, n, seqs] of r.getRowsJS() as [string, bigint, number, bigint[]][]) {
+      held.set(bucket, { u: Number(u), n, seqs: seqs.map(Number) });
+    }
+    return held;
+  };
+
   /**
-   * Brings DuckDB's rows of `buckets` (read now; an id missing from `read`
-   * was deleted) to the buckets' current events: appends the new, deletes
-   * the missing. Returns whether rows were deleted.
+   * A page of the bucket stream, read without events (`_id`, `u`, `n`):
+   * a bucket whose marker and count are those DuckDB applied is skipped, so
+   * the window's re-reads cost index reads, not events; the others are read
+   * whole and synchronized.
+   */
+  const applyBucketHeads = async (heads: EventBucketDoc[]) => {
+    const held = await heldBuckets(heads.map((b) => (b._id as ObjectId).toHexString()));
+    const changed = heads.filter((b) => {
+      const h = held.get((b._id as ObjectId).toHexString());
+      return h === undefined || h.u !== b.u?.getTime() || h.n !== b.n;
+    });
+    if (changed.length === 0) return;
+    const read = await c.events
+      .find({ _id: { $in: changed.map((b) => b._id as ObjectId) } })
+      .toArray();
+    await syncBuckets(
+      changed.map((b) => (b._id as ObjectId).toHexString()),
+      read,
+    );
+  };
+
+  /**
+   * Brings DuckDB's rows of the buckets `ids` (read now: `read`; an id
+   * missing from it was deleted) to their current events: appends the new,
+   * deletes the missing, records what it applied.
    */
   const syncBuckets = async (ids: string[], read: EventBucketDoc[]) => {
     if (ids.length === 0) return;
-    const held = new Map<string, number[]>();
-    const r = await w.runAndReadAll(
-      "SELECT bucket, seqs FROM mongo_buckets WHERE list_contains($1::VARCHAR[], bucket)",
-      [listValue(ids)],
-    );
-    for (const [bucket, seqs] of r.getRowsJS() as [string, bigint[]][]) {
-      held.set(bucket, seqs.map(Number));
-    }
+    const held = await heldBuckets(ids);
     const current = new Map(read.map((b) => [(b._id as ObjectId).toHexString(), b]));
     const gone: number[] = [];
     const added: { siteId: string; e: EventDoc }[] = [];
-    const changed: { id: string; seqs: number[] }[] = [];
+    const changed: { id: string; u: number; n: number; seqs: number[] }[] = [];
     for (const id of ids) {
-      const before = held.get(id) ?? [];
+      const h = held.get(id);
+      const before = h?.seqs ?? [];
       const b = current.get(id);
       const now = b ? b.events.map((e) => e.q) : [];
+      const u = b?.u?.getTime() ?? 0;
       const had = new Set(before);
       const has = new Set(now);
-      if (had.size === has.size && now.every((q) => had.has(q))) continue;
+      const same = had.size === has.size && now.every((q) => had.has(q));
+      if (same && (b === undefined || (h?.u === u && h?.n === b.n))) continue;
       for (const q of before) if (!has.has(q)) gone.push(q);
       if (b) for (const e of b.events) if (!had.has(e.q)) added.push({ siteId: b.site_id, e });
-      changed.push({ id, seqs: now });
+      changed.push({ id, u, n: b?.n ?? 0, seqs: now });
     }
     if (changed.length === 0) return;
     if (gone.length > 0) {
@@ -274,6 +309,8 @@ export function createMongoAnalyticsFeed(options: MongoAnalyticsFeedOptions): An
       try {
         for (const x of rows) {
           ap.appendVarchar(x.id);
+          ap.appendBigInt(BigInt(x.u));
+          ap.appendInteger(x.n);
           ap.appendList(listValue(x.seqs.map(BigInt)));
           ap.endRow();
         }
@@ -374,12 +411,14 @@ export function createMongoAnalyticsFeed(options: MongoAnalyticsFeedOptions): An
     {
       stream: "buckets",
       field: "u",
-      find: (filter) => c.events.find(filter).sort({ u: 1, _id: 1 }).limit(pageSize).toArray(),
-      apply: (docs) =>
-        syncBuckets(
-          docs.map((b) => (b._id as ObjectId).toHexString()),
-          docs as EventBucketDoc[],
-        ),
+      // Heads only: the events of a bucket are read when it changed (applyBucketHeads).
+      find: (filter) =>
+        c.events
+          .find(filter, { projection: { _id: 1, u: 1, n: 1 } })
+          .sort({ u: 1, _id: 1 })
+          .limit(pageSize)
+          .toArray(),
+      apply: (docs) => applyBucketHeads(docs as EventBucketDoc[]),
     },
     {
       stream: "payments",
@@ -412,6 +451,8 @@ export function createMongoAnalyticsFeed(options: MongoAnalyticsFeedOptions): An
           const hosts = await hostsOf(b.site_id);
           for (const e of b.events) appendEvent(events, eventRowOf(b.site_id, e), hosts);
           held.appendVarchar((b._id as ObjectId).toHexString());
+          held.appendBigInt(BigInt(b.u?.getTime() ?? 0));
+          held.appendInteger(b.n);
           held.appendList(listValue(b.events.map((e) => BigInt(e.q))));
           held.endRow();
           n += b.events.length;

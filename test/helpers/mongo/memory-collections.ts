@@ -78,6 +78,8 @@ export class MemoryCollection {
   docs: Doc[] = [];
   /** Every call by method name, in order. */
   readonly calls: string[] = [];
+  /** Every query a cursor ran: its filter and projection. */
+  readonly finds: { filter: Doc; projection?: Doc }[] = [];
   private readonly failures = new Map<string, Error[]>();
 
   constructor(private readonly clock: ServerClock) {}
@@ -98,6 +100,10 @@ export class MemoryCollection {
     let limit = 0;
     const run = () => {
       this.call("find");
+      this.finds.push({
+        filter,
+        ...(options.projection ? { projection: options.projection } : {}),
+      });
       let found = this.docs.filter((d) => matches(d, filter));
       if (sort) found = [...found].sort(compareBy(sort));
       if (limit > 0) found = found.slice(0, limit);

@@ -150,10 +150,16 @@ describe("the MongoDB analytics feed", () => {
     await t.append([event(5)]);
     expect(await f.runOnce()).toBe(T0 + 1_000);
     expect(await t.seqs(a)).toEqual(once(1_000, 1_006));
-    // Polls again and again within the window: nothing doubles.
+    // Polls again and again within the window: nothing doubles, and no bucket is read
+    // whole again (only their heads: `_id`, `u`, `n`).
+    const finds = t.m.events.finds.length;
     await f.runOnce();
     await f.runOnce();
     expect(await t.seqs(a)).toEqual(once(1_000, 1_006));
+    expect(t.m.events.finds.slice(finds).map((x) => x.projection)).toEqual([
+      { _id: 1, u: 1, n: 1 },
+      { _id: 1, u: 1, n: 1 },
+    ]);
     expect(
       await t.rows(
         a,
