@@ -33,7 +33,7 @@ import {
   toLong,
   toPairs,
 } from "../../src/store/mongo/documents.js";
-import { createMongoErasure } from "../../src/store/mongo/erasure.js";
+import { createMongoErasure, removeBucketEvents } from "../../src/store/mongo/erasure.js";
 import {
   BUCKET_CAP,
   type EventUnit,
@@ -462,6 +462,77 @@ describe("mongodb adapter without a server", () => {
     expect(rows).toEqual([row({}), row({ landing_page: "(erased)" })]);
     expect(JSON.stringify(rows)).not.toContain(EMAIL);
     expect(touches.docs.map((t) => t.visitor_id)).toEqual(["v_bob"]);
+    // The analytics feed was told which stitches would change before they did (no
+    // customer was linked, so no links notice).
+    expect(c.analyticsLog.docs.map((d) => [d.kind, d.site_id, d.keys])).toEqual([
+      ["stitches", "site_1", ["v_ada"]],
+    ]);
+  });
+
+  it("erasing events names the buckets it deletes to the analytics feed first, and marks the ones it filters", async () => {
+    const order: string[] = [];
+    const doomed = new ObjectId();
+    const log = fakeAnalyticsLog(() => T0);
+    const updates: unknown[] = [];
+    const c = {
+      events: {
+        aggregate: () => ({ toArray: async () => [{ n: 3 }] }),
+        find: (filter: Doc, options: Doc) => ({
+          toArray: async () => {
+            expect(options).toEqual({ projection: { _id: 1 } });
+            expect(filter).toEqual({
+              site_id: "site_1",
+              events: { $not: { $elemMatch: { visitor_id: { $nin: ["v_ada"] } } } },
+            });
+            return [{ _id: doomed }];
+          },
+        }),
+        async deleteMany(filter: Doc) {
+          order.push("deleteMany");
+          expect(filter).toMatchObject({ _id: { $in: [doomed] } });
+          return { deletedCount: 1 };
+        },
+        async updateMany(_filter: Doc, update: unknown) {
+          order.push("updateMany");
+          updates.push(update);
+          return { modifiedCount: 1 };
+        },
+      },
+      analyticsLog: {
+        ...log,
+        async updateOne(filter: Doc, update: Doc, options: Doc) {
+          order.push(`notice ${(update.$set as Doc).kind}`);
+          return log.updateOne(filter, update, options);
+        },
+      },
+    };
+    expect(
+      await removeBucketEvents(c as unknown as Collections, "site_1", {
+        query: { visitor_id: { $in: ["v_ada"] } },
+        keep: { visitor_id: { $nin: ["v_ada"] } },
+        expr: { $in: ["$$this.visitor_id", { $literal: ["v_ada"] }] },
+      }),
+    ).toBe(3);
+    expect(order).toEqual(["notice bucket", "deleteMany", "updateMany"]);
+    expect(log.docs.map((d) => [d.kind, d.site_id, d.keys, d.at])).toEqual([
+      ["bucket", "site_1", [doomed.toHexString()], new Date(T0)],
+    ]);
+    // The filtered buckets carry the server's time of the change ($$NOW): the feed's marker.
+    expect(updates).toEqual([
+      [
+        {
+          $set: {
+            events: {
+              $filter: {
+                input: "$events",
+                cond: { $not: [{ $in: ["$$this.visitor_id", { $literal: ["v_ada"] }] }] },
+              },
+            },
+          },
+        },
+        { $set: { n: { $size: "$events" }, u: "$$NOW" } },
+      ],
+    ]);
   });
 
   it("finds a customer's refunds of a charge by its metadata pair, failed ones excepted", async () => {
