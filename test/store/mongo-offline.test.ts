@@ -1132,6 +1132,11 @@ describe("mongodb adapter without a server", () => {
         { visitorId: "v1", via: "customer", linkedAt: T0 },
       ]);
       await store.linkCustomerVisitors("site_1", "cus_2", []);
+      // Each write of links was named to the analytics feed first (none for an empty one).
+      expect(f.analyticsLog.docs.map((d) => [d.kind, d.keys])).toEqual([
+        ...Array.from({ length: 6 }, () => ["links", ["cus_1"]]),
+        ["links", ["cus_2"]],
+      ]);
       expect(await store.getCustomerVisitors("site_1", "cus_1")).toEqual([
         { visitorId: "v2", via: "visitor_id", linkedAt: T0 + 5 },
         { visitorId: "v1", via: "user_id", linkedAt: T0 + 10 },
