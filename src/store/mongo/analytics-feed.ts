@@ -115,6 +115,16 @@ export interface MongoAnalyticsFeedOptions {
    * DuckDB's commit (it rolls back), or after it (before anything else).
    */
   faults?: { beforeCommit?(): void; afterCommit?(): void };
+  /**
+   * Called once per page, inside its DuckDB transaction, with the (site,
+   * visitor key) pairs whose events the page appended or deleted: where a
+   * table derived per visitor (the visits table of issue 30) is brought up
+   * to date in the same transaction as the events.
+   */
+  onVisitorsChanged?: (
+    writer: AnalyticsStore["writer"],
+    changed: ReadonlyMap<string, ReadonlySet<bigint>>,
+  ) => Promise<void>;
 }
 
 /** The three streams and their marker fields. */
@@ -185,6 +195,16 @@ export function createMongoAnalyticsFeed(options: MongoAnalyticsFeedOptions): An
   const pageSize = options.pageSize ?? 100;
   const w = analytics.writer;
   const marks = new Map<Stream, number>();
+  /** The (site, visitor key) pairs whose events the page in progress changed. */
+  let visitorsChanged = new Map<string, Set<bigint>>();
+  const visitorChanged = (siteId: string, vid: bigint) => {
+    let set = visitorsChanged.get(siteId);
+    if (!set) {
+      set = new Set();
+      visitorsChanged.set(siteId, set);
+    }
+    set.add(vid);
+  };
   const siteHosts = new Map<string, string[]>();
   let ready: Promise<void> | undefined;
   let running: Promise<number> | undefined;
@@ -288,14 +308,19 @@ export function createMongoAnalyticsFeed(options: MongoAnalyticsFeedOptions): An
       // Anything but an append leaves old rows' bytes in the file until it is rewritten.
       rewritten = true;
       for (let k = 0; k < gone.length; k += 1000) {
-        await w.run("DELETE FROM events WHERE list_contains($1::BIGINT[], seq)", [
-          listValue(gone.slice(k, k + 1000).map(BigInt)),
-        ]);
+        const deleted = await w.runAndReadAll(
+          "DELETE FROM events WHERE list_contains($1::BIGINT[], seq) RETURNING site_id, vid",
+          [listValue(gone.slice(k, k + 1000).map(BigInt))],
+        );
+        for (const [site, vid] of deleted.getRowsJS() as [string, bigint][]) {
+          visitorChanged(site, vid);
+        }
       }
     }
     await w.run("DELETE FROM mongo_buckets WHERE list_contains($1::VARCHAR[], bucket)", [
       listValue(changed.map((x) => x.id)),
     ]);
+    for (const { siteId, e } of added) visitorChanged(siteId, visitorKey(e.visitor_id));
     const events = await w.createAppender("events");
     try {
       for (const { siteId, e } of added)
@@ -514,7 +539,10 @@ export function createMongoAnalyticsFeed(options: MongoAnalyticsFeedOptions): An
       const at = last[s.field] as Date;
       const mark = Math.max(marks.get(s.stream) ?? 0, at.getTime());
       await transaction(async () => {
+        visitorsChanged = new Map();
         await s.apply(docs);
+        // The one call per page for tables derived per visitor (issue 30's visits).
+        if (visitorsChanged.size > 0) await options.onVisitorsChanged?.(w, visitorsChanged);
         await setMark(s.stream, mark);
       });
       marks.set(s.stream, mark);

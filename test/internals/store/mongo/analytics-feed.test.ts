@@ -23,6 +23,7 @@ import {
 import {
   createMongoAnalyticsFeed,
   type FeedCollections,
+  type MongoAnalyticsFeedOptions,
 } from "../../../../src/store/mongo/analytics-feed.js";
 import { noteChanges } from "../../../../src/store/mongo/analytics-log.js";
 import { planAppends } from "../../../../src/store/mongo/event-buckets.js";
@@ -110,8 +111,13 @@ function setUp() {
     opened.push(a);
     return a;
   };
-  const feed = (a: AnalyticsStore, faults?: { beforeCommit?(): void; afterCommit?(): void }) => {
+  const feed = (
+    a: AnalyticsStore,
+    faults?: { beforeCommit?(): void; afterCommit?(): void },
+    more: Partial<MongoAnalyticsFeedOptions> = {},
+  ) => {
     const f = createMongoAnalyticsFeed({
+      ...more,
       source: { c, serverTime: async () => clock.now, close: async () => {} },
       analytics: a,
       intervalMs: 1_000,
@@ -296,6 +302,42 @@ describe("the MongoDB analytics feed", () => {
     ]);
     // The file still holds the old rows' bytes: it is rewritten at close.
     expect(f.removedRows()).toBe(true);
+  });
+
+  it("tells the visits hook once per page, in the page's transaction, whose events were appended or deleted", async () => {
+    const t = setUp();
+    const a = await t.analytics();
+    const calls: { changed: [string, bigint[]][]; rows: unknown }[] = [];
+    const f = t.feed(a, undefined, {
+      onVisitorsChanged: async (writer, changed) => {
+        calls.push({
+          changed: [...changed].map(([site, vids]) => [site, [...vids].sort()]),
+          // The page's own rows, before its commit: the same transaction.
+          rows: (await writer.runAndReadAll("SELECT count(*) FROM events")).getRowsJS(),
+        });
+      },
+    });
+    await f.runOnce();
+    expect(calls).toEqual([]);
+    await t.append([event(0, "v_ada"), event(1, "v_bob")]);
+    await f.runOnce();
+    const both = [visitorKey("v_ada"), visitorKey("v_bob")].sort();
+    expect(calls).toEqual([{ changed: [["s1", both]], rows: [[2n]] }]);
+    // Her events filtered out of the bucket (an erasure): her key only.
+    t.clock.now += 1_000;
+    const [bucket] = t.m.events.docs as [Doc];
+    await t.m.events.updateOne(
+      { _id: bucket._id },
+      {
+        $set: { events: (bucket.events as Doc[]).filter((e) => e.visitor_id !== "v_ada"), n: 1 },
+        $currentDate: { u: true },
+      },
+    );
+    await f.runOnce();
+    expect(calls.slice(1)).toEqual([{ changed: [["s1", [visitorKey("v_ada")]]], rows: [[1n]] }]);
+    // Polls that change nothing call nothing.
+    await f.runOnce();
+    expect(calls).toHaveLength(2);
   });
 
   it("a driver error mid-page rolls the page back; the next poll applies it whole", async () => {
