@@ -54,7 +54,7 @@ import type {
   PaymentDoc,
   VisitorStitchDoc,
 } from "./documents.js";
-import { fromPairs } from "./documents.js";
+import { fromPairs, toNumber } from "./documents.js";
 import { type Collections, collections } from "./schema.js";
 import { clientOptions } from "./time-limit.js";
 
@@ -163,7 +163,7 @@ export function paymentRowOf(d: PaymentDoc): PaymentRow {
     payment_id: d.payment_id,
     customer_id: d.customer_id,
     currency: d.currency,
-    amount_minor: Number(d.amount_minor),
+    amount_minor: toNumber(d.amount_minor),
     kind: d.kind,
     status: d.status,
     paid_at: d.paid_at.getTime(),
