@@ -69,8 +69,9 @@ export interface Config {
   /** Queries of one site running at once; more answer 429. */
   analyticsQueriesPerSite: number;
   /**
-   * ANALYTICS_PATH: the analytics store's DuckDB file. Unset: `analytics.duckdb`
-   * beside the SQLite file, or `./data/analytics.duckdb` with MongoDB.
+   * ANALYTICS_PATH: the analytics store's DuckDB file of a MongoDB deployment
+   * (`./data/analytics.duckdb` when unset). With SQLite the file is always
+   * `analytics.duckdb` beside the SQLite file (a restore removes it there).
    */
   analyticsPath: string | undefined;
   /**

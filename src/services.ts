@@ -273,9 +273,11 @@ async function openAnalytics(
   let store: AnalyticsStore;
   try {
     store = await openAnalyticsStore({
+      // With SQLite always beside its file: a restore removes it there (backup.ts).
       path:
-        config.analyticsPath ??
-        (sqlitePath === undefined ? MONGODB_ANALYTICS_PATH : analyticsPathBeside(sqlitePath)),
+        sqlitePath === undefined
+          ? (config.analyticsPath ?? MONGODB_ANALYTICS_PATH)
+          : analyticsPathBeside(sqlitePath),
       threads: config.analyticsThreads,
       memoryLimit: config.analyticsMemoryLimit,
     });
