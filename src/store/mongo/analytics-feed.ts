@@ -181,6 +181,14 @@ export function paymentRowOf(d: PaymentDoc): PaymentRow {
   };
 }
 
+/** Whether two lists of rows hold the same rows, in any order. */
+function sameRows(a: readonly unknown[][], b: readonly unknown[][]): boolean {
+  const key = (r: readonly unknown[]) => r.map(String).join("\u0000");
+  const x = a.map(key).sort();
+  const y = b.map(key).sort();
+  return x.length === y.length && x.every((k, i) => k === y[i]);
+}
+
 /** One turn of the event loop (a rebuild of millions of rows runs beside ingestion). */
 const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
@@ -372,28 +380,43 @@ export function createMongoAnalyticsFeed(options: MongoAnalyticsFeedOptions): An
       const read = await c.events.find({ _id: { $in: ids.map((k) => new ObjectId(k)) } }).toArray();
       await syncBuckets(ids, read);
     } else if (n.kind === "links") {
-      rewritten = true;
-      await w.run(
-        "DELETE FROM links WHERE site_id = $1 AND list_contains($2::VARCHAR[], customer_id)",
-        [site, listValue(n.keys)],
-      );
       const links = await c.customerVisitors
         .find({ site_id: site, customer_id: { $in: n.keys } })
         .toArray();
+      const keys = [site, listValue(n.keys)];
+      const held = await w.runAndReadAll(
+        "SELECT customer_id, vid FROM links WHERE site_id = $1 AND list_contains($2::VARCHAR[], customer_id)",
+        keys,
+      );
+      // Re-applied for the whole window: only a change is written.
+      if (
+        sameRows(
+          held.getRowsJS(),
+          links.map((l) => [l.customer_id, visitorKey(l.visitor_id)]),
+        )
+      )
+        return;
+      rewritten = true;
+      await w.run(
+        "DELETE FROM links WHERE site_id = $1 AND list_contains($2::VARCHAR[], customer_id)",
+        keys,
+      );
       await appendLinks(links);
     } else {
-      rewritten = true;
-      const vids = listValue(n.keys.map(visitorKey));
-      await w.run(
-        "DELETE FROM stitches WHERE site_id = $1 AND (list_contains($2::BIGINT[], vid) OR list_contains($2::BIGINT[], pvid))",
-        [site, vids],
-      );
       const stitches = await c.stitches
         .find({
           site_id: site,
           $or: [{ visitor_id: { $in: n.keys } }, { persistent_id: { $in: n.keys } }],
         })
         .toArray();
+      const keys = [site, listValue(n.keys.map(visitorKey))];
+      const touching =
+        "site_id = $1 AND (list_contains($2::BIGINT[], vid) OR list_contains($2::BIGINT[], pvid))";
+      const held = await w.runAndReadAll(`SELECT vid, pvid FROM stitches WHERE ${touching}`, keys);
+      const now = stitches.map((x) => [visitorKey(x.visitor_id), visitorKey(x.persistent_id)]);
+      if (sameRows(held.getRowsJS(), now)) return;
+      rewritten = true;
+      await w.run(`DELETE FROM stitches WHERE ${touching}`, keys);
       await appendStitches(stitches);
     }
   };

@@ -89,6 +89,13 @@ export class MemoryCollection {
     this.failures.set(method, [...(this.failures.get(method) ?? []), ...errors]);
   }
 
+  private readonly queryFailures: { match: (filter: Doc) => boolean; error: Error }[] = [];
+
+  /** The next query whose filter `match`es throws `error` when its cursor fetches. */
+  failNextQuery(match: (filter: Doc) => boolean, error: Error): void {
+    this.queryFailures.push({ match, error });
+  }
+
   private call(method: string): void {
     this.calls.push(method);
     const err = this.failures.get(method)?.shift();
@@ -100,6 +107,8 @@ export class MemoryCollection {
     let limit = 0;
     const run = () => {
       this.call("find");
+      const i = this.queryFailures.findIndex((f) => f.match(filter));
+      if (i >= 0) throw this.queryFailures.splice(i, 1)[0]?.error;
       this.finds.push({
         filter,
         ...(options.projection ? { projection: options.projection } : {}),

@@ -361,7 +361,8 @@ describe("the MongoDB analytics feed", () => {
     );
     await noteChanges(t.c, "links", "s1", ["cus_1"]);
     await noteChanges(t.c, "bucket", "s1", [new ObjectId().toHexString()]);
-    t.m.customerVisitors.failNext("find", networkError());
+    // The bucket notice's read by _id (after the links notice was applied in this page).
+    t.m.events.failNextQuery((filter) => "_id" in filter, networkError());
     await expect(f.runOnce()).rejects.toThrow();
     expect(await t.rows(a, "SELECT customer_id, vid FROM links")).toEqual([
       ["cus_1", visitorKey("v1")],
