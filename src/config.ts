@@ -68,6 +68,19 @@ export interface Config {
   analyticsQueryTimeoutMs: number;
   /** Queries of one site running at once; more answer 429. */
   analyticsQueriesPerSite: number;
+  /**
+   * ANALYTICS_PATH: the analytics store's DuckDB file of a MongoDB deployment
+   * (`./data/analytics.duckdb` when unset). With SQLite the file is always
+   * `analytics.duckdb` beside the SQLite file (a restore removes it there).
+   */
+  analyticsPath: string | undefined;
+  /**
+   * ANALYTICS_OWNER: whether this process owns the analytics store (its file,
+   * feed and engine). Unset: yes with SQLite (DuckDB's lock on the file
+   * decides between processes), no with MongoDB, where exactly one process
+   * of the deployment is given ANALYTICS_OWNER=true (docs/mongodb.md).
+   */
+  analyticsOwner: boolean | undefined;
 }
 
 type Env = Record<string, string | undefined>;
@@ -175,5 +188,10 @@ export function loadConfig(env: Env = process.env): Config {
     analyticsFeedIntervalMs: int(env, "ANALYTICS_FEED_INTERVAL_MS", 250, 10, 60_000),
     analyticsQueryTimeoutMs: int(env, "ANALYTICS_QUERY_TIMEOUT_MS", 10_000, 100, 600_000),
     analyticsQueriesPerSite: int(env, "ANALYTICS_QUERIES_PER_SITE", 2, 1, 64),
+    analyticsPath: env.ANALYTICS_PATH || undefined,
+    analyticsOwner:
+      env.ANALYTICS_OWNER === undefined || env.ANALYTICS_OWNER === ""
+        ? undefined
+        : bool(env, "ANALYTICS_OWNER", false),
   };
 }

@@ -45,6 +45,11 @@ import {
   openAnalyticsStore,
 } from "./store/duckdb/analytics-store.js";
 import { guardStore } from "./store/guarded-store.js";
+import {
+  createMongoAnalyticsFeed,
+  type MongoFeedSource,
+  openMongoFeedSource,
+} from "./store/mongo/analytics-feed.js";
 import type { Store } from "./store/port.js";
 
 /** What the service is built from: main.ts passes the real ones, tests their own. */
@@ -69,9 +74,10 @@ export interface ServiceDeps {
    */
   pruneEvents?: boolean;
   /**
-   * Whether this process owns the analytics store (the DuckDB file beside the
-   * SQLite file, its feed and its engine). Default: yes with a SQLite store
-   * in a file. Under WORKERS only the worker that prunes does (main.ts).
+   * Whether this process owns the analytics store (the DuckDB file, its feed
+   * and its engine). Default: ANALYTICS_OWNER, else yes with a SQLite store
+   * in a file and no with MongoDB. Under WORKERS only the worker that prunes
+   * may (main.ts).
    */
   ownsAnalytics?: boolean;
   /**
@@ -80,6 +86,11 @@ export interface ServiceDeps {
    * cluster's IPC (src/cluster/port-relay.ts, wired by main.ts).
    */
   remoteAnalytics?: AnalyticsEngine;
+  /**
+   * Where the MongoDB feed reads (tests pass in-memory collections); default:
+   * its own connection to STORE_URL.
+   */
+  mongoFeedSource?: () => Promise<MongoFeedSource>;
 }
 
 /** The analytics store of this process, its feed and its engine. */
@@ -258,10 +269,15 @@ export async function buildServices(
   };
 }
 
+/** The analytics file of a MongoDB deployment when ANALYTICS_PATH is unset. */
+export const MONGODB_ANALYTICS_PATH = "./data/analytics.duckdb";
+
 /**
- * Opens the analytics store beside a SQLite file, its feed and its engine,
- * when this process owns it. MongoDB deployments have none yet (Query and
- * Funnel answer unavailable there).
+ * Opens the analytics store, its feed and its engine, when this process owns
+ * it: with SQLite, the file beside the SQLite file fed from its log; with
+ * MongoDB, the file of ANALYTICS_PATH fed from the collections, in the one
+ * process given ANALYTICS_OWNER=true (docs/mongodb.md). Elsewhere Query and
+ * Funnel answer unavailable.
  */
 async function openAnalytics(
   deps: ServiceDeps,
@@ -269,11 +285,20 @@ async function openAnalytics(
 ): Promise<Analytics | undefined> {
   const { config } = deps;
   const sqlitePath = deps.store.feedFile;
-  if (sqlitePath === undefined || deps.ownsAnalytics === false) return undefined;
+  const database = deps.store.feedDatabase;
+  // Owned by default where the file's lock decides (SQLite); a database's owner is named.
+  if (deps.ownsAnalytics === false || !(config.analyticsOwner ?? database === undefined)) {
+    return undefined;
+  }
+  if (database === undefined && sqlitePath === undefined) return undefined;
   let store: AnalyticsStore;
   try {
     store = await openAnalyticsStore({
-      path: analyticsPathBeside(sqlitePath),
+      // With SQLite always beside its file: a restore removes it there (backup.ts).
+      path:
+        sqlitePath === undefined
+          ? (config.analyticsPath ?? MONGODB_ANALYTICS_PATH)
+          : analyticsPathBeside(sqlitePath),
       threads: config.analyticsThreads,
       memoryLimit: config.analyticsMemoryLimit,
     });
@@ -288,12 +313,34 @@ async function openAnalytics(
     );
     return undefined;
   }
-  const feed = createAnalyticsFeed({
-    sqlitePath,
-    analytics: store,
-    intervalMs: config.analyticsFeedIntervalMs,
-    onError: (err) => log()?.warn({ err: scrub(err) }, "analytics feed batch failed; retried"),
-  });
+  const onError = (err: unknown) =>
+    log()?.warn({ err: scrub(err) }, "analytics feed batch failed; retried");
+  let feed: AnalyticsFeed;
+  if (sqlitePath !== undefined) {
+    feed = createAnalyticsFeed({
+      sqlitePath,
+      analytics: store,
+      intervalMs: config.analyticsFeedIntervalMs,
+      onError,
+    });
+  } else {
+    const db = database as { url: string; dbName: string };
+    let source: MongoFeedSource;
+    try {
+      source = await (
+        deps.mongoFeedSource ?? (() => openMongoFeedSource(db, config.storeTimeoutMs))
+      )();
+    } catch (err) {
+      store.close();
+      throw err;
+    }
+    feed = createMongoAnalyticsFeed({
+      source,
+      analytics: store,
+      intervalMs: config.analyticsFeedIntervalMs,
+      onError,
+    });
+  }
   const engine = createDuckDbAnalytics({
     analytics: store,
     timeoutMs: config.analyticsQueryTimeoutMs,

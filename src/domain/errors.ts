@@ -149,7 +149,7 @@ export const errors = {
   analyticsNotServed: () =>
     new DomainError(
       "unavailable",
-      "analytics queries are not served by this process (they need the SQLite store's analytics file)",
+      "analytics queries are not served by this process (they are served by the process that owns the analytics store)",
       { retryAfterSeconds: 2 },
     ),
   eventsHeldByServer: () =>

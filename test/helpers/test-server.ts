@@ -10,6 +10,7 @@ import { type Config, loadConfig } from "../../src/config.js";
 import { createAdmin } from "../../src/domain/admin.js";
 import type { Clock } from "../../src/domain/clock.js";
 import type { Observer } from "../../src/metrics/observer.js";
+import type { ServiceDeps } from "../../src/services.js";
 import type { Store } from "../../src/store/port.js";
 import { createSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
 import type { SyncFile } from "../../src/store/sqlite/wal-sync.js";
@@ -72,6 +73,8 @@ export interface TestServerOptions {
   store?: StoreUnderTest;
   /** How the fresh SQLite store syncs its WAL after a write (to hold or fail it). */
   syncFile?: SyncFile;
+  /** Where a MongoDB analytics feed reads (in-memory collections; see services.ts). */
+  mongoFeedSource?: ServiceDeps["mongoFeedSource"];
 }
 
 export async function startTestServer(options: TestServerOptions = {}): Promise<TestServer> {
@@ -98,6 +101,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     clock,
     metrics: options.metrics,
     logStream: options.logStream,
+    ...(options.mongoFeedSource ? { mongoFeedSource: options.mongoFeedSource } : {}),
   });
   const port = await app.listen();
   return {

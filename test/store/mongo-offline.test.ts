@@ -33,7 +33,7 @@ import {
   toLong,
   toPairs,
 } from "../../src/store/mongo/documents.js";
-import { createMongoErasure } from "../../src/store/mongo/erasure.js";
+import { createMongoErasure, removeBucketEvents } from "../../src/store/mongo/erasure.js";
 import {
   BUCKET_CAP,
   type EventUnit,
@@ -60,6 +60,7 @@ import type {
   VisitorTouch,
 } from "../../src/store/port.js";
 import { aggregate, applyPipeline, type Doc, matches } from "../helpers/mongo/model.js";
+import { fakeAnalyticsLog } from "../helpers/mongo/notices.js";
 
 const T0 = Date.UTC(2025, 5, 1);
 
@@ -106,6 +107,10 @@ function applyUpsert(existing: Doc | undefined, filter: Doc, update: Doc): Doc {
           break;
         case "$max":
           if (doc[k] === undefined || compare(v, doc[k]) > 0) doc[k] = v;
+          break;
+        case "$currentDate":
+          // The server's clock: the model's is T0.
+          doc[k] = new Date(T0);
           break;
         case "$push":
           doc[k] = [
@@ -284,6 +289,7 @@ describe("mongodb adapter without a server", () => {
       "customers",
       "subscriptions",
       "payments",
+      "analytics_log",
       "visitor_touches",
       "customer_visitors",
       "visitor_stitches",
@@ -446,6 +452,7 @@ describe("mongodb adapter without a server", () => {
       stitches: coll("visitor_stitches"),
       customers: coll("customers"),
       payments: coll("payments"),
+      analyticsLog: fakeAnalyticsLog(),
     };
     const erasure = createMongoErasure(c as unknown as Collections);
     expect(await erasure.eraseVisitors("site_1", ["v_ada"], ["v_ada"])).toMatchObject({
@@ -455,6 +462,77 @@ describe("mongodb adapter without a server", () => {
     expect(rows).toEqual([row({}), row({ landing_page: "(erased)" })]);
     expect(JSON.stringify(rows)).not.toContain(EMAIL);
     expect(touches.docs.map((t) => t.visitor_id)).toEqual(["v_bob"]);
+    // The analytics feed was told which stitches would change before they did (no
+    // customer was linked, so no links notice).
+    expect(c.analyticsLog.docs.map((d) => [d.kind, d.site_id, d.keys])).toEqual([
+      ["stitches", "site_1", ["v_ada"]],
+    ]);
+  });
+
+  it("erasing events names the buckets it deletes to the analytics feed first, and marks the ones it filters", async () => {
+    const order: string[] = [];
+    const doomed = new ObjectId();
+    const log = fakeAnalyticsLog(() => T0);
+    const updates: unknown[] = [];
+    const c = {
+      events: {
+        aggregate: () => ({ toArray: async () => [{ n: 3 }] }),
+        find: (filter: Doc, options: Doc) => ({
+          toArray: async () => {
+            expect(options).toEqual({ projection: { _id: 1 } });
+            expect(filter).toEqual({
+              site_id: "site_1",
+              events: { $not: { $elemMatch: { visitor_id: { $nin: ["v_ada"] } } } },
+            });
+            return [{ _id: doomed }];
+          },
+        }),
+        async deleteMany(filter: Doc) {
+          order.push("deleteMany");
+          expect(filter).toMatchObject({ _id: { $in: [doomed] } });
+          return { deletedCount: 1 };
+        },
+        async updateMany(_filter: Doc, update: unknown) {
+          order.push("updateMany");
+          updates.push(update);
+          return { modifiedCount: 1 };
+        },
+      },
+      analyticsLog: {
+        ...log,
+        async updateOne(filter: Doc, update: Doc, options: Doc) {
+          order.push(`notice ${(update.$set as Doc).kind}`);
+          return log.updateOne(filter, update, options);
+        },
+      },
+    };
+    expect(
+      await removeBucketEvents(c as unknown as Collections, "site_1", {
+        query: { visitor_id: { $in: ["v_ada"] } },
+        keep: { visitor_id: { $nin: ["v_ada"] } },
+        expr: { $in: ["$$this.visitor_id", { $literal: ["v_ada"] }] },
+      }),
+    ).toBe(3);
+    expect(order).toEqual(["notice bucket", "deleteMany", "updateMany"]);
+    expect(log.docs.map((d) => [d.kind, d.site_id, d.keys, d.at])).toEqual([
+      ["bucket", "site_1", [doomed.toHexString()], new Date(T0)],
+    ]);
+    // The filtered buckets carry the server's time of the change ($$NOW): the feed's marker.
+    expect(updates).toEqual([
+      [
+        {
+          $set: {
+            events: {
+              $filter: {
+                input: "$events",
+                cond: { $not: [{ $in: ["$$this.visitor_id", { $literal: ["v_ada"] }] }] },
+              },
+            },
+          },
+        },
+        { $set: { n: { $size: "$events" }, u: "$$NOW" } },
+      ],
+    ]);
   });
 
   it("finds a customer's refunds of a charge by its metadata pair, failed ones excepted", async () => {
@@ -656,6 +734,8 @@ describe("mongodb adapter without a server", () => {
         created_at: new Date(T0 + 1),
         updated_at: new Date(T0 + 1),
         channel: "unattributed",
+        // The analytics feed's marker: the server's time of the write.
+        u: new Date(T0),
       });
       const { feeMinor: _fee, subscriptionId: _sub, ...rest } = payment;
       const resent: PaymentRecord = {
@@ -811,6 +891,7 @@ describe("mongodb adapter without a server", () => {
             if (op === "$set") out[k] = v;
             else if (op === "$unset") delete out[k];
             else if (op === "$inc") out[k] = ((out[k] as number | undefined) ?? 0) + (v as number);
+            else if (op === "$currentDate") out[k] = new Date(T0);
             else throw new Error(`operator ${op} not modelled`);
           }
         }
@@ -895,6 +976,7 @@ describe("mongodb adapter without a server", () => {
         payments: new FakeCollection("payments"),
         subscriptions: new FakeCollection("subscriptions"),
         newVisitorDays: new FakeCollection("new_visitor_days"),
+        analyticsLog: fakeAnalyticsLog(),
       };
       return { f, c: f as unknown as Collections };
     }
@@ -1050,6 +1132,11 @@ describe("mongodb adapter without a server", () => {
         { visitorId: "v1", via: "customer", linkedAt: T0 },
       ]);
       await store.linkCustomerVisitors("site_1", "cus_2", []);
+      // Each write of links was named to the analytics feed first (none for an empty one).
+      expect(f.analyticsLog.docs.map((d) => [d.kind, d.keys])).toEqual([
+        ...Array.from({ length: 6 }, () => ["links", ["cus_1"]]),
+        ["links", ["cus_2"]],
+      ]);
       expect(await store.getCustomerVisitors("site_1", "cus_1")).toEqual([
         { visitorId: "v2", via: "visitor_id", linkedAt: T0 + 5 },
         { visitorId: "v1", via: "user_id", linkedAt: T0 + 10 },
@@ -1116,7 +1203,11 @@ describe("mongodb adapter without a server", () => {
       expect(attributionFromDoc(undefined)).toBeUndefined();
       expect(attributionUpdates(undefined)).toEqual({
         customer: { $unset: { attribution: "" } },
-        payments: { $set: { channel: "unattributed" }, $unset: { attribution: "" } },
+        payments: {
+          $set: { channel: "unattributed" },
+          $unset: { attribution: "" },
+          $currentDate: { u: true },
+        },
       });
     });
 

@@ -66,6 +66,12 @@ export interface Store
    * no such log (MongoDB, an in-memory SQLite database).
    */
   readonly feedFile?: string;
+  /**
+   * The database whose collections the analytics store is fed from, over a
+   * connection of the feed's own (src/store/mongo/analytics-feed.ts); absent
+   * when the store has none (SQLite).
+   */
+  readonly feedDatabase?: { readonly url: string; readonly dbName: string };
 
   /**
    * Readiness: resolves when the database can take a write now (not only

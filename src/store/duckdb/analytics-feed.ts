@@ -26,9 +26,8 @@
 
 import { type DuckDBAppender, listValue } from "@duckdb/node-api";
 import Database from "better-sqlite3";
-import { externalReferrer, pageOf } from "../../domain/analytics/visits.js";
-import { classifyTouch } from "../../domain/attribution/channels.js";
 import { copyDataDirectory, type DataBackupReport } from "./analytics-backup.js";
+import { appendEvent, appendPayment, type EventRow, type PaymentRow } from "./analytics-rows.js";
 import { type AnalyticsStore, visitorKey } from "./analytics-store.js";
 import {
   rebuildVisits,
@@ -101,46 +100,6 @@ interface LogRow {
   ref: number | null;
   site_id: string | null;
   key: string | null;
-}
-
-interface EventRow {
-  id: number;
-  site_id: string;
-  name: string;
-  url: string;
-  referrer: string | null;
-  title: string | null;
-  width: number | null;
-  language: string | null;
-  props: string | null;
-  ts: number;
-  received_at: number;
-  visitor_id: string;
-  user_id: string | null;
-  country: string | null;
-  browser: string | null;
-  os: string | null;
-  device: string | null;
-  referrer_host: string | null;
-  utm_source: string | null;
-  utm_medium: string | null;
-  utm_campaign: string | null;
-  utm_term: string | null;
-  utm_content: string | null;
-  click_ids: string | null;
-}
-
-interface PaymentRow {
-  site_id: string;
-  payment_id: string;
-  customer_id: string;
-  currency: string;
-  amount_minor: number;
-  kind: string;
-  status: string;
-  paid_at: number;
-  channel: string;
-  attribution: string | null;
 }
 
 const EVENT_COLUMNS =
@@ -237,100 +196,11 @@ export function createAnalyticsFeed(options: AnalyticsFeedOptions): AnalyticsFee
   let removals = 0;
   const w = analytics.writer;
 
-  /** Appends one event; returns its visitor key. */
-  const appendEvent = (ap: DuckDBAppender, r: EventRow): bigint => {
-    const clickIds =
-      r.click_ids === null ? undefined : (JSON.parse(r.click_ids) as Record<string, string>);
-    const c = classifyTouch({
-      url: r.url,
-      referrerHost: r.referrer_host ?? undefined,
-      utmSource: r.utm_source ?? undefined,
-      utmMedium: r.utm_medium ?? undefined,
-      utmCampaign: r.utm_campaign ?? undefined,
-      ...(clickIds ? { clickIds } : {}),
-      siteHostnames: hostsOf(r.site_id),
-    });
-    ap.appendBigInt(BigInt(r.id));
-    ap.appendVarchar(r.site_id);
-    ap.appendBigInt(BigInt(r.ts));
-    const vid = visitorKey(r.visitor_id);
-    ap.appendBigInt(vid);
-    ap.appendVarchar(r.name);
-    ap.appendVarchar(pageOf(r.url));
-    const text = (v: string | null | undefined) =>
-      v === null || v === undefined ? ap.appendNull() : ap.appendVarchar(v);
-    // The referrer host unless it is the site itself (the visit's touch reads it).
-    text(
-      externalReferrer(
-        { url: r.url, referrerHost: r.referrer_host ?? undefined },
-        hostsOf(r.site_id),
-      ),
-    );
-    // An internal navigation (the site's own referrer, untagged) has no channel.
-    text(c?.channel);
-    text(c?.source);
-    text(c?.medium);
-    text(c?.campaign);
-    text(r.utm_term?.trim() || undefined);
-    text(r.utm_content?.trim() || undefined);
-    text(r.country);
-    text(r.device);
-    text(r.browser);
-    text(r.os);
-    text(r.props);
-    // The stored event as ListEvents and the exports return it (analytics-store.ts).
-    ap.appendVarchar(r.url);
-    text(r.referrer);
-    text(r.title);
-    r.width === null ? ap.appendNull() : ap.appendInteger(r.width);
-    text(r.language);
-    ap.appendBigInt(BigInt(r.received_at));
-    ap.appendVarchar(r.visitor_id);
-    text(r.user_id);
-    text(r.referrer_host);
-    text(r.utm_source);
-    text(r.utm_medium);
-    text(r.utm_campaign);
-    text(r.utm_term);
-    text(r.utm_content);
-    text(r.click_ids);
-    ap.endRow();
+  /** Appends one event (analytics-rows.ts), noting the highest id moved; returns its visitor key. */
+  const append = (ap: DuckDBAppender, r: EventRow): bigint => {
+    const vid = appendEvent(ap, r, hostsOf(r.site_id));
     if (r.id > moved) moved = r.id;
     return vid;
-  };
-
-  const appendPayment = (ap: DuckDBAppender, p: PaymentRow) => {
-    const a =
-      p.attribution === null
-        ? undefined
-        : (JSON.parse(p.attribution) as {
-            source?: string;
-            medium?: string;
-            campaign?: string;
-            landingPage?: string;
-            visitorId?: string;
-            touchedAt?: number;
-          });
-    const text = (v: string | undefined) =>
-      v === undefined ? ap.appendNull() : ap.appendVarchar(v);
-    const big = (v: number | bigint | undefined) =>
-      v === undefined ? ap.appendNull() : ap.appendBigInt(BigInt(v));
-    ap.appendVarchar(p.site_id);
-    ap.appendVarchar(p.payment_id);
-    ap.appendVarchar(p.customer_id);
-    ap.appendVarchar(p.currency);
-    big(p.amount_minor);
-    ap.appendVarchar(p.kind);
-    ap.appendVarchar(p.status);
-    big(p.paid_at);
-    ap.appendVarchar(p.channel);
-    text(a?.source);
-    text(a?.medium);
-    text(a?.campaign);
-    text(a?.landingPage);
-    big(a?.visitorId === undefined ? undefined : visitorKey(a.visitorId));
-    big(a?.touchedAt);
-    ap.endRow();
   };
 
   /** Replaces the payments of `keys` (one site each) by their current rows, in bulk. */
@@ -413,7 +283,7 @@ export function createAnalyticsFeed(options: AnalyticsFeedOptions): AnalyticsFee
         const ap = await w.createAppender("events");
         let n = 0;
         for (const r of s.allEvents.iterate() as IterableIterator<EventRow>) {
-          appendEvent(ap, r);
+          append(ap, r);
           if (++n % 50_000 === 0) ap.flushSync();
           // A rebuild of millions of rows runs at start, beside ingestion: the
           // event loop gets a turn every few thousand rows (probes, requests).
@@ -492,7 +362,7 @@ export function createAnalyticsFeed(options: AnalyticsFeedOptions): AnalyticsFee
             hi = Math.max(hi, id);
           }
           for (const r of s.eventsIn.iterate(lo, hi) as IterableIterator<EventRow>) {
-            if (ids.has(r.id)) touched.add(r.site_id, appendEvent(ap, r), r.ts);
+            if (ids.has(r.id)) touched.add(r.site_id, append(ap, r), r.ts);
           }
           continue;
         }

@@ -23,6 +23,7 @@ import type {
   StoreAttributionPart,
   VisitorTouch,
 } from "../port.js";
+import { noteChanges } from "./analytics-log.js";
 import {
   attributionToDoc,
   type CustomerDoc,
@@ -288,13 +289,21 @@ export function attributionUpdates(
         ...(rank === undefined ? {} : { $set: ranked }),
         $unset: { attribution: "" },
       } as UpdateFilter<CustomerDoc>,
-      payments: { $set: { channel: UNATTRIBUTED, ...ranked }, $unset: { attribution: "" } },
+      // `u`: the analytics feed's marker (src/store/mongo/analytics-feed.ts).
+      payments: {
+        $set: { channel: UNATTRIBUTED, ...ranked },
+        $unset: { attribution: "" },
+        $currentDate: { u: true },
+      },
     };
   }
   const doc = attributionToDoc(attribution);
   return {
     customer: { $set: { attribution: doc, ...ranked } },
-    payments: { $set: { attribution: doc, channel: attribution.channel, ...ranked } },
+    payments: {
+      $set: { attribution: doc, channel: attribution.channel, ...ranked },
+      $currentDate: { u: true },
+    },
   };
 }
 
@@ -465,6 +474,7 @@ export function createMongoAttribution(c: Collections): StoreAttributionPart {
     async linkCustomerVisitors(siteId, customerId, links) {
       const folded = foldLinks(links);
       if (folded.length === 0) return;
+      await noteChanges(c, "links", siteId, [customerId]);
       await bulkUpsert(
         c.customerVisitors,
         folded.map((l) => linkUpsert(siteId, customerId, l)),

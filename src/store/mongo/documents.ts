@@ -157,6 +157,28 @@ export interface EventBucketDoc {
    * with E11000 instead of storing the events twice.
    */
   g?: ObjectId[];
+  /**
+   * The server's time of the bucket's last change (an append, an erasure):
+   * the analytics feed reads buckets changed since its watermark by it
+   * (src/store/mongo/analytics-feed.ts). Absent on buckets of earlier versions.
+   */
+  u?: Date;
+}
+
+/**
+ * A notice for the analytics feed, written BEFORE a change it cannot see
+ * from a marker: a bucket deleted (erasure, retention), a customer's links
+ * or a visitor's stitches written or deleted. The feed re-reads the named
+ * keys' current documents (src/store/mongo/analytics-log.ts).
+ */
+export interface AnalyticsNoticeDoc {
+  _id?: ObjectId;
+  /** The server's time of the notice. */
+  at: Date;
+  kind: "bucket" | "links" | "stitches";
+  site_id: string;
+  /** Bucket ids (hex), customer ids or visitor ids, by kind. */
+  keys: string[];
 }
 
 export interface IdentityDoc {
@@ -272,6 +294,8 @@ export interface PaymentDoc {
    * written before attribution existed (read as `unattributed`).
    */
   channel?: string;
+  /** The server's time of the payment's last change (the analytics feed's marker). */
+  u?: Date;
 }
 
 /** Unix ms to a BSON date. */

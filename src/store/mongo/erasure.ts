@@ -9,6 +9,7 @@ import { randomBytes } from "node:crypto";
 import { Binary, type Document, type Filter } from "mongodb";
 import { ERASED_LANDING_PAGE, UNATTRIBUTED } from "../../domain/vocabulary.js";
 import type { StoreErasurePart } from "../port.js";
+import { noteChanges } from "./analytics-log.js";
 import type { EventBucketDoc } from "./documents.js";
 import { retryDuplicates } from "./retry.js";
 import { countNewVisitors } from "./rollups.js";
@@ -50,13 +51,27 @@ export async function removeBucketEvents(
   // Buckets holding only matching events go whole; the others lose those events.
   // Each document's condition is evaluated as it is deleted: a bucket that an append
   // gave an event to keep meanwhile is not deleted, and the update below filters it.
-  await c.events.deleteMany({
-    site_id: siteId,
-    events: { $not: { $elemMatch: m.keep } },
-  } as Filter<EventBucketDoc>);
+  const whole = { site_id: siteId, events: { $not: { $elemMatch: m.keep } } };
+  const doomed = await c.events
+    .find(whole as Filter<EventBucketDoc>, { projection: { _id: 1 } })
+    .toArray();
+  // The analytics feed learns of the deletions first (a deleted bucket leaves no marker).
+  await noteChanges(
+    c,
+    "bucket",
+    siteId,
+    doomed.flatMap((b) => (b._id ? [b._id.toHexString()] : [])),
+  );
+  if (doomed.length > 0) {
+    await c.events.deleteMany({
+      ...whole,
+      _id: { $in: doomed.map((b) => b._id) },
+    } as Filter<EventBucketDoc>);
+  }
   await c.events.updateMany(holding, [
     { $set: { events: { $filter: { input: "$events", cond: { $not: [m.expr] } } } } },
-    { $set: { n: { $size: "$events" } } },
+    // `u`: the analytics feed's marker, the server's time of this change.
+    { $set: { n: { $size: "$events" }, u: "$$NOW" } },
   ]);
   return n;
 }
@@ -73,8 +88,10 @@ export function createMongoErasure(c: Collections): StoreErasurePart {
         await c.payments.updateMany(who, {
           $set: { customer_id: pseudonym, metadata: [] },
           $unset: { attribution: "", attribution_rank: "" },
+          $currentDate: { u: true },
         })
       ).modifiedCount;
+      await noteChanges(c, "links", siteId, [customerId]);
       const customerLinks = (await c.customerVisitors.deleteMany(who)).deletedCount;
       const customers = (await c.customers.deleteOne(who)).deletedCount;
       return { customers, payments, subscriptions, customerLinks };
@@ -153,6 +170,9 @@ export function createMongoErasure(c: Collections): StoreErasurePart {
       await c.visitorDays.deleteMany({ ...site, visitor_id: inIds });
       const identityLinks = (await c.identities.deleteMany({ ...site, visitor_id: inIds }))
         .deletedCount;
+      // The analytics feed learns of the links and stitches about to go first.
+      await noteChanges(c, "links", siteId, customers);
+      await noteChanges(c, "stitches", siteId, ids);
       const customerLinks = (await c.customerVisitors.deleteMany({ ...site, visitor_id: inIds }))
         .deletedCount;
       const stitches = (
@@ -171,6 +191,7 @@ export function createMongoErasure(c: Collections): StoreErasurePart {
         await c.payments.updateMany(theirs, {
           $set: { channel: UNATTRIBUTED },
           $unset: { attribution: "", attribution_rank: "" },
+          $currentDate: { u: true },
         });
         await c.customers.updateMany(theirs, { $unset: { attribution: "", attribution_rank: "" } });
       }

@@ -140,6 +140,8 @@ export function planAppends(
               $inc: { n: k },
               $min: { min_q: docs[0]?.q ?? 0 },
               $max: { max_q: docs[k - 1]?.q ?? 0 },
+              // The analytics feed's marker: the server's time of this append.
+              $currentDate: { u: true },
             },
             upsert: true,
           },

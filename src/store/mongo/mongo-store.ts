@@ -104,7 +104,8 @@ export async function createMongoStore(
   let closed = false;
   try {
     await client.connect();
-    const db = client.db(options.dbName ?? dbNameFromUrl(url), {
+    const dbName = options.dbName ?? dbNameFromUrl(url);
+    const db = client.db(dbName, {
       // An acknowledged event or payment survives the loss of the primary.
       writeConcern: writeConcern(timeoutMs),
       // Reads see the writes just made (quota, salts, a key deleted a moment
@@ -121,6 +122,7 @@ export async function createMongoStore(
     return classifyErrors<Store>({
       kind: "mongodb",
       commitsInOrder: false,
+      feedDatabase: { url, dbName },
       ...createMongoAccounts(c),
       ...createMongoEvents(c, { timeoutMs }),
       ...createMongoPayments(c),

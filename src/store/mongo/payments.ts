@@ -147,6 +147,8 @@ export function paymentUpsert(writes: readonly PaymentRecord[]): AnyBulkWriteOpe
         $set: set,
         $setOnInsert: { created_at: toDate(first.createdAt), channel: UNATTRIBUTED },
         ...(Object.keys(unset).length > 0 ? { $unset: unset } : {}),
+        // The analytics feed's marker: the server's time of this change.
+        $currentDate: { u: true },
       },
       upsert: true,
     },

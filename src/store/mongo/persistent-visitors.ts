@@ -6,6 +6,7 @@ import {
   MAX_STITCHES_PER_VISITOR,
 } from "../../domain/events/persistent-visitor.js";
 import type { StorePersistentVisitorsPart, VisitorStitch } from "../port.js";
+import { noteChanges } from "./analytics-log.js";
 import type { VisitorStitchDoc } from "./documents.js";
 import { retryDuplicates } from "./retry.js";
 import type { Collections } from "./schema.js";
@@ -22,6 +23,10 @@ export async function writeStitches(
   c: Collections,
   stitches: readonly VisitorStitch[],
 ): Promise<void> {
+  // The analytics feed learns of the daily ids about to be stitched first.
+  const bySite = new Map<string, string[]>();
+  for (const s of stitches) bySite.set(s.siteId, [...(bySite.get(s.siteId) ?? []), s.visitorId]);
+  for (const [siteId, ids] of bySite) await noteChanges(c, "stitches", siteId, ids);
   for (const s of stitches) {
     if (await c.stitches.findOne({ site_id: s.siteId, visitor_id: s.visitorId })) continue;
     const stitched = (
@@ -45,6 +50,7 @@ export async function writeStitches(
         touches.get(s.visitorId),
       );
       if (replaced === undefined) continue;
+      await noteChanges(c, "stitches", s.siteId, [replaced]);
       await c.stitches.deleteOne({ site_id: s.siteId, visitor_id: replaced });
     }
     await retryDuplicates(() =>

@@ -25,6 +25,7 @@
 import type { ObjectId } from "mongodb";
 import { STOP_AFTER_MS } from "../../domain/store/retention-port.js";
 import type { StoreRetentionPart } from "../port.js";
+import { noteChanges } from "./analytics-log.js";
 import { BUCKET_CAP } from "./event-buckets.js";
 import type { Collections } from "./schema.js";
 
@@ -85,6 +86,13 @@ export function createMongoRetention(c: Collections): StoreRetentionPart {
       // took an append in between (n grew; through the API it cannot, the events are days old)
       // is left for the next pass rather than deleted with an event not yet judged.
       let removed = 0;
+      // The analytics feed learns of the deletions first (a bucket deleted leaves no marker).
+      await noteChanges(
+        c,
+        "bucket",
+        siteId,
+        past.map((b) => b._id.toHexString()),
+      );
       for (const b of past) {
         const r = await c.events.deleteOne({ site_id: siteId, _id: b._id, n: b.n });
         if (r.deletedCount === 1) removed += b.n;

@@ -28,6 +28,7 @@ import {
 import type { ConnectorDoc, ConnectorEventDoc, ConnectorObjectDoc } from "./connectors.js";
 import type {
   AccountDoc,
+  AnalyticsNoticeDoc,
   ApiKeyDoc,
   CustomerDoc,
   CustomerVisitorDoc,
@@ -223,6 +224,7 @@ export const COLLECTIONS: readonly CollectionSpec[] = [
       n: { ...integer, minimum: 1 },
       min_q: { bsonType: "number" },
       max_q: { bsonType: "number" },
+      u: date,
       events: {
         bsonType: "array",
         minItems: 1,
@@ -240,6 +242,8 @@ export const COLLECTIONS: readonly CollectionSpec[] = [
       // One receipt per request, in one bucket only: makes appends
       // idempotent. Sparse: buckets of earlier versions have none.
       { key: { g: 1 }, name: "receipts_unique", unique: true, sparse: true },
+      // The analytics feed: buckets changed since its watermark, in order.
+      { key: { u: 1, _id: 1 }, name: "feed_u" },
     ],
   },
   {
@@ -355,6 +359,7 @@ export const COLLECTIONS: readonly CollectionSpec[] = [
         attribution,
         // Not required: payments written before attribution existed have none.
         channel: str,
+        u: date,
       },
     ),
     indexes: [
@@ -370,7 +375,20 @@ export const COLLECTIONS: readonly CollectionSpec[] = [
       },
       // pagePayments (ExportPayments): the range and the page order in one index.
       { key: { site_id: 1, paid_at: 1, payment_id: 1 }, name: "site_paid_at_payment" },
+      // The analytics feed: payments changed since its watermark, in order.
+      { key: { u: 1, _id: 1 }, name: "feed_u" },
     ],
+  },
+  {
+    // Notices for the analytics feed (src/store/mongo/analytics-log.ts).
+    name: "analytics_log",
+    schema: object(["at", "kind", "site_id", "keys"], {
+      at: date,
+      kind: oneOf(["bucket", "links", "stitches"]),
+      site_id: str,
+      keys: { bsonType: "array", items: str },
+    }),
+    indexes: [{ key: { at: 1, _id: 1 }, name: "at" }],
   },
   {
     name: "visitor_touches",
@@ -687,6 +705,7 @@ export interface Collections {
   visitorDays: Collection<VisitorDayDoc>;
   newVisitorDays: Collection<NewVisitorDayDoc>;
   settings: Collection<SettingDoc>;
+  analyticsLog: Collection<AnalyticsNoticeDoc>;
 }
 
 /**
@@ -725,5 +744,6 @@ export function collections(db: Db, options: { maxTimeMS?: number } = {}): Colle
     visitorDays: get<VisitorDayDoc>("visitor_days"),
     newVisitorDays: get<NewVisitorDayDoc>("new_visitor_days"),
     settings: get<SettingDoc>("settings"),
+    analyticsLog: get<AnalyticsNoticeDoc>("analytics_log"),
   };
 }

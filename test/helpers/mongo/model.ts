@@ -7,7 +7,7 @@
  * logic, not of the server: the contract suite against a real server
  * (mongodb.test.ts) remains the real check.
  */
-import { Long } from "mongodb";
+import { Long, ObjectId } from "mongodb";
 
 export type Doc = Record<string, unknown>;
 
@@ -44,6 +44,7 @@ function typeRank(v: Value): number {
   if (typeof v === "string") return 3;
   if (isPlainObject(v)) return 4;
   if (Array.isArray(v)) return 5;
+  if (v instanceof ObjectId) return 7;
   if (typeof v === "boolean") return 8;
   if (v instanceof Date) return 9;
   throw new Error(`model cannot compare ${String(v)}`);
@@ -65,6 +66,10 @@ export function compareValues(a: Value, b: Value): number {
     return Buffer.compare(x, y);
   }
   if (typeof a === "boolean" && typeof b === "boolean") return Number(a) - Number(b);
+  // ObjectIds by their 12 bytes (their hex spelling sorts the same).
+  if (a instanceof ObjectId && b instanceof ObjectId) {
+    return Buffer.compare(Buffer.from(a.id), Buffer.from(b.id));
+  }
   if (a instanceof Date && b instanceof Date) return a.getTime() - b.getTime();
   if (Array.isArray(a) && Array.isArray(b)) {
     for (let i = 0; i < Math.min(a.length, b.length); i++) {
@@ -286,6 +291,15 @@ export function matches(doc: Doc, filter: Doc): boolean {
           return (arg as Value[]).some((x) =>
             x === null ? v === null || v === MISSING : v !== MISSING && compareValues(v, x) === 0,
           );
+        case "$nin": {
+          // On an array field: none of its elements (nor the array itself) is listed.
+          const values = Array.isArray(v) ? [v, ...v] : [v];
+          return !(arg as Value[]).some((x) =>
+            values.some((y) =>
+              x === null ? y === null || y === MISSING : y !== MISSING && compareValues(y, x) === 0,
+            ),
+          );
+        }
         case "$ne":
           return arg === null
             ? v !== null && v !== MISSING

@@ -25,7 +25,13 @@ function modelCollection() {
         const existing = docs.get(key);
         if (!existing && !updateOne.upsert) continue;
         const doc: Doc = existing ? { ...existing } : { ...updateOne.filter };
-        const { $set = {}, $setOnInsert = {}, $unset = {}, ...other } = updateOne.update;
+        const {
+          $set = {},
+          $setOnInsert = {},
+          $unset = {},
+          $currentDate = {},
+          ...other
+        } = updateOne.update;
         if (Object.keys(other).length > 0) throw new Error(`not modelled: ${Object.keys(other)}`);
         for (const k of Object.keys($set)) {
           if (k in $setOnInsert) throw new Error(`conflict on ${k}`);
@@ -33,6 +39,8 @@ function modelCollection() {
         Object.assign(doc, $set);
         if (!existing) Object.assign(doc, $setOnInsert);
         for (const k of Object.keys($unset)) delete doc[k];
+        // The server's clock (the analytics feed's marker): the model's is the epoch.
+        for (const k of Object.keys($currentDate)) doc[k] = new Date(0);
         docs.set(key, doc);
       }
       return {};

@@ -14,6 +14,7 @@ import {
 import type { Collections } from "../../../../src/store/mongo/schema.js";
 import type { VisitorStitch } from "../../../../src/store/port.js";
 import { type Doc, matches } from "../../../helpers/mongo/model.js";
+import { fakeAnalyticsLog } from "../../../helpers/mongo/notices.js";
 
 const T0 = Date.UTC(2026, 4, 4);
 
@@ -48,7 +49,13 @@ class Docs {
 function collections() {
   const stitches = new Docs();
   const touches = new Docs();
-  return { stitches, touches, c: { stitches, touches } as unknown as Collections };
+  const analyticsLog = fakeAnalyticsLog();
+  return {
+    stitches,
+    touches,
+    analyticsLog,
+    c: { stitches, touches, analyticsLog } as unknown as Collections,
+  };
 }
 
 const stitch = (visitorId: string, persistentId: string, ts = T0): VisitorStitch => ({
@@ -60,9 +67,14 @@ const stitch = (visitorId: string, persistentId: string, ts = T0): VisitorStitch
 
 describe("MongoDB stitches", () => {
   it("keeps a daily id's first persistent id and finds stitches from either side, once each", async () => {
-    const { stitches, c } = collections();
+    const { stitches, analyticsLog, c } = collections();
     await writeStitches(c, [stitch("d1", "p:a", T0 + 1), stitch("d2", "p:a", T0)]);
     await writeStitches(c, [stitch("d1", "p:b", T0 + 2)]);
+    // The analytics feed is told of the daily ids first (it re-reads their stitches).
+    expect(analyticsLog.docs.map((d) => [d.kind, d.site_id, d.keys])).toEqual([
+      ["stitches", "site_1", ["d1", "d2"]],
+      ["stitches", "site_1", ["d1"]],
+    ]);
     expect(stitches.docs).toEqual([
       { site_id: "site_1", visitor_id: "d1", persistent_id: "p:a", ts: new Date(T0 + 1) },
       { site_id: "site_1", visitor_id: "d2", persistent_id: "p:a", ts: new Date(T0) },

@@ -11,6 +11,7 @@ import { STOP_AFTER_MS } from "../../../../src/domain/store/retention-port.js";
 import { BUCKET_CAP } from "../../../../src/store/mongo/event-buckets.js";
 import { createMongoRetention } from "../../../../src/store/mongo/retention.js";
 import { COLLECTIONS, type Collections } from "../../../../src/store/mongo/schema.js";
+import { fakeAnalyticsLog } from "../../../helpers/mongo/notices.js";
 
 const HOUR = 3_600_000;
 const H = Date.UTC(2026, 2, 1);
@@ -105,7 +106,19 @@ describe("MongoDB retention (no server)", () => {
     ];
     const past = [docs[0]?._id, docs[1]?._id];
     const fake = fakeEvents(docs);
-    const retention = createMongoRetention({ events: fake.events } as unknown as Collections);
+    const analyticsLog = fakeAnalyticsLog(() => H);
+    // Each deleted bucket was named to the analytics feed before it went (a deletion leaves no marker).
+    const deleteOne = fake.events.deleteOne;
+    fake.events.deleteOne = async (filter) => {
+      expect(analyticsLog.docs.flatMap((d) => d.keys as string[])).toContain(
+        filter._id.toHexString(),
+      );
+      return deleteOne(filter);
+    };
+    const retention = createMongoRetention({
+      events: fake.events,
+      analyticsLog,
+    } as unknown as Collections);
     const limit = 2 * BUCKET_CAP;
 
     const first = await retention.pruneEventsStep("s1", H, limit);
@@ -119,6 +132,15 @@ describe("MongoDB retention (no server)", () => {
     expect(fake.deletes).toEqual([
       { site_id: "s1", _id: past[0], n: 2 },
       { site_id: "s1", _id: past[1], n: 2 },
+    ]);
+    expect(analyticsLog.docs).toEqual([
+      {
+        _id: expect.any(ObjectId),
+        kind: "bucket",
+        site_id: "s1",
+        keys: past.map((id) => id?.toHexString()),
+        at: new Date(H),
+      },
     ]);
 
     // The straddling bucket stays; the next one was received past STOP_AFTER_MS: the pass ends.
@@ -146,7 +168,10 @@ describe("MongoDB retention (no server)", () => {
       };
       return chain;
     };
-    const retention = createMongoRetention({ events: fake.events } as unknown as Collections);
+    const retention = createMongoRetention({
+      events: fake.events,
+      analyticsLog: fakeAnalyticsLog(),
+    } as unknown as Collections);
     expect(await retention.pruneEventsStep("s1", H, 50)).toEqual({ removed: 0, cursor: "10" });
     expect(fake.deletes).toEqual([{ site_id: "s1", _id: bucket._id, n: 1 }]);
     expect(docs).toHaveLength(1);
@@ -155,7 +180,10 @@ describe("MongoDB retention (no server)", () => {
   it("takes one bucket per step when the limit is below a bucket, and ends when no bucket is left", async () => {
     const docs = buckets("s1", [[10, H - 5 * HOUR]]);
     const fake = fakeEvents(docs);
-    const retention = createMongoRetention({ events: fake.events } as unknown as Collections);
+    const retention = createMongoRetention({
+      events: fake.events,
+      analyticsLog: fakeAnalyticsLog(),
+    } as unknown as Collections);
     expect(await retention.pruneEventsStep("s1", H, 50)).toEqual({ removed: 1, cursor: "10" });
     expect(fake.finds[0]?.limit).toBe(1);
     expect(await retention.pruneEventsStep("s1", H, 50, "10")).toEqual({ removed: 0 });

@@ -1,0 +1,213 @@
+/**
+ * In-memory collections for the analytics feed's tests, answering the
+ * driver's calls in the driver's documented shapes: `find(filter, options)`
+ * returns a cursor (`sort`, `limit`, `project`, `toArray`, async iteration)
+ * whose query runs when its first batch is fetched; `findOne`; `updateOne`,
+ * `updateMany` and `bulkWrite` of update documents (with upsert); and
+ * `deleteOne`/`deleteMany`. Filters and sort orders follow the model of the
+ * server (model.ts); `$currentDate` stamps the model server's clock. A test
+ * scripts the driver's own errors for the next calls of a method.
+ */
+import { ObjectId } from "mongodb";
+import { compareValues, type Doc, equalityFields, isPlainObject, matches } from "./model.js";
+
+/** The server's clock of the model, in ms; tests move it. */
+export interface ServerClock {
+  now: number;
+}
+
+function compareBy(spec: Doc) {
+  return (a: Doc, b: Doc) => {
+    for (const [k, dir] of Object.entries(spec)) {
+      const c = compareValues(a[k], b[k]);
+      if (c !== 0) return (dir as number) < 0 ? -c : c;
+    }
+    return 0;
+  };
+}
+
+/** An update document applied as the server does ($set, $setOnInsert, $unset, $inc, $min, $max, $push/$each, $currentDate). */
+export function applyUpdate(
+  existing: Doc | undefined,
+  filter: Doc,
+  update: Doc,
+  clock: ServerClock,
+): Doc {
+  if (Array.isArray(update)) throw new Error("update pipelines are not modelled here");
+  const doc: Doc = existing ? { ...existing } : { ...equalityFields(filter) };
+  for (const [op, fields] of Object.entries(update)) {
+    for (const [k, v] of Object.entries(fields as Doc)) {
+      switch (op) {
+        case "$set":
+          doc[k] = v;
+          break;
+        case "$setOnInsert":
+          if (!existing) doc[k] = v;
+          break;
+        case "$unset":
+          delete doc[k];
+          break;
+        case "$inc":
+          doc[k] = ((doc[k] as number | undefined) ?? 0) + (v as number);
+          break;
+        case "$min":
+          if (doc[k] === undefined || compareValues(v, doc[k]) < 0) doc[k] = v;
+          break;
+        case "$max":
+          if (doc[k] === undefined || compareValues(v, doc[k]) > 0) doc[k] = v;
+          break;
+        case "$push":
+          doc[k] = [
+            ...((doc[k] as unknown[] | undefined) ?? []),
+            ...(isPlainObject(v) && "$each" in v ? (v.$each as unknown[]) : [v]),
+          ];
+          break;
+        case "$currentDate":
+          doc[k] = new Date(clock.now);
+          break;
+        default:
+          throw new Error(`operator ${op} not modelled`);
+      }
+    }
+  }
+  if (!existing && doc._id === undefined) doc._id = new ObjectId();
+  return doc;
+}
+
+export class MemoryCollection {
+  docs: Doc[] = [];
+  /** Every call by method name, in order. */
+  readonly calls: string[] = [];
+  /** Every query a cursor ran: its filter and projection. */
+  readonly finds: { filter: Doc; projection?: Doc }[] = [];
+  private readonly failures = new Map<string, Error[]>();
+
+  constructor(private readonly clock: ServerClock) {}
+
+  /** The next calls of `method` throw these errors, in order (a cursor throws when it fetches). */
+  failNext(method: string, ...errors: Error[]): void {
+    this.failures.set(method, [...(this.failures.get(method) ?? []), ...errors]);
+  }
+
+  private readonly queryFailures: { match: (filter: Doc) => boolean; error: Error }[] = [];
+
+  /** The next query whose filter `match`es throws `error` when its cursor fetches. */
+  failNextQuery(match: (filter: Doc) => boolean, error: Error): void {
+    this.queryFailures.push({ match, error });
+  }
+
+  private call(method: string): void {
+    this.calls.push(method);
+    const err = this.failures.get(method)?.shift();
+    if (err) throw err;
+  }
+
+  find(filter: Doc = {}, options: { projection?: Doc } = {}) {
+    let sort: Doc | undefined;
+    let limit = 0;
+    const run = () => {
+      this.call("find");
+      const i = this.queryFailures.findIndex((f) => f.match(filter));
+      if (i >= 0) throw this.queryFailures.splice(i, 1)[0]?.error;
+      this.finds.push({
+        filter,
+        ...(options.projection ? { projection: options.projection } : {}),
+      });
+      let found = this.docs.filter((d) => matches(d, filter));
+      if (sort) found = [...found].sort(compareBy(sort));
+      if (limit > 0) found = found.slice(0, limit);
+      return found.map((d) => project(clone(d), options.projection));
+    };
+    const cursor = {
+      sort(spec: Doc) {
+        sort = spec;
+        return cursor;
+      },
+      limit(n: number) {
+        limit = n;
+        return cursor;
+      },
+      async toArray() {
+        return run();
+      },
+      async *[Symbol.asyncIterator]() {
+        for (const d of run()) yield d;
+      },
+    };
+    return cursor;
+  }
+
+  async findOne(filter: Doc, options: { projection?: Doc } = {}) {
+    this.call("findOne");
+    const d = this.docs.find((x) => matches(x, filter));
+    return d ? project(clone(d), options.projection) : null;
+  }
+
+  async updateOne(filter: Doc, update: Doc, options: { upsert?: boolean } = {}) {
+    this.call("updateOne");
+    return this.upsert(filter, update, options.upsert === true);
+  }
+
+  async updateMany(filter: Doc, update: Doc) {
+    this.call("updateMany");
+    let modifiedCount = 0;
+    this.docs = this.docs.map((d) => {
+      if (!matches(d, filter)) return d;
+      modifiedCount++;
+      return applyUpdate(d, filter, update, this.clock);
+    });
+    return { modifiedCount };
+  }
+
+  async bulkWrite(ops: { updateOne: { filter: Doc; update: Doc; upsert?: boolean } }[]) {
+    this.call("bulkWrite");
+    for (const { updateOne } of ops) {
+      this.upsert(updateOne.filter, updateOne.update, updateOne.upsert === true);
+    }
+    return {};
+  }
+
+  async deleteOne(filter: Doc) {
+    this.call("deleteOne");
+    const i = this.docs.findIndex((d) => matches(d, filter));
+    if (i >= 0) this.docs.splice(i, 1);
+    return { deletedCount: i >= 0 ? 1 : 0 };
+  }
+
+  async deleteMany(filter: Doc) {
+    this.call("deleteMany");
+    const before = this.docs.length;
+    this.docs = this.docs.filter((d) => !matches(d, filter));
+    return { deletedCount: before - this.docs.length };
+  }
+
+  private upsert(filter: Doc, update: Doc, upsert: boolean) {
+    const i = this.docs.findIndex((d) => matches(d, filter));
+    if (i >= 0) {
+      this.docs[i] = applyUpdate(this.docs[i], filter, update, this.clock);
+      return { matchedCount: 1, upsertedCount: 0 };
+    }
+    if (!upsert) return { matchedCount: 0, upsertedCount: 0 };
+    this.docs.push(applyUpdate(undefined, filter, update, this.clock));
+    return { matchedCount: 0, upsertedCount: 1 };
+  }
+}
+
+/** A deep copy of a document that keeps BSON values (ObjectId, Long, Date) as they are. */
+function clone(d: Doc): Doc {
+  const copy = (v: unknown): unknown =>
+    Array.isArray(v)
+      ? v.map(copy)
+      : isPlainObject(v)
+        ? Object.fromEntries(Object.entries(v).map(([k, x]) => [k, copy(x)]))
+        : v;
+  return copy(d) as Doc;
+}
+
+/** Only the projection's fields (with `_id` unless excluded), as the server returns them. */
+function project(d: Doc, projection: Doc | undefined): Doc {
+  if (!projection) return d;
+  const out: Doc = projection._id === 0 ? {} : { _id: d._id };
+  for (const [k, v] of Object.entries(projection)) if (v === 1 && k in d) out[k] = d[k];
+  return out;
+}

@@ -1,0 +1,200 @@
+/**
+ * Query on a MongoDB deployment, end to end over HTTP: the process given
+ * ANALYTICS_OWNER=true opens the analytics store with the MongoDB feed and
+ * the same engine, and answers from what the feed read out of the
+ * collections (the store's own bucket appends and payment upserts, in
+ * in-memory collections answering the driver's calls); a process without it
+ * answers 503 with the exact message. The directory (tenant, site, keys)
+ * stays in the fixture's store; only the feed's side is MongoDB's.
+ */
+import { mkdtempSync, rmSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join } from "node:path";
+import { ObjectId } from "mongodb";
+import { afterAll, describe, expect, it } from "vitest";
+import type { MongoFeedSource } from "../../src/store/mongo/analytics-feed.js";
+import { planAppends } from "../../src/store/mongo/event-buckets.js";
+import { paymentUpsert } from "../../src/store/mongo/payments.js";
+import type { EventRecord, Store } from "../../src/store/port.js";
+import { MemoryCollection, type ServerClock } from "../helpers/mongo/memory-collections.js";
+import { postJson, TEST_NOW } from "../helpers/test-server.js";
+import { useTestServer } from "../helpers/use-test-server.js";
+
+const MIN = 60_000;
+const T0 = TEST_NOW - 50 * MIN;
+
+/** The fixture's store presented as a MongoDB deployment's: it names a feed database, no file. */
+const asMongo = (store: Store): Store =>
+  new Proxy(store, {
+    get(target, p, receiver) {
+      if (p === "feedFile") return undefined;
+      if (p === "feedDatabase") return { url: "mongodb://in-memory", dbName: "ingest" };
+      return Reflect.get(target, p, receiver);
+    },
+  });
+
+function memoryDeployment() {
+  const clock: ServerClock = { now: T0 };
+  const m = {
+    events: new MemoryCollection(clock),
+    payments: new MemoryCollection(clock),
+    customerVisitors: new MemoryCollection(clock),
+    stitches: new MemoryCollection(clock),
+    analyticsLog: new MemoryCollection(clock),
+    sites: new MemoryCollection(clock),
+  };
+  const source: MongoFeedSource = {
+    c: m as unknown as MongoFeedSource["c"],
+    serverTime: async () => clock.now,
+    close: async () => {},
+  };
+  return { clock, m, source };
+}
+
+const event = (siteId: string, vid: string, url: string, ts: number) =>
+  ({ siteId, name: "pageview", url, ts, receivedAt: ts, visitorId: vid }) as EventRecord;
+
+const QUERY = {
+  metrics: ["visitors", "pageviews", "net_revenue"],
+  dimensions: ["channel"],
+  period: { from_day: "2026-03-11", to_day: "2026-03-11" },
+  currency: "USD",
+  order_by: [{ field: "pageviews", desc: true }],
+};
+
+/** ANALYTICS_PATH of the owner (a MongoDB deployment's file is not beside any store file). */
+const dir = mkdtempSync(join(tmpdir(), "mongo-query-"));
+afterAll(() => rmSync(dir, { recursive: true, force: true }));
+
+describe("Query on a MongoDB deployment", () => {
+  describe("the owner (ANALYTICS_OWNER=true)", () => {
+    const mongo = memoryDeployment();
+    const ctx = useTestServer({
+      env: { ANALYTICS_OWNER: "true", ANALYTICS_PATH: join(dir, "analytics.duckdb") },
+      wrapStore: asMongo,
+      mongoFeedSource: async () => mongo.source,
+    });
+
+    it("answers from the MongoDB feed with the same engine", async () => {
+      const site = ctx.siteId;
+      mongo.m.sites.docs.push({ _id: site, hostnames: ["example.com"] });
+      const appends = planAppends(
+        [
+          {
+            group: 0,
+            receipt: new ObjectId(),
+            siteId: site,
+            events: [
+              // As the events door stores it: the URL's tags in their own fields.
+              {
+                ...event(
+                  site,
+                  "va",
+                  "https://example.com/?utm_source=newsletter&utm_medium=email",
+                  T0,
+                ),
+                utmSource: "newsletter",
+                utmMedium: "email",
+              },
+              event(site, "va", "https://example.com/pricing", T0 + MIN),
+              event(site, "vb", "https://example.com/", T0 + 2 * MIN),
+            ],
+          },
+        ],
+        mongo.clock.now,
+        5_000,
+      );
+      await mongo.m.events.bulkWrite(appends.map((a) => a.operation) as never);
+      await mongo.m.payments.bulkWrite([
+        paymentUpsert([
+          {
+            siteId: site,
+            paymentId: "pay_1",
+            customerId: "cus_a",
+            currency: "USD",
+            amountMinor: 2_999,
+            kind: "charge",
+            status: "succeeded",
+            paidAt: T0 + 3 * MIN,
+            metadata: {},
+            createdAt: T0,
+            updatedAt: T0,
+          },
+        ]),
+      ] as never);
+      await mongo.m.payments.updateMany(
+        { site_id: site, customer_id: "cus_a" },
+        {
+          $set: {
+            channel: "Email",
+            attribution: {
+              channel: "Email",
+              source: "newsletter",
+              medium: "email",
+              landing_page: "https://example.com/",
+              visitor_id: "va",
+              via: "visitor_id",
+              touched_at: new Date(T0),
+            },
+          },
+          $currentDate: { u: true },
+        },
+      );
+      const analytics = ctx.server.app.analytics;
+      expect(analytics).toBeDefined();
+      // The explicit freshness signal: resolves once the feed applied what the collections hold.
+      await analytics?.feed.runOnce();
+      const res = await postJson(`${ctx.url}/api/v1/sites/${site}/query`, QUERY, {
+        key: await ctx.keyWith(["reports"]),
+      });
+      expect(res.status).toBe(200);
+      const body = res.body as { rows: unknown; totals: unknown };
+      expect({ rows: body.rows, totals: body.totals }).toEqual({
+        rows: [
+          {
+            dimensions: ["Email"],
+            metrics: [
+              { count: "1" },
+              { count: "2" },
+              { money: { currency: "USD", minorUnits: "2999", decimal: "29.99" } },
+            ],
+          },
+          {
+            dimensions: ["Direct"],
+            metrics: [
+              { count: "1" },
+              { count: "1" },
+              { money: { currency: "USD", decimal: "0.00" } },
+            ],
+          },
+        ],
+        totals: [
+          { count: "2" },
+          { count: "3" },
+          { money: { currency: "USD", minorUnits: "2999", decimal: "29.99" } },
+        ],
+      });
+    });
+  });
+
+  describe("a process without ANALYTICS_OWNER", () => {
+    const ctx = useTestServer({ wrapStore: asMongo });
+
+    it("opens no analytics store and answers Query 503 with the exact message", async () => {
+      expect(ctx.server.app.analytics).toBeUndefined();
+      const res = await postJson(`${ctx.url}/api/v1/sites/${ctx.siteId}/query`, QUERY, {
+        key: await ctx.keyWith(["reports"]),
+      });
+      expect(res.status).toBe(503);
+      expect(res.headers.get("retry-after")).toBe("2");
+      expect(res.body).toEqual({
+        ok: false,
+        error: {
+          code: "unavailable",
+          message:
+            "analytics queries are not served by this process (they are served by the process that owns the analytics store)",
+        },
+      });
+    });
+  });
+});
