@@ -551,6 +551,29 @@ CREATE TABLE setup_token (
 );
 `,
   },
+  {
+    version: 20,
+    description: "no daily rollups: the reports read the analytics engine or the stored rows",
+    // The cells of migrations 11 and 12 were kept on every write (a visitor-day
+    // insert and a traffic upsert per batch, a new-visitor upsert per first
+    // touch, the revenue cells per payment write), for fixed report cuts that
+    // the analytics engine now answers from its own copy of the rows
+    // (src/domain/site-overview.ts); where no engine runs, SiteOverview and
+    // RevenueByChannel read the events, first touches and payments of the
+    // period (src/store/sqlite/overview.ts). The visitor ids of visitor_days and
+    // the first-touch strings of new_visitor_days go with their tables.
+    sql: `
+DROP TRIGGER IF EXISTS visitor_touches_uncount_replaced;
+DROP TRIGGER IF EXISTS payments_revenue_insert;
+DROP TRIGGER IF EXISTS payments_revenue_update;
+DROP TRIGGER IF EXISTS payments_revenue_delete;
+DROP TABLE traffic_days;
+DROP TABLE visitor_days;
+DROP TABLE new_visitor_days;
+DROP TABLE revenue_days;
+DROP TABLE revenue_dims;
+`,
+  },
 ];
 
 /** The UTC day (YYYY-MM-DD) of a payments row's paid_at (NEW, OLD or the table). */

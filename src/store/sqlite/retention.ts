@@ -31,11 +31,6 @@ export function createSqliteRetention(db: Db): StoreRetentionPart {
       `SELECT id, ts, received_at FROM events WHERE site_id = ? AND id > ? ORDER BY id LIMIT ?`,
     ),
     remove: db.prepare("DELETE FROM events WHERE site_id = ? AND id > ? AND id <= ? AND ts < ?"),
-    // The first `limit` keys of the site's days before the horizon, on the primary key (migration 11).
-    visitorDays: db.prepare(
-      `DELETE FROM visitor_days WHERE site_id = ? AND (day, visitor_id) IN (
-         SELECT day, visitor_id FROM visitor_days WHERE site_id = ? AND day < ? LIMIT ?)`,
-    ),
   };
 
   const step = db.transaction((siteId: string, before: number, limit: number, after: number) => {
@@ -64,9 +59,6 @@ export function createSqliteRetention(db: Db): StoreRetentionPart {
         siteId: r.id,
         days: r.days,
       }));
-    },
-    async pruneVisitorDaysStep(siteId, beforeDay, limit) {
-      return s.visitorDays.run(siteId, siteId, beforeDay, Math.max(1, Math.floor(limit))).changes;
     },
     async pruneEventsStep(siteId, before, limit, cursor) {
       const after = cursor === undefined ? 0 : Number(cursor);
