@@ -220,7 +220,12 @@ export async function buildServices(
       onPruned: (count) => metrics.eventsPruned(count),
     }),
     pruneEvents: (deps.pruneEvents ?? true) && config.retentionIntervalMs > 0,
-    reports: createReports({ store, clock, exportsPerSite: config.exportsPerSite }),
+    reports: createReports({
+      store,
+      clock,
+      exportsPerSite: config.exportsPerSite,
+      ...(analytics ? { engine: readYourWrites(analytics) } : {}),
+    }),
     payments,
     events,
     connectors: createConnectorsApp({
@@ -234,6 +239,22 @@ export async function buildServices(
     queries: createAnalyticsApp({ store, engine: analytics?.engine }),
     ...(deps.trackerBundle ? { trackerBundle: deps.trackerBundle } : {}),
     ...(deps.dashboardBundle ? { dashboardBundle: deps.dashboardBundle } : {}),
+  };
+}
+
+/**
+ * The engine as the reports read it: a report answers what was written
+ * before it was asked (existing clients record, then read at once), so each
+ * read first waits until the feed has applied everything SQLite committed
+ * before the read began (docs/reports.md, "Freshness").
+ */
+function readYourWrites({ engine, feed }: Analytics): AnalyticsEngine {
+  return {
+    ...engine,
+    query: async (...a) => {
+      await feed.catchUp();
+      return engine.query(...a);
+    },
   };
 }
 

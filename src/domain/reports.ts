@@ -1,5 +1,6 @@
 /** Read operations for ReportsService (inspection, tests, the dashboard). */
 
+import type { AnalyticsEngine } from "./analytics/query-plan.js";
 import type { Clock } from "./clock.js";
 import { errors } from "./errors.js";
 import { isPersistentVisitorId } from "./events/persistent-visitor.js";
@@ -139,6 +140,8 @@ export function createReports(deps: {
   clock: Clock;
   /** Exports of one site that may run at once in this process (EXPORTS_PER_SITE); default 2. */
   exportsPerSite?: number;
+  /** The analytics engine, read-your-writes (services.ts); absent where this process has none. */
+  engine?: AnalyticsEngine;
 }) {
   const { store, clock } = deps;
   const exportSlots = createExportSlots(deps.exportsPerSite ?? DEFAULT_EXPORTS_PER_SITE);
@@ -360,7 +363,7 @@ export function createReports(deps: {
       const { from, to } = overviewPeriod((name, value) => timeField(name, value, 0), input);
       if (!(await store.getSite(input.siteId))) throw errors.siteNotFound(input.siteId);
       const [overview, mrr] = await Promise.all([
-        buildSiteOverview(store, input.siteId, from, to),
+        buildSiteOverview(store, input.siteId, from, to, deps.engine),
         mrrAt(input.siteId, Math.min(to, clock.now())),
       ]);
       return { ...overview, mrr };

@@ -38,6 +38,8 @@ export interface AnalyticsFeed {
   runOnce(maxBatches?: number): Promise<number>;
   /** The last log sequence number applied to DuckDB. */
   watermark(): number;
+  /** Resolves once every log entry committed before the call is applied (read-your-writes). */
+  catchUp(): Promise<void>;
   /**
    * Whether a batch deleted or replaced rows since the feed started (an
    * erasure, a pruning, a payment or link change): the file then still holds
@@ -463,6 +465,16 @@ export function createAnalyticsFeed(options: AnalyticsFeedOptions): AnalyticsFee
   return {
     runOnce,
     watermark: () => mark ?? 0,
+    async catchUp() {
+      // The log's head when the read began: what a caller wrote before it is at or below.
+      const head = (s.lastSeq.get() as { seq: number } | undefined)?.seq ?? 0;
+      while (mark === undefined || mark < head) {
+        const before = mark;
+        await runOnce(1);
+        // Nothing applied (the log is drained below the head): nothing more to wait for.
+        if (mark === before) break;
+      }
+    },
     removedRows: () => rewritten,
     start() {
       if (timer || stopped) return;
