@@ -435,8 +435,8 @@ CREATE INDEX payments_paying ON payments(site_id, status, kind, channel, currenc
     // up to twelve statements for every payment a group commit wrote, which
     // cost new payments a sixth of their throughput (docs/dashboard.md,
     // Performance). The writers now read what they change, sum the deltas
-    // per cell with the domain's rule (src/domain/revenue-rollup.ts) and apply
-    // them once per transaction (src/store/sqlite/revenue-rollup.ts). The
+    // per cell with the domain's rule (the domain's revenue-rollup.ts, removed with migration 20) and apply
+    // them once per transaction (the SQLite revenue-rollup.ts, removed with migration 20). The
     // delete trigger stays: no writer of the service deletes a payment, so it
     // costs nothing, and a payment deleted by hand still leaves the cells right.
     sql: `
