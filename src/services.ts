@@ -210,7 +210,8 @@ export async function buildServices(
   // SQLite in a file moves its events to the engine (migration 19); MongoDB keeps its own.
   const eventReads = storedEventReads({
     store,
-    engine: analytics?.engine,
+    // A worker that does not own the file reaches the owner's engine over IPC.
+    engine: analytics?.engine ?? deps.remoteAnalytics,
     eventsInEngine: deps.store.feedFile !== undefined,
   });
   const readiness = createReadiness({ ping: () => store.ping(), timeoutMs: 2_000 });
@@ -252,6 +253,10 @@ export async function buildServices(
       clock,
       exportsPerSite: config.exportsPerSite,
       events: eventReads,
+      // SiteOverview's traffic is a plan of the query layer (read-your-writes: openAnalytics).
+      ...(analytics || deps.remoteAnalytics
+        ? { engine: (analytics?.engine ?? deps.remoteAnalytics) as AnalyticsEngine }
+        : {}),
     }),
     payments,
     events,

@@ -57,11 +57,11 @@ export async function trafficOfPeriod(
   from: number,
   to: number,
   /** Where the stored events are (the engine on SQLite: analytics/event-reads.ts). */
-  events: Pick<Store, "trafficByDay"> = store,
+  events: Pick<Store, "trafficByDay" | "trafficRollup"> = store,
 ): Promise<DailyTraffic[]> {
   const { days, edges } = splitPeriod(from, to);
   const parts = await Promise.all([
-    days ? store.trafficRollup(siteId, days.fromDay, days.toDay) : [],
+    days ? events.trafficRollup(siteId, days.fromDay, days.toDay) : [],
     ...edges.map((e) => events.trafficByDay(siteId, e.from, e.to)),
   ]);
   // The parts cover distinct days: a day is whole (rollup) or an edge (raw), never both.

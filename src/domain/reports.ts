@@ -1,6 +1,7 @@
 /** Read operations for ReportsService (inspection, tests, the dashboard). */
 
 import type { StoredEventReads } from "./analytics/event-reads.js";
+import type { AnalyticsEngine } from "./analytics/query-plan.js";
 import type { Clock } from "./clock.js";
 import { errors } from "./errors.js";
 import { isPersistentVisitorId } from "./events/persistent-visitor.js";
@@ -142,6 +143,8 @@ export function createReports(deps: {
   exportsPerSite?: number;
   /** Where stored events are read (analytics/event-reads.ts); default: the store. */
   events?: StoredEventReads;
+  /** The analytics engine, read-your-writes (services.ts); absent where this process has none. */
+  engine?: AnalyticsEngine;
 }) {
   const { store, clock } = deps;
   const events: StoredEventReads = deps.events ?? store;
@@ -364,7 +367,7 @@ export function createReports(deps: {
       const { from, to } = overviewPeriod((name, value) => timeField(name, value, 0), input);
       if (!(await store.getSite(input.siteId))) throw errors.siteNotFound(input.siteId);
       const [overview, mrr] = await Promise.all([
-        buildSiteOverview(store, input.siteId, from, to, events),
+        buildSiteOverview(store, input.siteId, from, to, events, deps.engine),
         mrrAt(input.siteId, Math.min(to, clock.now())),
       ]);
       return { ...overview, mrr };

@@ -175,10 +175,16 @@ export function createRetentionPruner(options: PrunerOptions) {
       } while (cursor !== undefined && !stopping.signal.aborted);
       // Then the visitor ids the daily rollups kept for those days (personal data the
       // counts no longer need: no event before the horizon can arrive), in steps alike.
-      let removed = stepEvents;
-      while (cursor === undefined && removed === stepEvents && !stopping.signal.aborted) {
+      const pruneVisitorDays = store.pruneVisitorDaysStep?.bind(store);
+      let removed = pruneVisitorDays ? stepEvents : 0;
+      while (
+        pruneVisitorDays &&
+        cursor === undefined &&
+        removed === stepEvents &&
+        !stopping.signal.aborted
+      ) {
         const started = elapsed();
-        removed = await store.pruneVisitorDaysStep(siteId, utcDay(horizon), stepEvents);
+        removed = await pruneVisitorDays(siteId, utcDay(horizon), stepEvents);
         result.steps += 1;
         result.visitorDays += removed;
         await sleep(Math.max(stepPauseMs, (elapsed() - started) * PAUSE_FACTOR), stopping.signal);

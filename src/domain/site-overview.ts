@@ -1,12 +1,16 @@
 /**
- * SiteOverview: what a dashboard shows for a site and a period, assembled
- * from the store's grouped reads (StoreOverviewPart) and the revenue and MRR
- * reads RevenueByChannel and Mrr use, so the numbers are theirs. Amounts stay
- * per currency: nothing here adds two currencies.
+ * SiteOverview: what a dashboard shows for a site and a period. Traffic per
+ * day is a plan of the query layer (the analytics engine) where this process
+ * has one; new visitors (first touches), revenue and recent payments are the
+ * store's grouped reads (StoreOverviewPart), and the revenue and MRR reads
+ * RevenueByChannel and Mrr use, so the numbers are theirs. Amounts stay per
+ * currency: nothing here adds two currencies.
  */
-import { errors } from "./errors.js";
+import type { AnalyticsEngine, QueryPlan } from "./analytics/query-plan.js";
+import { DomainError, errors } from "./errors.js";
 import { newVisitorsOfPeriod, trafficOfPeriod } from "./overview-traffic.js";
 import type {
+  DailyTraffic,
   DimensionNet,
   NewVisitorCount,
   PaymentSummary,
@@ -132,17 +136,83 @@ export function daysOf(from: number, to: number): string[] {
   return days;
 }
 
+/**
+ * The plan of SiteOverview's traffic: visitors and pageviews per UTC day of
+ * [from, to), as Query defines them (docs/reports.md). Days are UTC, as the
+ * overview's have always been, whatever the site's time zone.
+ */
+export function overviewTrafficPlan(siteId: string, from: number, to: number): QueryPlan {
+  return {
+    siteId,
+    timeZone: "UTC",
+    metrics: ["visitors", "pageviews"],
+    dimensions: ["time:day"],
+    filters: [],
+    period: { from, to },
+    model: "first_touch",
+    orderBy: [{ field: "time:day", desc: false }],
+    // A day per row: OVERVIEW_MAX_DAYS touch at most one more day than they hold.
+    limit: OVERVIEW_MAX_DAYS + 1,
+    offset: 0,
+  };
+}
+
+/** Visitors and pageviews per UTC day of [from, to) from the engine; days without events are absent. */
+async function engineTraffic(
+  engine: AnalyticsEngine,
+  siteId: string,
+  from: number,
+  to: number,
+): Promise<DailyTraffic[]> {
+  const result = await engine.query(overviewTrafficPlan(siteId, from, to));
+  const count = (v: { kind: string; value?: number } | undefined) =>
+    v?.kind === "count" ? (v.value ?? 0) : 0;
+  return result.rows.map((r) => ({
+    day: r.dimensions[0] ?? "",
+    visitors: count(r.metrics[0]),
+    pageviews: count(r.metrics[1]),
+  }));
+}
+
+/**
+ * THE SEAM between the query layer and the stores' own reads (one place):
+ * with an analytics engine, traffic per day is its plan; without one (a
+ * MongoDB deployment until its analytics feed lands, a worker that does not
+ * own the analytics store) the store's port answers, from its rollups
+ * (MongoDB) or its rows (SQLite). The engine's refusal for too many queries
+ * of the site (the dashboard's own Query panels may hold its slots) falls
+ * back to the port too: the overview is never refused for it.
+ */
+async function trafficOf(
+  store: Store,
+  engine: AnalyticsEngine | undefined,
+  events: Pick<Store, "trafficByDay" | "trafficRollup">,
+  siteId: string,
+  from: number,
+  to: number,
+): Promise<DailyTraffic[]> {
+  if (engine) {
+    try {
+      return await engineTraffic(engine, siteId, from, to);
+    } catch (err) {
+      if (!(err instanceof DomainError) || err.kind !== "too_many_requests") throw err;
+    }
+  }
+  return trafficOfPeriod(store, siteId, from, to, events);
+}
+
 /** The overview of [from, to); the caller has checked the site and the range. */
 export async function buildSiteOverview(
   store: Store,
   siteId: string,
   from: number,
   to: number,
-  events: Pick<Store, "trafficByDay"> = store,
+  /** Where stored events are read without the engine (analytics/event-reads.ts). */
+  events: Pick<Store, "trafficByDay" | "trafficRollup"> = store,
+  engine?: AnalyticsEngine,
 ): Promise<SiteOverviewView> {
   const [traffic, visitors, breakdown, revenue, recentPayments] = await Promise.all([
-    // Whole days from the daily rollups, partial days from the stored events (overview-traffic.ts).
-    trafficOfPeriod(store, siteId, from, to, events),
+    trafficOf(store, engine, events, siteId, from, to),
     newVisitorsOfPeriod(store, siteId, from, to),
     store.revenueBreakdown(siteId, from, to),
     store.revenueByChannel(siteId, from, to),

@@ -67,7 +67,14 @@ npm() {
     *) command npm "$@" ;;
   esac
 }
-trap 'kill "$(cat "$README_DIR/server.pid" 2>/dev/null)" 2>/dev/null || true' EXIT
+# Stop the server and wait until it has exited: its close may still rewrite the analytics file.
+stop_server() {
+  local pid
+  pid="$(cat "$README_DIR/server.pid" 2>/dev/null)" || return 0
+  kill "$pid" 2>/dev/null || return 0
+  while kill -0 "$pid" 2>/dev/null; do sleep 0.1; done
+}
+trap stop_server EXIT
 ${blocks.join("\n\n").replaceAll("127.0.0.1:8080", `127.0.0.1:${port}`)}
 `;
     const env = {

@@ -1,8 +1,10 @@
 /**
- * Erasing a visitor reaches the daily rollups (issue 31, defect 4): a URL and
- * UTM values carrying an email, counted in the new-visitor and revenue
- * rollups, leave SiteOverview and every file of the data directory, while
- * the counts stay (under the neutral `(erased)` row).
+ * Erasing a visitor reaches what SiteOverview counts (issue 31, defect 4): a
+ * URL and UTM values carrying an email, counted among the new visitors and
+ * revenue, leave SiteOverview and every file of the data directory. No
+ * daily rollup keeps a count of them (migration 20 dropped the rollups): the
+ * overview counts the rows that are left, so the erased visitor no longer
+ * counts at all (docs/privacy.md).
  */
 import { readdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -18,7 +20,7 @@ const DAY = 86_400_000;
 const EMAIL = "ada.lovelace@example.com";
 const clock = createTestClock(TEST_NOW - 2 * DAY);
 const ctx = useTestServer({ clock });
-// Whole UTC days: SiteOverview reads them from the rollups.
+// Whole UTC days (what the dashboard asks for).
 const PERIOD = { from: "2026-03-09T00:00:00Z", to: "2026-03-11T00:00:00Z" };
 
 describe("EraseVisitor and the daily rollups", () => {
@@ -67,7 +69,7 @@ describe("EraseVisitor and the daily rollups", () => {
     clock.set(TEST_NOW);
   });
 
-  it("SiteOverview stops listing the erased visitor's source, campaign and landing page; the counts stay under (erased)", async () => {
+  it("SiteOverview stops listing the erased visitor's source, campaign and landing page; the visitor no longer counts", async () => {
     const before = await overview();
     expect(before.newVisitors).toBe("2");
     expect(before.topSourcesByVisitors?.map((t) => t.value)).toContain(EMAIL);
@@ -88,11 +90,10 @@ describe("EraseVisitor and the daily rollups", () => {
 
     const after = await overview();
     expect(JSON.stringify(after)).not.toContain(EMAIL);
-    expect(after.newVisitors).toBe("2");
+    expect(after.newVisitors).toBe("1");
     expect(after.topSourcesByVisitors).toEqual([{ value: "google", newVisitors: "1" }]);
     expect(after.topCampaignsByVisitors ?? []).toEqual([]);
     expect(after.topLandingPagesByVisitors?.map((t) => [t.value, t.newVisitors]).sort()).toEqual([
-      ["(erased)", "1"],
       ["https://example.com/pricing", "1"],
     ]);
     expect(after.topLandingPagesByRevenue ?? []).toEqual([]);

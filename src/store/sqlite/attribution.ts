@@ -11,14 +11,8 @@ import type {
   StoreAttributionPart,
   VisitorTouch,
 } from "../port.js";
+import { exactSum } from "./net-sums.js";
 import { type Db, nul, opt } from "./open-sqlite.js";
-import { EDGE_SUMS, exactSum, periodParts } from "./revenue-days.js";
-import {
-  COUNTED_COLUMNS,
-  type CountedRow,
-  createRevenueRollupWriter,
-  trackRevenueChange,
-} from "./revenue-rollup.js";
 
 interface TouchRow {
   site_id: string;
@@ -73,7 +67,6 @@ function chunks<T>(items: T[], size = 500): T[][] {
 }
 
 export function createSqliteAttribution(db: Db): StoreAttributionPart {
-  const applyRevenue = createRevenueRollupWriter(db);
   const s = {
     links: db.prepare(
       "SELECT visitor_id, via, linked_at FROM customer_visitors WHERE site_id = ? AND customer_id = ? ORDER BY linked_at, visitor_id",
@@ -105,27 +98,19 @@ export function createSqliteAttribution(db: Db): StoreAttributionPart {
        WHERE site_id = @site AND customer_id = @customer
          AND (attribution IS NOT @json OR channel IS NOT @channel)`,
     ),
-    // What the update above changes, read first for the revenue rollup.
-    paymentsToSet: db.prepare(
-      `SELECT ${COUNTED_COLUMNS} FROM payments INDEXED BY payments_customer
-       WHERE site_id = @site AND customer_id = @customer
-         AND (attribution IS NOT @json OR channel IS NOT @channel)`,
-    ),
-    // The sums: revenue_days for the period's whole days, the payments of the
-    // partial days at its ends (revenue-days.ts); a dashboard period reads
-    // days only.
+    // The succeeded payments of the period by (site_id, paid_at), summed per
+    // channel and currency: the store of record is read, no daily cells.
     revenue: db.prepare(
-      `SELECT channel, currency, sum(gross) AS gross, sum(refunds) AS refunds,
-         sum(chargebacks) AS chargebacks, sum(payments) AS payments
-       FROM (
-         SELECT channel, currency, gross, refunds, chargebacks, payments FROM revenue_days
-         WHERE site_id = @site AND day >= @firstDay AND day < @endDay
-         UNION ALL ${EDGE_SUMS("@headFrom", "@headTo")}
-         UNION ALL ${EDGE_SUMS("@tailFrom", "@tailTo")}
-       )
+      `SELECT channel, currency,
+         sum(CASE kind WHEN 'charge' THEN amount_minor ELSE 0 END) AS gross,
+         sum(CASE kind WHEN 'refund' THEN amount_minor ELSE 0 END) AS refunds,
+         sum(CASE kind WHEN 'chargeback' THEN amount_minor ELSE 0 END) AS chargebacks,
+         count(*) AS payments
+       FROM payments INDEXED BY payments_paid_at
+       WHERE site_id = ? AND paid_at >= ? AND paid_at < ? AND status = 'succeeded'
        GROUP BY channel, currency ORDER BY channel, currency`,
     ),
-    // Distinct over the whole period, so not from days: the index alone, in
+    // Distinct over the whole period: the index alone, in
     // (channel, currency, customer) order, reads the site's succeeded charges
     // and keeps those of the period.
     paying: db.prepare(
@@ -163,13 +148,7 @@ export function createSqliteAttribution(db: Db): StoreAttributionPart {
       const json = attribution === undefined ? null : JSON.stringify(attribution);
       const channel = attribution?.channel ?? UNATTRIBUTED;
       s.setCustomer.run({ json, site: siteId, customer: customerId });
-      const params = { json, channel, site: siteId, customer: customerId };
-      trackRevenueChange(
-        applyRevenue,
-        s.paymentsToSet.all(params) as CountedRow[],
-        (p) => ({ ...p, channel, attribution }),
-        () => s.setPayments.run(params),
-      );
+      s.setPayments.run({ json, channel, site: siteId, customer: customerId });
     },
   );
 
@@ -232,16 +211,7 @@ export function createSqliteAttribution(db: Db): StoreAttributionPart {
       setAll.immediate(siteId, customerId, attribution);
     },
     async revenueByChannel(siteId, from, to) {
-      const parts = periodParts(from, to);
-      const rows = s.revenue.safeIntegers(true).all({
-        site: siteId,
-        firstDay: parts.firstDay,
-        endDay: parts.endDay,
-        headFrom: parts.head[0],
-        headTo: parts.head[1],
-        tailFrom: parts.tail[0],
-        tailTo: parts.tail[1],
-      }) as {
+      const rows = s.revenue.safeIntegers(true).all(siteId, from, to) as {
         channel: string;
         currency: string;
         gross: bigint;

@@ -1,5 +1,4 @@
 /** Payment-provider connectors, the events they applied and object versions, in SQLite. */
-import { createRevenueDeltas } from "../../domain/revenue-rollup.js";
 import type {
   ConnectorRecord,
   DeliveryOutcome,
@@ -9,7 +8,6 @@ import type {
 } from "../port.js";
 import type { Db } from "./open-sqlite.js";
 import { createSqlitePaymentWriter } from "./payments.js";
-import { createRevenueRollupWriter } from "./revenue-rollup.js";
 
 interface ConnectorRow {
   id: string;
@@ -31,7 +29,6 @@ const fromRow = (r: ConnectorRow): ConnectorRecord => ({
 
 export function createSqliteConnectors(db: Db): StoreConnectorsPart {
   const write = createSqlitePaymentWriter(db);
-  const applyRevenue = createRevenueRollupWriter(db);
   const s = {
     insert: db.prepare(
       `INSERT INTO connectors (id, site_id, provider, secret, created_by, created_at)
@@ -59,19 +56,17 @@ export function createSqliteConnectors(db: Db): StoreConnectorsPart {
   // One IMMEDIATE transaction (one WAL sync) for a batch: the event check, the
   // version checks and the writes cannot interleave with another process's.
   const commit = db.transaction((deliveries: ProviderDelivery[]): DeliveryOutcome[] => {
-    const deltas = createRevenueDeltas();
     const outcomes = deliveries.map((d): DeliveryOutcome => {
       if (s.eventApplied.get(d.connectorId, d.eventId)) return "duplicate";
       for (const w of d.writes) {
         const stored = versionOf(d.siteId, w.object);
         if (stored !== undefined && stored > w.version) continue;
         s.setVersion.run(d.siteId, w.object, w.version);
-        write(w, deltas);
+        write(w);
       }
       s.markApplied.run(d.connectorId, d.eventId, d.receivedAt);
       return "applied";
     });
-    applyRevenue(deltas);
     return outcomes;
   });
 

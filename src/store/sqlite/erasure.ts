@@ -6,16 +6,9 @@
  * frames that held the old rows are copied over and the WAL emptied.
  */
 import { randomBytes } from "node:crypto";
-import { ERASED_LANDING_PAGE, UNATTRIBUTED } from "../../domain/vocabulary.js";
+import { UNATTRIBUTED } from "../../domain/vocabulary.js";
 import type { StoreErasurePart } from "../port.js";
 import type { Db } from "./open-sqlite.js";
-import {
-  COUNTED_COLUMNS,
-  type CountedRow,
-  createRevenueRollupWriter,
-  trackRevenueChange,
-} from "./revenue-rollup.js";
-import type { SeenVisitorDays } from "./seen-visitor-days.js";
 
 /** SQLite limits bound parameters; ids go in chunks. */
 function chunks<T>(items: T[], size = 400): T[][] {
@@ -26,11 +19,7 @@ function chunks<T>(items: T[], size = 400): T[][] {
 
 const marks = (ids: readonly unknown[]) => ids.map(() => "?").join(",");
 
-/** The UTC day of a visitor_touches row, as the rollup keys it (migration 11). */
-const TOUCH_DAY = "strftime('%Y-%m-%d', ts / 1000, 'unixepoch')";
-
-export function createSqliteErasure(db: Db, seen?: SeenVisitorDays): StoreErasurePart {
-  const applyRevenue = createRevenueRollupWriter(db);
+export function createSqliteErasure(db: Db): StoreErasurePart {
   const s = {
     moveSubscriptions: db.prepare(
       "UPDATE subscriptions SET customer_id = ? WHERE site_id = ? AND customer_id = ?",
@@ -39,11 +28,6 @@ export function createSqliteErasure(db: Db, seen?: SeenVisitorDays): StoreErasur
     // details (visitor id, landing page, campaign) are the customer's history.
     movePayments: db.prepare(
       `UPDATE payments INDEXED BY payments_customer SET customer_id = ?, metadata = '{}', attribution = NULL
-       WHERE site_id = ? AND customer_id = ?`,
-    ),
-    // What the updates of a customer's payments change, read first for the revenue rollup.
-    customerPayments: db.prepare(
-      `SELECT ${COUNTED_COLUMNS} FROM payments INDEXED BY payments_customer
        WHERE site_id = ? AND customer_id = ?`,
     ),
     customerLinks: db.prepare(
@@ -68,9 +52,6 @@ export function createSqliteErasure(db: Db, seen?: SeenVisitorDays): StoreErasur
     logIdentifyErased: db.prepare(
       "INSERT INTO analytics_feed (kind, site_id, key) VALUES (6, ?, ?)",
     ),
-    emptyNewVisitorRows: db.prepare(
-      "DELETE FROM new_visitor_days WHERE site_id = ? AND visitors = 0",
-    ),
     customersByUser: db.prepare(
       "SELECT customer_id FROM customers WHERE site_id = ? AND user_id = ? ORDER BY customer_id",
     ),
@@ -79,12 +60,7 @@ export function createSqliteErasure(db: Db, seen?: SeenVisitorDays): StoreErasur
   const eraseCustomer = db.transaction((siteId: string, customerId: string, pseudonym: string) => {
     const subscriptions = s.moveSubscriptions.run(pseudonym, siteId, customerId).changes;
     // The attribution's details go, so its dimensions stop counting the payments; the channel stays.
-    const payments = trackRevenueChange(
-      applyRevenue,
-      s.customerPayments.all(siteId, customerId) as CountedRow[],
-      (p) => ({ ...p, attribution: undefined }),
-      () => s.movePayments.run(pseudonym, siteId, customerId).changes,
-    );
+    const payments = s.movePayments.run(pseudonym, siteId, customerId).changes;
     const customerLinks = s.customerLinks.run(siteId, customerId).changes;
     const customers = s.customer.run(siteId, customerId).changes;
     return { customers, payments, subscriptions, customerLinks };
@@ -127,35 +103,9 @@ export function createSqliteErasure(db: Db, seen?: SeenVisitorDays): StoreErasur
       // The events table has no visitor index (migration 3 dropped it: it cost every
       // insert a page write); an erasure scans the site's events, which is rare.
       out.events += run(`DELETE FROM events WHERE site_id = ? AND visitor_id IN (${marks(part)})`);
-      // Their first touches' new-visitor counts move to the neutral row of the same day and
-      // channel (source and campaign absent, landing page ERASED_LANDING_PAGE): the number stays, the
-      // strings that came from their events go (docs/privacy.md).
-      run(
-        `INSERT INTO new_visitor_days (site_id, day, channel, source, campaign, landing_page, visitors)
-         SELECT site_id, ${TOUCH_DAY}, channel, '', '', '${ERASED_LANDING_PAGE}', count(*)
-         FROM visitor_touches WHERE site_id = ? AND visitor_id IN (${marks(part)})
-         GROUP BY 2, 3
-         ON CONFLICT (site_id, day, channel, source, campaign, landing_page)
-         DO UPDATE SET visitors = visitors + excluded.visitors`,
-      );
-      run(
-        `UPDATE new_visitor_days SET visitors = visitors - t.n
-         FROM (SELECT ${TOUCH_DAY} AS day, channel, ifnull(source, '') AS source,
-                 ifnull(campaign, '') AS campaign, landing_page, count(*) AS n
-               FROM visitor_touches WHERE site_id = ? AND visitor_id IN (${marks(part)})
-               GROUP BY 1, 2, 3, 4, 5) AS t
-         WHERE new_visitor_days.site_id = ? AND new_visitor_days.day = t.day
-           AND new_visitor_days.channel = t.channel AND new_visitor_days.source = t.source
-           AND new_visitor_days.campaign = t.campaign
-           AND new_visitor_days.landing_page = t.landing_page`,
-        siteId,
-      );
       out.touches += run(
         `DELETE FROM visitor_touches WHERE site_id = ? AND visitor_id IN (${marks(part)})`,
       );
-      // The visitor ids of the daily-traffic rollup (migration 11) are personal data; the
-      // counts they made are aggregates and stay.
-      run(`DELETE FROM visitor_days WHERE site_id = ? AND visitor_id IN (${marks(part)})`);
       out.identityLinks += run(
         `DELETE FROM identities WHERE site_id = ? AND visitor_id IN (${marks(part)})`,
       );
@@ -169,9 +119,6 @@ export function createSqliteErasure(db: Db, seen?: SeenVisitorDays): StoreErasur
         )
         .run(siteId, ...part, ...part).changes;
     }
-    // Rows no visitor counts in any more: the erased visitors' (moved above) and the
-    // touches a better one of theirs replaced (the trigger left them at 0).
-    s.emptyNewVisitorRows.run(siteId);
     for (const part of chunks(names)) {
       db.prepare(
         `UPDATE customers SET visitor_id = NULL WHERE site_id = ? AND visitor_id IN (${marks(part)})`,
@@ -187,12 +134,7 @@ export function createSqliteErasure(db: Db, seen?: SeenVisitorDays): StoreErasur
     );
     for (const c of out.customers) {
       clearCustomer.run(siteId, c);
-      trackRevenueChange(
-        applyRevenue,
-        s.customerPayments.all(siteId, c) as CountedRow[],
-        (p) => ({ ...p, channel: UNATTRIBUTED, attribution: undefined }),
-        () => clearPayments.run(siteId, c),
-      );
+      clearPayments.run(siteId, c);
     }
     return out;
   });
@@ -205,10 +147,7 @@ export function createSqliteErasure(db: Db, seen?: SeenVisitorDays): StoreErasur
       return eraseUserLinks.immediate(siteId, userId);
     },
     async eraseVisitors(siteId, visitorIds, names) {
-      const out = eraseVisitors.immediate(siteId, [...new Set(visitorIds)], [...new Set(names)]);
-      // Their ids left visitor_days: the events' commit must not skip them as seen.
-      seen?.clear();
-      return out;
+      return eraseVisitors.immediate(siteId, [...new Set(visitorIds)], [...new Set(names)]);
     },
     async auditKey() {
       s.makeAuditKey.run(randomBytes(32));

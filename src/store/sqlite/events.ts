@@ -6,23 +6,15 @@ import {
   MAX_VISITORS_PER_USER,
   planLinks,
 } from "../../domain/attribution/identity-cap.js";
-import { utcDay as dayOf } from "../../domain/overview-traffic.js";
 import {
   EVENT_FIELD_TABLE,
   type EventFieldKind,
   type StoredNames,
 } from "../../domain/store/event-fields.js";
-import type {
-  EventGroupResult,
-  EventRecord,
-  IdentityLink,
-  StoreEventsPart,
-  VisitorTouch,
-} from "../port.js";
+import type { EventGroupResult, EventRecord, IdentityLink, StoreEventsPart } from "../port.js";
 import { createTouchWriter } from "./attribution.js";
 import { type Db, nul } from "./open-sqlite.js";
 import { createStitchWriter } from "./persistent-visitors.js";
-import { createSeenVisitorDays, type SeenVisitorDays } from "./seen-visitor-days.js";
 
 /** An events row: the site and the table's fields by column, NULL when absent. */
 type EventRow = { site_id: string } & {
@@ -71,21 +63,6 @@ function eventParams(e: EventRecord): OnePer<typeof EVENT_COLUMNS> {
   ];
 }
 
-/** Visitor ids a transaction put (or found) in visitor_days for one (site, day). */
-interface SeenVisitors {
-  siteId: string;
-  day: string;
-  visitorIds: string[];
-}
-
-/** A batch's events of one (site, day): their pageviews and distinct visitor ids. */
-interface TrafficDelta {
-  siteId: string;
-  day: string;
-  pageviews: number;
-  visitors: Set<string>;
-}
-
 /** A tuple of one value per element of `T`. */
 type OnePer<T extends readonly unknown[]> = { -readonly [K in keyof T]: unknown };
 
@@ -107,10 +84,7 @@ function eventFromRow(r: EventRow): EventRecord {
   return e as EventRecord;
 }
 
-export function createSqliteEvents(
-  db: Db,
-  seen: SeenVisitorDays = createSeenVisitorDays(),
-): StoreEventsPart {
+export function createSqliteEvents(db: Db): StoreEventsPart {
   const s = {
     usage: db.prepare("SELECT count FROM quota_usage WHERE account_id = ? AND month = ?"),
     // The WHERE of the upsert makes the raise conditional: no change when it
@@ -160,23 +134,6 @@ export function createSqliteEvents(
     getSalt: db.prepare("SELECT salt FROM salts WHERE day = ?"),
     // Day strings (YYYY-MM-DD) sort as dates.
     pruneSalts: db.prepare("DELETE FROM salts WHERE day < ?"),
-    // Daily rollups (migration 11): one statement per (site, day) of a batch, its
-    // visitor ids as a JSON array; `changes` counts the ids new that day.
-    visitorDays: db.prepare(
-      "INSERT OR IGNORE INTO visitor_days (site_id, day, visitor_id) SELECT ?, ?, value FROM json_each(?)",
-    ),
-    // The +1 of stored first touches; the trigger of migration 11 takes 1 from a replaced one.
-    newVisitorDay: db.prepare(
-      `INSERT INTO new_visitor_days (site_id, day, channel, source, campaign, landing_page, visitors)
-       VALUES (?, ?, ?, ?, ?, ?, ?)
-       ON CONFLICT (site_id, day, channel, source, campaign, landing_page)
-       DO UPDATE SET visitors = visitors + excluded.visitors`,
-    ),
-    trafficDay: db.prepare(
-      `INSERT INTO traffic_days (site_id, day, visitors, pageviews) VALUES (?, ?, ?, ?)
-       ON CONFLICT (site_id, day) DO UPDATE SET
-         visitors = visitors + excluded.visitors, pageviews = pageviews + excluded.pageviews`,
-    ),
   };
 
   const writeTouch = createTouchWriter(db);
@@ -219,67 +176,6 @@ export function createSqliteEvents(
       for (const l of group) if (keep.has(l.visitorId)) s.insertLink.run(l);
     }
   }
-  /**
-   * Adds a batch's stored events to the daily traffic rollup: per (site, day),
-   * one insert of its distinct visitor ids into the set (those new that day
-   * count), then one upsert of the counts. Runs in the commit's transaction, so the rollup
-   * holds exactly the committed events. Ids this process saw committed that
-   * day are left out of the insert (seen-visitor-days.ts).
-   */
-  function rollUpTraffic(events: readonly EventRecord[]): SeenVisitors[] {
-    // A batch is mostly one site and one day: its visitors are gathered per (site, day).
-    const days = new Map<string, TrafficDelta>();
-    let d: TrafficDelta | undefined;
-    for (const e of events) {
-      const day = dayOf(e.ts);
-      // Mostly the previous event's (site, day): no key to build.
-      if (d?.siteId !== e.siteId || d.day !== day) {
-        const key = `${e.siteId}\n${day}`;
-        d = days.get(key);
-        if (!d) {
-          d = { siteId: e.siteId, day, pageviews: 0, visitors: new Set() };
-          days.set(key, d);
-        }
-      }
-      if (e.name === "pageview") d.pageviews += 1;
-      d.visitors.add(e.visitorId);
-    }
-    const inSet: SeenVisitors[] = [];
-    for (const c of days.values()) {
-      const known = seen.of(c.siteId, c.day);
-      const unseen: string[] = [];
-      for (const v of c.visitors) if (!known.has(v)) unseen.push(v);
-      inSet.push({ siteId: c.siteId, day: c.day, visitorIds: unseen });
-      const added =
-        unseen.length === 0
-          ? 0
-          : s.visitorDays.run(c.siteId, c.day, JSON.stringify(unseen)).changes;
-      if (added > 0 || c.pageviews > 0) s.trafficDay.run(c.siteId, c.day, added, c.pageviews);
-    }
-    return inSet;
-  }
-
-  /** Adds a batch's stored (new or better) first touches to the new-visitor rollup: one upsert per day and dimensions. */
-  function rollUpNewVisitors(touches: readonly VisitorTouch[]): void {
-    const counts = new Map<string, { key: string[]; n: number }>();
-    for (const t of touches) {
-      // '' for an absent source or campaign, as in the rollup's key (migration 11).
-      const key = [
-        t.siteId,
-        dayOf(t.ts),
-        t.channel,
-        t.source ?? "",
-        t.campaign ?? "",
-        t.landingPage,
-      ];
-      const id = key.join("\n");
-      const c = counts.get(id);
-      if (c) c.n += 1;
-      else counts.set(id, { key, n: 1 });
-    }
-    for (const c of counts.values()) s.newVisitorDay.run(...c.key, c.n);
-  }
-
   const usageOf = (account: string, month: string): number =>
     (s.usage.get(account, month) as { count: number } | undefined)?.count ?? 0;
 
@@ -288,8 +184,6 @@ export function createSqliteEvents(
   // processes cannot interleave.
   const commit = db.transaction((groups: Parameters<StoreEventsPart["commitEvents"]>[0]) => {
     const results: EventGroupResult[] = [];
-    const stored: EventRecord[] = [];
-    const storedTouches: VisitorTouch[] = [];
     for (const g of groups) {
       if (g.countable > 0) {
         const changed = s.reserve.run({
@@ -307,15 +201,10 @@ export function createSqliteEvents(
           continue;
         }
       }
-      for (const e of g.events) {
-        s.insertEvent.run(eventParams(e));
-        stored.push(e);
-      }
+      for (const e of g.events) s.insertEvent.run(eventParams(e));
       // Touches before links: a visitor's pageview in the same request counts when the cap
       // on visitors per user id decides whether its link is kept.
-      const touched = (g.touches ?? []).filter(writeTouch);
-      for (const t of touched) storedTouches.push(t);
-      const firstTouches = touched.map((t) => t.visitorId);
+      const firstTouches = (g.touches ?? []).filter(writeTouch).map((t) => t.visitorId);
       writeLinks(g.links);
       for (const st of g.stitches ?? []) writeStitch(st);
       results.push({
@@ -324,9 +213,7 @@ export function createSqliteEvents(
         ...(firstTouches.length > 0 ? { firstTouches } : {}),
       });
     }
-    const inSet = rollUpTraffic(stored);
-    rollUpNewVisitors(storedTouches);
-    return { results, inSet };
+    return results;
   });
 
   return {
@@ -334,10 +221,7 @@ export function createSqliteEvents(
       return usageOf(accountId, month);
     },
     async commitEvents(groups) {
-      const { results, inSet } = commit.immediate(groups);
-      // Committed: the visitors the set now holds can be left out of the next inserts.
-      for (const v of inSet) seen.remember(v.siteId, v.day, v.visitorIds);
-      return results;
+      return commit.immediate(groups);
     },
     async listEvents(siteId, limit) {
       return (s.list.all(siteId, limit) as EventRow[]).map(eventFromRow);

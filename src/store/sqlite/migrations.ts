@@ -435,8 +435,8 @@ CREATE INDEX payments_paying ON payments(site_id, status, kind, channel, currenc
     // up to twelve statements for every payment a group commit wrote, which
     // cost new payments a sixth of their throughput (docs/dashboard.md,
     // Performance). The writers now read what they change, sum the deltas
-    // per cell with the domain's rule (src/domain/revenue-rollup.ts) and apply
-    // them once per transaction (src/store/sqlite/revenue-rollup.ts). The
+    // per cell with the domain's rule (the domain's revenue-rollup.ts, removed with migration 20) and apply
+    // them once per transaction (the SQLite revenue-rollup.ts, removed with migration 20). The
     // delete trigger stays: no writer of the service deletes a payment, so it
     // costs nothing, and a payment deleted by hand still leaves the cells right.
     sql: `
@@ -609,6 +609,29 @@ CREATE TABLE store_backups (
   report TEXT,
   error TEXT
 );
+`,
+  },
+  {
+    version: 20,
+    description: "no daily rollups: the reports read the analytics engine or the stored rows",
+    // The cells of migrations 11 and 12 were kept on every write (a visitor-day
+    // insert and a traffic upsert per batch, a new-visitor upsert per first
+    // touch, the revenue cells per payment write), for fixed report cuts that
+    // the analytics engine now answers from its own copy of the rows
+    // (src/domain/site-overview.ts); where no engine runs, SiteOverview and
+    // RevenueByChannel read the events, first touches and payments of the
+    // period (src/store/sqlite/overview.ts). The visitor ids of visitor_days and
+    // the first-touch strings of new_visitor_days go with their tables.
+    sql: `
+DROP TRIGGER IF EXISTS visitor_touches_uncount_replaced;
+DROP TRIGGER IF EXISTS payments_revenue_insert;
+DROP TRIGGER IF EXISTS payments_revenue_update;
+DROP TRIGGER IF EXISTS payments_revenue_delete;
+DROP TABLE traffic_days;
+DROP TABLE visitor_days;
+DROP TABLE new_visitor_days;
+DROP TABLE revenue_days;
+DROP TABLE revenue_dims;
 `,
   },
 ];

@@ -1,16 +1,25 @@
-/** The site-overview reads in SQLite: grouped scans over one site's rows of a period. */
-import type { DailyNet, DimensionNet, PaymentKind, StoreOverviewPart } from "../port.js";
+/**
+ * The site-overview reads in SQLite: grouped scans over one site's rows of a
+ * period (events, first touches, payments). They answer where the analytics
+ * engine does not (src/domain/site-overview.ts); no daily cells are kept.
+ */
+import type {
+  DailyNet,
+  DailyTraffic,
+  DimensionNet,
+  PaymentKind,
+  StoreOverviewPart,
+} from "../port.js";
+import { createNetSums } from "./net-sums.js";
 import { type Db, opt } from "./open-sqlite.js";
 import { type PaymentRow, paymentFromRow } from "./payments.js";
-import { createNetSums, periodParts } from "./revenue-days.js";
 
 /** The UTC day of a Unix-millisecond column. */
 const DAY = (column: string) => `strftime('%Y-%m-%d', ${column} / 1000, 'unixepoch')`;
 
 export function createSqliteOverview(db: Db): StoreOverviewPart {
   const s = {
-    // events_site, then the period's rows: for the partial days at a period's ends only
-    // (the whole days read the rollups below; src/domain/overview-traffic.ts).
+    // events_site, then the period's rows.
     traffic: db.prepare(
       `SELECT ${DAY("ts")} AS day, count(DISTINCT visitor_id) AS visitors,
          sum(name = 'pageview') AS pageviews
@@ -24,30 +33,8 @@ export function createSqliteOverview(db: Db): StoreOverviewPart {
        GROUP BY channel, source, campaign, landing_page
        ORDER BY channel, source, campaign, landing_page`,
     ),
-    trafficRollup: db.prepare(
-      `SELECT day, visitors, pageviews FROM traffic_days
-       WHERE site_id = ? AND day >= ? AND day < ? ORDER BY day`,
-    ),
-    // A group's count falls to 0 when all its touches were replaced by better ones.
-    newVisitorRollup: db.prepare(
-      `SELECT channel, source, campaign, landing_page, sum(visitors) AS visitors
-       FROM new_visitor_days WHERE site_id = ? AND day >= ? AND day < ?
-       GROUP BY channel, source, campaign, landing_page HAVING sum(visitors) > 0
-       ORDER BY channel, source, campaign, landing_page`,
-    ),
-    // The whole days of the period (revenue-days.ts), from the daily rows of migration 12.
-    revenueDays: db.prepare(
-      `SELECT day, currency, sum(gross - refunds - chargebacks)
-       FROM revenue_days WHERE site_id = ? AND day >= ? AND day < ?
-       GROUP BY day, currency`,
-    ),
-    revenueDims: db.prepare(
-      `SELECT dimension, value, currency, sum(net)
-       FROM revenue_dims WHERE site_id = ? AND day >= ? AND day < ?
-       GROUP BY dimension, value, currency`,
-    ),
-    // The partial days at either end: their payments, one by one (a day's worth at most).
-    revenueEdge: db.prepare(
+    // The period's succeeded payments, one by one, summed per day and dimension below.
+    revenuePayments: db.prepare(
       `SELECT ${DAY("paid_at")}, currency,
          CASE kind WHEN 'charge' THEN amount_minor ELSE -amount_minor END,
          json_extract(attribution, '$.source'), json_extract(attribution, '$.campaign'),
@@ -71,57 +58,36 @@ export function createSqliteOverview(db: Db): StoreOverviewPart {
     ),
   };
 
+  const readTraffic = async (siteId: string, from: number, to: number) => {
+    const rows = s.traffic.all(siteId, from, to) as DailyTraffic[];
+    return rows.map((r) => ({ day: r.day, visitors: r.visitors, pageviews: r.pageviews }));
+  };
+  const readNewVisitors = async (siteId: string, from: number, to: number) => {
+    const rows = s.newVisitors.all(siteId, from, to) as {
+      channel: string;
+      source: string | null;
+      campaign: string | null;
+      landing_page: string;
+      visitors: number;
+    }[];
+    return rows.map((r) => ({
+      channel: r.channel,
+      source: opt(r.source),
+      campaign: opt(r.campaign),
+      landingPage: r.landing_page,
+      visitors: r.visitors,
+    }));
+  };
+
   return {
-    async trafficByDay(siteId, from, to) {
-      const rows = s.traffic.all(siteId, from, to) as {
-        day: string;
-        visitors: number;
-        pageviews: number;
-      }[];
-      return rows.map((r) => ({ day: r.day, visitors: r.visitors, pageviews: r.pageviews }));
-    },
-    async newVisitorCounts(siteId, from, to) {
-      const rows = s.newVisitors.all(siteId, from, to) as {
-        channel: string;
-        source: string | null;
-        campaign: string | null;
-        landing_page: string;
-        visitors: number;
-      }[];
-      return rows.map((r) => ({
-        channel: r.channel,
-        source: opt(r.source),
-        campaign: opt(r.campaign),
-        landingPage: r.landing_page,
-        visitors: r.visitors,
-      }));
-    },
-    async trafficRollup(siteId, fromDay, toDay) {
-      return s.trafficRollup.all(siteId, fromDay, toDay) as {
-        day: string;
-        visitors: number;
-        pageviews: number;
-      }[];
-    },
-    async newVisitorRollup(siteId, fromDay, toDay) {
-      const rows = s.newVisitorRollup.all(siteId, fromDay, toDay) as {
-        channel: string;
-        source: string;
-        campaign: string;
-        landing_page: string;
-        visitors: number;
-      }[];
-      // '' is the rollup's key for an absent source or campaign (migration 11).
-      return rows.map((r) => ({
-        channel: r.channel,
-        source: r.source === "" ? undefined : r.source,
-        campaign: r.campaign === "" ? undefined : r.campaign,
-        landingPage: r.landing_page,
-        visitors: r.visitors,
-      }));
-    },
+    trafficByDay: (siteId, from, to) => readTraffic(siteId, from, to),
+    newVisitorCounts: (siteId, from, to) => readNewVisitors(siteId, from, to),
+    // The port's whole-day reads (for the stores that keep daily cells) are the same scans here.
+    trafficRollup: (siteId, fromDay, toDay) =>
+      readTraffic(siteId, Date.parse(fromDay), Date.parse(toDay)),
+    newVisitorRollup: (siteId, fromDay, toDay) =>
+      readNewVisitors(siteId, Date.parse(fromDay), Date.parse(toDay)),
     async revenueBreakdown(siteId, from, to) {
-      const parts = periodParts(from, to);
       const days = createNetSums<DailyNet>((day) => ({ day }));
       const dims = {
         source: createNetSums<DimensionNet>((value) => ({ value })),
@@ -129,44 +95,17 @@ export function createSqliteOverview(db: Db): StoreOverviewPart {
         landing_page: createNetSums<DimensionNet>((value) => ({ value })),
       };
       // Rows as arrays: no per-row object of column names.
-      const read = (st: typeof s.revenueDays, ...args: unknown[]) =>
-        st
-          .safeIntegers(true)
-          .raw(true)
-          .all(...args) as unknown[][];
-      for (const [day, currency, net] of read(
-        s.revenueDays,
-        siteId,
-        parts.firstDay,
-        parts.endDay,
-      )) {
-        days.add(day as string, currency as string, net as bigint);
-      }
-      for (const [dimension, value, currency, net] of read(
-        s.revenueDims,
-        siteId,
-        parts.firstDay,
-        parts.endDay,
-      )) {
-        dims[dimension as keyof typeof dims].add(
-          value as string,
-          currency as string,
-          net as bigint,
-        );
-      }
-      for (const range of [parts.head, parts.tail]) {
-        for (const [day, currency, net, source, campaign, landingPage] of read(
-          s.revenueEdge,
-          siteId,
-          ...range,
-        )) {
-          const c = currency as string;
-          const n = net as bigint;
-          days.add(day as string, c, n);
-          if (source !== null) dims.source.add(source as string, c, n);
-          if (campaign !== null) dims.campaign.add(campaign as string, c, n);
-          if (landingPage !== null) dims.landing_page.add(landingPage as string, c, n);
-        }
+      const rows = s.revenuePayments
+        .safeIntegers(true)
+        .raw(true)
+        .all(siteId, from, to) as unknown[][];
+      for (const [day, currency, net, source, campaign, landingPage] of rows) {
+        const c = currency as string;
+        const n = net as bigint;
+        days.add(day as string, c, n);
+        if (source !== null) dims.source.add(source as string, c, n);
+        if (campaign !== null) dims.campaign.add(campaign as string, c, n);
+        if (landingPage !== null) dims.landing_page.add(landingPage as string, c, n);
       }
       return {
         days: days.list(),

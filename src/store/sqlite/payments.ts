@@ -1,6 +1,5 @@
 /** Payments, customers and subscriptions in SQLite. */
 
-import { createRevenueDeltas, type RevenueDeltas } from "../../domain/revenue-rollup.js";
 import {
   type CustomerFields,
   customerChange,
@@ -22,12 +21,6 @@ import type {
 } from "../port.js";
 import { createChangeWriter } from "./change-writer.js";
 import { type Db, nul, opt } from "./open-sqlite.js";
-import {
-  COUNTED_COLUMNS,
-  type CountedRow,
-  countedOf,
-  createRevenueRollupWriter,
-} from "./revenue-rollup.js";
 
 /** A row of the payments table. */
 export interface PaymentRow {
@@ -127,40 +120,34 @@ const UPDATED_COLUMNS = PAYMENT_COLUMNS.filter(
 const UPDATED_AT = UPDATED_COLUMNS.map((c) => PAYMENT_COLUMNS.indexOf(c));
 const METADATA = PAYMENT_COLUMNS.indexOf("metadata");
 
-/** Applies one write inside the caller's transaction, its revenue change counted into `deltas`. */
+/** Applies one write inside the caller's transaction. */
 export type SqlitePaymentWriter = (
   w: Omit<PaymentWrite, "payment"> & { payment?: PaymentRecord },
-  deltas: RevenueDeltas,
 ) => void;
 
 /**
  * Applies one write (its customer, subscription and payment, in that order)
- * inside the caller's transaction, which applies the revenue deltas after
- * its last write (revenue-rollup.ts). `payment` may be absent: a provider's
+ * inside the caller's transaction. `payment` may be absent: a provider's
  * subscription change alone (src/store/sqlite/connectors.ts).
  */
 export function createSqlitePaymentWriter(db: Db): SqlitePaymentWriter {
   const s = {
     // A new payment is one insert. A re-send is the insert refused by the
-    // primary key, then one update that applies only when it leaves every
-    // counted column as it was (a re-send mostly repeats itself): no read, no
-    // delta. Otherwise the counted columns are read and the change counted.
-    // Every column is replaced except created_at (and the attribution, which
+    // primary key, then one update that leaves the indexed columns alone when
+    // they are as they were (a re-send mostly repeats itself), or else the
+    // update of every column but created_at (and the attribution, which
     // setAttribution writes). Positional parameters: cheaper to bind.
     insertPayment: db.prepare(
       `INSERT INTO payments (${PAYMENT_COLUMNS.join(", ")}) VALUES (${PAYMENT_COLUMNS.map(() => "?").join(", ")})
        ON CONFLICT (site_id, payment_id) DO NOTHING`,
     ),
-    // The counted columns are not SET: equal by the WHERE, and an unset
+    // The indexed columns are not SET: equal by the WHERE, and an unset
     // column's indexes (payments_paid_at, payments_paying) are left alone.
-    updateUncounted: db.prepare(
+    updateUnindexed: db.prepare(
       `UPDATE payments SET customer_id = ?, fee_minor = ?, metadata = ?, subscription_id = ?,
          updated_at = ?
        WHERE site_id = ? AND payment_id = ?
          AND status = ? AND kind = ? AND amount_minor = ? AND currency = ? AND paid_at = ?`,
-    ),
-    counted: db.prepare(
-      `SELECT ${COUNTED_COLUMNS} FROM payments WHERE site_id = ? AND payment_id = ?`,
     ),
     updatePayment: db.prepare(
       `UPDATE payments SET ${UPDATED_COLUMNS.map((c) => `${c} = ?`).join(", ")}
@@ -208,7 +195,7 @@ export function createSqlitePaymentWriter(db: Db): SqlitePaymentWriter {
     ],
   );
 
-  return (w, deltas) => {
+  return (w) => {
     const c = w.customer;
     writeCustomer([c.siteId, c.customerId], customerChange([c]));
     const sub = w.subscription;
@@ -231,24 +218,8 @@ export function createSqlitePaymentWriter(db: Db): SqlitePaymentWriter {
       p.createdAt,
       p.updatedAt,
     ];
-    const inserted = s.insertPayment.run(...row).changes;
-    if (inserted === 1) {
-      // New: unattributed (the column's default) until setAttribution credits it.
-      deltas.count(
-        {
-          siteId: p.siteId,
-          status: p.status,
-          kind: p.kind,
-          amountMinor: p.amountMinor,
-          currency: p.currency,
-          paidAt: p.paidAt,
-          channel: UNATTRIBUTED,
-        },
-        1,
-      );
-      return;
-    }
-    const same = s.updateUncounted.run(
+    if (s.insertPayment.run(...row).changes === 1) return;
+    const same = s.updateUnindexed.run(
       p.customerId,
       nul(p.feeMinor),
       row[METADATA],
@@ -263,22 +234,12 @@ export function createSqlitePaymentWriter(db: Db): SqlitePaymentWriter {
       p.paidAt,
     ).changes;
     if (same === 1) return;
-    const before = countedOf(s.counted.get(p.siteId, p.paymentId) as CountedRow);
     s.updatePayment.run(...UPDATED_AT.map((i) => row[i]), p.siteId, p.paymentId);
-    deltas.change(before, {
-      ...before,
-      status: p.status,
-      kind: p.kind,
-      amountMinor: p.amountMinor,
-      currency: p.currency,
-      paidAt: p.paidAt,
-    });
   };
 }
 
 export function createSqlitePayments(db: Db): StorePaymentsPart {
   const write = createSqlitePaymentWriter(db);
-  const applyRevenue = createRevenueRollupWriter(db);
   const s = {
     getPayment: db.prepare("SELECT * FROM payments WHERE site_id = ? AND payment_id = ?"),
     // The customer's payments by index, then the few refunds among them by their metadata.
@@ -301,9 +262,7 @@ export function createSqlitePayments(db: Db): StorePaymentsPart {
 
   // One IMMEDIATE transaction (one WAL sync) for a whole batch of payments.
   const commit = db.transaction((writes: PaymentWrite[]) => {
-    const deltas = createRevenueDeltas();
-    for (const w of writes) write(w, deltas);
-    applyRevenue(deltas);
+    for (const w of writes) write(w);
   });
 
   return {

@@ -39,11 +39,6 @@ export function createSqliteRetention(db: Db): StoreRetentionPart {
     // What the analytics store must delete of the events the feed already moved
     // (migration 19's kind 7), written by a pass's first step, in its transaction.
     logPruned: db.prepare("INSERT INTO analytics_feed (kind, site_id, ref) VALUES (7, ?, ?)"),
-    // The first `limit` keys of the site's days before the horizon, on the primary key (migration 11).
-    visitorDays: db.prepare(
-      `DELETE FROM visitor_days WHERE site_id = ? AND (day, visitor_id) IN (
-         SELECT day, visitor_id FROM visitor_days WHERE site_id = ? AND day < ? LIMIT ?)`,
-    ),
   };
 
   const step = db.transaction((siteId: string, before: number, limit: number, after: number) => {
@@ -73,9 +68,6 @@ export function createSqliteRetention(db: Db): StoreRetentionPart {
         siteId: r.id,
         days: r.days,
       }));
-    },
-    async pruneVisitorDaysStep(siteId, beforeDay, limit) {
-      return s.visitorDays.run(siteId, siteId, beforeDay, Math.max(1, Math.floor(limit))).changes;
     },
     async pruneEventsStep(siteId, before, limit, cursor) {
       const after = cursor === undefined ? 0 : Number(cursor);

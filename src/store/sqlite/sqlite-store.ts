@@ -11,7 +11,6 @@ import { createSqliteOverview } from "./overview.js";
 import { createSqlitePayments } from "./payments.js";
 import { createSqlitePersistentVisitors } from "./persistent-visitors.js";
 import { createSqliteRetention } from "./retention.js";
-import { createSeenVisitorDays } from "./seen-visitor-days.js";
 import { createSqliteSetup } from "./setup.js";
 import { countChanges, createWalSync, type SyncFile } from "./wal-sync.js";
 
@@ -38,16 +37,14 @@ export function createSqliteStore(path: string, options: SqliteStoreOptions = {}
     "INSERT INTO readiness_probe (id, checked_at) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET checked_at = excluded.checked_at",
   );
   let closed = false;
-  // Shared: an erasure makes the events' commit forget the visitor ids it saw.
-  const seenVisitorDays = createSeenVisitorDays();
   const parts: Record<string, unknown> = {
     ...createSqliteAccounts(db),
-    ...createSqliteEvents(db, seenVisitorDays),
+    ...createSqliteEvents(db),
     ...createSqlitePayments(db),
     ...createSqliteAttribution(db),
     ...createSqlitePersistentVisitors(db),
     ...createSqliteConnectors(db),
-    ...createSqliteErasure(db, seenVisitorDays),
+    ...createSqliteErasure(db),
     ...createSqliteOverview(db),
     ...createSqliteRetention(db),
     ...createSqliteSetup(db),

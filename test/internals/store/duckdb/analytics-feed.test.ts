@@ -175,6 +175,30 @@ describe("the analytics feed", () => {
     expect(t.outbox()).toBe(0);
   });
 
+  it("catchUp applies every entry committed before the call, over several batches, then resolves", async () => {
+    const t = setUp();
+    const a = await t.analytics();
+    await t.initialize(a);
+    // 25 log entries, 10 per batch: three batches before catchUp may resolve. No polling loop.
+    t.add(25);
+    const feed = createAnalyticsFeed({
+      sqlitePath: t.sqlitePath,
+      analytics: a,
+      intervalMs: 60_000,
+      batchMax: 10,
+    });
+    await feed.catchUp();
+    expect(feed.watermark()).toBe(25);
+    expect(await t.moved(a)).toEqual(once(0, 25));
+    // Nothing written since: it resolves at once, and applies nothing.
+    await feed.catchUp();
+    expect(feed.watermark()).toBe(25);
+    t.add(3, 25);
+    await feed.catchUp();
+    expect(await t.moved(a)).toEqual(once(0, 28));
+    await feed.stop();
+  });
+
   it("never gives a moved event's id again, even once the outbox is empty", async () => {
     const t = setUp();
     t.add(5);

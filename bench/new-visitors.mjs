@@ -1,0 +1,240 @@
+/**
+ * Ingestion where every event is a new visitor, on a store that already
+ * holds STORED events, through HTTP; and a mixed load of batches, payments
+ * and collect. Builds compared side by side in the same run, their phases
+ * interleaved (issue 30: the daily rollups maintained on every write were
+ * the cost; docs/performance.md, "New visitors with 1,000,000 events stored").
+ *
+ *   node bench/new-visitors.mjs [rounds=2] <dist> [<dist> ...]
+ *
+ * Each dist/ sits beside a node_modules (e.g. a symlink to this one's) and a
+ * package.json. Per build: a fresh data directory (made by that build, so its
+ * schema is its own) is filled with STORED events through HTTP (batches of 50
+ * pageviews, every event a new visitor: its own address), then, build after
+ * build and round after round, one server on it at a time:
+ *
+ *   n  batches of 50 new visitors for DURATION seconds: stored events/s
+ *   m  (after the rounds) MIXED seconds of batches of new visitors, new
+ *      payments and collect pageviews at once (32, 16 and 16 connections):
+ *      requests/s of each door, payments p99
+ *
+ * Settings (environment): STORED (default 1,000,000), DURATION (20), MIXED
+ * (180; 0 skips the mixed load), CONNECTIONS (64).
+ */
+import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import os from "node:os";
+import { join, resolve } from "node:path";
+import Database from "better-sqlite3";
+import { collectBodies, HEADER_UA, ipOf, paymentBody } from "./lib/bodies.mjs";
+import { cannon } from "./lib/load.mjs";
+import { freePort, startProcess } from "./lib/procs.mjs";
+
+const rounds = Number(process.argv[2] ?? 2);
+const dists = process.argv.slice(3).map((d) => resolve(d));
+if (dists.length === 0) throw new Error("usage: node bench/new-visitors.mjs [rounds] <dist> ...");
+const STORED = Number(process.env.STORED ?? 1_000_000);
+const DURATION = Number(process.env.DURATION ?? 20);
+const MIXED = Number(process.env.MIXED ?? 180);
+const CONNECTIONS = Number(process.env.CONNECTIONS ?? 64);
+const ADMIN_TOKEN = "bench-admin-token-0123456789";
+
+const tmpRoot = mkdtempSync(join(os.tmpdir(), "new-visitors-"));
+process.on("exit", () => rmSync(tmpRoot, { recursive: true, force: true }));
+const log = (msg) => process.stderr.write(`${msg}\n`);
+
+/** A fresh data directory made by `dist`: one Scale account, site example.com, an events+payments key. */
+async function freshTenant(dist, name) {
+  const { createSqliteStore } = await import(join(dist, "src/store/sqlite/sqlite-store.js"));
+  const { createAdmin } = await import(join(dist, "src/domain/admin.js"));
+  const dir = join(tmpRoot, name);
+  mkdirSync(dir, { recursive: true });
+  const dbPath = join(dir, "ingest.sqlite");
+  const store = createSqliteStore(dbPath);
+  try {
+    const admin = createAdmin({ store, clock: { now: () => Date.now() } });
+    const { accountId, ownerUserId } = await admin.createAccount({
+      name: "Bench",
+      plan: "scale",
+      ownerEmail: "bench@example.com",
+    });
+    const { siteId } = await admin.createSite({ accountId, hostnames: ["example.com"] });
+    const { key } = await admin.createKey({
+      siteId,
+      name: "bench",
+      scopes: ["events", "payments"],
+      actorUserId: ownerUserId,
+    });
+    return { dist, dbPath, siteId, key, sent: 0, payments: 0 };
+  } finally {
+    await store.close();
+  }
+}
+
+function countRows(dbPath, table) {
+  const db = new Database(dbPath, { readonly: true, fileMustExist: true });
+  try {
+    return db.prepare(`SELECT count(*) AS n FROM ${table}`).get().n;
+  } finally {
+    db.close();
+  }
+}
+
+async function startServer(t) {
+  const port = await freePort();
+  return startProcess({
+    name: "server",
+    args: [join(t.dist, "src/main.js")],
+    port,
+    readyPath: "/readyz",
+    // bench/run.mjs's server settings.
+    env: {
+      HOST: "127.0.0.1",
+      LOG_LEVEL: "warn",
+      ADMIN_TOKEN,
+      INGEST_QUEUE_CAPACITY: "10000",
+      INGEST_BATCH_MAX: "512",
+      INGEST_FLUSH_MS: "2",
+      INGEST_BATCHES_IN_FLIGHT: "4",
+      // Every collect request comes from 127.0.0.1: the limit out of reach (as row f).
+      COLLECT_RATE_LIMIT: "100000000",
+      PORT: String(port),
+      STORE_URL: `sqlite:${t.dbPath}`,
+    },
+  });
+}
+
+const headers = (key) => ({
+  "content-type": "application/json",
+  "user-agent": HEADER_UA,
+  authorization: `Bearer ${key}`,
+});
+
+/** Batch bodies of 50 pageviews, each event a visitor never seen (the tenant's next address). */
+function newVisitorBatches(t) {
+  return () => {
+    const base = t.sent;
+    t.sent += 50;
+    const b = Array.from({ length: 50 }, (_, k) => ({
+      e: "pageview",
+      u: k % 2 ? "https://example.com/pricing" : "https://example.com/",
+      ip: ipOf(base + k),
+      ua: "Mozilla/5.0 (X11; Linux x86_64; rv:125.0) Gecko/20100101 Firefox/125.0",
+    }));
+    return JSON.stringify({ s: t.siteId, b });
+  };
+}
+
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
+
+const tenants = [];
+for (const [i, dist] of dists.entries()) {
+  const t = await freshTenant(dist, `build${i}`);
+  const server = await startServer(t);
+  try {
+    const started = Date.now();
+    const body = newVisitorBatches(t);
+    while (countRows(t.dbPath, "events") < STORED) {
+      await cannon({
+        url: server.url,
+        path: "/api/v1/events",
+        headers: headers(t.key),
+        bodyOf: () => body(),
+        connections: CONNECTIONS,
+        durationSec: 10,
+      });
+    }
+    log(
+      `${dist}: ${countRows(t.dbPath, "events")} events stored in ${Math.round((Date.now() - started) / 1000)} s`,
+    );
+  } finally {
+    await server.stop();
+  }
+  tenants.push(t);
+}
+
+const rates = new Map(dists.map((d) => [d, []]));
+for (let r = 0; r < rounds; r++) {
+  for (const t of tenants) {
+    const server = await startServer(t);
+    try {
+      const load = {
+        url: server.url,
+        path: "/api/v1/events",
+        headers: headers(t.key),
+        connections: CONNECTIONS,
+      };
+      const body = newVisitorBatches(t);
+      await cannon({ ...load, bodyOf: () => body(), durationSec: 2 });
+      await new Promise((res) => setTimeout(res, 300));
+      const before = countRows(t.dbPath, "events");
+      const run = await cannon({ ...load, bodyOf: () => body(), durationSec: DURATION });
+      await new Promise((res) => setTimeout(res, 300));
+      const stored = countRows(t.dbPath, "events") - before;
+      const rate = stored / run.durationSec;
+      rates.get(t.dist)?.push(rate);
+      log(
+        `round ${r + 1} ${t.dist}: ${Math.round(rate)} events/s stored (${before} before), p99 ${run.latencyMs.p99} ms, non-2xx ${run.non2xx}`,
+      );
+    } finally {
+      await server.stop();
+    }
+  }
+}
+for (const [dist, xs] of rates) {
+  console.log(
+    `n) new visitors, batches of 50 (HTTP), ${STORED} stored: ${dist}: median ${Math.round(median(xs))} events/s of ${xs.map(Math.round).join(", ")}`,
+  );
+}
+
+if (MIXED > 0) {
+  for (const t of tenants) {
+    const server = await startServer(t);
+    try {
+      const body = newVisitorBatches(t);
+      const collect = collectBodies(t.siteId, 4096);
+      const prefix = `m${Date.now()}`;
+      const [batches, payments, pageviews] = await Promise.all([
+        cannon({
+          url: server.url,
+          path: "/api/v1/events",
+          headers: headers(t.key),
+          bodyOf: () => body(),
+          connections: CONNECTIONS / 2,
+          durationSec: MIXED,
+        }),
+        cannon({
+          url: server.url,
+          path: "/api/v1/payments",
+          headers: headers(t.key),
+          bodyOf: () => {
+            const n = t.payments++;
+            return paymentBody(`pay_${prefix}_${n}`, `cus_${prefix}_${n}`);
+          },
+          connections: CONNECTIONS / 4,
+          durationSec: MIXED,
+        }),
+        cannon({
+          url: server.url,
+          path: "/api/v1/collect",
+          headers: {
+            "content-type": "text/plain;charset=UTF-8",
+            "user-agent": HEADER_UA,
+            origin: "https://example.com",
+          },
+          bodyOf: (i) => collect[i % collect.length],
+          connections: CONNECTIONS / 4,
+          durationSec: MIXED,
+        }),
+      ]);
+      const all = batches.okPerSec + payments.okPerSec + pageviews.okPerSec;
+      console.log(
+        `m) mixed ${MIXED} s (batches of new visitors, new payments, collect): ${t.dist}: ${Math.round(all)} requests/s (batches ${Math.round(batches.okPerSec)}, payments ${Math.round(payments.okPerSec)}, collect ${Math.round(pageviews.okPerSec)}); payments p99 ${payments.latencyMs.p99} ms; non-2xx ${batches.non2xx + payments.non2xx + pageviews.non2xx}`,
+      );
+    } finally {
+      await server.stop();
+    }
+  }
+}
