@@ -93,10 +93,13 @@ async function serve(config: Config): Promise<void> {
   const firstProcess = !cluster.isWorker || process.env[PRUNER_ENV] === "1";
   const pruneEvents = firstProcess;
   // One process owns the DuckDB file: the one that prunes. The other workers
-  // reach its engine over the cluster's IPC (a SQLite file only: MongoDB has none).
+  // reach its engine over the cluster's IPC: with SQLite always, with MongoDB
+  // in the process given ANALYTICS_OWNER=true (docs/mongodb.md).
   const ownsAnalytics = pruneEvents;
   const remoteAnalytics =
-    cluster.isWorker && !ownsAnalytics && store.feedFile !== undefined
+    cluster.isWorker &&
+    !ownsAnalytics &&
+    (store.feedFile !== undefined || config.analyticsOwner === true)
       ? createRemotePort<AnalyticsEngine>(ANALYTICS_PORT, {
           timeoutMs: config.analyticsQueryTimeoutMs + ANALYTICS_IPC_MARGIN_MS,
           unavailable: (cause) => errors.analyticsUnavailable(cause),
