@@ -14,6 +14,7 @@ import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { ReportsService } from "../../gen/ingest/v1/reports_pb.js";
 import { launchChromium } from "../helpers/chromium.js";
 import { DEMO, seedDashboardDemo } from "../helpers/dashboard-data.js";
+import { whenQuerySlotFree } from "../helpers/query-slots.js";
 import { ROOT } from "../helpers/rpc-clients.js";
 import { ADMIN_TOKEN, createTenant, createTestClock, TEST_NOW } from "../helpers/test-server.js";
 import { useTestServer } from "../helpers/use-test-server.js";
@@ -227,13 +228,15 @@ describe("the dashboard in Chromium", () => {
     await signIn(page, key);
     const tiles = await topRow(page);
     expect(new URL(page.url()).search).toBe(`?site=${ctx.siteId}&period=7d`);
-    const r = await reports().query(
-      {
-        siteId: ctx.siteId,
-        metrics: ["visitors"],
-        period: { fromDay: "2026-03-05", toDay: "2026-03-11" },
-      },
-      { headers: { authorization: `Bearer ${key}` } },
+    const r = await whenQuerySlotFree(() =>
+      reports().query(
+        {
+          siteId: ctx.siteId,
+          metrics: ["visitors"],
+          period: { fromDay: "2026-03-05", toDay: "2026-03-11" },
+        },
+        { headers: { authorization: `Bearer ${key}` } },
+      ),
     );
     expect(r.totals[0]?.value).toEqual({ case: "count", value: 5n });
     expect(tiles[0]?.startsWith("Visitors5")).toBe(true);

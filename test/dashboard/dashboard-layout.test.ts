@@ -13,13 +13,14 @@
 import { mkdirSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join } from "node:path";
-import { type Client, Code, ConnectError } from "@connectrpc/connect";
+import type { Client } from "@connectrpc/connect";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { ReportsService } from "../../gen/ingest/v1/reports_pb.js";
 import { launchChromium } from "../helpers/chromium.js";
 import { DEMO, seedDashboardDemo } from "../helpers/dashboard-data.js";
 import { BROWSER_UA } from "../helpers/fixtures.js";
+import { whenQuerySlotFree } from "../helpers/query-slots.js";
 import { ROOT } from "../helpers/rpc-clients.js";
 import {
   ADMIN_TOKEN,
@@ -194,15 +195,10 @@ async function open(path: string, width: number, colorScheme: Scheme = "light"):
 }
 
 /** Query as the test's own client, waiting for a slot when the page's calls hold the site's two. */
-async function query(request: Parameters<Client<typeof ReportsService>["query"]>[0]) {
-  for (let attempt = 0; ; attempt++) {
-    try {
-      return await ctx.client(ReportsService).query(request, { headers: ctx.adminHeaders });
-    } catch (err) {
-      if (attempt >= 50 || ConnectError.from(err).code !== Code.ResourceExhausted) throw err;
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  }
+function query(request: Parameters<Client<typeof ReportsService>["query"]>[0]) {
+  return whenQuerySlotFree(() =>
+    ctx.client(ReportsService).query(request, { headers: ctx.adminHeaders }),
+  );
 }
 
 /** axe-core's serious and critical violations of the page as it is (the script is evaluated, not injected, so the CSP stays on). */

@@ -7,13 +7,13 @@
  * panels' tabs by keyboard. The page's clock is fixed at the server's test
  * clock, so "the last 7 days" are 2026-03-05 to 2026-03-11 at any date.
  */
-import { Code, ConnectError } from "@connectrpc/connect";
 import type { Browser, BrowserContext, Page } from "playwright-core";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { type MetricValue, ReportsService } from "../../gen/ingest/v1/reports_pb.js";
 import { launchChromium } from "../helpers/chromium.js";
 import { seedDashboardDemo } from "../helpers/dashboard-data.js";
 import { BROWSER_UA } from "../helpers/fixtures.js";
+import { whenQuerySlotFree } from "../helpers/query-slots.js";
 import { ADMIN_TOKEN, createTestClock, postJson, TEST_NOW } from "../helpers/test-server.js";
 import { useTestServer } from "../helpers/use-test-server.js";
 
@@ -159,28 +159,14 @@ function change(name: string, a?: MetricValue, b?: MetricValue): string {
  * Query as the test's own client: the page's calls may be using the site's
  * two query slots (ANALYTICS_QUERIES_PER_SITE), so a refusal waits for one.
  */
-async function query(request: Parameters<ReturnType<typeof reports>["query"]>[0]) {
-  for (let attempt = 0; ; attempt++) {
-    try {
-      return await reports().query(request, { headers: ctx.adminHeaders });
-    } catch (err) {
-      if (attempt >= 50 || ConnectError.from(err).code !== Code.ResourceExhausted) throw err;
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  }
+function query(request: Parameters<ReturnType<typeof reports>["query"]>[0]) {
+  return whenQuerySlotFree(() => reports().query(request, { headers: ctx.adminHeaders }));
 }
 const reports = () => ctx.client(ReportsService);
 
 /** Funnel as the test's own client, waiting for a slot as {@link query} does. */
-async function funnel(request: Parameters<ReturnType<typeof reports>["funnel"]>[0]) {
-  for (let attempt = 0; ; attempt++) {
-    try {
-      return await reports().funnel(request, { headers: ctx.adminHeaders });
-    } catch (err) {
-      if (attempt >= 50 || ConnectError.from(err).code !== Code.ResourceExhausted) throw err;
-      await new Promise((r) => setTimeout(r, 100));
-    }
-  }
+function funnel(request: Parameters<ReturnType<typeof reports>["funnel"]>[0]) {
+  return whenQuerySlotFree(() => reports().funnel(request, { headers: ctx.adminHeaders }));
 }
 
 async function open(path: string): Promise<Page> {
