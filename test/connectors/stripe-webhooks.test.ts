@@ -629,17 +629,10 @@ describe("Stripe connector", () => {
   });
 });
 
-/** The visitor id the service gave the site's only visitor so far. */
+/** The visitor id the service gave the site's only visitor so far (its first stored event's). */
 async function firstVisitorId(server: TestServer, siteId: string): Promise<string> {
-  const db = new Database(join(server.dir, "ingest.sqlite"), { readonly: true });
-  try {
-    const row = db
-      .prepare("SELECT visitor_id FROM events WHERE site_id = ? ORDER BY id LIMIT 1")
-      .get(siteId) as {
-      visitor_id: string;
-    };
-    return row.visitor_id;
-  } finally {
-    db.close();
-  }
+  // Read back as ListEvents does: the feed moves events out of SQLite's outbox.
+  const first = (await server.store.listEvents(siteId, 1000)).at(-1);
+  if (!first) throw new Error(`no event stored for ${siteId}`);
+  return first.visitorId;
 }
