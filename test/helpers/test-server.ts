@@ -129,8 +129,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
 function readingMovedEvents(store: Store, app: App): Store {
   const analytics = app.analytics;
   if (!analytics || store.feedFile === undefined) return store;
-  const reads = Object.create(store) as Store;
-  reads.listEvents = async (siteId, limit) => {
+  const listEvents: Store["listEvents"] = async (siteId, limit) => {
     const events: EventRecord[] = [];
     let before: number | undefined;
     do {
@@ -145,7 +144,11 @@ function readingMovedEvents(store: Store, app: App): Store {
     } while (before !== undefined && events.length < limit);
     return events;
   };
-  return reads;
+  // A proxy, not a copy: a test that replaces one of the store's methods (to
+  // make it fail) replaces the server's own.
+  return new Proxy(store, {
+    get: (target, prop) => (prop === "listEvents" ? listEvents : Reflect.get(target, prop, target)),
+  });
 }
 
 export interface Tenant {
