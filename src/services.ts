@@ -326,6 +326,7 @@ async function openAnalytics(
       sqlitePath,
       analytics: store,
       intervalMs: config.analyticsFeedIntervalMs,
+      freePagesKept: config.sqliteFreePagesKept,
       onError,
     });
   } else {

@@ -24,6 +24,7 @@
  * DuckDB file: it is backed up with SQLite's (src/store/sqlite/backup.ts).
  */
 
+import { statSync } from "node:fs";
 import { type DuckDBAppender, listValue } from "@duckdb/node-api";
 import Database from "better-sqlite3";
 import { copyDataDirectory, type DataBackupReport } from "./analytics-backup.js";
@@ -86,12 +87,21 @@ export interface AnalyticsFeedOptions {
   batchMax?: number;
   /** A failed batch (rolled back; retried at the next poll). */
   onError?: (err: unknown) => void;
+  /** Free pages SQLite keeps for the next events (SQLITE_FREE_PAGES_KEPT; FREE_PAGES_KEPT). */
+  freePagesKept?: number;
   /**
    * Tests stand for a crash at the edges of a batch: a throw before
    * DuckDB's commit (it rolls back), after it before SQLite's moved events
-   * and log are deleted, or between two slices of that delete.
+   * and log are deleted, between two slices of that delete, or between two
+   * steps that give the freed pages back. The bench times the slices and
+   * steps with them.
    */
-  faults?: { beforeCommit?(): void; afterCommit?(): void; duringDelete?(): void };
+  faults?: {
+    beforeCommit?(): void;
+    afterCommit?(): void;
+    duringDelete?(): void;
+    duringReclaim?(): void;
+  };
 }
 
 interface LogRow {
@@ -130,6 +140,27 @@ const LOG_KIND = {
 /** Rows of the outbox one delete takes: the write lock is held that long at most. */
 const DELETE_SLICE = 1_000;
 
+/**
+ * Free pages SQLite keeps for the next events by default
+ * (SQLITE_FREE_PAGES_KEPT; 4 MiB of 4 KiB pages, a few batches of the
+ * outbox) rather than give back: in a steady flow the outbox's inserts reuse
+ * what the last moves freed, and no page is moved.
+ */
+const FREE_PAGES_KEPT = 1_024;
+
+/**
+ * Pages one `incremental_vacuum` step gives back at most: each step is its
+ * own transaction holding SQLite's write lock (a few ms, docs/performance.md),
+ * and ingestion's commits run between two steps.
+ */
+const RECLAIM_STEP_PAGES = 512;
+
+/** The WAL file's size past which an idle feed checkpoints and truncates it. */
+const IDLE_WAL_BYTES = 1024 * 1024;
+
+/** How long the idle checkpoint waits for the other connections' readers and writer. */
+const CHECKPOINT_WAIT_MS = 20;
+
 /** Whether SQLite answered busy (another connection holds the write lock). */
 const isBusy = (err: unknown) =>
   err instanceof Error && "code" in err && String(err.code).startsWith("SQLITE_BUSY");
@@ -153,6 +184,7 @@ export function createAnalyticsFeed(options: AnalyticsFeedOptions): AnalyticsFee
       `DELETE FROM events WHERE id IN (SELECT id FROM events WHERE id <= ? ORDER BY id LIMIT ${DELETE_SLICE})`,
     ),
     lastSeq: db.prepare("SELECT seq FROM sqlite_sequence WHERE name = 'analytics_feed'"),
+    freePages: db.prepare("PRAGMA freelist_count").pluck(),
     eventsIn: db.prepare(`SELECT ${EVENT_COLUMNS} FROM events WHERE id >= ? AND id <= ?`),
     allEvents: db.prepare(`SELECT ${EVENT_COLUMNS} FROM events ORDER BY id`),
     hostnames: db.prepare("SELECT hostnames FROM sites WHERE id = ?"),
@@ -244,8 +276,65 @@ export function createAnalyticsFeed(options: AnalyticsFeedOptions): AnalyticsFee
         await turn();
       }
       s.trim.run(last);
+      await reclaimFreePages();
     } catch (err) {
       if (!isBusy(err)) throw err;
+    }
+  };
+
+  // A file still without incremental auto-vacuum (open-sqlite.ts switches it at
+  // the store's open) cannot give pages back: its steps would free nothing.
+  const reclaims = db.pragma("auto_vacuum", { simple: true }) === 2;
+  const kept = options.freePagesKept ?? FREE_PAGES_KEPT;
+
+  /**
+   * Gives SQLite's free pages past `kept` back to the file system, in steps of
+   * RECLAIM_STEP_PAGES (`PRAGMA incremental_vacuum`, its own short
+   * transaction each), with a turn of the event loop between two steps. What
+   * the outbox's deletes, the log's trims, an erasure or a pruning freed
+   * otherwise stays in the file for ever: SQLite reuses free pages but never
+   * shrinks a file by itself. The file is cut when the WAL is checkpointed.
+   */
+  const reclaimFreePages = async () => {
+    if (!reclaims) return;
+    let free = s.freePages.get() as number;
+    while (free > kept && !stopped) {
+      db.pragma(`incremental_vacuum(${Math.min(RECLAIM_STEP_PAGES, free - kept)})`);
+      const left = s.freePages.get() as number;
+      if (left >= free) return;
+      free = left;
+      options.faults?.duringReclaim?.();
+      await turn();
+    }
+  };
+
+  /**
+   * When a poll found nothing to apply: a WAL file grown past IDLE_WAL_BYTES
+   * (a backlog moved, pages given back) is checkpointed and truncated. PASSIVE
+   * first, which waits for nobody; TRUNCATE then has nothing left to copy and
+   * waits at most CHECKPOINT_WAIT_MS for other connections, so ingestion is
+   * never held up for long. A checkpoint that cannot finish is left to the
+   * next idle poll (and SQLite's own checkpoints).
+   */
+  const walPath = `${options.sqlitePath}-wal`;
+  const checkpointWhenIdle = () => {
+    const size = (() => {
+      try {
+        return statSync(walPath).size;
+      } catch {
+        return 0;
+      }
+    })();
+    if (size <= IDLE_WAL_BYTES) return;
+    const busy = db.pragma("busy_timeout", { simple: true }) as number;
+    try {
+      db.pragma("wal_checkpoint(PASSIVE)");
+      db.pragma(`busy_timeout = ${CHECKPOINT_WAIT_MS}`);
+      db.pragma("wal_checkpoint(TRUNCATE)");
+    } catch (err) {
+      if (!isBusy(err)) throw err;
+    } finally {
+      db.pragma(`busy_timeout = ${busy}`);
     }
   };
 
@@ -483,7 +572,10 @@ export function createAnalyticsFeed(options: AnalyticsFeedOptions): AnalyticsFee
     if (mark === undefined) mark = await loadWatermark();
     for (let b = 0; b < maxBatches; b++) {
       const next = await applyBatch(mark);
-      if (next === undefined) break;
+      if (next === undefined) {
+        if (b === 0) checkpointWhenIdle();
+        break;
+      }
       mark = next;
     }
     return mark;

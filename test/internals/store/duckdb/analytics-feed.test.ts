@@ -3,10 +3,12 @@
  * batch (before DuckDB's commit, after it before SQLite's delete, during
  * that delete), the events it moved deleted from SQLite's outbox, ids never
  * given twice, erasure's and retention's entries applied in log order, and
- * a new DuckDB file filled from SQLite.
+ * a new DuckDB file filled from SQLite, and the pages of what it moved
+ * given back to the file system in short steps.
  */
-import { rmSync } from "node:fs";
+import { rmSync, statSync } from "node:fs";
 import { join } from "node:path";
+import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
 import { createAnalyticsFeed } from "../../../../src/store/duckdb/analytics-feed.js";
 import {
@@ -305,4 +307,94 @@ describe("the analytics feed", () => {
     await again.stop();
     expect(await t.moved(a)).toEqual(once(100, 103));
   });
+  it("gives the pages of the events it moved back to the file system in short steps, ingestion committing between two", async () => {
+    const t = setUp();
+    const a = await t.analytics();
+    await t.initialize(a);
+    const { before, pages } = fillOutbox(t);
+    // A writer of ingestion that never waits: it fails if a step's lock were still held.
+    const other = new Database(t.sqlitePath);
+    opened.push(other);
+    other.pragma("busy_timeout = 0");
+    const write = other.prepare(
+      "INSERT INTO readiness_probe (id, checked_at) VALUES (1, ?) ON CONFLICT (id) DO UPDATE SET checked_at = excluded.checked_at",
+    );
+    let steps = 0;
+    const feed = createAnalyticsFeed({
+      sqlitePath: t.sqlitePath,
+      analytics: a,
+      intervalMs: 1000,
+      freePagesKept: 100,
+      faults: {
+        duringReclaim() {
+          steps += 1;
+          write.run(steps);
+        },
+      },
+    });
+    await feed.runOnce();
+    expect(t.outbox()).toBe(0);
+    expect(await t.moved(a)).toEqual(once(0, 4_000));
+    // 100 free pages kept for the next events, the rest given back, 512 pages a step at most.
+    expect(t.db.pragma("freelist_count", { simple: true })).toBe(100);
+    expect(pages()).toBeLessThan(before.pages / 4);
+    expect(steps).toBeGreaterThanOrEqual(Math.floor((before.pages * 0.75) / 512));
+    // The next poll finds nothing to apply: the grown WAL is checkpointed (the file is
+    // cut to its pages) and truncated.
+    await feed.runOnce();
+    await feed.stop();
+    expect(statSync(`${t.sqlitePath}-wal`).size).toBe(0);
+    expect(statSync(t.sqlitePath).size).toBe(pages() * 4096);
+    expect(statSync(t.sqlitePath).size).toBeLessThan(before.bytes / 4);
+  });
+
+  it("finishes giving pages back after a process that died between two steps", async () => {
+    const t = setUp();
+    const a = await t.analytics();
+    await t.initialize(a);
+    const { before, pages } = fillOutbox(t);
+    const crashing = createAnalyticsFeed({
+      sqlitePath: t.sqlitePath,
+      analytics: a,
+      intervalMs: 1000,
+      freePagesKept: 0,
+      faults: {
+        duringReclaim() {
+          throw new Error("killed");
+        },
+      },
+    });
+    await expect(crashing.runOnce()).rejects.toThrow("killed");
+    await crashing.stop();
+    expect(t.outbox()).toBe(0);
+    expect(t.db.pragma("freelist_count", { simple: true })).toBeGreaterThan(before.pages / 2);
+    const restarted = createAnalyticsFeed({
+      sqlitePath: t.sqlitePath,
+      analytics: a,
+      intervalMs: 1000,
+      freePagesKept: 0,
+    });
+    await restarted.runOnce();
+    await restarted.stop();
+    expect(t.db.pragma("freelist_count", { simple: true })).toBe(0);
+    expect(pages()).toBeLessThan(before.pages / 4);
+    expect(await t.moved(a)).toEqual(once(0, 4_000));
+  });
 });
+
+/**
+ * 4,000 events of about 1.5 KB each (some 8 MB, two a page) in the outbox;
+ * the file's pages and bytes before the feed moves them.
+ */
+function fillOutbox(t: ReturnType<typeof setUp>) {
+  const insert = t.db.prepare(
+    "INSERT INTO events (site_id, name, url, ts, received_at, visitor_id, props) VALUES ('s1', 'pageview', 'https://example.com/', ?, ?, 'v', ?)",
+  );
+  const pad = "x".repeat(1_500);
+  t.db.transaction(() => {
+    for (let i = 0; i < 4_000; i++) insert.run(1_000 + i, 1_000 + i, JSON.stringify({ i, pad }));
+  })();
+  t.db.pragma("wal_checkpoint(TRUNCATE)");
+  const pages = () => t.db.pragma("page_count", { simple: true }) as number;
+  return { before: { pages: pages(), bytes: statSync(t.sqlitePath).size }, pages };
+}
