@@ -1,12 +1,16 @@
 /**
  * The analytics engine on the issue-25 site (`npm run bench:analytics`,
  * issue 30): EVENTS events (default 1,000,000; 10,000,000 is the issue's
- * size) from EVENTS/10 visitors and PAYMENTS payments over 90 days, loaded
- * into SQLite through the store's commit paths (bench/lib/overview-site.mjs),
- * then the DuckDB analytics store built from it by the feed (the rebuild a
- * new file gets), its bytes per event, and the p50 of five runs of the
- * dashboard's kind of queries over the 90 days. Deterministic data at a
- * fixed date. docs/performance.md, "Analytics store".
+ * size) from VISITORS visitors (default EVENTS/10) and PAYMENTS payments
+ * (default EVENTS/10; the issue's site has EVENTS/100) from CUSTOMERS
+ * customers (default 20,000) over 90 days, loaded into SQLite through the
+ * store's commit paths (bench/lib/overview-site.mjs), then the DuckDB
+ * analytics store built from it by the feed (the rebuild a new file gets),
+ * the bytes on disk per event of every file of the data directory, where
+ * they are (SQLite's tables and indexes from `dbstat`, DuckDB's tables from
+ * `pragma_storage_info`), and the p50 of five runs of the dashboard's kind of
+ * queries over the 90 days (QUERIES=0 skips them). Deterministic data at a
+ * fixed date. docs/performance.md, "Analytics store" and "Bytes on disk".
  */
 import { mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -20,49 +24,135 @@ import { loadOverviewSite, OVERVIEW_SITE } from "./lib/overview-site.mjs";
 
 const DAY = 86_400_000;
 
-/** SQLite's largest tables and indexes after the move, in bytes. */
-let sqliteTables = {};
+/** Rounded to one decimal. */
+const r1 = (x) => Math.round(x * 10) / 10;
 
-/** The bytes of a SQLite file's free pages (freelist), after a checkpoint. */
-function sqliteFreeBytes(path) {
-  const db = new Database(path);
+/**
+ * Where SQLite's bytes are: every table and index (`dbstat`, its pages), the
+ * free pages, the page size and the auto-vacuum mode. Read-only: the file is
+ * measured as the service left it.
+ */
+function sqliteBreakdown(path, events) {
+  const db = new Database(path, { readonly: true });
   try {
-    db.pragma("wal_checkpoint(TRUNCATE)");
     const pageSize = db.pragma("page_size", { simple: true });
-    // Where SQLite's used bytes are, by table and index (the largest).
-    sqliteTables = Object.fromEntries(
+    const tables = Object.fromEntries(
       db
-        .prepare(
-          "SELECT name, sum(pgsize) AS bytes FROM dbstat GROUP BY name ORDER BY bytes DESC LIMIT 10",
-        )
+        .prepare("SELECT name, sum(pgsize) AS bytes FROM dbstat GROUP BY name ORDER BY bytes DESC")
         .all()
-        .map((r) => [r.name, r.bytes]),
+        .filter((r) => r.bytes > 0)
+        .map((r) => [r.name, { bytes: r.bytes, perEvent: r1(r.bytes / events) }]),
     );
-    return db.pragma("freelist_count", { simple: true }) * pageSize;
+    return {
+      pageSize,
+      autoVacuum: db.pragma("auto_vacuum", { simple: true }),
+      pages: db.pragma("page_count", { simple: true }),
+      freeBytes: db.pragma("freelist_count", { simple: true }) * pageSize,
+      tables,
+    };
   } finally {
     db.close();
   }
 }
+
+/**
+ * Where DuckDB's bytes are, estimated from `pragma_storage_info`: a segment
+ * takes its block from its offset to the next segment's (or the block's
+ * end), plus its additional blocks; summed per table and per column.
+ */
+async function duckdbBreakdown(connection, events) {
+  const rows = (sql) => connection.runAndReadAll(sql).then((r) => r.getRowObjectsJson());
+  const size = (await rows("SELECT * FROM pragma_database_size()"))[0];
+  const blockSize = Number(size.block_size);
+  const tables = (await rows("SELECT table_name FROM duckdb_tables()")).map((t) => t.table_name);
+  const segments = [];
+  for (const table of tables) {
+    const info = await rows(
+      `SELECT column_name, block_id, block_offset, additional_block_ids::VARCHAR AS extra
+       FROM pragma_storage_info('${table}') WHERE persistent AND block_id >= 0`,
+    );
+    for (const s of info) {
+      const extra = String(s.extra ?? "[]").replace(/[[\]\s]/g, "");
+      segments.push({
+        table,
+        column: s.column_name,
+        block: Number(s.block_id),
+        offset: Number(s.block_offset),
+        extra: extra === "" ? 0 : extra.split(",").length,
+      });
+    }
+  }
+  const byBlock = new Map();
+  for (const s of segments) byBlock.set(s.block, [...(byBlock.get(s.block) ?? []), s]);
+  const perTable = {};
+  const perColumn = {};
+  for (const list of byBlock.values()) {
+    list.sort((a, b) => a.offset - b.offset);
+    list.forEach((s, i) => {
+      const end = i + 1 < list.length ? list[i + 1].offset : blockSize;
+      const bytes = end - s.offset + s.extra * blockSize;
+      perTable[s.table] = (perTable[s.table] ?? 0) + bytes;
+      const key = `${s.table}.${s.column}`;
+      perColumn[key] = (perColumn[key] ?? 0) + bytes;
+    });
+  }
+  const perEvent = (o, limit) =>
+    Object.fromEntries(
+      Object.entries(o)
+        .sort((a, b) => b[1] - a[1])
+        .slice(0, limit)
+        .map(([k, v]) => [k, { bytes: v, perEvent: r1(v / events) }]),
+    );
+  return {
+    blockSize,
+    totalBlocks: Number(size.total_blocks),
+    usedBlocks: Number(size.used_blocks),
+    freeBlocks: Number(size.free_blocks),
+    tables: perEvent(perTable, 100),
+    columns: perEvent(perColumn, 15),
+  };
+}
+
+/** p50, p99 and max of a list of durations, in ms. */
+function spread(list) {
+  const sorted = [...list].sort((a, b) => a - b);
+  const at = (q) => Math.round((sorted[Math.floor(sorted.length * q)] ?? 0) * 100) / 100;
+  return { count: sorted.length, p50: at(0.5), p99: at(0.99), max: at(1 - 1e-9) };
+}
+
 const NOW = Date.UTC(2026, 2, 11, 12);
 const EVENTS = Number(process.env.EVENTS ?? 1_000_000);
-const PAYMENTS = Number(process.env.PAYMENTS ?? 100_000);
+const PAYMENTS = Number(process.env.PAYMENTS ?? Math.floor(EVENTS / 10));
+const VISITORS = Number(process.env.VISITORS ?? Math.floor(EVENTS / 10));
+const CUSTOMERS = Number(process.env.CUSTOMERS ?? 20_000);
+const QUERIES = process.env.QUERIES !== "0";
 const THREADS = Number(process.env.ANALYTICS_THREADS ?? 2);
 
 const dir = mkdtempSync(join(tmpdir(), "bench-analytics-"));
 const sqlitePath = join(dir, "ingest.sqlite");
 const store = createSqliteStore(sqlitePath);
 try {
-  const load = await loadOverviewSite({ store, now: NOW, events: EVENTS, payments: PAYMENTS });
+  const load = await loadOverviewSite({
+    store,
+    now: NOW,
+    events: EVENTS,
+    payments: PAYMENTS,
+    visitors: VISITORS,
+    customers: CUSTOMERS,
+  });
   const analytics = await openAnalyticsStore({
     path: join(dir, "analytics.duckdb"),
     threads: THREADS,
     memoryLimit: process.env.ANALYTICS_MEMORY_LIMIT ?? "512MB",
   });
-  // The mover's deletes of the outbox (migration 19): the time between two slices of
-  // 1,000 (the delete, then one turn of the event loop) is what each slice holds SQLite's
-  // write lock at most.
+  // The mover's deletes of the outbox (migration 19), then its steps giving the freed pages
+  // back: the time between two slices of 1,000 (the delete, then one turn of the event
+  // loop), and between two incremental_vacuum steps, is what each holds SQLite's write
+  // lock at most.
   const slices = [];
+  const steps = [];
   let sliceAt = performance.now();
+  let stepAt;
   const feed = createAnalyticsFeed({
     sqlitePath,
     analytics,
@@ -72,6 +162,12 @@ try {
         const now = performance.now();
         slices.push(now - sliceAt);
         sliceAt = now;
+        stepAt = now;
+      },
+      duringReclaim() {
+        const now = performance.now();
+        steps.push(now - stepAt);
+        stepAt = now;
       },
     },
   });
@@ -80,16 +176,19 @@ try {
   await feed.runOnce();
   const rebuildSeconds = (performance.now() - s) / 1000;
   slices.shift(); // the first interval is the rebuild itself
-  slices.sort((a, b) => a - b);
+  steps.shift(); // the first one includes the last slice and the log's trim
+  // The next poll finds nothing to apply (the feed is idle): it checkpoints a grown WAL.
+  s = performance.now();
+  await feed.runOnce();
+  const idlePollMs = performance.now() - s;
   await analytics.writer.run("CHECKPOINT");
-  // SQLite after the move: the outbox is empty, its pages free in the file; SQLite reuses
-  // them for the next events (the file does not grow while the feed keeps up). The
-  // steady-state size is the file without its free pages (what a VACUUM would leave).
-  const sqliteFree = sqliteFreeBytes(sqlitePath);
+  // Every file of the data directory as the service leaves it (WAL files included).
   const size = (name) => statSync(join(dir, name)).size;
   const files = readdirSync(dir);
   const duckBytes = files.filter((f) => f.startsWith("analytics")).reduce((a, f) => a + size(f), 0);
   const allBytes = files.reduce((a, f) => a + size(f), 0);
+  const sqlite = sqliteBreakdown(sqlitePath, EVENTS);
+  const duckdb = await duckdbBreakdown(analytics.writer, EVENTS);
 
   const engine = createDuckDbAnalytics({ analytics, timeoutMs: 60_000, perSite: 4 });
   const to = Math.floor(NOW / DAY) * DAY + DAY;
@@ -134,7 +233,7 @@ try {
     }),
   };
   const results = {};
-  for (const [name, p] of Object.entries(queries)) {
+  for (const [name, p] of QUERIES ? Object.entries(queries) : []) {
     const runs = [];
     for (let k = 0; k < 5; k++) {
       s = performance.now();
@@ -145,7 +244,7 @@ try {
     results[name] = { p50Ms: runs[2], runsMs: runs };
   }
   const funnelRuns = [];
-  for (let k = 0; k < 5; k++) {
+  for (let k = 0; k < (QUERIES ? 5 : 0); k++) {
     s = performance.now();
     await engine.funnel({
       siteId: OVERVIEW_SITE,
@@ -163,32 +262,33 @@ try {
     funnelRuns.push(Math.round(performance.now() - s));
   }
   funnelRuns.sort((a, b) => a - b);
-  results["three-step funnel (90d)"] = { p50Ms: funnelRuns[2], runsMs: funnelRuns };
+  if (QUERIES) results["three-step funnel (90d)"] = { p50Ms: funnelRuns[2], runsMs: funnelRuns };
   await feed.stop();
   analytics.close();
   console.log(
     JSON.stringify(
       {
         events: EVENTS,
+        visitors: VISITORS,
         payments: PAYMENTS,
+        customers: CUSTOMERS,
         threads: THREADS,
         loadSeconds: load,
-        rebuildSeconds: Math.round(rebuildSeconds * 10) / 10,
-        duckdbBytesPerEvent: Math.round((duckBytes / EVENTS) * 10) / 10,
-        dataDirectoryBytesPerEvent: Math.round((allBytes / EVENTS) * 10) / 10,
-        dataDirectoryBytesPerEventWithoutSqliteFreePages:
-          Math.round(((allBytes - sqliteFree) / EVENTS) * 10) / 10,
-        files: Object.fromEntries(files.map((f) => [f, size(f)])),
-        sqliteFreeBytes: sqliteFree,
-        sqliteTables,
+        rebuildSeconds: r1(rebuildSeconds),
+        dataDirectoryBytesPerEvent: r1(allBytes / EVENTS),
+        duckdbBytesPerEvent: r1(duckBytes / EVENTS),
+        sqliteBytesPerEvent: r1((allBytes - duckBytes) / EVENTS),
+        files: Object.fromEntries(
+          files.map((f) => [f, { bytes: size(f), perEvent: r1(size(f) / EVENTS) }]),
+        ),
+        sqlite,
+        duckdb,
         outboxDeleteSliceMs: {
-          slices: slices.length,
-          p50: Math.round((slices[Math.floor(slices.length / 2)] ?? 0) * 100) / 100,
-          p99: Math.round((slices[Math.floor(slices.length * 0.99)] ?? 0) * 100) / 100,
-          usPerEvent:
-            Math.round((slices.reduce((a, b) => a + b, 0) / (slices.length * 1000)) * 1000 * 10) /
-            10,
+          ...spread(slices),
+          usPerEvent: r1((slices.reduce((a, b) => a + b, 0) / (slices.length * 1000)) * 1000),
         },
+        reclaimStepMs: spread(steps),
+        idlePollMs: r1(idlePollMs),
         rssMiB: Math.round(process.memoryUsage().rss / 2 ** 20),
         queries: results,
       },

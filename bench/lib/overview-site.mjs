@@ -1,10 +1,11 @@
 /**
  * The issue-25 site at scale, written straight into a store through its
- * commit paths (commitEvents keeps the daily rollups, the payments' triggers
- * the revenue days, as in production): EVENTS events from EVENTS/10 visitors,
- * each with a first touch, and PAYMENTS succeeded payments from 20,000
- * customers, four in five of them credited to a first touch, spread evenly
- * over the 90 days before `now`. Deterministic. Used by `npm run
+ * commit paths (commitEvents, commitPayments, setAttribution, as in
+ * production): EVENTS events from `visitors` visitors (EVENTS/10 unless
+ * said), each with a first touch, and PAYMENTS succeeded payments from
+ * `customers` customers (20,000 unless said; at most PAYMENTS), four in five
+ * of them credited to a first touch, spread evenly over the 90 days before
+ * `now`. Deterministic. Used by `npm run
  * bench:overview` (the store's reads, in process) and row o of `npm run
  * bench` (the RPCs behind the dashboard, through a listening server).
  */
@@ -32,10 +33,18 @@ function touchOf(v) {
 /**
  * Loads the site into `store` (a store of the port, empty); returns the
  * seconds each part took.
- * @param {{ store: any, now: number, events: number, payments: number }} o
+ * @param {{ store: any, now: number, events: number, payments: number, visitors?: number, customers?: number }} o
  */
-export async function loadOverviewSite({ store, now, events: EVENTS, payments: PAYMENTS }) {
-  const visitors = Math.max(1, Math.floor(EVENTS / 10));
+export async function loadOverviewSite({
+  store,
+  now,
+  events: EVENTS,
+  payments: PAYMENTS,
+  visitors: VISITORS,
+  customers: CUSTOMERS,
+}) {
+  const visitors = Math.max(1, Math.min(EVENTS, VISITORS ?? Math.floor(EVENTS / 10)));
+  const customers = Math.max(1, CUSTOMERS ?? 20_000);
   const at = (j, n) => now - Math.floor((j / n) * 90 * DAY);
   await store.createAccount({ id: OVERVIEW_ACCOUNT, name: "bench", plan: "scale", createdAt: now });
   await store.createSite({
@@ -82,7 +91,7 @@ export async function loadOverviewSite({ store, now, events: EVENTS, payments: P
     const writes = [];
     for (let j = i; j < Math.min(PAYMENTS, i + BATCH); j++) {
       const paidAt = at(j, PAYMENTS);
-      const c = j % 20_000;
+      const c = j % customers;
       const payment = {
         siteId: OVERVIEW_SITE,
         paymentId: `pay${j}`,
@@ -105,7 +114,7 @@ export async function loadOverviewSite({ store, now, events: EVENTS, payments: P
   }
   // Four customers in five credited to visitor c's first touch (its first event's time),
   // as the attributor does after a payment (setAttribution writes the customer's payments).
-  for (let c = 0; c < Math.min(20_000, PAYMENTS); c++) {
+  for (let c = 0; c < Math.min(customers, PAYMENTS); c++) {
     if (c % 5 === 0) continue;
     const t = touchOf(c);
     await store.setAttribution(OVERVIEW_SITE, `cus${c}`, {

@@ -99,25 +99,19 @@ export function createSqliteAttribution(db: Db): StoreAttributionPart {
          AND (attribution IS NOT @json OR channel IS NOT @channel)`,
     ),
     // The succeeded payments of the period by (site_id, paid_at), summed per
-    // channel and currency: the store of record is read, no daily cells.
+    // channel and currency: the store of record is read, no daily cells. The
+    // paying customers (distinct over the whole period, those with a charge)
+    // come from the same rows: no index of their own (migration 21).
     revenue: db.prepare(
       `SELECT channel, currency,
          sum(CASE kind WHEN 'charge' THEN amount_minor ELSE 0 END) AS gross,
          sum(CASE kind WHEN 'refund' THEN amount_minor ELSE 0 END) AS refunds,
          sum(CASE kind WHEN 'chargeback' THEN amount_minor ELSE 0 END) AS chargebacks,
-         count(*) AS payments
+         count(*) AS payments,
+         count(DISTINCT CASE kind WHEN 'charge' THEN customer_id END) AS paying
        FROM payments INDEXED BY payments_paid_at
        WHERE site_id = ? AND paid_at >= ? AND paid_at < ? AND status = 'succeeded'
        GROUP BY channel, currency ORDER BY channel, currency`,
-    ),
-    // Distinct over the whole period: the index alone, in
-    // (channel, currency, customer) order, reads the site's succeeded charges
-    // and keeps those of the period.
-    paying: db.prepare(
-      `SELECT channel, currency, count(DISTINCT customer_id) AS paying
-       FROM payments INDEXED BY payments_paying
-       WHERE site_id = ? AND status = 'succeeded' AND kind = 'charge' AND paid_at >= ? AND paid_at < ?
-       GROUP BY channel, currency`,
     ),
     mrr: db.prepare(
       `SELECT currency, interval, sum(amount_minor) AS amount, count(*) AS n
@@ -218,12 +212,8 @@ export function createSqliteAttribution(db: Db): StoreAttributionPart {
         refunds: bigint;
         chargebacks: bigint;
         payments: bigint;
+        paying: bigint;
       }[];
-      const paying = new Map(
-        (
-          s.paying.all(siteId, from, to) as { channel: string; currency: string; paying: number }[]
-        ).map((r) => [`${r.channel}\u0000${r.currency}`, r.paying]),
-      );
       return rows.map(
         (r): RevenueRow => ({
           channel: r.channel,
@@ -232,7 +222,7 @@ export function createSqliteAttribution(db: Db): StoreAttributionPart {
           refundsMinor: exactSum(r.refunds),
           chargebacksMinor: exactSum(r.chargebacks),
           payments: Number(r.payments),
-          payingCustomers: paying.get(`${r.channel}\u0000${r.currency}`) ?? 0,
+          payingCustomers: Number(r.paying),
         }),
       );
     },

@@ -634,6 +634,20 @@ DROP TABLE revenue_days;
 DROP TABLE revenue_dims;
 `,
   },
+  {
+    version: 21,
+    description:
+      "drop payments_paying: revenue by channel counts its paying customers in the scan of the period",
+    // A seven-column entry per payment (site, status, kind, channel, currency,
+    // customer, paid_at, and the key), a B-tree write per payment written, and the
+    // largest index of the file after the payments themselves (docs/performance.md,
+    // "Bytes on disk"). Its one reader, the distinct paying customers of
+    // RevenueByChannel, is now an aggregate of the statement that already reads the
+    // period's succeeded payments by payments_paid_at (attribution.ts).
+    sql: `
+DROP INDEX IF EXISTS payments_paying;
+`,
+  },
 ];
 
 /** The UTC day (YYYY-MM-DD) of a payments row's paid_at (NEW, OLD or the table). */

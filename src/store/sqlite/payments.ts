@@ -142,7 +142,7 @@ export function createSqlitePaymentWriter(db: Db): SqlitePaymentWriter {
        ON CONFLICT (site_id, payment_id) DO NOTHING`,
     ),
     // The indexed columns are not SET: equal by the WHERE, and an unset
-    // column's indexes (payments_paid_at, payments_paying) are left alone.
+    // column's index (payments_paid_at) is left alone.
     updateUnindexed: db.prepare(
       `UPDATE payments SET customer_id = ?, fee_minor = ?, metadata = ?, subscription_id = ?,
          updated_at = ?
