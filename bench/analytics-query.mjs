@@ -40,7 +40,7 @@ function sqliteBreakdown(path, events) {
       db
         .prepare("SELECT name, sum(pgsize) AS bytes FROM dbstat GROUP BY name ORDER BY bytes DESC")
         .all()
-        .filter((r) => r.bytes > 0)
+        .filter((r) => r.bytes > pageSize)
         .map((r) => [r.name, { bytes: r.bytes, perEvent: r1(r.bytes / events) }]),
     );
     return {

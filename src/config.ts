@@ -191,7 +191,7 @@ export function loadConfig(env: Env = process.env): Config {
     analyticsThreads: int(env, "ANALYTICS_THREADS", 2, 1, 64),
     analyticsMemoryLimit: memoryLimit(env.ANALYTICS_MEMORY_LIMIT),
     analyticsFeedIntervalMs: int(env, "ANALYTICS_FEED_INTERVAL_MS", 250, 10, 60_000),
-    sqliteFreePagesKept: int(env, "SQLITE_FREE_PAGES_KEPT", 1_024, 0, 1_000_000_000),
+    sqliteFreePagesKept: int(env, "SQLITE_FREE_PAGES_KEPT", 256, 0, 1_000_000_000),
     analyticsQueryTimeoutMs: int(env, "ANALYTICS_QUERY_TIMEOUT_MS", 10_000, 100, 600_000),
     analyticsQueriesPerSite: int(env, "ANALYTICS_QUERIES_PER_SITE", 2, 1, 64),
     analyticsPath: env.ANALYTICS_PATH || undefined,

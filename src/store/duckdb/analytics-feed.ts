@@ -142,11 +142,11 @@ const DELETE_SLICE = 1_000;
 
 /**
  * Free pages SQLite keeps for the next events by default
- * (SQLITE_FREE_PAGES_KEPT; 4 MiB of 4 KiB pages, a few batches of the
- * outbox) rather than give back: in a steady flow the outbox's inserts reuse
- * what the last moves freed, and no page is moved.
+ * (SQLITE_FREE_PAGES_KEPT; 1 MiB of 4 KiB pages, what a few polls of a busy
+ * outbox free) rather than give back: in a steady flow the outbox's inserts
+ * reuse what the last moves freed, and few pages are moved.
  */
-const FREE_PAGES_KEPT = 1_024;
+const FREE_PAGES_KEPT = 256;
 
 /**
  * Pages one `incremental_vacuum` step gives back at most: each step is its
