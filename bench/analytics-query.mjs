@@ -9,7 +9,9 @@
  * the bytes on disk per event of every file of the data directory, where
  * they are (SQLite's tables and indexes from `dbstat`, DuckDB's tables from
  * `pragma_storage_info`), and the p50 of five runs of the dashboard's kind of
- * queries over the 90 days (QUERIES=0 skips them). Deterministic data at a
+ * queries over the 90 days (QUERIES=0 skips them). LIVE=1 runs the feed after
+ * each batch of events the load commits, as a running server's feed moves
+ * them, instead of once after the whole load. Deterministic data at a
  * fixed date. docs/performance.md, "Analytics store" and "Bytes on disk".
  */
 import { mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
@@ -126,12 +128,28 @@ const PAYMENTS = Number(process.env.PAYMENTS ?? Math.floor(EVENTS / 10));
 const VISITORS = Number(process.env.VISITORS ?? Math.floor(EVENTS / 10));
 const CUSTOMERS = Number(process.env.CUSTOMERS ?? 20_000);
 const QUERIES = process.env.QUERIES !== "0";
+const LIVE = process.env.LIVE === "1";
 const THREADS = Number(process.env.ANALYTICS_THREADS ?? 2);
 
 const dir = mkdtempSync(join(tmpdir(), "bench-analytics-"));
 const sqlitePath = join(dir, "ingest.sqlite");
 const store = createSqliteStore(sqlitePath);
 try {
+  const analytics = await openAnalyticsStore({
+    path: join(dir, "analytics.duckdb"),
+    threads: THREADS,
+    memoryLimit: process.env.ANALYTICS_MEMORY_LIMIT ?? "512MB",
+  });
+  // The mover's deletes of the outbox (migration 19), a slice of 1,000 per transaction,
+  // then its incremental_vacuum steps giving the freed pages back: each holds SQLite's
+  // write lock for its duration.
+  const lockSteps = { delete: [], reclaim: [] };
+  const feed = createAnalyticsFeed({
+    sqlitePath,
+    analytics,
+    intervalMs: 1000,
+    onLockStep: (kind, ms) => lockSteps[kind].push(ms),
+  });
   const load = await loadOverviewSite({
     store,
     now: NOW,
@@ -139,51 +157,22 @@ try {
     payments: PAYMENTS,
     visitors: VISITORS,
     customers: CUSTOMERS,
-  });
-  const analytics = await openAnalyticsStore({
-    path: join(dir, "analytics.duckdb"),
-    threads: THREADS,
-    memoryLimit: process.env.ANALYTICS_MEMORY_LIMIT ?? "512MB",
-  });
-  // The mover's deletes of the outbox (migration 19), then its steps giving the freed pages
-  // back: the time between two slices of 1,000 (the delete, then one turn of the event
-  // loop), and between two incremental_vacuum steps, is what each holds SQLite's write
-  // lock at most.
-  const slices = [];
-  const steps = [];
-  let sliceAt = performance.now();
-  let stepAt;
-  const feed = createAnalyticsFeed({
-    sqlitePath,
-    analytics,
-    intervalMs: 1000,
-    faults: {
-      duringDelete() {
-        const now = performance.now();
-        slices.push(now - sliceAt);
-        sliceAt = now;
-        stepAt = now;
-      },
-      duringReclaim() {
-        const now = performance.now();
-        steps.push(now - stepAt);
-        stepAt = now;
-      },
-    },
+    // LIVE=1: the feed moves each committed batch of events as a server's does (then its
+    // outbox pages are reused or given back as it goes); else it moves them all at the end.
+    afterEvents: LIVE ? () => feed.runOnce() : undefined,
   });
   let s = performance.now();
-  sliceAt = s;
   await feed.runOnce();
   const rebuildSeconds = (performance.now() - s) / 1000;
-  slices.shift(); // the first interval is the rebuild itself
-  steps.shift(); // the first one includes the last slice and the log's trim
   // The next poll finds nothing to apply (the feed is idle): it checkpoints a grown WAL.
   s = performance.now();
   await feed.runOnce();
   const idlePollMs = performance.now() - s;
-  await analytics.writer.run("CHECKPOINT");
-  // Every file of the data directory as the service leaves it (WAL files included).
   const size = (name) => statSync(join(dir, name)).size;
+  // As the feed left them: DuckDB's WAL is checkpointed when it passes 16 MB and at close.
+  const beforeCheckpoint = readdirSync(dir).reduce((a, f) => a + size(f), 0);
+  await analytics.writer.run("CHECKPOINT");
+  // Every file of the data directory (WAL files included).
   const files = readdirSync(dir);
   const duckBytes = files.filter((f) => f.startsWith("analytics")).reduce((a, f) => a + size(f), 0);
   const allBytes = files.reduce((a, f) => a + size(f), 0);
@@ -269,13 +258,16 @@ try {
     JSON.stringify(
       {
         events: EVENTS,
+        live: LIVE,
         visitors: VISITORS,
         payments: PAYMENTS,
         customers: CUSTOMERS,
         threads: THREADS,
         loadSeconds: load,
-        rebuildSeconds: r1(rebuildSeconds),
+        // Without LIVE: the rebuild of a new analytics file from the loaded outbox.
+        lastMoveSeconds: r1(rebuildSeconds),
         dataDirectoryBytesPerEvent: r1(allBytes / EVENTS),
+        beforeDuckdbCheckpointBytesPerEvent: r1(beforeCheckpoint / EVENTS),
         duckdbBytesPerEvent: r1(duckBytes / EVENTS),
         sqliteBytesPerEvent: r1((allBytes - duckBytes) / EVENTS),
         files: Object.fromEntries(
@@ -284,10 +276,10 @@ try {
         sqlite,
         duckdb,
         outboxDeleteSliceMs: {
-          ...spread(slices),
-          usPerEvent: r1((slices.reduce((a, b) => a + b, 0) / (slices.length * 1000)) * 1000),
+          ...spread(lockSteps.delete),
+          usPerEvent: r1((lockSteps.delete.reduce((a, b) => a + b, 0) / EVENTS) * 1000),
         },
-        reclaimStepMs: spread(steps),
+        reclaimStepMs: spread(lockSteps.reclaim),
         idlePollMs: r1(idlePollMs),
         rssMiB: Math.round(process.memoryUsage().rss / 2 ** 20),
         queries: results,

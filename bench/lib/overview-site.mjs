@@ -33,7 +33,8 @@ function touchOf(v) {
 /**
  * Loads the site into `store` (a store of the port, empty); returns the
  * seconds each part took.
- * @param {{ store: any, now: number, events: number, payments: number, visitors?: number, customers?: number }} o
+ * `afterEvents`, when given, is awaited after each batch of events committed.
+ * @param {{ store: any, now: number, events: number, payments: number, visitors?: number, customers?: number, afterEvents?: () => Promise<unknown> }} o
  */
 export async function loadOverviewSite({
   store,
@@ -42,6 +43,7 @@ export async function loadOverviewSite({
   payments: PAYMENTS,
   visitors: VISITORS,
   customers: CUSTOMERS,
+  afterEvents,
 }) {
   const visitors = Math.max(1, Math.min(EVENTS, VISITORS ?? Math.floor(EVENTS / 10)));
   const customers = Math.max(1, CUSTOMERS ?? 20_000);
@@ -85,6 +87,7 @@ export async function loadOverviewSite({
         touches,
       },
     ]);
+    await afterEvents?.();
   }
   const t1 = performance.now();
   for (let i = 0; i < PAYMENTS; i += BATCH) {

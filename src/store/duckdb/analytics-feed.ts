@@ -87,6 +87,11 @@ export interface AnalyticsFeedOptions {
   batchMax?: number;
   /** A failed batch (rolled back; retried at the next poll). */
   onError?: (err: unknown) => void;
+  /**
+   * Told how long each step that holds SQLite's write lock took: a slice of
+   * the outbox's delete, a step giving free pages back (the bench's figures).
+   */
+  onLockStep?(kind: "delete" | "reclaim", ms: number): void;
   /** Free pages SQLite keeps for the next events (SQLITE_FREE_PAGES_KEPT; FREE_PAGES_KEPT). */
   freePagesKept?: number;
   /**
@@ -270,7 +275,11 @@ export function createAnalyticsFeed(options: AnalyticsFeedOptions): AnalyticsFee
    */
   const deleteMoved = async (last: number) => {
     try {
-      while (s.deleteMoved.run(moved).changes === DELETE_SLICE) {
+      for (;;) {
+        const started = performance.now();
+        const deleted = s.deleteMoved.run(moved).changes;
+        options.onLockStep?.("delete", performance.now() - started);
+        if (deleted < DELETE_SLICE) break;
         options.faults?.duringDelete?.();
         // Ingestion's commits get the write lock between two slices.
         await turn();
@@ -299,7 +308,9 @@ export function createAnalyticsFeed(options: AnalyticsFeedOptions): AnalyticsFee
     if (!reclaims) return;
     let free = s.freePages.get() as number;
     while (free > kept && !stopped) {
+      const started = performance.now();
       db.pragma(`incremental_vacuum(${Math.min(RECLAIM_STEP_PAGES, free - kept)})`);
+      options.onLockStep?.("reclaim", performance.now() - started);
       const left = s.freePages.get() as number;
       if (left >= free) return;
       free = left;
