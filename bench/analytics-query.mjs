@@ -11,7 +11,7 @@
  * `pragma_storage_info`), and the p50 of five runs of the dashboard's kind of
  * queries over the 90 days (QUERIES=0 skips them). LIVE=1 runs the feed after
  * each batch of events the load commits, as a running server's feed moves
- * them, instead of once after the whole load. Deterministic data at a
+ * them, instead of once after the whole load. KEEP=1 keeps the data directory. Deterministic data at a
  * fixed date. docs/performance.md, "Analytics store" and "Bytes on disk".
  */
 import { mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
@@ -290,5 +290,7 @@ try {
   );
 } finally {
   await store.close();
-  rmSync(dir, { recursive: true, force: true });
+  // KEEP=1 leaves the data directory for a look inside (its path is printed on stderr).
+  if (process.env.KEEP === "1") console.error(`kept ${dir}`);
+  else rmSync(dir, { recursive: true, force: true });
 }
