@@ -11,7 +11,9 @@
  * `pragma_storage_info`), and the p50 of five runs of the dashboard's kind of
  * queries over the 90 days (QUERIES=0 skips them). LIVE=1 runs the feed after
  * each batch of events the load commits, as a running server's feed moves
- * them, instead of once after the whole load. KEEP=1 keeps the data directory. Deterministic data at a
+ * them, instead of once after the whole load. KEEP=1 keeps the data directory.
+ * VISITOR_IDS=hex gives visitors ids of 32 hex characters, as the service
+ * makes them, instead of the short `v<n>`. Deterministic data at a
  * fixed date. docs/performance.md, "Analytics store" and "Bytes on disk".
  */
 import { mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
@@ -129,6 +131,7 @@ const VISITORS = Number(process.env.VISITORS ?? Math.floor(EVENTS / 10));
 const CUSTOMERS = Number(process.env.CUSTOMERS ?? 20_000);
 const QUERIES = process.env.QUERIES !== "0";
 const LIVE = process.env.LIVE === "1";
+const HEX_IDS = process.env.VISITOR_IDS === "hex";
 const THREADS = Number(process.env.ANALYTICS_THREADS ?? 2);
 
 const dir = mkdtempSync(join(tmpdir(), "bench-analytics-"));
@@ -160,6 +163,7 @@ try {
     // LIVE=1: the feed moves each committed batch of events as a server's does (then its
     // outbox pages are reused or given back as it goes); else it moves them all at the end.
     afterEvents: LIVE ? () => feed.runOnce() : undefined,
+    hexIds: HEX_IDS,
   });
   let s = performance.now();
   await feed.runOnce();
@@ -259,6 +263,7 @@ try {
       {
         events: EVENTS,
         live: LIVE,
+        hexVisitorIds: HEX_IDS,
         visitors: VISITORS,
         payments: PAYMENTS,
         customers: CUSTOMERS,

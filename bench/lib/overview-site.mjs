@@ -10,6 +10,8 @@
  * bench` (the RPCs behind the dashboard, through a listening server).
  */
 
+import { createHash } from "node:crypto";
+
 const DAY = 86_400_000;
 const BATCH = 5000;
 const CHANNELS = ["Organic Search", "Paid Search", "Email", "Direct", "Referral"];
@@ -34,7 +36,9 @@ function touchOf(v) {
  * Loads the site into `store` (a store of the port, empty); returns the
  * seconds each part took.
  * `afterEvents`, when given, is awaited after each batch of events committed.
- * @param {{ store: any, now: number, events: number, payments: number, visitors?: number, customers?: number, afterEvents?: () => Promise<unknown> }} o
+ * `hexIds`: visitor ids of 32 hex characters, as the service makes them
+ * (src/domain/events/visitor-id.ts), instead of the short `v<n>`.
+ * @param {{ store: any, now: number, events: number, payments: number, visitors?: number, customers?: number, afterEvents?: () => Promise<unknown>, hexIds?: boolean }} o
  */
 export async function loadOverviewSite({
   store,
@@ -44,7 +48,10 @@ export async function loadOverviewSite({
   visitors: VISITORS,
   customers: CUSTOMERS,
   afterEvents,
+  hexIds = false,
 }) {
+  const idOf = (n) =>
+    hexIds ? createHash("sha256").update(`v${n}`).digest("hex").slice(0, 32) : `v${n}`;
   const visitors = Math.max(1, Math.min(EVENTS, VISITORS ?? Math.floor(EVENTS / 10)));
   const customers = Math.max(1, CUSTOMERS ?? 20_000);
   const at = (j, n) => now - Math.floor((j / n) * 90 * DAY);
@@ -62,7 +69,7 @@ export async function loadOverviewSite({
     const touches = [];
     for (let j = i; j < Math.min(EVENTS, i + BATCH); j++) {
       const ts = at(j, EVENTS);
-      const visitorId = `v${j % visitors}`;
+      const visitorId = idOf(j % visitors);
       events.push({
         siteId: OVERVIEW_SITE,
         name: j % 3 ? "pageview" : "signup",
@@ -125,7 +132,7 @@ export async function loadOverviewSite({
       source: t.source,
       campaign: t.campaign,
       landingPage: t.landingPage,
-      visitorId: `v${c}`,
+      visitorId: idOf(c),
       via: "customer",
       touchedAt: at(c, EVENTS),
     });
