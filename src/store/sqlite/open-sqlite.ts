@@ -54,9 +54,11 @@ export function openSqlite(path: string, options: { busyTimeoutMs?: number } = {
  * service writes to it; a file already in the mode costs one pragma read.
  * From then on the freed pages of the events the feed moved go back to the
  * file system in short steps (analytics-feed.ts, `reclaimFreePages`) instead
- * of staying in the file for ever. The VACUUM holds the write lock for its
- * length (seconds per GB); the cluster primary opens the store before it
- * forks its workers, and `admin store migrate` does it ahead of a start.
+ * of staying in the file for ever. The VACUUM copies the live pages only
+ * (free ones are dropped), holds the write lock for its length (seconds per
+ * GB of live data) and needs about that much free disk space; the cluster
+ * primary opens the store before it forks its workers, and `admin store
+ * migrate` does it ahead of a start.
  */
 export function useIncrementalVacuum(db: Db): void {
   if (db.pragma("auto_vacuum", { simple: true }) === INCREMENTAL) return;
