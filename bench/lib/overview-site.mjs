@@ -38,7 +38,9 @@ function touchOf(v) {
  * `afterEvents`, when given, is awaited after each batch of events committed.
  * `hexIds`: visitor ids of 32 hex characters, as the service makes them
  * (src/domain/events/visitor-id.ts), instead of the short `v<n>`.
- * @param {{ store: any, now: number, events: number, payments: number, visitors?: number, customers?: number, afterEvents?: () => Promise<unknown>, hexIds?: boolean }} o
+ * `oldestFirst`: rows written in time order, as a live site's arrive (the
+ * default writes the newest first).
+ * @param {{ store: any, now: number, events: number, payments: number, visitors?: number, customers?: number, afterEvents?: () => Promise<unknown>, hexIds?: boolean, oldestFirst?: boolean }} o
  */
 export async function loadOverviewSite({
   store,
@@ -49,12 +51,18 @@ export async function loadOverviewSite({
   customers: CUSTOMERS,
   afterEvents,
   hexIds = false,
+  oldestFirst = false,
 }) {
   const idOf = (n) =>
     hexIds ? createHash("sha256").update(`v${n}`).digest("hex").slice(0, 32) : `v${n}`;
   const visitors = Math.max(1, Math.min(EVENTS, VISITORS ?? Math.floor(EVENTS / 10)));
   const customers = Math.max(1, CUSTOMERS ?? 20_000);
-  const at = (j, n) => now - Math.floor((j / n) * 90 * DAY);
+  // The j-th of n rows, newest first (j = 0 at `now`), or oldest first as a live
+  // site's rows arrive (each visitor's first event, its first touch, is then its earliest).
+  const at = (j, n) =>
+    oldestFirst
+      ? now - 90 * DAY + Math.ceil(((j + 1) / n) * 90 * DAY)
+      : now - Math.floor((j / n) * 90 * DAY);
   await store.createAccount({ id: OVERVIEW_ACCOUNT, name: "bench", plan: "scale", createdAt: now });
   await store.createSite({
     id: OVERVIEW_SITE,
