@@ -98,8 +98,7 @@ export interface AnalyticsFeedOptions {
    * Tests stand for a crash at the edges of a batch: a throw before
    * DuckDB's commit (it rolls back), after it before SQLite's moved events
    * and log are deleted, between two slices of that delete, or between two
-   * steps that give the freed pages back. The bench times the slices and
-   * steps with them.
+   * steps that give the freed pages back.
    */
   faults?: {
     beforeCommit?(): void;
