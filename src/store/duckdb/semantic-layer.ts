@@ -71,6 +71,12 @@ export interface MetricDef {
   source: "traffic" | "revenue" | "both";
   /** The aggregate (traffic or revenue), or the expression of the merged row (both). */
   sql?: string;
+  /**
+   * A traffic metric's aggregate straight over event rows `x` (one row per
+   * event, no per-visit rows), for a metric that reads no visit: the same
+   * value as {@link sql} over the per-visit rows, with one grouping fewer.
+   */
+  eventSql?: string;
   kind: "count" | "number" | "money";
   /** For `both`: the value from the traffic and revenue aggregates by name. */
   combine?: (t: Record<string, number>, r: Record<string, number>) => number | undefined;
@@ -79,6 +85,11 @@ export interface MetricDef {
 }
 
 const round2 = (x: number) => Math.round(x * 100) / 100;
+
+/** An event row `x` that is a pageview; one the `events` metric counts (not `$…`); a custom event (a goal). */
+export const IS_PAGEVIEW = "x.name = 'pageview'";
+export const IS_COUNTED = "NOT starts_with(x.name, '$')";
+export const IS_GOAL = `(x.name <> 'pageview' AND ${IS_COUNTED})`;
 
 /** a / b of whole minor units, rounded half away from zero exactly (docs/reports.md). */
 function divHalfAway(a: number, b: number): number {
@@ -96,10 +107,25 @@ function divHalfAway(a: number, b: number): number {
  * duration (`v_events` its events: one is a bounce). Revenue aggregates read payments `r` (amounts in minor units).
  */
 export const METRICS: Record<MetricName, MetricDef> = {
-  visitors: { source: "traffic", sql: "count(DISTINCT v.vk)", kind: "count" },
+  visitors: {
+    source: "traffic",
+    sql: "count(DISTINCT v.vk)",
+    eventSql: "count(DISTINCT x.vk)",
+    kind: "count",
+  },
   visits: { source: "traffic", sql: "count(*)", kind: "count" },
-  pageviews: { source: "traffic", sql: "coalesce(sum(v.pv), 0)", kind: "count" },
-  events: { source: "traffic", sql: "coalesce(sum(v.ev), 0)", kind: "count" },
+  pageviews: {
+    source: "traffic",
+    sql: "coalesce(sum(v.pv), 0)",
+    eventSql: `count(*) FILTER (WHERE ${IS_PAGEVIEW})`,
+    kind: "count",
+  },
+  events: {
+    source: "traffic",
+    sql: "coalesce(sum(v.ev), 0)",
+    eventSql: `count(*) FILTER (WHERE ${IS_COUNTED})`,
+    kind: "count",
+  },
   views_per_visit: {
     source: "traffic",
     sql: "round(sum(v.pv) / count(*), 2)",
@@ -114,11 +140,13 @@ export const METRICS: Record<MetricName, MetricDef> = {
   conversions: {
     source: "traffic",
     sql: "count(DISTINCT v.vk) FILTER (WHERE v.conv)",
+    eventSql: `count(DISTINCT x.vk) FILTER (WHERE ${IS_GOAL})`,
     kind: "count",
   },
   conversion_rate: {
     source: "traffic",
     sql: "round(100.0 * count(DISTINCT v.vk) FILTER (WHERE v.conv) / count(DISTINCT v.vk), 2)",
+    eventSql: `round(100.0 * count(DISTINCT x.vk) FILTER (WHERE ${IS_GOAL}) / count(DISTINCT x.vk), 2)`,
     kind: "number",
   },
   payments: {
