@@ -7,16 +7,29 @@
  * new file gets), its bytes per event, and the p50 of five runs of the
  * dashboard's kind of queries over the 90 days. Deterministic data at a
  * fixed date. docs/performance.md, "Analytics store".
+ *
+ * Knobs (issue 30's site at scale): VISITORS (default EVENTS/10), PAYMENTS,
+ * EVENTS; RUNS per query (default 5; p50 and p99 of them). LOAD=direct writes
+ * the events straight into the DuckDB file and the rest through SQLite and the
+ * feed (bench/lib/analytics-site.mjs: realistic visits, channels and pages;
+ * minutes at 10M instead of an hour); DATA_DIR keeps (or reuses) that data
+ * directory instead of a temporary one. ENGINE=<checkout> times another
+ * build's engine (its src/store/duckdb/analytics-engine.ts) on the same data,
+ * for before/after runs interleaved on one file.
  */
-import { mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
-import { createDuckDbAnalytics } from "../src/store/duckdb/analytics-engine.ts";
 import { createAnalyticsFeed } from "../src/store/duckdb/analytics-feed.ts";
 import { openAnalyticsStore } from "../src/store/duckdb/analytics-store.ts";
 import { createSqliteStore } from "../src/store/sqlite/sqlite-store.ts";
+import { loadAnalyticsSite, SITE_ID } from "./lib/analytics-site.mjs";
 import { loadOverviewSite, OVERVIEW_SITE } from "./lib/overview-site.mjs";
+
+const { createDuckDbAnalytics } = await import(
+  `${process.env.ENGINE ? `${process.env.ENGINE}/` : "../"}src/store/duckdb/analytics-engine.ts`
+);
 
 const DAY = 86_400_000;
 
@@ -43,59 +56,131 @@ function sqliteFreeBytes(path) {
     db.close();
   }
 }
-const NOW = Date.UTC(2026, 2, 11, 12);
+const NOW = Number(process.env.NOW ?? Date.UTC(2026, 2, 11, 12));
 const EVENTS = Number(process.env.EVENTS ?? 1_000_000);
+const VISITORS = Number(process.env.VISITORS ?? Math.max(1, Math.floor(EVENTS / 10)));
 const PAYMENTS = Number(process.env.PAYMENTS ?? 100_000);
 const THREADS = Number(process.env.ANALYTICS_THREADS ?? 2);
+const RUNS = Number(process.env.RUNS ?? 5);
+const DIRECT = process.env.LOAD === "direct";
 
-const dir = mkdtempSync(join(tmpdir(), "bench-analytics-"));
-const sqlitePath = join(dir, "ingest.sqlite");
-const store = createSqliteStore(sqlitePath);
-try {
-  const load = await loadOverviewSite({ store, now: NOW, events: EVENTS, payments: PAYMENTS });
+if (DIRECT) await runDirect();
+else await runThroughFeed();
+
+/** Peak RSS of this process while `work` runs (sampled every 50 ms), in MiB. */
+async function withRssPeak(work) {
+  let peak = process.memoryUsage().rss;
+  const timer = setInterval(() => {
+    peak = Math.max(peak, process.memoryUsage().rss);
+  }, 50);
+  try {
+    const out = await work();
+    return { out, rssPeakMiB: Math.round(Math.max(peak, process.memoryUsage().rss) / 2 ** 20) };
+  } finally {
+    clearInterval(timer);
+  }
+}
+
+/** p50 and p99 of a list of ms. */
+function percentiles(runs) {
+  const s = [...runs].sort((a, b) => a - b);
+  const at = (q) => s[Math.min(s.length - 1, Math.floor(q * s.length))];
+  return { p50Ms: at(0.5), p99Ms: at(0.99), runsMs: runs };
+}
+
+/** Times each query and funnel RUNS times, interleaved round by round. */
+async function timeAll(engine, queries, funnels) {
+  const runs = Object.fromEntries(
+    [...Object.keys(queries), ...Object.keys(funnels)].map((k) => [k, []]),
+  );
+  for (let k = 0; k < RUNS; k++) {
+    for (const [name, p] of Object.entries(queries)) {
+      const s = performance.now();
+      await engine.query(p);
+      runs[name].push(Math.round(performance.now() - s));
+    }
+    for (const [name, p] of Object.entries(funnels)) {
+      const s = performance.now();
+      await engine.funnel(p);
+      runs[name].push(Math.round(performance.now() - s));
+    }
+  }
+  return Object.fromEntries(Object.entries(runs).map(([k, r]) => [k, percentiles(r)]));
+}
+
+/** The issue's site written straight into DuckDB (bench/lib/analytics-site.mjs), then the queries. */
+async function runDirect() {
+  const dir = process.env.DATA_DIR ?? mkdtempSync(join(tmpdir(), "bench-analytics-"));
+  let load = "reused";
+  if (!existsSync(join(dir, "analytics.duckdb"))) {
+    load = await loadAnalyticsSite({
+      dir,
+      now: NOW,
+      events: EVENTS,
+      visitors: VISITORS,
+      payments: PAYMENTS,
+      threads: THREADS,
+      memoryLimit: process.env.ANALYTICS_MEMORY_LIMIT ?? "512MB",
+    });
+  }
   const analytics = await openAnalyticsStore({
     path: join(dir, "analytics.duckdb"),
     threads: THREADS,
     memoryLimit: process.env.ANALYTICS_MEMORY_LIMIT ?? "512MB",
   });
-  // The mover's deletes of the outbox (migration 19): the time between two slices of
-  // 1,000 (the delete, then one turn of the event loop) is what each slice holds SQLite's
-  // write lock at most.
-  const slices = [];
-  let sliceAt = performance.now();
-  const feed = createAnalyticsFeed({
-    sqlitePath,
-    analytics,
-    intervalMs: 1000,
-    faults: {
-      duringDelete() {
-        const now = performance.now();
-        slices.push(now - sliceAt);
-        sliceAt = now;
-      },
-    },
-  });
-  let s = performance.now();
-  sliceAt = s;
-  await feed.runOnce();
-  const rebuildSeconds = (performance.now() - s) / 1000;
-  slices.shift(); // the first interval is the rebuild itself
-  slices.sort((a, b) => a - b);
-  await analytics.writer.run("CHECKPOINT");
-  // SQLite after the move: the outbox is empty, its pages free in the file; SQLite reuses
-  // them for the next events (the file does not grow while the feed keeps up). The
-  // steady-state size is the file without its free pages (what a VACUUM would leave).
-  const sqliteFree = sqliteFreeBytes(sqlitePath);
-  const size = (name) => statSync(join(dir, name)).size;
-  const files = readdirSync(dir);
-  const duckBytes = files.filter((f) => f.startsWith("analytics")).reduce((a, f) => a + size(f), 0);
-  const allBytes = files.reduce((a, f) => a + size(f), 0);
+  try {
+    const counts = (
+      await analytics.writer.runAndReadAll(
+        "SELECT (SELECT count(*) FROM events), (SELECT count(DISTINCT vid) FROM events), (SELECT count(*) FROM visits), (SELECT count(*) FROM payments), (SELECT count(*) FROM links)",
+      )
+    )
+      .getRows()[0]
+      .map(Number);
+    const files = readdirSync(dir);
+    const size = (name) => statSync(join(dir, name)).size;
+    const duckBytes = files
+      .filter((f) => f.startsWith("analytics"))
+      .reduce((a, f) => a + size(f), 0);
+    const engine = createDuckDbAnalytics({ analytics, timeoutMs: 120_000, perSite: 4 });
+    const { queries, funnels } = directQueries(SITE_ID, NOW);
+    const { out: results, rssPeakMiB } = await withRssPeak(() => timeAll(engine, queries, funnels));
+    console.log(
+      JSON.stringify(
+        {
+          load: "direct",
+          engine: process.env.ENGINE ?? "this checkout",
+          events: counts[0],
+          visitors: counts[1],
+          visits: counts[2],
+          payments: counts[3],
+          links: counts[4],
+          threads: THREADS,
+          memoryLimit: process.env.ANALYTICS_MEMORY_LIMIT ?? "512MB",
+          loadSeconds: load,
+          duckdbBytesPerEvent: Math.round((duckBytes / counts[0]) * 10) / 10,
+          rssPeakMiB,
+          loadavg: readFileSync("/proc/loadavg", "utf8").trim(),
+          queries: results,
+        },
+        null,
+        2,
+      ),
+    );
+  } finally {
+    analytics.close();
+    if (!process.env.DATA_DIR) rmSync(dir, { recursive: true, force: true });
+  }
+}
 
-  const engine = createDuckDbAnalytics({ analytics, timeoutMs: 60_000, perSite: 4 });
-  const to = Math.floor(NOW / DAY) * DAY + DAY;
+/**
+ * The queries of the direct site (bench/lib/analytics-site.mjs): the
+ * dashboard's kinds over 90 days, and one filter with one dimension.
+ */
+function directQueries(siteId, now) {
+  const to = Math.floor(now / DAY) * DAY + DAY;
   const period = (days) => ({ from: to - days * DAY, to });
   const plan = (o) => ({
-    siteId: OVERVIEW_SITE,
+    siteId,
     timeZone: "UTC",
     metrics: ["visitors"],
     dimensions: [],
@@ -116,7 +201,20 @@ try {
       orderBy: [{ field: "time:day", desc: false }],
       limit: 100,
     }),
+    "visitors by day, Europe/Berlin (90d)": plan({
+      timeZone: "Europe/Berlin",
+      dimensions: ["time:day"],
+      orderBy: [{ field: "time:day", desc: false }],
+      limit: 100,
+    }),
     "top pages (30d)": plan({ dimensions: ["page"], period: period(30) }),
+    "top pages (90d)": plan({ dimensions: ["page"] }),
+    "countries (90d)": plan({ dimensions: ["country"] }),
+    "channels, visitors and net revenue (90d)": plan({
+      metrics: ["visitors", "net_revenue", "revenue_per_visitor"],
+      dimensions: ["channel"],
+      currency: "USD",
+    }),
     "sources, visitors and net revenue (90d)": plan({
       metrics: ["visitors", "net_revenue"],
       dimensions: ["source"],
@@ -126,77 +224,210 @@ try {
       dimensions: ["page"],
       filters: [{ dimension: "channel", op: "is", values: ["Email"] }],
     }),
+    "countries filtered by page is /pricing (90d)": plan({
+      dimensions: ["country"],
+      filters: [{ dimension: "page", op: "is", values: ["/pricing"] }],
+    }),
+    "browsers filtered by country is DE (90d)": plan({
+      dimensions: ["browser"],
+      filters: [{ dimension: "country", op: "is", values: ["DE"] }],
+    }),
+    "goals: visitors, conversions by event (90d)": plan({
+      metrics: ["visitors", "conversions", "conversion_rate"],
+      dimensions: ["event"],
+      filters: [{ dimension: "event", op: "is_not", values: ["pageview"] }],
+    }),
     "net revenue by channel, linear model (90d)": plan({
       metrics: ["net_revenue", "payments"],
       dimensions: ["channel"],
       currency: "USD",
       model: "linear",
     }),
+    "net revenue by channel, position-based (90d)": plan({
+      metrics: ["net_revenue", "payments"],
+      dimensions: ["channel"],
+      currency: "USD",
+      model: "position_based",
+    }),
+    "time to convert: medians by channel (90d)": plan({
+      metrics: ["median_days_to_first_payment", "median_visits_to_first_payment"],
+      dimensions: ["channel"],
+      currency: "USD",
+      orderBy: [{ field: "channel", desc: false }],
+    }),
   };
-  const results = {};
-  for (const [name, p] of Object.entries(queries)) {
-    const runs = [];
-    for (let k = 0; k < 5; k++) {
-      s = performance.now();
-      await engine.query(p);
-      runs.push(Math.round(performance.now() - s));
-    }
-    runs.sort((a, b) => a - b);
-    results[name] = { p50Ms: runs[2], runsMs: runs };
-  }
-  const funnelRuns = [];
-  for (let k = 0; k < 5; k++) {
-    s = performance.now();
-    await engine.funnel({
-      siteId: OVERVIEW_SITE,
+  const funnels = {
+    "three-step funnel: landing, /pricing, signup (90d)": {
+      siteId,
       timeZone: "UTC",
       steps: [
-        { kind: "page_prefix", value: "https://example.com/", filters: [], label: "any" },
-        { kind: "page", value: "https://example.com/l1", filters: [], label: "l1" },
-        { kind: "page", value: "https://example.com/l2", filters: [], label: "l2" },
+        { kind: "page_prefix", value: "/l", filters: [], label: "landing" },
+        { kind: "page", value: "/pricing", filters: [], label: "pricing" },
+        { kind: "event", value: "signup", filters: [], label: "signup" },
       ],
       filters: [],
       period: period(90),
       windowMs: 90 * DAY,
       model: "first_touch",
+    },
+  };
+  return { queries, funnels };
+}
+
+/** The issue-25 site loaded into SQLite, moved by the feed (the rebuild a new file gets). */
+async function runThroughFeed() {
+  const dir = mkdtempSync(join(tmpdir(), "bench-analytics-"));
+  const sqlitePath = join(dir, "ingest.sqlite");
+  const store = createSqliteStore(sqlitePath);
+  try {
+    const load = await loadOverviewSite({ store, now: NOW, events: EVENTS, payments: PAYMENTS });
+    const analytics = await openAnalyticsStore({
+      path: join(dir, "analytics.duckdb"),
+      threads: THREADS,
+      memoryLimit: process.env.ANALYTICS_MEMORY_LIMIT ?? "512MB",
     });
-    funnelRuns.push(Math.round(performance.now() - s));
-  }
-  funnelRuns.sort((a, b) => a - b);
-  results["three-step funnel (90d)"] = { p50Ms: funnelRuns[2], runsMs: funnelRuns };
-  await feed.stop();
-  analytics.close();
-  console.log(
-    JSON.stringify(
-      {
-        events: EVENTS,
-        payments: PAYMENTS,
-        threads: THREADS,
-        loadSeconds: load,
-        rebuildSeconds: Math.round(rebuildSeconds * 10) / 10,
-        duckdbBytesPerEvent: Math.round((duckBytes / EVENTS) * 10) / 10,
-        dataDirectoryBytesPerEvent: Math.round((allBytes / EVENTS) * 10) / 10,
-        dataDirectoryBytesPerEventWithoutSqliteFreePages:
-          Math.round(((allBytes - sqliteFree) / EVENTS) * 10) / 10,
-        files: Object.fromEntries(files.map((f) => [f, size(f)])),
-        sqliteFreeBytes: sqliteFree,
-        sqliteTables,
-        outboxDeleteSliceMs: {
-          slices: slices.length,
-          p50: Math.round((slices[Math.floor(slices.length / 2)] ?? 0) * 100) / 100,
-          p99: Math.round((slices[Math.floor(slices.length * 0.99)] ?? 0) * 100) / 100,
-          usPerEvent:
-            Math.round((slices.reduce((a, b) => a + b, 0) / (slices.length * 1000)) * 1000 * 10) /
-            10,
+    // The mover's deletes of the outbox (migration 19): the time between two slices of
+    // 1,000 (the delete, then one turn of the event loop) is what each slice holds SQLite's
+    // write lock at most.
+    const slices = [];
+    let sliceAt = performance.now();
+    const feed = createAnalyticsFeed({
+      sqlitePath,
+      analytics,
+      intervalMs: 1000,
+      faults: {
+        duringDelete() {
+          const now = performance.now();
+          slices.push(now - sliceAt);
+          sliceAt = now;
         },
-        rssMiB: Math.round(process.memoryUsage().rss / 2 ** 20),
-        queries: results,
       },
-      null,
-      2,
-    ),
-  );
-} finally {
-  await store.close();
-  rmSync(dir, { recursive: true, force: true });
+    });
+    let s = performance.now();
+    sliceAt = s;
+    await feed.runOnce();
+    const rebuildSeconds = (performance.now() - s) / 1000;
+    slices.shift(); // the first interval is the rebuild itself
+    slices.sort((a, b) => a - b);
+    await analytics.writer.run("CHECKPOINT");
+    // SQLite after the move: the outbox is empty, its pages free in the file; SQLite reuses
+    // them for the next events (the file does not grow while the feed keeps up). The
+    // steady-state size is the file without its free pages (what a VACUUM would leave).
+    const sqliteFree = sqliteFreeBytes(sqlitePath);
+    const size = (name) => statSync(join(dir, name)).size;
+    const files = readdirSync(dir);
+    const duckBytes = files
+      .filter((f) => f.startsWith("analytics"))
+      .reduce((a, f) => a + size(f), 0);
+    const allBytes = files.reduce((a, f) => a + size(f), 0);
+
+    const engine = createDuckDbAnalytics({ analytics, timeoutMs: 60_000, perSite: 4 });
+    const to = Math.floor(NOW / DAY) * DAY + DAY;
+    const period = (days) => ({ from: to - days * DAY, to });
+    const plan = (o) => ({
+      siteId: OVERVIEW_SITE,
+      timeZone: "UTC",
+      metrics: ["visitors"],
+      dimensions: [],
+      filters: [],
+      period: period(90),
+      model: "first_touch",
+      orderBy: [{ field: o.metrics?.[0] ?? "visitors", desc: true }],
+      limit: 10,
+      offset: 0,
+      ...o,
+    });
+    const queries = {
+      "totals: visitors, visits, pageviews, bounce, duration (90d)": plan({
+        metrics: ["visitors", "visits", "pageviews", "bounce_rate", "visit_duration"],
+      }),
+      "visitors by day (90d)": plan({
+        dimensions: ["time:day"],
+        orderBy: [{ field: "time:day", desc: false }],
+        limit: 100,
+      }),
+      "top pages (30d)": plan({ dimensions: ["page"], period: period(30) }),
+      "sources, visitors and net revenue (90d)": plan({
+        metrics: ["visitors", "net_revenue"],
+        dimensions: ["source"],
+        currency: "USD",
+      }),
+      "pages filtered by channel is Email (90d)": plan({
+        dimensions: ["page"],
+        filters: [{ dimension: "channel", op: "is", values: ["Email"] }],
+      }),
+      "net revenue by channel, linear model (90d)": plan({
+        metrics: ["net_revenue", "payments"],
+        dimensions: ["channel"],
+        currency: "USD",
+        model: "linear",
+      }),
+    };
+    const results = {};
+    for (const [name, p] of Object.entries(queries)) {
+      const runs = [];
+      for (let k = 0; k < 5; k++) {
+        s = performance.now();
+        await engine.query(p);
+        runs.push(Math.round(performance.now() - s));
+      }
+      runs.sort((a, b) => a - b);
+      results[name] = { p50Ms: runs[2], runsMs: runs };
+    }
+    const funnelRuns = [];
+    for (let k = 0; k < 5; k++) {
+      s = performance.now();
+      await engine.funnel({
+        siteId: OVERVIEW_SITE,
+        timeZone: "UTC",
+        steps: [
+          { kind: "page_prefix", value: "https://example.com/", filters: [], label: "any" },
+          { kind: "page", value: "https://example.com/l1", filters: [], label: "l1" },
+          { kind: "page", value: "https://example.com/l2", filters: [], label: "l2" },
+        ],
+        filters: [],
+        period: period(90),
+        windowMs: 90 * DAY,
+        model: "first_touch",
+      });
+      funnelRuns.push(Math.round(performance.now() - s));
+    }
+    funnelRuns.sort((a, b) => a - b);
+    results["three-step funnel (90d)"] = { p50Ms: funnelRuns[2], runsMs: funnelRuns };
+    await feed.stop();
+    analytics.close();
+    console.log(
+      JSON.stringify(
+        {
+          events: EVENTS,
+          payments: PAYMENTS,
+          threads: THREADS,
+          loadSeconds: load,
+          rebuildSeconds: Math.round(rebuildSeconds * 10) / 10,
+          duckdbBytesPerEvent: Math.round((duckBytes / EVENTS) * 10) / 10,
+          dataDirectoryBytesPerEvent: Math.round((allBytes / EVENTS) * 10) / 10,
+          dataDirectoryBytesPerEventWithoutSqliteFreePages:
+            Math.round(((allBytes - sqliteFree) / EVENTS) * 10) / 10,
+          files: Object.fromEntries(files.map((f) => [f, size(f)])),
+          sqliteFreeBytes: sqliteFree,
+          sqliteTables,
+          outboxDeleteSliceMs: {
+            slices: slices.length,
+            p50: Math.round((slices[Math.floor(slices.length / 2)] ?? 0) * 100) / 100,
+            p99: Math.round((slices[Math.floor(slices.length * 0.99)] ?? 0) * 100) / 100,
+            usPerEvent:
+              Math.round((slices.reduce((a, b) => a + b, 0) / (slices.length * 1000)) * 1000 * 10) /
+              10,
+          },
+          rssMiB: Math.round(process.memoryUsage().rss / 2 ** 20),
+          queries: results,
+        },
+        null,
+        2,
+      ),
+    );
+  } finally {
+    await store.close();
+    rmSync(dir, { recursive: true, force: true });
+  }
 }
