@@ -353,14 +353,107 @@ function num(v: unknown): number {
   return typeof v === "bigint" ? Number(v) : Number(v);
 }
 
-/** Runs one plan's period (the rows by their dimension key, and the totals). */
+/** The rows and the totals in one statement: the groups and the grand total as two grouping sets. */
+const groupBy = (exprs: string[], sets: boolean) =>
+  exprs.length === 0
+    ? ""
+    : sets
+      ? `GROUP BY GROUPING SETS ((${exprs.join(", ")}), ())`
+      : "GROUP BY ALL";
+/** The last column: 1 on the grand total's row. */
+const grouping = (exprs: string[], sets: boolean) =>
+  exprs.length === 0 ? "1 AS g" : sets ? `grouping(${exprs[0]}) AS g` : "0 AS g";
+
+/**
+ * One side's statement over `dims`: its groups, with `sets` the grand total
+ * too. `exact` says whether that total is the period's (it is not when a
+ * visit's per-visit rows fall in several groups and a metric counts visits).
+ */
+async function sideStatement(
+  conn: DuckDBConnection,
+  plan: QueryPlan,
+  period: Interval,
+  side: Side,
+  dims: DimensionName[],
+  metrics: MetricName[],
+  sets: boolean,
+): Promise<{ sql: string; values: DuckDBValue[]; exact: boolean }> {
+  const p = new Params();
+  const tz = sqlText(plan.timeZone);
+  const dimSql = dims.map((d) => dimensionSql(d, side, p, tz) ?? `'${NONE_VALUE}'`);
+  const where = plan.filters.map((f) => filterSql(f, side, p, tz));
+  if (side === "revenue") {
+    // Every model reads the shares: under first touch too, a share carries the values of
+    // the attributed visit (its exit page, its first event's country…), as docs/reports.md says.
+    const touches =
+      plan.model !== "first_touch" ||
+      metrics.some((m) => MEDIAN_METRICS.has(m)) ||
+      [...plan.dimensions, ...plan.filters.map((f) => f.dimension)].some(
+        (d) => DIMENSIONS[d as keyof typeof DIMENSIONS]?.touches,
+      );
+    const visitColumns = [...dimSql, ...where].some((x) => x.includes("r.t_"));
+    const rows = `r AS (SELECT * FROM ${await shares(conn, plan, period, touches, visitColumns)})`;
+    // A share is one payment's part: payments are counted distinct, amounts summed.
+    return {
+      sql: `WITH ${rows}
+        SELECT ${[...dimSql, ...metrics.map((m) => METRICS[m].sql), "count(*)", grouping(dimSql, sets)].join(", ")}
+        FROM r ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ${groupBy(dimSql, sets)}`,
+      values: p.values,
+      exact: true,
+    };
+  }
+  // One row per visit and dimension values: a visit counts once per group.
+  const groupDims = dimSql.map((d, i) => `${d} AS d${i}`);
+  const filter = where.length ? `WHERE ${where.join(" AND ")}` : "";
+  const perVisit = metrics.some((m) => VISIT_METRICS.has(m));
+  const visitSql = [...dimSql, ...where];
+  // Metrics of events alone, by event values: one row per visitor is enough, no join.
+  const mode = perVisit || visitSql.some(readsVisit) ? "all" : "none";
+  // Dimensions and filters of the visit alone: the visits wholly inside the
+  // period are read from `visits`, only the events of those across its edges joined.
+  const whole = mode === "all" && visitSql.every(readsVisitOnly);
+  // Metrics of events alone (visitors, pageviews…): aggregated straight from the
+  // event rows, without grouping them into per-visit rows first.
+  if (!whole && metrics.every((m) => METRICS[m].eventSql !== undefined)) {
+    return {
+      sql: `WITH ${trafficRows(plan.siteId, period, p, mode)}
+        SELECT ${[...dimSql, ...metrics.map((m) => METRICS[m].eventSql), "count(*)", grouping(dimSql, sets)].join(", ")}
+        FROM x ${filter} ${groupBy(dimSql, sets)}`,
+      values: p.values,
+      exact: true,
+    };
+  }
+  const eventRows = `SELECT ${[...groupDims, "x.vk", ...(mode === "all" ? ["x.vn"] : [])].join(", ")},
+        count(*) FILTER (WHERE ${IS_PAGEVIEW}) AS pv,
+        count(*) FILTER (WHERE ${IS_COUNTED}) AS ev,
+        bool_or(${IS_GOAL}) AS conv
+        ${mode === "all" ? ", any_value(x.v_events) AS v_events, any_value(x.v_seconds) AS v_seconds" : ""}
+      FROM x ${filter}
+      GROUP BY ALL`;
+  const visitRows = whole
+    ? `UNION ALL SELECT ${[...groupDims, "x.vk", "x.vn"].join(", ")},
+        x.v_pageviews AS pv, x.v_counted AS ev, x.v_converted AS conv, x.v_events, x.v_seconds
+      FROM ${wholeVisits(plan.siteId, period, p)} ${filter}`
+    : "";
+  const vd = dims.map((_, i) => `v.d${i}`);
+  return {
+    sql: `WITH ${trafficRows(plan.siteId, period, p, whole ? "straddling" : mode)},
+      v AS (${eventRows} ${visitRows})
+      SELECT ${[...vd, ...metrics.map((m) => METRICS[m].sql), "count(*)", grouping(vd, sets)].join(", ")}
+      FROM v ${groupBy(vd, sets)}`,
+    values: p.values,
+    // Dimensions of the visit alone put each visit in one group: the sum of the groups' visits is the total's.
+    exact: dimSql.every(readsVisitOnly),
+  };
+}
+
+/** Runs one plan's period: its rows by their dimension key, and its totals. */
 async function runPeriod(
   conn: DuckDBConnection,
   plan: QueryPlan,
   period: Interval,
-  withDims: boolean,
-): Promise<Map<string, { dims: string[]; t?: SideRow; r?: SideRow }>> {
-  const dims = withDims ? plan.dimensions : [];
+): Promise<{ rows: Merged; totals: Merged }> {
+  const dims = plan.dimensions;
   const need: Record<Side, Set<MetricName>> = { traffic: new Set(), revenue: new Set() };
   for (const m of plan.metrics) {
     const def = METRICS[m];
@@ -369,83 +462,57 @@ async function runPeriod(
       for (const n of def.needs?.revenue ?? []) need.revenue.add(n);
     } else need[def.source].add(m);
   }
-  const out = new Map<string, { dims: string[]; t?: SideRow; r?: SideRow }>();
+  const rows: Merged = new Map();
+  const totals: Merged = new Map();
   for (const side of ["traffic", "revenue"] as const) {
     if (need[side].size === 0) continue;
-    const p = new Params();
-    const tz = sqlText(plan.timeZone);
-    const dimSql = dims.map((d) => dimensionSql(d, side, p, tz) ?? `'${NONE_VALUE}'`);
-    const where = plan.filters.map((f) => filterSql(f, side, p, tz));
     const metrics = [...need[side]];
-    let sql: string;
-    if (side === "traffic") {
-      // One row per visit and dimension values: a visit counts once per group.
-      const groupDims = dimSql.map((d, i) => `${d} AS d${i}`);
-      const filter = where.length ? `WHERE ${where.join(" AND ")}` : "";
-      const perVisit = metrics.some((m) => VISIT_METRICS.has(m));
-      const visitSql = [...dimSql, ...where];
-      // Metrics of events alone, by event values: one row per visitor is enough, no join.
-      const mode = perVisit || visitSql.some(readsVisit) ? "all" : "none";
-      // Dimensions and filters of the visit alone: the visits wholly inside the
-      // period are read from `visits`, only the events of those across its edges joined.
-      const whole = mode === "all" && visitSql.every(readsVisitOnly);
-      const eventRows = `SELECT ${[...groupDims, "x.vk", ...(mode === "all" ? ["x.vn"] : [])].join(", ")},
-            count(*) FILTER (WHERE ${IS_PAGEVIEW}) AS pv,
-            count(*) FILTER (WHERE ${IS_COUNTED}) AS ev,
-            bool_or(${IS_GOAL}) AS conv
-            ${mode === "all" ? ", any_value(x.v_events) AS v_events, any_value(x.v_seconds) AS v_seconds" : ""}
-          FROM x ${filter}
-          GROUP BY ALL`;
-      const visitRows = whole
-        ? `UNION ALL SELECT ${[...groupDims, "x.vk", "x.vn"].join(", ")},
-            x.v_pageviews AS pv, x.v_counted AS ev, x.v_converted AS conv, x.v_events, x.v_seconds
-          FROM ${wholeVisits(plan.siteId, period, p)} ${filter}`
-        : "";
-      // Metrics of events alone (visitors, pageviews…): aggregated straight from the
-      // event rows, without grouping them into per-visit rows first.
-      const direct = !whole && metrics.every((m) => METRICS[m].eventSql !== undefined);
-      if (direct) {
-        sql = `WITH ${trafficRows(plan.siteId, period, p, mode)}
-          SELECT ${[...dimSql, ...metrics.map((m) => METRICS[m].eventSql), "count(*)"].join(", ")}
-          FROM x ${filter} ${dims.length ? "GROUP BY ALL" : ""}`;
-      } else
-        sql = `WITH ${trafficRows(plan.siteId, period, p, whole ? "straddling" : mode)},
-        v AS (${eventRows} ${visitRows})
-        SELECT ${[...dims.map((_, i) => `v.d${i}`), ...metrics.map((m) => METRICS[m].sql), "count(*)"].join(", ")}
-        FROM v ${dims.length ? "GROUP BY ALL" : ""}`;
-    } else {
-      // Every model reads the shares: under first touch too, a share carries the values of
-      // the attributed visit (its exit page, its first event's country…), as docs/reports.md says.
-      const touches =
-        plan.model !== "first_touch" ||
-        metrics.some((m) => MEDIAN_METRICS.has(m)) ||
-        [...plan.dimensions, ...plan.filters.map((f) => f.dimension)].some(
-          (d) => DIMENSIONS[d as keyof typeof DIMENSIONS]?.touches,
+    const read = async (
+      st: { sql: string; values: DuckDBValue[] },
+      n: number,
+      into: "both" | "rows" | "totals",
+    ) => {
+      const reader = await conn.runAndReadAll(st.sql, st.values);
+      for (const row of reader.getRows()) {
+        const values: Record<string, number> = {};
+        metrics.forEach((m, i) => {
+          values[m] = num(row[n + i]);
+        });
+        const count = num(row[n + metrics.length]);
+        const total = num(row[n + metrics.length + 1]) === 1;
+        const put = (map: Merged, d: string[]) => {
+          const key = JSON.stringify(d);
+          const cur = map.get(key) ?? { dims: d };
+          if (side === "traffic") cur.t = { dims: d, values };
+          else cur.r = { dims: d, values };
+          map.set(key, cur);
+        };
+        // The totals are always one row; rows are the groups with data.
+        if (total && into !== "rows") put(totals, []);
+        if (into === "totals" || (n > 0 && total) || count === 0) continue;
+        put(
+          rows,
+          row.slice(0, n).map((x) => String(x)),
         );
-      const visitColumns = [...dimSql, ...where].some((x) => x.includes("r.t_"));
-      const rows = `r AS (SELECT * FROM ${await shares(conn, plan, period, touches, visitColumns)})`;
-      sql = `WITH ${rows}
-        SELECT ${[...dimSql, ...metrics.map((m) => METRICS[m].sql), "count(*)"].join(", ")}
-        FROM r ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ${dims.length ? "GROUP BY ALL" : ""}`;
+      }
+    };
+    const both = await sideStatement(conn, plan, period, side, dims, metrics, true);
+    if (both.exact || dims.length === 0) {
+      await read(both, dims.length, "both");
+      continue;
     }
-    const reader = await conn.runAndReadAll(sql, p.values);
-    for (const row of reader.getRows()) {
-      const d = row.slice(0, dims.length).map((x) => String(x));
-      const values: Record<string, number> = {};
-      metrics.forEach((m, i) => {
-        values[m] = num(row[dims.length + i]);
-      });
-      // Rows are the groups with data; the totals are always one row.
-      if (withDims && num(row[dims.length + metrics.length]) === 0) continue;
-      const key = JSON.stringify(d);
-      const cur = out.get(key) ?? { dims: d };
-      if (side === "traffic") cur.t = { dims: d, values };
-      else cur.r = { dims: d, values };
-      out.set(key, cur);
-    }
+    await read(
+      await sideStatement(conn, plan, period, side, dims, metrics, false),
+      dims.length,
+      "rows",
+    );
+    await read(await sideStatement(conn, plan, period, side, [], metrics, false), 0, "totals");
   }
-  return out;
+  return { rows, totals };
 }
+
+/** Rows of both sides merged by their dimension values. */
+type Merged = Map<string, { dims: string[]; t?: SideRow; r?: SideRow }>;
 
 /** Every bucket label of a time grain over a period, in order (hours stepped, the zone's calendar). */
 async function bucketLabels(
@@ -569,14 +636,12 @@ export function createDuckDbAnalytics(options: DuckDbAnalyticsOptions): Analytic
   return {
     query(plan, signal) {
       return withConnection(plan.siteId, signal, async (conn) => {
-        const rows = await runPeriod(conn, plan, plan.period, true);
-        const totals = await runPeriod(conn, plan, plan.period, false);
-        const comparison = plan.comparison
-          ? await runPeriod(conn, plan, plan.comparison, true)
+        const { rows, totals } = await runPeriod(conn, plan, plan.period);
+        const compared_ = plan.comparison
+          ? await runPeriod(conn, plan, plan.comparison)
           : undefined;
-        const comparisonTotals = plan.comparison
-          ? await runPeriod(conn, plan, plan.comparison, false)
-          : undefined;
+        const comparison = compared_?.rows;
+        const comparisonTotals = compared_?.totals;
         // A time dimension's bucket is matched with the bucket at the same position.
         const match =
           comparison && plan.comparison
