@@ -761,17 +761,35 @@ async function runFunnel(conn: DuckDBConnection, plan: FunnelPlan): Promise<Funn
     ].join(" AND "),
   );
   const conds = [...common, ...stepConds];
-  const sql = `WITH ${trafficRows(plan.siteId, plan.period, p, conds.some(readsVisit) ? "all" : "none")}
-    SELECT x.vk, x.ts::DOUBLE AS ts,
-      ${stepConds.map((c, i) => `(CASE WHEN (${c}) THEN ${2 ** i} ELSE 0 END)`).join(" + ")} AS m
-    FROM x WHERE ${[...common, `(${stepConds.map((c) => `(${c})`).join(" OR ")})`].join(" AND ")}
-    ORDER BY x.vk, x.ts, x.seq`;
-  // Read by columns, each event's steps as bits: no object per event (a funnel reads every pageview).
-  const [vks = [], tss = [], masks = []] = (
+  // The events matching a step (each with its steps as bits). Every visitor with a
+  // step-1 event reaches step 1: counted here (the first row, `vk` NULL). Only the
+  // visitors with a step-2 event no earlier than a step-1 event can go further:
+  // only their events are read back and walked.
+  const sql = `WITH ${trafficRows(plan.siteId, plan.period, p, conds.some(readsVisit) ? "all" : "none")},
+    m AS MATERIALIZED (
+      SELECT x.vk, x.ts, x.seq,
+        ${stepConds.map((c, i) => `(CASE WHEN (${c}) THEN ${2 ** i} ELSE 0 END)`).join(" + ")} AS m
+      FROM x WHERE ${[...common, `(${stepConds.map((c) => `(${c})`).join(" OR ")})`].join(" AND ")}
+    ),
+    walkers AS (
+      SELECT vk FROM m GROUP BY vk
+      HAVING min(ts) FILTER (WHERE m & 1 <> 0) <= max(ts) FILTER (WHERE m & 2 <> 0)
+    )
+    SELECT NULL::BIGINT AS vk, count(DISTINCT vk)::DOUBLE AS ts, 0 AS m, NULL::BIGINT AS seq
+    FROM m WHERE m & 1 <> 0
+    UNION ALL
+    SELECT m.vk, m.ts::DOUBLE, m.m, m.seq FROM m SEMI JOIN walkers USING (vk)
+    ORDER BY vk NULLS FIRST, ts, seq`;
+  // Read by columns, each event's steps as bits: no object per event.
+  const [vkCol = [], tsCol = [], maskCol = []] = (
     await conn.runAndReadAll(sql, p.values)
-  ).getColumns() as [bigint[], number[], number[]];
+  ).getColumns() as [(bigint | null)[], number[], number[]];
+  const vks = vkCol.slice(1) as bigint[];
+  const tss = tsCol.slice(1);
+  const masks = maskCol.slice(1);
   const n = plan.steps.length;
   const reached = plan.steps.map(() => 0);
+  reached[0] = tsCol[0] ?? 0;
   const gaps: number[][] = plan.steps.map(() => []);
   const completers = new Set<bigint>();
   /** The visitor of the events [lo, hi). */
@@ -798,7 +816,8 @@ async function runFunnel(conn: DuckDBConnection, plan: FunnelPlan): Promise<Funn
       if (times.length > best.length) best = times;
     }
     best.forEach((t, i) => {
-      reached[i] = (reached[i] as number) + 1;
+      // Step 1's visitors are counted in SQL, walked or not.
+      if (i > 0) reached[i] = (reached[i] as number) + 1;
       if (i > 0) gaps[i]?.push((t - (best[i - 1] as number)) / 1000);
     });
     if (best.length === n) completers.add(vk);
