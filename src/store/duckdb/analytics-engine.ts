@@ -31,6 +31,8 @@ import {
   IS_PAGEVIEW,
   METRICS,
   timeBucket,
+  timeBucketStart,
+  timeLabel,
 } from "./semantic-layer.js";
 
 export interface DuckDbAnalyticsOptions {
@@ -64,9 +66,18 @@ function sqlText(s: string): string {
 }
 
 /** A dimension's SQL on one side (`(none)` for an absent value); undefined when it has none there. */
-function dimensionSql(d: DimensionName, side: Side, p: Params, tz: string): string | undefined {
+function dimensionSql(
+  d: DimensionName,
+  side: Side,
+  p: Params,
+  tz: string,
+  /** A time dimension as its bucket's start (grouped on), not its label. */
+  start = false,
+): string | undefined {
   if (d.startsWith("time:")) {
-    return timeBucket(d.slice(5) as TimeGrain, side === "traffic" ? "x.ts" : "r.paid_at", tz);
+    const ms = side === "traffic" ? "x.ts" : "r.paid_at";
+    const grain = d.slice(5) as TimeGrain;
+    return start ? timeBucketStart(grain, ms, tz) : timeBucket(grain, ms, tz);
   }
   if (d.startsWith("prop:")) {
     if (side === "revenue") return undefined;
@@ -359,7 +370,7 @@ const groupBy = (exprs: string[], sets: boolean) =>
     ? ""
     : sets
       ? `GROUP BY GROUPING SETS ((${exprs.join(", ")}), ())`
-      : "GROUP BY ALL";
+      : `GROUP BY ${exprs.join(", ")}`;
 /** The last column: 1 on the grand total's row. */
 const grouping = (exprs: string[], sets: boolean) =>
   exprs.length === 0 ? "1 AS g" : sets ? `grouping(${exprs[0]}) AS g` : "0 AS g";
@@ -380,7 +391,13 @@ async function sideStatement(
 ): Promise<{ sql: string; values: DuckDBValue[]; exact: boolean }> {
   const p = new Params();
   const tz = sqlText(plan.timeZone);
-  const dimSql = dims.map((d) => dimensionSql(d, side, p, tz) ?? `'${NONE_VALUE}'`);
+  // Grouped on: a time dimension by its bucket's start, labelled once per group (`label`).
+  const dimSql = dims.map((d) => dimensionSql(d, side, p, tz, true) ?? `'${NONE_VALUE}'`);
+  const label = (sql: string, i: number) => {
+    const d = dims[i] as DimensionName;
+    return d.startsWith("time:") ? timeLabel(d.slice(5) as TimeGrain, sql) : sql;
+  };
+  const outSql = dimSql.map(label);
   const where = plan.filters.map((f) => filterSql(f, side, p, tz));
   if (side === "revenue") {
     // Every model reads the shares: under first touch too, a share carries the values of
@@ -396,7 +413,7 @@ async function sideStatement(
     // A share is one payment's part: payments are counted distinct, amounts summed.
     return {
       sql: `WITH ${rows}
-        SELECT ${[...dimSql, ...metrics.map((m) => METRICS[m].sql), "count(*)", grouping(dimSql, sets)].join(", ")}
+        SELECT ${[...outSql, ...metrics.map((m) => METRICS[m].sql), "count(*)", grouping(dimSql, sets)].join(", ")}
         FROM r ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ${groupBy(dimSql, sets)}`,
       values: p.values,
       exact: true,
@@ -417,7 +434,7 @@ async function sideStatement(
   if (!whole && metrics.every((m) => METRICS[m].eventSql !== undefined)) {
     return {
       sql: `WITH ${trafficRows(plan.siteId, period, p, mode)}
-        SELECT ${[...dimSql, ...metrics.map((m) => METRICS[m].eventSql), "count(*)", grouping(dimSql, sets)].join(", ")}
+        SELECT ${[...outSql, ...metrics.map((m) => METRICS[m].eventSql), "count(*)", grouping(dimSql, sets)].join(", ")}
         FROM x ${filter} ${groupBy(dimSql, sets)}`,
       values: p.values,
       exact: true,
@@ -439,7 +456,7 @@ async function sideStatement(
   return {
     sql: `WITH ${trafficRows(plan.siteId, period, p, whole ? "straddling" : mode)},
       v AS (${eventRows} ${visitRows})
-      SELECT ${[...vd, ...metrics.map((m) => METRICS[m].sql), "count(*)", grouping(vd, sets)].join(", ")}
+      SELECT ${[...vd.map(label), ...metrics.map((m) => METRICS[m].sql), "count(*)", grouping(vd, sets)].join(", ")}
       FROM v ${groupBy(vd, sets)}`,
     values: p.values,
     // Dimensions of the visit alone put each visit in one group: the sum of the groups' visits is the total's.

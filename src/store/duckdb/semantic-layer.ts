@@ -56,13 +56,31 @@ export const DIMENSIONS: Record<PlainDimensionName, DimensionDef> = {
   days_to_first_payment: { traffic: "NULL", revenue: DAYS_BUCKET, touches: true },
 };
 
-/** A time grain's truncation and label, of an instant column in ms, in the zone `tz` (SQL). */
-export function timeBucket(grain: TimeGrain, ms: string, tz: string): string {
-  const local = `timezone(${tz}, make_timestamptz(${ms} * 1000))`;
+/**
+ * A time grain's bucket: its start as a local TIMESTAMP of the zone `tz`
+ * (SQL text) for an instant column in ms. Grouped on as is (8 bytes), and
+ * labelled only once per group ({@link timeLabel}); UTC needs no zone
+ * conversion per row.
+ */
+export function timeBucketStart(grain: TimeGrain, ms: string, tz: string): string {
+  const local =
+    tz === "'UTC'"
+      ? `make_timestamp(${ms} * 1000)`
+      : `timezone(${tz}, make_timestamptz(${ms} * 1000))`;
+  return `date_trunc('${grain}', ${local})`;
+}
+
+/** The label of a bucket start (SQL). */
+export function timeLabel(grain: TimeGrain, start: string): string {
   const format = { hour: "%Y-%m-%d %H:00", day: "%Y-%m-%d", week: "%Y-%m-%d", month: "%Y-%m" }[
     grain
   ];
-  return `strftime(date_trunc('${grain}', ${local}), '${format}')`;
+  return `strftime(${start}, '${format}')`;
+}
+
+/** A time grain's label of an instant column in ms, in the zone `tz` (SQL). */
+export function timeBucket(grain: TimeGrain, ms: string, tz: string): string {
+  return timeLabel(grain, timeBucketStart(grain, ms, tz));
 }
 
 /** Where a metric is computed and how its value is read back. */
