@@ -24,7 +24,7 @@ import Database from "better-sqlite3";
 import { createAnalyticsFeed } from "../src/store/duckdb/analytics-feed.ts";
 import { openAnalyticsStore } from "../src/store/duckdb/analytics-store.ts";
 import { createSqliteStore } from "../src/store/sqlite/sqlite-store.ts";
-import { loadAnalyticsSite, SITE_ID } from "./lib/analytics-site.mjs";
+import { directQueries, loadAnalyticsSite, SITE_ID } from "./lib/analytics-site.mjs";
 import { loadOverviewSite, OVERVIEW_SITE } from "./lib/overview-site.mjs";
 
 const { createDuckDbAnalytics } = await import(
@@ -170,108 +170,6 @@ async function runDirect() {
     analytics.close();
     if (!process.env.DATA_DIR) rmSync(dir, { recursive: true, force: true });
   }
-}
-
-/**
- * The queries of the direct site (bench/lib/analytics-site.mjs): the
- * dashboard's kinds over 90 days, and one filter with one dimension.
- */
-function directQueries(siteId, now) {
-  const to = Math.floor(now / DAY) * DAY + DAY;
-  const period = (days) => ({ from: to - days * DAY, to });
-  const plan = (o) => ({
-    siteId,
-    timeZone: "UTC",
-    metrics: ["visitors"],
-    dimensions: [],
-    filters: [],
-    period: period(90),
-    model: "first_touch",
-    orderBy: [{ field: o.metrics?.[0] ?? "visitors", desc: true }],
-    limit: 10,
-    offset: 0,
-    ...o,
-  });
-  const queries = {
-    "totals: visitors, visits, pageviews, bounce, duration (90d)": plan({
-      metrics: ["visitors", "visits", "pageviews", "bounce_rate", "visit_duration"],
-    }),
-    "visitors by day (90d)": plan({
-      dimensions: ["time:day"],
-      orderBy: [{ field: "time:day", desc: false }],
-      limit: 100,
-    }),
-    "visitors by day, Europe/Berlin (90d)": plan({
-      timeZone: "Europe/Berlin",
-      dimensions: ["time:day"],
-      orderBy: [{ field: "time:day", desc: false }],
-      limit: 100,
-    }),
-    "top pages (30d)": plan({ dimensions: ["page"], period: period(30) }),
-    "top pages (90d)": plan({ dimensions: ["page"] }),
-    "countries (90d)": plan({ dimensions: ["country"] }),
-    "channels, visitors and net revenue (90d)": plan({
-      metrics: ["visitors", "net_revenue", "revenue_per_visitor"],
-      dimensions: ["channel"],
-      currency: "USD",
-    }),
-    "sources, visitors and net revenue (90d)": plan({
-      metrics: ["visitors", "net_revenue"],
-      dimensions: ["source"],
-      currency: "USD",
-    }),
-    "pages filtered by channel is Email (90d)": plan({
-      dimensions: ["page"],
-      filters: [{ dimension: "channel", op: "is", values: ["Email"] }],
-    }),
-    "countries filtered by page is /pricing (90d)": plan({
-      dimensions: ["country"],
-      filters: [{ dimension: "page", op: "is", values: ["/pricing"] }],
-    }),
-    "browsers filtered by country is DE (90d)": plan({
-      dimensions: ["browser"],
-      filters: [{ dimension: "country", op: "is", values: ["DE"] }],
-    }),
-    "goals: visitors, conversions by event (90d)": plan({
-      metrics: ["visitors", "conversions", "conversion_rate"],
-      dimensions: ["event"],
-      filters: [{ dimension: "event", op: "is_not", values: ["pageview"] }],
-    }),
-    "net revenue by channel, linear model (90d)": plan({
-      metrics: ["net_revenue", "payments"],
-      dimensions: ["channel"],
-      currency: "USD",
-      model: "linear",
-    }),
-    "net revenue by channel, position-based (90d)": plan({
-      metrics: ["net_revenue", "payments"],
-      dimensions: ["channel"],
-      currency: "USD",
-      model: "position_based",
-    }),
-    "time to convert: medians by channel (90d)": plan({
-      metrics: ["median_days_to_first_payment", "median_visits_to_first_payment"],
-      dimensions: ["channel"],
-      currency: "USD",
-      orderBy: [{ field: "channel", desc: false }],
-    }),
-  };
-  const funnels = {
-    "three-step funnel: landing, /pricing, signup (90d)": {
-      siteId,
-      timeZone: "UTC",
-      steps: [
-        { kind: "page_prefix", value: "/l", filters: [], label: "landing" },
-        { kind: "page", value: "/pricing", filters: [], label: "pricing" },
-        { kind: "event", value: "signup", filters: [], label: "signup" },
-      ],
-      filters: [],
-      period: period(90),
-      windowMs: 90 * DAY,
-      model: "first_touch",
-    },
-  };
-  return { queries, funnels };
 }
 
 /** The issue-25 site loaded into SQLite, moved by the feed (the rebuild a new file gets). */
