@@ -9,7 +9,9 @@
  * makes them (its own queue, two at a time): the time from the navigation to
  * the last of those answers. Then each call the page made, replayed alone
  * through HTTP (Connect JSON, as the page sends it) RUNS times: its p50 and
- * p99. The server's peak RSS (VmHWM) at the end.
+ * p99 (a call that did not answer 200 is listed by its status). The
+ * server's peak RSS (VmHWM) at the end. The server takes the environment
+ * (e.g. ANALYTICS_QUERY_TIMEOUT_MS to time calls past the default 10 s).
  */
 import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
@@ -58,7 +60,7 @@ function serverRss() {
 
 const ms = (x) => Math.round(x);
 function percentiles(runs) {
-  const s = [...runs].sort((a, b) => a - b);
+  const s = runs.filter((x) => typeof x === "number").sort((a, b) => a - b);
   const at = (q) => s[Math.min(s.length - 1, Math.floor(q * s.length))];
   return { p50Ms: at(0.5), p99Ms: at(0.99), runsMs: runs };
 }
@@ -132,16 +134,19 @@ try {
     ["90 days", "&period=90d"],
   ]) {
     const runs = [];
+    const failedCalls = [];
     let sample;
     for (let k = 0; k < RUNS; k++) {
       const v = await firstView(query);
       runs.push(v.ms);
       sample ??= v;
-      if (v.failed > 0) throw new Error(`${name}: ${v.failed} calls failed`);
+      failedCalls.push(v.failed);
     }
     views[name] = {
       ...percentiles(runs),
       calls: sample.calls,
+      // Calls that did not answer 200 (a query past ANALYTICS_QUERY_TIMEOUT_MS answers 503), per run.
+      failedCalls,
       firstCallMs: sample.firstCallMs,
       callsOfFirstRunMs: sample.requests.map((r) => `${r.method} ${r.ms}`),
     };
@@ -157,8 +162,7 @@ try {
           body: r.body,
         });
         await res.arrayBuffer();
-        if (res.status !== 200) throw new Error(`${r.method} ${r.body}: ${res.status}`);
-        times.push(ms(performance.now() - s));
+        times.push(res.status === 200 ? ms(performance.now() - s) : `${res.status}`);
       }
       const req = JSON.parse(r.body);
       const what =
