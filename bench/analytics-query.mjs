@@ -98,11 +98,14 @@ async function timeAll(engine, queries, funnels) {
       const s = performance.now();
       await engine.query(p);
       runs[name].push(Math.round(performance.now() - s));
+      // Progress on stderr: a run at 10M on a loaded machine takes long.
+      process.stderr.write(`${name}: ${runs[name].at(-1)} ms\n`);
     }
     for (const [name, p] of Object.entries(funnels)) {
       const s = performance.now();
       await engine.funnel(p);
       runs[name].push(Math.round(performance.now() - s));
+      process.stderr.write(`${name}: ${runs[name].at(-1)} ms\n`);
     }
   }
   return Object.fromEntries(Object.entries(runs).map(([k, r]) => [k, percentiles(r)]));
