@@ -4,8 +4,7 @@
  * of its own, cancelled (DuckDB's interrupt) past the time limit, at most
  * `perSite` at once for one site.
  */
-import { type DuckDBConnection, type DuckDBValue, listValue } from "@duckdb/node-api";
-import { splitPayment } from "../../domain/analytics/attribution-models.js";
+import type { DuckDBConnection, DuckDBValue } from "@duckdb/node-api";
 import {
   type AnalyticsEngine,
   type DimensionName,
@@ -25,7 +24,16 @@ import { errors } from "../../domain/errors.js";
 import { UNATTRIBUTED } from "../../domain/vocabulary.js";
 import type { AnalyticsStore } from "./analytics-store.js";
 import { countEvents, createEventPager, pageEvents, trafficByDay } from "./event-reads.js";
-import { DIMENSIONS, METRICS, timeBucket } from "./semantic-layer.js";
+import {
+  DIMENSIONS,
+  IS_COUNTED,
+  IS_GOAL,
+  IS_PAGEVIEW,
+  METRICS,
+  timeBucket,
+  timeBucketStart,
+  timeLabel,
+} from "./semantic-layer.js";
 
 export interface DuckDbAnalyticsOptions {
   analytics: AnalyticsStore;
@@ -58,9 +66,18 @@ function sqlText(s: string): string {
 }
 
 /** A dimension's SQL on one side (`(none)` for an absent value); undefined when it has none there. */
-function dimensionSql(d: DimensionName, side: Side, p: Params, tz: string): string | undefined {
+function dimensionSql(
+  d: DimensionName,
+  side: Side,
+  p: Params,
+  tz: string,
+  /** A time dimension as its bucket's start (grouped on), not its label. */
+  start = false,
+): string | undefined {
   if (d.startsWith("time:")) {
-    return timeBucket(d.slice(5) as TimeGrain, side === "traffic" ? "x.ts" : "r.paid_at", tz);
+    const ms = side === "traffic" ? "x.ts" : "r.paid_at";
+    const grain = d.slice(5) as TimeGrain;
+    return start ? timeBucketStart(grain, ms, tz) : timeBucket(grain, ms, tz);
   }
   if (d.startsWith("prop:")) {
     if (side === "revenue") return undefined;
@@ -136,10 +153,6 @@ const readsVisit = (sql: string) => sql.includes("x.v_");
 /** Whether SQL over traffic rows reads nothing but a visit's columns. */
 const readsVisitOnly = (sql: string) => !/x\.(?!v_)/.test(sql);
 
-/** The columns of a visit a customer's touches read (`v`: a row of `visits`). */
-const TOUCH_COLUMNS =
-  "v.vid AS vk, v.v_start, v.v_end, v.v_exit_page, v.v_channel, v.v_source, v.v_medium, v.v_campaign, v.v_term, v.v_content, v.v_referrer, v.v_landing_page, v.v_country, v.v_device, v.v_browser, v.v_os";
-
 /** Succeeded payments of the period in the currency (`pay`), with their customer's first charge. */
 function paymentRows(
   siteId: string,
@@ -175,37 +188,20 @@ const MEDIAN_METRICS: ReadonlySet<MetricName> = new Set([
   "median_visits_to_first_payment",
 ]);
 
+/** The credited visit's own columns a share carries (`t_*` from the visit's `v_*`). */
+const VISIT_TOUCH_COLUMNS = [
+  "exit_page",
+  "term",
+  "content",
+  "referrer",
+  "country",
+  "device",
+  "browser",
+  "os",
+];
+
 /** The share tables made on a query's connection, by period. */
 const shareTables = new WeakMap<DuckDBConnection, Map<string, string>>();
-
-const SHARE_COLUMNS = [
-  ["payment_id", "VARCHAR"],
-  ["customer_id", "VARCHAR"],
-  ["kind", "VARCHAR"],
-  ["currency", "VARCHAR"],
-  ["share", "BIGINT"],
-  ["paid_at", "BIGINT"],
-  ["first_payment", "BOOLEAN"],
-  ["first_paid_at", "BIGINT"],
-  ["first_seen_at", "BIGINT"],
-  ["visits_before", "BIGINT"],
-  ["channel", "VARCHAR"],
-  ["source", "VARCHAR"],
-  ["medium", "VARCHAR"],
-  ["campaign", "VARCHAR"],
-  ["landing_page", "VARCHAR"],
-  ["t_exit_page", "VARCHAR"],
-  ["t_term", "VARCHAR"],
-  ["t_content", "VARCHAR"],
-  ["t_referrer", "VARCHAR"],
-  ["t_country", "VARCHAR"],
-  ["t_device", "VARCHAR"],
-  ["t_browser", "VARCHAR"],
-  ["t_os", "VARCHAR"],
-  ["touch_vk", "BIGINT"],
-] as const;
-
-type Cell = string | number | boolean | null;
 
 /**
  * The revenue rows of a period under the plan's model, in a temporary table
@@ -220,19 +216,31 @@ async function shares(
   period: Interval,
   /** Whether the customers' touches are read (multi-touch models and the medians need them). */
   touches: boolean,
+  /**
+   * Whether the credited visit's own columns (`t_*`: exit page, country…) are
+   * read. Under first touch without them, the attributed visit is not looked
+   * up (the payment carries the touch's channel, source, campaign and landing page).
+   */
+  visitColumns = true,
 ): Promise<string> {
   const tables = shareTables.get(conn) ?? new Map<string, string>();
   shareTables.set(conn, tables);
-  const key = `${period.from}-${period.to}-${touches}`;
+  const lean = plan.model === "first_touch" && !touches && !visitColumns;
+  const key = `${period.from}-${period.to}-${touches}-${lean}`;
   const known = tables.get(key);
   if (known) return known;
   const name = `r_shares_${tables.size}`;
   const p = new Params();
   const site = plan.siteId;
+  // First touch: each payment whole, with the values of the visit its stored
+  // attribution names (the attributed visitor's visit holding the touch's time).
+  const attributedVisit = lean
+    ? `LEFT JOIN (SELECT ${VISIT_TOUCH_COLUMNS.map((c) => `NULL::VARCHAR AS v_${c}`).join(", ")}) v ON false`
+    : `LEFT JOIN visits v ON v.site_id = pay.site_id AND v.vid = pay.touch_vid
+         AND v.v_start <= pay.touched_at AND pay.touched_at <= v.v_end`;
+  const visitValues = (v: string) =>
+    VISIT_TOUCH_COLUMNS.map((c) => `${v}.v_${c} AS t_${c}`).join(", ");
   if (plan.model === "first_touch" && !touches) {
-    // First touch without the customers' touches: each payment whole, with the
-    // values of the visit its stored attribution names (the attributed
-    // visitor's visit holding the touch's time), all in one statement.
     await conn.run(
       `CREATE TEMP TABLE ${name} AS
        WITH ${paymentRows(site, plan.currency, period, p)}
@@ -240,178 +248,107 @@ async function shares(
          pay.first_payment, pay.first_paid_at, NULL::BIGINT AS first_seen_at, NULL::BIGINT AS visits_before,
          -- A payment without a touch is one share under (none) in every touch dimension.
          CASE WHEN pay.channel = ${p.add(UNATTRIBUTED)} THEN NULL ELSE pay.channel END AS channel,
-         pay.source, pay.medium, pay.campaign, pay.landing_page,
-         v.v_exit_page AS t_exit_page, v.v_term AS t_term, v.v_content AS t_content,
-         v.v_referrer AS t_referrer, v.v_country AS t_country, v.v_device AS t_device,
-         v.v_browser AS t_browser, v.v_os AS t_os, pay.touch_vid AS touch_vk
-       FROM pay LEFT JOIN visits v ON v.site_id = pay.site_id AND v.vid = pay.touch_vid
-         AND v.v_start <= pay.touched_at AND pay.touched_at <= v.v_end`,
+         pay.source, pay.medium, pay.campaign, pay.landing_page, ${visitValues("v")},
+         pay.touch_vid AS touch_vk
+       FROM pay ${attributedVisit}`,
       p.values,
     );
     tables.set(key, name);
     return name;
   }
-  const payments = (
-    await conn.runAndReadAll(
-      `WITH ${paymentRows(site, plan.currency, period, p)}
-       SELECT payment_id, customer_id, kind, currency, amount_minor, paid_at, first_payment, first_paid_at, touched_at, touch_vid,
-         channel, source, medium, campaign, landing_page FROM pay ORDER BY paid_at, payment_id`,
+  // The customers' touches (the starts of the visits of every visitor linked to
+  // it, its persistent id and the daily ids stitched to that), in time order,
+  // ties by visitor key; the medians count from the earliest touch before the
+  // customer's first charge, whatever the model (none: left out).
+  const touchRows = `${paymentRows(site, plan.currency, period, p)},
+    linked AS (
+      SELECT l.customer_id, l.vid FROM links l
+      WHERE l.site_id = ${p.add(site)} AND l.customer_id IN (SELECT customer_id FROM pay)
+    ),
+    st AS (SELECT vid, pvid FROM stitches WHERE site_id = ${p.add(site)}),
+    persistent AS (
+      SELECT customer_id, vid AS p FROM linked
+      UNION SELECT linked.customer_id, st.pvid FROM linked JOIN st USING (vid)
+    ),
+    cust AS (
+      SELECT customer_id, p AS vk FROM persistent
+      UNION SELECT persistent.customer_id, st.vid FROM persistent JOIN st ON st.pvid = persistent.p
+    ),
+    touch AS (
+      SELECT c.customer_id, v.vid AS vk, v.* EXCLUDE (site_id, vid)
+      FROM visits v JOIN cust c ON v.vid = c.vk WHERE v.site_id = ${p.add(site)}
+    ),
+    seen AS (
+      SELECT f.customer_id, min(t.v_start) AS first_seen_at, count(*) AS visits_before
+      FROM (SELECT DISTINCT customer_id, first_paid_at FROM pay WHERE first_paid_at IS NOT NULL) f
+      JOIN touch t ON t.customer_id = f.customer_id AND t.v_start < f.first_paid_at
+      GROUP BY f.customer_id
+    )`;
+  const head = `pay.payment_id, pay.customer_id, pay.kind, pay.currency`;
+  const tail =
+    "pay.paid_at, pay.first_payment, pay.first_paid_at, s.first_seen_at, s.visits_before";
+  if (plan.model === "first_touch") {
+    await conn.run(
+      `CREATE TEMP TABLE ${name} AS
+       WITH ${touchRows}
+       SELECT ${head}, pay.amount_minor AS share, ${tail},
+         CASE WHEN pay.channel = ${p.add(UNATTRIBUTED)} THEN NULL ELSE pay.channel END AS channel,
+         pay.source, pay.medium, pay.campaign, pay.landing_page, ${visitValues("v")},
+         pay.touch_vid AS touch_vk
+       FROM pay ${attributedVisit} LEFT JOIN seen s ON s.customer_id = pay.customer_id`,
       p.values,
-    )
-  ).getRowObjectsJS() as Record<string, Cell | bigint>[];
-  const q = new Params();
-  const customerList = [...new Set(payments.map((x) => String(x.customer_id)))];
-  const touchRows =
-    customerList.length === 0 || !touches
-      ? []
-      : ((
-          await conn.runAndReadAll(
-            `WITH linked AS (
-               SELECT l.customer_id, l.vid FROM links l
-               WHERE l.site_id = ${q.add(site)} AND list_contains(${q.add(listValue(customerList))}::VARCHAR[], l.customer_id)
-             ),
-             st AS (SELECT vid, pvid FROM stitches WHERE site_id = ${q.add(site)}),
-             -- A linked visitor, its persistent id, and every daily id stitched to that.
-             persistent AS (
-               SELECT customer_id, vid AS p FROM linked
-               UNION SELECT linked.customer_id, st.pvid FROM linked JOIN st USING (vid)
-             ),
-             cust AS (
-               SELECT customer_id, p AS vk FROM persistent
-               UNION SELECT persistent.customer_id, st.vid FROM persistent JOIN st ON st.pvid = persistent.p
-             )
-             SELECT c.customer_id, ${TOUCH_COLUMNS}
-             FROM visits v JOIN cust c ON v.vid = c.vk
-             WHERE v.site_id = ${q.add(site)} ORDER BY c.customer_id, v.v_start, v.vid`,
-            q.values,
-          )
-        ).getRowObjectsJS() as Record<string, Cell | bigint>[]);
-  // First touch: the visits of the visitors the stored attributions name.
-  const touchVids = [
-    ...new Set(payments.flatMap((x) => (x.touch_vid === null ? [] : [x.touch_vid as bigint]))),
-  ];
-  const a = new Params();
-  const attributedRows =
-    plan.model !== "first_touch" || touchVids.length === 0
-      ? []
-      : ((
-          await conn.runAndReadAll(
-            `SELECT ${TOUCH_COLUMNS} FROM visits v
-             WHERE v.site_id = ${a.add(site)} AND v.vid IN (SELECT unnest(${a.add(listValue(touchVids))}::BIGINT[]))`,
-            a.values,
-          )
-        ).getRowObjectsJS() as Record<string, Cell | bigint>[]);
-  const attributedVisits = new Map<bigint, Record<string, Cell | bigint>[]>();
-  for (const v of attributedRows) {
-    const list = attributedVisits.get(v.vk as bigint) ?? [];
-    list.push(v);
-    attributedVisits.set(v.vk as bigint, list);
+    );
+    tables.set(key, name);
+    return name;
   }
-  const touchesOf = new Map<string, Record<string, Cell | bigint>[]>();
-  for (const t of touchRows) {
-    const list = touchesOf.get(String(t.customer_id)) ?? [];
-    list.push(t);
-    touchesOf.set(String(t.customer_id), list);
-  }
+  // The model's weights over each payment's touches before its paid_at, as
+  // integer numerators over one denominator (attribution-models.ts, modelWeights).
+  const weight = {
+    last_touch: "(idx = n - 1)::BIGINT AS w, 1 AS d",
+    last_non_direct: `(idx = coalesce(lnd, n - 1))::BIGINT AS w, 1 AS d`,
+    linear: "1 AS w, n AS d",
+    position_based: `CASE WHEN n = 1 THEN 1 WHEN n = 2 THEN 1 WHEN idx = 0 OR idx = n - 1 THEN 4 * (n - 2) ELSE 2 END AS w,
+      CASE WHEN n = 1 THEN 1 WHEN n = 2 THEN 2 ELSE 10 * (n - 2) END AS d`,
+  }[plan.model];
+  // Largest remainder (attribution-models.ts, largestRemainder): each part of the
+  // amount's magnitude rounded toward zero, the units left over one each to the
+  // largest remainders (ties: the earlier touch), the sign put back.
   await conn.run(
-    `CREATE TEMP TABLE ${name} (${SHARE_COLUMNS.map(([c, t]) => `${c} ${t}`).join(", ")})`,
+    `CREATE TEMP TABLE ${name} AS
+     WITH ${touchRows},
+     tb AS (
+       SELECT pay.payment_id, abs(pay.amount_minor)::HUGEINT AS mag, t.*,
+         row_number() OVER w - 1 AS idx,
+         count(*) OVER (PARTITION BY pay.payment_id) AS n
+       FROM pay JOIN touch t ON t.customer_id = pay.customer_id AND t.v_start < pay.paid_at
+       WINDOW w AS (PARTITION BY pay.payment_id ORDER BY t.v_start, t.vk)
+     ),
+     -- The last touch that is not Direct.
+     marked AS (
+       SELECT *, max(CASE WHEN v_channel <> 'Direct' THEN idx END) OVER (PARTITION BY payment_id) AS lnd
+       FROM tb
+     ),
+     weighted AS (SELECT *, ${weight} FROM marked),
+     floored AS (
+       SELECT *, (mag * w) // d AS part, (mag * w) % d AS rem FROM weighted
+     ),
+     parts AS (
+       SELECT *, part + CASE WHEN row_number() OVER (PARTITION BY payment_id ORDER BY rem DESC, idx)
+           <= mag - sum(part) OVER (PARTITION BY payment_id) THEN 1 ELSE 0 END AS minor
+       FROM floored
+     )
+     SELECT ${head},
+       -- A payment without a touch before it is one unattributed share.
+       CASE WHEN x.payment_id IS NULL THEN pay.amount_minor
+         WHEN pay.amount_minor < 0 THEN -x.minor ELSE x.minor END::BIGINT AS share, ${tail},
+       x.v_channel AS channel, x.v_source AS source, x.v_medium AS medium, x.v_campaign AS campaign,
+       x.v_landing_page AS landing_page, ${visitValues("x")}, x.vk AS touch_vk
+     FROM pay LEFT JOIN parts x ON x.payment_id = pay.payment_id
+       LEFT JOIN seen s ON s.customer_id = pay.customer_id
+     -- Touches that get nothing are left out.
+     WHERE x.payment_id IS NULL OR x.w > 0`,
+    p.values,
   );
-  const ap = await conn.createAppender(name, "main", "temp");
-  const put = (cells: Cell[]) => {
-    cells.forEach((c, i) => {
-      const type = (SHARE_COLUMNS[i] as readonly [string, string])[1];
-      if (c === null || c === undefined) ap.appendNull();
-      else if (type === "BIGINT") ap.appendBigInt(BigInt(c as number));
-      else if (type === "BOOLEAN") ap.appendBoolean(Boolean(c));
-      else ap.appendVarchar(String(c));
-    });
-    ap.endRow();
-  };
-  const str = (v: Cell | bigint | undefined): string | null =>
-    v === null || v === undefined ? null : String(v);
-  for (const pay of payments) {
-    const paidAt = Number(pay.paid_at);
-    const all = touchesOf.get(String(pay.customer_id)) ?? [];
-    const before = all.filter((t) => Number(t.v_start) < paidAt);
-    const firstPaidAt = pay.first_paid_at === null ? null : Number(pay.first_paid_at);
-    const common: Cell[] = [
-      str(pay.payment_id),
-      str(pay.customer_id),
-      str(pay.kind),
-      str(pay.currency),
-    ];
-    // The medians count from the customer's earliest touch before its first charge,
-    // whatever the model; a customer without one is left out (null).
-    const beforeFirst =
-      firstPaidAt === null ? [] : all.filter((t) => Number(t.v_start) < firstPaidAt);
-    const tail = (share: bigint): Cell[] => [
-      Number(share),
-      paidAt,
-      Boolean(pay.first_payment),
-      firstPaidAt,
-      beforeFirst[0] ? Number(beforeFirst[0].v_start) : null,
-      beforeFirst.length > 0 ? beforeFirst.length : null,
-    ];
-    const amount = BigInt(pay.amount_minor as bigint);
-    if (plan.model === "first_touch") {
-      // The stored attribution's visit: the attributed visitor's visit holding its time.
-      const touchedAt = Number(pay.touched_at);
-      const touch =
-        pay.touch_vid === null || pay.touch_vid === undefined
-          ? undefined
-          : attributedVisits
-              .get(pay.touch_vid as bigint)
-              ?.find((t) => Number(t.v_start) <= touchedAt && touchedAt <= Number(t.v_end));
-      put([
-        ...common,
-        ...tail(amount),
-        // A payment without a touch is one share under (none) in every touch dimension.
-        pay.channel === UNATTRIBUTED ? null : str(pay.channel),
-        str(pay.source),
-        str(pay.medium),
-        str(pay.campaign),
-        str(pay.landing_page),
-        str(touch?.v_exit_page),
-        str(touch?.v_term),
-        str(touch?.v_content),
-        str(touch?.v_referrer),
-        str(touch?.v_country),
-        str(touch?.v_device),
-        str(touch?.v_browser),
-        str(touch?.v_os),
-        pay.touch_vid === null || pay.touch_vid === undefined
-          ? null
-          : (pay.touch_vid as unknown as number),
-      ]);
-      continue;
-    }
-    for (const part of splitPayment(
-      plan.model,
-      amount,
-      before.map((t) => ({ direct: t.v_channel === "Direct" })),
-    )) {
-      const t = part.touchIndex === undefined ? undefined : before[part.touchIndex];
-      put([
-        ...common,
-        ...tail(part.minor),
-        str(t?.v_channel),
-        str(t?.v_source),
-        str(t?.v_medium),
-        str(t?.v_campaign),
-        str(t?.v_landing_page),
-        str(t?.v_exit_page),
-        str(t?.v_term),
-        str(t?.v_content),
-        str(t?.v_referrer),
-        str(t?.v_country),
-        str(t?.v_device),
-        str(t?.v_browser),
-        str(t?.v_os),
-        t ? (t.vk as unknown as number) : null,
-      ]);
-    }
-  }
-  ap.closeSync();
   tables.set(key, name);
   return name;
 }
@@ -427,14 +364,113 @@ function num(v: unknown): number {
   return typeof v === "bigint" ? Number(v) : Number(v);
 }
 
-/** Runs one plan's period (the rows by their dimension key, and the totals). */
+/** The rows and the totals in one statement: the groups and the grand total as two grouping sets. */
+const groupBy = (exprs: string[], sets: boolean) =>
+  exprs.length === 0
+    ? ""
+    : sets
+      ? `GROUP BY GROUPING SETS ((${exprs.join(", ")}), ())`
+      : `GROUP BY ${exprs.join(", ")}`;
+/** The last column: 1 on the grand total's row. */
+const grouping = (exprs: string[], sets: boolean) =>
+  exprs.length === 0 ? "1 AS g" : sets ? `grouping(${exprs[0]}) AS g` : "0 AS g";
+
+/**
+ * One side's statement over `dims`: its groups, with `sets` the grand total
+ * too. `exact` says whether that total is the period's (it is not when a
+ * visit's per-visit rows fall in several groups and a metric counts visits).
+ */
+async function sideStatement(
+  conn: DuckDBConnection,
+  plan: QueryPlan,
+  period: Interval,
+  side: Side,
+  dims: DimensionName[],
+  metrics: MetricName[],
+  sets: boolean,
+): Promise<{ sql: string; values: DuckDBValue[]; exact: boolean }> {
+  const p = new Params();
+  const tz = sqlText(plan.timeZone);
+  // Grouped on: a time dimension by its bucket's start, labelled once per group (`label`).
+  const dimSql = dims.map((d) => dimensionSql(d, side, p, tz, true) ?? `'${NONE_VALUE}'`);
+  const label = (sql: string, i: number) => {
+    const d = dims[i] as DimensionName;
+    return d.startsWith("time:") ? timeLabel(d.slice(5) as TimeGrain, sql) : sql;
+  };
+  const outSql = dimSql.map(label);
+  const where = plan.filters.map((f) => filterSql(f, side, p, tz));
+  if (side === "revenue") {
+    // Every model reads the shares: under first touch too, a share carries the values of
+    // the attributed visit (its exit page, its first event's country…), as docs/reports.md says.
+    const touches =
+      plan.model !== "first_touch" ||
+      metrics.some((m) => MEDIAN_METRICS.has(m)) ||
+      [...plan.dimensions, ...plan.filters.map((f) => f.dimension)].some(
+        (d) => DIMENSIONS[d as keyof typeof DIMENSIONS]?.touches,
+      );
+    const visitColumns = [...dimSql, ...where].some((x) => x.includes("r.t_"));
+    const rows = `r AS (SELECT * FROM ${await shares(conn, plan, period, touches, visitColumns)})`;
+    // A share is one payment's part: payments are counted distinct, amounts summed.
+    return {
+      sql: `WITH ${rows}
+        SELECT ${[...outSql, ...metrics.map((m) => METRICS[m].sql), "count(*)", grouping(dimSql, sets)].join(", ")}
+        FROM r ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ${groupBy(dimSql, sets)}`,
+      values: p.values,
+      exact: true,
+    };
+  }
+  // One row per visit and dimension values: a visit counts once per group.
+  const groupDims = dimSql.map((d, i) => `${d} AS d${i}`);
+  const filter = where.length ? `WHERE ${where.join(" AND ")}` : "";
+  const perVisit = metrics.some((m) => VISIT_METRICS.has(m));
+  const visitSql = [...dimSql, ...where];
+  // Metrics of events alone, by event values: one row per visitor is enough, no join.
+  const mode = perVisit || visitSql.some(readsVisit) ? "all" : "none";
+  // Dimensions and filters of the visit alone: the visits wholly inside the
+  // period are read from `visits`, only the events of those across its edges joined.
+  const whole = mode === "all" && visitSql.every(readsVisitOnly);
+  // Metrics of events alone (visitors, pageviews…): aggregated straight from the
+  // event rows, without grouping them into per-visit rows first.
+  if (!whole && metrics.every((m) => METRICS[m].eventSql !== undefined)) {
+    return {
+      sql: `WITH ${trafficRows(plan.siteId, period, p, mode)}
+        SELECT ${[...outSql, ...metrics.map((m) => METRICS[m].eventSql), "count(*)", grouping(dimSql, sets)].join(", ")}
+        FROM x ${filter} ${groupBy(dimSql, sets)}`,
+      values: p.values,
+      exact: true,
+    };
+  }
+  const eventRows = `SELECT ${[...groupDims, "x.vk", ...(mode === "all" ? ["x.vn"] : [])].join(", ")},
+        count(*) FILTER (WHERE ${IS_PAGEVIEW}) AS pv,
+        count(*) FILTER (WHERE ${IS_COUNTED}) AS ev,
+        bool_or(${IS_GOAL}) AS conv
+        ${mode === "all" ? ", any_value(x.v_events) AS v_events, any_value(x.v_seconds) AS v_seconds" : ""}
+      FROM x ${filter}
+      GROUP BY ALL`;
+  const visitRows = whole
+    ? `UNION ALL SELECT ${[...groupDims, "x.vk", "x.vn"].join(", ")},
+        x.v_pageviews AS pv, x.v_counted AS ev, x.v_converted AS conv, x.v_events, x.v_seconds
+      FROM ${wholeVisits(plan.siteId, period, p)} ${filter}`
+    : "";
+  const vd = dims.map((_, i) => `v.d${i}`);
+  return {
+    sql: `WITH ${trafficRows(plan.siteId, period, p, whole ? "straddling" : mode)},
+      v AS (${eventRows} ${visitRows})
+      SELECT ${[...vd.map(label), ...metrics.map((m) => METRICS[m].sql), "count(*)", grouping(vd, sets)].join(", ")}
+      FROM v ${groupBy(vd, sets)}`,
+    values: p.values,
+    // Dimensions of the visit alone put each visit in one group: the sum of the groups' visits is the total's.
+    exact: dimSql.every(readsVisitOnly),
+  };
+}
+
+/** Runs one plan's period: its rows by their dimension key, and its totals. */
 async function runPeriod(
   conn: DuckDBConnection,
   plan: QueryPlan,
   period: Interval,
-  withDims: boolean,
-): Promise<Map<string, { dims: string[]; t?: SideRow; r?: SideRow }>> {
-  const dims = withDims ? plan.dimensions : [];
+): Promise<{ rows: Merged; totals: Merged }> {
+  const dims = plan.dimensions;
   const need: Record<Side, Set<MetricName>> = { traffic: new Set(), revenue: new Set() };
   for (const m of plan.metrics) {
     const def = METRICS[m];
@@ -443,74 +479,57 @@ async function runPeriod(
       for (const n of def.needs?.revenue ?? []) need.revenue.add(n);
     } else need[def.source].add(m);
   }
-  const out = new Map<string, { dims: string[]; t?: SideRow; r?: SideRow }>();
+  const rows: Merged = new Map();
+  const totals: Merged = new Map();
   for (const side of ["traffic", "revenue"] as const) {
     if (need[side].size === 0) continue;
-    const p = new Params();
-    const tz = sqlText(plan.timeZone);
-    const dimSql = dims.map((d) => dimensionSql(d, side, p, tz) ?? `'${NONE_VALUE}'`);
-    const where = plan.filters.map((f) => filterSql(f, side, p, tz));
     const metrics = [...need[side]];
-    let sql: string;
-    if (side === "traffic") {
-      // One row per visit and dimension values: a visit counts once per group.
-      const groupDims = dimSql.map((d, i) => `${d} AS d${i}`);
-      const filter = where.length ? `WHERE ${where.join(" AND ")}` : "";
-      const perVisit = metrics.some((m) => VISIT_METRICS.has(m));
-      const visitSql = [...dimSql, ...where];
-      // Metrics of events alone, by event values: one row per visitor is enough, no join.
-      const mode = perVisit || visitSql.some(readsVisit) ? "all" : "none";
-      // Dimensions and filters of the visit alone: the visits wholly inside the
-      // period are read from `visits`, only the events of those across its edges joined.
-      const whole = mode === "all" && visitSql.every(readsVisitOnly);
-      const eventRows = `SELECT ${[...groupDims, "x.vk", ...(mode === "all" ? ["x.vn"] : [])].join(", ")},
-            count(*) FILTER (WHERE x.name = 'pageview') AS pv,
-            count(*) FILTER (WHERE NOT starts_with(x.name, '$')) AS ev,
-            bool_or(x.name <> 'pageview' AND NOT starts_with(x.name, '$')) AS conv
-            ${mode === "all" ? ", any_value(x.v_events) AS v_events, any_value(x.v_seconds) AS v_seconds" : ""}
-          FROM x ${filter}
-          GROUP BY ALL`;
-      const visitRows = whole
-        ? `UNION ALL SELECT ${[...groupDims, "x.vk", "x.vn"].join(", ")},
-            x.v_pageviews AS pv, x.v_counted AS ev, x.v_converted AS conv, x.v_events, x.v_seconds
-          FROM ${wholeVisits(plan.siteId, period, p)} ${filter}`
-        : "";
-      sql = `WITH ${trafficRows(plan.siteId, period, p, whole ? "straddling" : mode)},
-        v AS (${eventRows} ${visitRows})
-        SELECT ${[...dims.map((_, i) => `v.d${i}`), ...metrics.map((m) => METRICS[m].sql), "count(*)"].join(", ")}
-        FROM v ${dims.length ? "GROUP BY ALL" : ""}`;
-    } else {
-      // Every model reads the shares: under first touch too, a share carries the values of
-      // the attributed visit (its exit page, its first event's country…), as docs/reports.md says.
-      const touches =
-        plan.model !== "first_touch" ||
-        metrics.some((m) => MEDIAN_METRICS.has(m)) ||
-        [...plan.dimensions, ...plan.filters.map((f) => f.dimension)].some(
-          (d) => DIMENSIONS[d as keyof typeof DIMENSIONS]?.touches,
+    const read = async (
+      st: { sql: string; values: DuckDBValue[] },
+      n: number,
+      into: "both" | "rows" | "totals",
+    ) => {
+      const reader = await conn.runAndReadAll(st.sql, st.values);
+      for (const row of reader.getRows()) {
+        const values: Record<string, number> = {};
+        metrics.forEach((m, i) => {
+          values[m] = num(row[n + i]);
+        });
+        const count = num(row[n + metrics.length]);
+        const total = num(row[n + metrics.length + 1]) === 1;
+        const put = (map: Merged, d: string[]) => {
+          const key = JSON.stringify(d);
+          const cur = map.get(key) ?? { dims: d };
+          if (side === "traffic") cur.t = { dims: d, values };
+          else cur.r = { dims: d, values };
+          map.set(key, cur);
+        };
+        // The totals are always one row; rows are the groups with data.
+        if (total && into !== "rows") put(totals, []);
+        if (into === "totals" || (n > 0 && total) || count === 0) continue;
+        put(
+          rows,
+          row.slice(0, n).map((x) => String(x)),
         );
-      const rows = `r AS (SELECT * FROM ${await shares(conn, plan, period, touches)})`;
-      sql = `WITH ${rows}
-        SELECT ${[...dimSql, ...metrics.map((m) => METRICS[m].sql), "count(*)"].join(", ")}
-        FROM r ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ${dims.length ? "GROUP BY ALL" : ""}`;
+      }
+    };
+    const both = await sideStatement(conn, plan, period, side, dims, metrics, true);
+    if (both.exact || dims.length === 0) {
+      await read(both, dims.length, "both");
+      continue;
     }
-    const reader = await conn.runAndReadAll(sql, p.values);
-    for (const row of reader.getRows()) {
-      const d = row.slice(0, dims.length).map((x) => String(x));
-      const values: Record<string, number> = {};
-      metrics.forEach((m, i) => {
-        values[m] = num(row[dims.length + i]);
-      });
-      // Rows are the groups with data; the totals are always one row.
-      if (withDims && num(row[dims.length + metrics.length]) === 0) continue;
-      const key = JSON.stringify(d);
-      const cur = out.get(key) ?? { dims: d };
-      if (side === "traffic") cur.t = { dims: d, values };
-      else cur.r = { dims: d, values };
-      out.set(key, cur);
-    }
+    await read(
+      await sideStatement(conn, plan, period, side, dims, metrics, false),
+      dims.length,
+      "rows",
+    );
+    await read(await sideStatement(conn, plan, period, side, [], metrics, false), 0, "totals");
   }
-  return out;
+  return { rows, totals };
 }
+
+/** Rows of both sides merged by their dimension values. */
+type Merged = Map<string, { dims: string[]; t?: SideRow; r?: SideRow }>;
 
 /** Every bucket label of a time grain over a period, in order (hours stepped, the zone's calendar). */
 async function bucketLabels(
@@ -634,14 +653,12 @@ export function createDuckDbAnalytics(options: DuckDbAnalyticsOptions): Analytic
   return {
     query(plan, signal) {
       return withConnection(plan.siteId, signal, async (conn) => {
-        const rows = await runPeriod(conn, plan, plan.period, true);
-        const totals = await runPeriod(conn, plan, plan.period, false);
-        const comparison = plan.comparison
-          ? await runPeriod(conn, plan, plan.comparison, true)
+        const { rows, totals } = await runPeriod(conn, plan, plan.period);
+        const compared_ = plan.comparison
+          ? await runPeriod(conn, plan, plan.comparison)
           : undefined;
-        const comparisonTotals = plan.comparison
-          ? await runPeriod(conn, plan, plan.comparison, false)
-          : undefined;
+        const comparison = compared_?.rows;
+        const comparisonTotals = compared_?.totals;
         // A time dimension's bucket is matched with the bucket at the same position.
         const match =
           comparison && plan.comparison
@@ -761,17 +778,35 @@ async function runFunnel(conn: DuckDBConnection, plan: FunnelPlan): Promise<Funn
     ].join(" AND "),
   );
   const conds = [...common, ...stepConds];
-  const sql = `WITH ${trafficRows(plan.siteId, plan.period, p, conds.some(readsVisit) ? "all" : "none")}
-    SELECT x.vk, x.ts::DOUBLE AS ts,
-      ${stepConds.map((c, i) => `(CASE WHEN (${c}) THEN ${2 ** i} ELSE 0 END)`).join(" + ")} AS m
-    FROM x WHERE ${[...common, `(${stepConds.map((c) => `(${c})`).join(" OR ")})`].join(" AND ")}
-    ORDER BY x.vk, x.ts, x.seq`;
-  // Read by columns, each event's steps as bits: no object per event (a funnel reads every pageview).
-  const [vks = [], tss = [], masks = []] = (
+  // The events matching a step (each with its steps as bits). Every visitor with a
+  // step-1 event reaches step 1: counted here (the first row, `vk` NULL). Only the
+  // visitors with a step-2 event no earlier than a step-1 event can go further:
+  // only their events are read back and walked.
+  const sql = `WITH ${trafficRows(plan.siteId, plan.period, p, conds.some(readsVisit) ? "all" : "none")},
+    m AS MATERIALIZED (
+      SELECT x.vk, x.ts, x.seq,
+        ${stepConds.map((c, i) => `(CASE WHEN (${c}) THEN ${2 ** i} ELSE 0 END)`).join(" + ")} AS m
+      FROM x WHERE ${[...common, `(${stepConds.map((c) => `(${c})`).join(" OR ")})`].join(" AND ")}
+    ),
+    walkers AS (
+      SELECT vk FROM m GROUP BY vk
+      HAVING min(ts) FILTER (WHERE m & 1 <> 0) <= max(ts) FILTER (WHERE m & 2 <> 0)
+    )
+    SELECT NULL::BIGINT AS vk, count(DISTINCT vk)::DOUBLE AS ts, 0 AS m, NULL::BIGINT AS seq
+    FROM m WHERE m & 1 <> 0
+    UNION ALL
+    SELECT m.vk, m.ts::DOUBLE, m.m, m.seq FROM m SEMI JOIN walkers USING (vk)
+    ORDER BY vk NULLS FIRST, ts, seq`;
+  // Read by columns, each event's steps as bits: no object per event.
+  const [vkCol = [], tsCol = [], maskCol = []] = (
     await conn.runAndReadAll(sql, p.values)
-  ).getColumns() as [bigint[], number[], number[]];
+  ).getColumns() as [(bigint | null)[], number[], number[]];
+  const vks = vkCol.slice(1) as bigint[];
+  const tss = tsCol.slice(1);
+  const masks = maskCol.slice(1);
   const n = plan.steps.length;
   const reached = plan.steps.map(() => 0);
+  reached[0] = tsCol[0] ?? 0;
   const gaps: number[][] = plan.steps.map(() => []);
   const completers = new Set<bigint>();
   /** The visitor of the events [lo, hi). */
@@ -798,7 +833,8 @@ async function runFunnel(conn: DuckDBConnection, plan: FunnelPlan): Promise<Funn
       if (times.length > best.length) best = times;
     }
     best.forEach((t, i) => {
-      reached[i] = (reached[i] as number) + 1;
+      // Step 1's visitors are counted in SQL, walked or not.
+      if (i > 0) reached[i] = (reached[i] as number) + 1;
       if (i > 0) gaps[i]?.push((t - (best[i - 1] as number)) / 1000);
     });
     if (best.length === n) completers.add(vk);
@@ -833,6 +869,7 @@ async function runFunnel(conn: DuckDBConnection, plan: FunnelPlan): Promise<Funn
       { ...plan, currency: plan.currency },
       plan.period,
       plan.model !== "first_touch",
+      false,
     );
     // Visitor keys are integers: listed in the statement.
     const r =

@@ -56,13 +56,31 @@ export const DIMENSIONS: Record<PlainDimensionName, DimensionDef> = {
   days_to_first_payment: { traffic: "NULL", revenue: DAYS_BUCKET, touches: true },
 };
 
-/** A time grain's truncation and label, of an instant column in ms, in the zone `tz` (SQL). */
-export function timeBucket(grain: TimeGrain, ms: string, tz: string): string {
-  const local = `timezone(${tz}, make_timestamptz(${ms} * 1000))`;
+/**
+ * A time grain's bucket: its start as a local TIMESTAMP of the zone `tz`
+ * (SQL text) for an instant column in ms. Grouped on as is (8 bytes), and
+ * labelled only once per group ({@link timeLabel}); UTC needs no zone
+ * conversion per row.
+ */
+export function timeBucketStart(grain: TimeGrain, ms: string, tz: string): string {
+  const local =
+    tz === "'UTC'"
+      ? `make_timestamp(${ms} * 1000)`
+      : `timezone(${tz}, make_timestamptz(${ms} * 1000))`;
+  return `date_trunc('${grain}', ${local})`;
+}
+
+/** The label of a bucket start (SQL). */
+export function timeLabel(grain: TimeGrain, start: string): string {
   const format = { hour: "%Y-%m-%d %H:00", day: "%Y-%m-%d", week: "%Y-%m-%d", month: "%Y-%m" }[
     grain
   ];
-  return `strftime(date_trunc('${grain}', ${local}), '${format}')`;
+  return `strftime(${start}, '${format}')`;
+}
+
+/** A time grain's label of an instant column in ms, in the zone `tz` (SQL). */
+export function timeBucket(grain: TimeGrain, ms: string, tz: string): string {
+  return timeLabel(grain, timeBucketStart(grain, ms, tz));
 }
 
 /** Where a metric is computed and how its value is read back. */
@@ -71,6 +89,12 @@ export interface MetricDef {
   source: "traffic" | "revenue" | "both";
   /** The aggregate (traffic or revenue), or the expression of the merged row (both). */
   sql?: string;
+  /**
+   * A traffic metric's aggregate straight over event rows `x` (one row per
+   * event, no per-visit rows), for a metric that reads no visit: the same
+   * value as {@link sql} over the per-visit rows, with one grouping fewer.
+   */
+  eventSql?: string;
   kind: "count" | "number" | "money";
   /** For `both`: the value from the traffic and revenue aggregates by name. */
   combine?: (t: Record<string, number>, r: Record<string, number>) => number | undefined;
@@ -79,6 +103,11 @@ export interface MetricDef {
 }
 
 const round2 = (x: number) => Math.round(x * 100) / 100;
+
+/** An event row `x` that is a pageview; one the `events` metric counts (not `$…`); a custom event (a goal). */
+export const IS_PAGEVIEW = "x.name = 'pageview'";
+export const IS_COUNTED = "NOT starts_with(x.name, '$')";
+export const IS_GOAL = `(x.name <> 'pageview' AND ${IS_COUNTED})`;
 
 /** a / b of whole minor units, rounded half away from zero exactly (docs/reports.md). */
 function divHalfAway(a: number, b: number): number {
@@ -96,10 +125,25 @@ function divHalfAway(a: number, b: number): number {
  * duration (`v_events` its events: one is a bounce). Revenue aggregates read payments `r` (amounts in minor units).
  */
 export const METRICS: Record<MetricName, MetricDef> = {
-  visitors: { source: "traffic", sql: "count(DISTINCT v.vk)", kind: "count" },
+  visitors: {
+    source: "traffic",
+    sql: "count(DISTINCT v.vk)",
+    eventSql: "count(DISTINCT x.vk)",
+    kind: "count",
+  },
   visits: { source: "traffic", sql: "count(*)", kind: "count" },
-  pageviews: { source: "traffic", sql: "coalesce(sum(v.pv), 0)", kind: "count" },
-  events: { source: "traffic", sql: "coalesce(sum(v.ev), 0)", kind: "count" },
+  pageviews: {
+    source: "traffic",
+    sql: "coalesce(sum(v.pv), 0)",
+    eventSql: `count(*) FILTER (WHERE ${IS_PAGEVIEW})`,
+    kind: "count",
+  },
+  events: {
+    source: "traffic",
+    sql: "coalesce(sum(v.ev), 0)",
+    eventSql: `count(*) FILTER (WHERE ${IS_COUNTED})`,
+    kind: "count",
+  },
   views_per_visit: {
     source: "traffic",
     sql: "round(sum(v.pv) / count(*), 2)",
@@ -114,11 +158,13 @@ export const METRICS: Record<MetricName, MetricDef> = {
   conversions: {
     source: "traffic",
     sql: "count(DISTINCT v.vk) FILTER (WHERE v.conv)",
+    eventSql: `count(DISTINCT x.vk) FILTER (WHERE ${IS_GOAL})`,
     kind: "count",
   },
   conversion_rate: {
     source: "traffic",
     sql: "round(100.0 * count(DISTINCT v.vk) FILTER (WHERE v.conv) / count(DISTINCT v.vk), 2)",
+    eventSql: `round(100.0 * count(DISTINCT x.vk) FILTER (WHERE ${IS_GOAL}) / count(DISTINCT x.vk), 2)`,
     kind: "number",
   },
   payments: {

@@ -1,0 +1,194 @@
+/**
+ * The dashboard's first view at scale (`npm run bench:first-view`, issues 30
+ * and 33): a server started on DATA_DIR (a data directory written by
+ * `LOAD=direct DATA_DIR=… NOW=… npm run bench:analytics`, its 90 days ending
+ * at NOW, which must be this hour so that the page's default period has
+ * data), then Chromium opens `/dashboard?site=site_bench` signed in with the
+ * admin token, RUNS times each for the default period (30 days) and 90 days.
+ * The first view is every Query and Funnel call the page makes on load, as it
+ * makes them (its own queue, two at a time): the time from the navigation to
+ * the last of those answers. Then each call the page made, replayed alone
+ * through HTTP (Connect JSON, as the page sends it) RUNS times: its p50 and
+ * p99 (a call that did not answer 200 is listed by its status). The
+ * server's peak RSS (VmHWM) at the end. The server takes the environment
+ * (e.g. ANALYTICS_QUERY_TIMEOUT_MS to time calls past the default 10 s).
+ */
+import { spawn } from "node:child_process";
+import { readFileSync } from "node:fs";
+import { createServer } from "node:net";
+import { join } from "node:path";
+import { launchChromium } from "../test/helpers/chromium.ts";
+
+const DATA_DIR = process.env.DATA_DIR;
+if (!DATA_DIR) throw new Error("DATA_DIR: a data directory written by LOAD=direct bench:analytics");
+const RUNS = Number(process.env.RUNS ?? 5);
+const SITE = "site_bench";
+const TOKEN = "bench-first-view-token-0123456789";
+
+/** A free TCP port on 127.0.0.1. */
+const freePort = () =>
+  new Promise((resolve, reject) => {
+    const s = createServer();
+    s.once("error", reject);
+    s.listen(0, "127.0.0.1", () => {
+      const { port } = s.address();
+      s.close(() => resolve(port));
+    });
+  });
+
+const port = await freePort();
+const base = `http://127.0.0.1:${port}`;
+const server = spawn(process.execPath, ["--import", "tsx", "src/main.ts"], {
+  env: {
+    ...process.env,
+    PORT: String(port),
+    HOST: "127.0.0.1",
+    STORE_URL: `sqlite:${join(DATA_DIR, "ingest.sqlite")}`,
+    ADMIN_TOKEN: TOKEN,
+    LOG_LEVEL: "warn",
+  },
+  stdio: ["ignore", "inherit", "inherit"],
+});
+const exited = new Promise((resolve) => server.once("exit", resolve));
+
+/** The server's peak and current RSS (MiB), from /proc. */
+function serverRss() {
+  const status = readFileSync(`/proc/${server.pid}/status`, "utf8");
+  const kb = (k) => Number(new RegExp(`${k}:\\s+(\\d+)`).exec(status)?.[1] ?? 0);
+  return { peakMiB: Math.round(kb("VmHWM") / 1024), nowMiB: Math.round(kb("VmRSS") / 1024) };
+}
+
+const ms = (x) => Math.round(x);
+function percentiles(runs) {
+  const s = runs.filter((x) => typeof x === "number").sort((a, b) => a - b);
+  const at = (q) => s[Math.min(s.length - 1, Math.floor(q * s.length))];
+  return { p50Ms: at(0.5), p99Ms: at(0.99), runsMs: runs };
+}
+
+let browser;
+try {
+  // Ready: the store takes writes and the analytics engine answers.
+  for (let i = 0; ; i++) {
+    const ok = await fetch(`${base}/readyz`).then(
+      (r) => r.ok,
+      () => false,
+    );
+    if (ok) break;
+    if (server.exitCode !== null || i > 1200) throw new Error("the server did not become ready");
+    await new Promise((r) => setTimeout(r, 100));
+  }
+  browser = await launchChromium();
+
+  /** One first view: every data call of the page's load, its requests and the time to the last answer. */
+  const firstView = async (query) => {
+    const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
+    await context.addInitScript(
+      ([t]) => sessionStorage.setItem("ingest.dashboard.token", t),
+      [TOKEN],
+    );
+    const page = await context.newPage();
+    const calls = new Map();
+    page.on("request", (r) => {
+      const m = /\/ingest\.v1\.ReportsService\/(Query|Funnel)$/.exec(r.url());
+      if (m) calls.set(r, { method: m[1], body: r.postData(), start: performance.now() });
+    });
+    const done = (r, failed) => {
+      const c = calls.get(r);
+      if (c) Object.assign(c, { end: performance.now(), failed });
+    };
+    page.on("requestfinished", (r) => done(r, false));
+    page.on("requestfailed", (r) => done(r, true));
+    const t0 = performance.now();
+    await page.goto(`${base}/dashboard?site=${SITE}${query}`);
+    // Settled: at least one call, every call answered, none sent for a second.
+    for (;;) {
+      await page.waitForTimeout(200);
+      const list = [...calls.values()];
+      const last = Math.max(0, ...list.map((c) => c.end ?? Number.POSITIVE_INFINITY));
+      if (list.length > 0 && last !== Number.POSITIVE_INFINITY && performance.now() - last > 1000) {
+        break;
+      }
+    }
+    const list = [...calls.values()];
+    const statuses = await Promise.all(
+      [...calls.keys()].map(async (r) => (await r.response())?.status() ?? 0),
+    );
+    await context.close();
+    return {
+      ms: ms(Math.max(...list.map((c) => c.end)) - t0),
+      firstCallMs: ms(Math.min(...list.map((c) => c.start)) - t0),
+      calls: list.length,
+      failed: list.filter((c) => c.failed).length + statuses.filter((s) => s !== 200).length,
+      requests: list.map((c) => ({
+        method: c.method,
+        body: c.body,
+        ms: ms(c.end - c.start),
+      })),
+    };
+  };
+
+  const views = {};
+  const replays = {};
+  for (const [name, query] of [
+    ["default (30 days)", ""],
+    ["90 days", "&period=90d"],
+  ]) {
+    const runs = [];
+    const failedCalls = [];
+    let sample;
+    for (let k = 0; k < RUNS; k++) {
+      const v = await firstView(query);
+      runs.push(v.ms);
+      sample ??= v;
+      failedCalls.push(v.failed);
+    }
+    views[name] = {
+      ...percentiles(runs),
+      calls: sample.calls,
+      // Calls that did not answer 200 (a query past ANALYTICS_QUERY_TIMEOUT_MS answers 503), per run.
+      failedCalls,
+      firstCallMs: sample.firstCallMs,
+      callsOfFirstRunMs: sample.requests.map((r) => `${r.method} ${r.ms}`),
+    };
+    // Each call alone through HTTP, as the page sent it.
+    const byCall = [];
+    for (const r of sample.requests) {
+      const times = [];
+      for (let k = 0; k < RUNS; k++) {
+        const s = performance.now();
+        const res = await fetch(`${base}/ingest.v1.ReportsService/${r.method}`, {
+          method: "POST",
+          headers: { "content-type": "application/json", authorization: `Bearer ${TOKEN}` },
+          body: r.body,
+        });
+        await res.arrayBuffer();
+        times.push(res.status === 200 ? ms(performance.now() - s) : `${res.status}`);
+      }
+      const req = JSON.parse(r.body);
+      const what =
+        r.method === "Funnel"
+          ? `Funnel ${req.steps?.map((s) => `${s.kind}:${s.value}`).join(" > ")}`
+          : `Query ${(req.metrics ?? []).join(",")} by ${(req.dimensions ?? []).join(",") || "-"}${req.filters ? ` where ${JSON.stringify(req.filters)}` : ""}${req.compare ? ` compare ${req.compare}` : ""}${req.period?.from ? " (instants)" : ""}`;
+      byCall.push({ call: what, ...percentiles(times) });
+    }
+    replays[name] = byCall;
+  }
+  console.log(
+    JSON.stringify(
+      {
+        dataDir: DATA_DIR,
+        runs: RUNS,
+        firstView: views,
+        eachCallAloneThroughHttp: replays,
+        serverRss: serverRss(),
+        loadavg: readFileSync("/proc/loadavg", "utf8").trim(),
+      },
+      null,
+      2,
+    ),
+  );
+} finally {
+  await browser?.close();
+  server.kill("SIGTERM");
+  await exited;
+}
