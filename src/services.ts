@@ -375,6 +375,10 @@ async function openAnalytics(
         await catchUp();
         return engine.funnel(...a);
       },
+      report: async (...a) => {
+        await catchUp();
+        return engine.report(...a);
+      },
       pageEvents: async (...a) => {
         await catchUp();
         return engine.pageEvents(...a);

@@ -1,6 +1,7 @@
 /** Read operations for ReportsService (inspection, tests, the dashboard). */
 
 import type { StoredEventReads } from "./analytics/event-reads.js";
+import { revenueByChannelOf } from "./analytics/fixed-reports.js";
 import type { AnalyticsEngine } from "./analytics/query-plan.js";
 import type { Clock } from "./clock.js";
 import { errors } from "./errors.js";
@@ -347,7 +348,9 @@ export function createReports(deps: {
       const from = timeField("from", input.from, 0);
       const to = timeField("to", input.to, clock.now());
       if (to < from) throw errors.invalid("to: must not be before from");
-      const rows = await store.revenueByChannel(input.siteId, from, to);
+      const rows = deps.engine
+        ? await revenueByChannelOf(deps.engine, input.siteId, from, to)
+        : await store.revenueByChannel(input.siteId, from, to);
       return rows.map((r) => ({
         ...r,
         netMinor: r.grossMinor - r.refundsMinor - r.chargebacksMinor,

@@ -6,8 +6,14 @@
  * RevenueByChannel and Mrr use, so the numbers are theirs. Amounts stay per
  * currency: nothing here adds two currencies.
  */
+import {
+  answerFixed,
+  newVisitorsOf,
+  revenueBreakdownOf,
+  revenueByChannelOf,
+} from "./analytics/fixed-reports.js";
 import type { AnalyticsEngine, QueryPlan } from "./analytics/query-plan.js";
-import { DomainError, errors } from "./errors.js";
+import { errors } from "./errors.js";
 import { newVisitorsOfPeriod, trafficOfPeriod } from "./overview-traffic.js";
 import type {
   DailyTraffic,
@@ -164,7 +170,7 @@ async function engineTraffic(
   from: number,
   to: number,
 ): Promise<DailyTraffic[]> {
-  const result = await engine.query(overviewTrafficPlan(siteId, from, to));
+  const result = await answerFixed(engine, overviewTrafficPlan(siteId, from, to));
   const count = (v: { kind: string; value?: number } | undefined) =>
     v?.kind === "count" ? (v.value ?? 0) : 0;
   return result.rows.map((r) => ({
@@ -177,11 +183,10 @@ async function engineTraffic(
 /**
  * THE SEAM between the query layer and the stores' own reads (one place):
  * with an analytics engine, traffic per day is its plan; without one (a
- * MongoDB deployment until its analytics feed lands, a worker that does not
- * own the analytics store) the store's port answers, from its rollups
- * (MongoDB) or its rows (SQLite). The engine's refusal for too many queries
- * of the site (the dashboard's own Query panels may hold its slots) falls
- * back to the port too: the overview is never refused for it.
+ * MongoDB process that does not own the analytics store) the store's port
+ * answers, from its rollups (MongoDB) or its rows (SQLite). The engine's
+ * refusal for too many queries of the site is answered outside the slots
+ * (fixed-reports.ts answerFixed): the overview is never refused for it.
  */
 async function trafficOf(
   store: Store,
@@ -191,13 +196,7 @@ async function trafficOf(
   from: number,
   to: number,
 ): Promise<DailyTraffic[]> {
-  if (engine) {
-    try {
-      return await engineTraffic(engine, siteId, from, to);
-    } catch (err) {
-      if (!(err instanceof DomainError) || err.kind !== "too_many_requests") throw err;
-    }
-  }
+  if (engine) return engineTraffic(engine, siteId, from, to);
   return trafficOfPeriod(store, siteId, from, to, events);
 }
 
@@ -213,9 +212,13 @@ export async function buildSiteOverview(
 ): Promise<SiteOverviewView> {
   const [traffic, visitors, breakdown, revenue, recentPayments] = await Promise.all([
     trafficOf(store, engine, events, siteId, from, to),
-    newVisitorsOfPeriod(store, siteId, from, to),
-    store.revenueBreakdown(siteId, from, to),
-    store.revenueByChannel(siteId, from, to),
+    engine ? newVisitorsOf(engine, siteId, from, to) : newVisitorsOfPeriod(store, siteId, from, to),
+    engine
+      ? revenueBreakdownOf(engine, siteId, from, to)
+      : store.revenueBreakdown(siteId, from, to),
+    engine
+      ? revenueByChannelOf(engine, siteId, from, to)
+      : store.revenueByChannel(siteId, from, to),
     store.recentPayments(siteId, from, to, RECENT_PAYMENTS),
   ]);
   const channels = new Map<string, ChannelOverviewView>();

@@ -19,7 +19,9 @@ export const METRIC_NAMES = [
   "visit_duration",
   "conversions",
   "conversion_rate",
+  "new_visitors",
   "payments",
+  "transactions",
   "paying_customers",
   "gross_revenue",
   "refunds",
@@ -204,6 +206,12 @@ export interface FunnelResult {
  */
 export interface AnalyticsEngine {
   query(plan: QueryPlan, signal?: AbortSignal): Promise<QueryResult>;
+  /**
+   * A fixed report's plan (SiteOverview, RevenueByChannel), answered as
+   * `query` within the time limit but outside the per-site query slots, as
+   * the stored-event reads are (src/domain/analytics/fixed-reports.ts).
+   */
+  report(plan: QueryPlan, signal?: AbortSignal): Promise<QueryResult>;
   funnel(plan: FunnelPlan, signal?: AbortSignal): Promise<FunnelResult>;
   /*
    * The stored events' reads. On SQLite deployments an event leaves SQLite

@@ -50,7 +50,7 @@ class Params {
   }
 }
 
-type Side = "traffic" | "revenue";
+type Side = "traffic" | "revenue" | "touches";
 
 /** A SQL string literal (only for names the validation checked, e.g. the IANA time zone). */
 function sqlText(s: string): string {
@@ -60,14 +60,15 @@ function sqlText(s: string): string {
 /** A dimension's SQL on one side (`(none)` for an absent value); undefined when it has none there. */
 function dimensionSql(d: DimensionName, side: Side, p: Params, tz: string): string | undefined {
   if (d.startsWith("time:")) {
-    return timeBucket(d.slice(5) as TimeGrain, side === "traffic" ? "x.ts" : "r.paid_at", tz);
+    return timeBucket(d.slice(5) as TimeGrain, side === "revenue" ? "r.paid_at" : "x.ts", tz);
   }
   if (d.startsWith("prop:")) {
     if (side === "revenue") return undefined;
     return `coalesce(json_extract_string(x.props, ${p.add(`$."${d.slice(5).replaceAll('"', '\\"')}"`)}), '${NONE_VALUE}')`;
   }
   const def = DIMENSIONS[d as keyof typeof DIMENSIONS];
-  const sql = side === "traffic" ? def.traffic : def.revenue;
+  // First-touch rows (touchRows) carry the traffic rows' columns: the traffic SQL reads them.
+  const sql = side === "revenue" ? def.revenue : def.traffic;
   return sql === undefined ? undefined : `coalesce(${sql}, '${NONE_VALUE}')`;
 }
 
@@ -121,6 +122,38 @@ function trafficRows(
 function wholeVisits(siteId: string, period: Interval, p: Params): string {
   return `(SELECT *, vid AS vk, v_start AS vn FROM visits
     WHERE site_id = ${p.add(siteId)} AND v_start >= ${p.add(BigInt(period.from))} AND v_end < ${p.add(BigInt(period.to))}) x`;
+}
+
+/**
+ * The first touches of the period (rows `x`, `vk` their visitor): of each
+ * visitor with a pageview in the period, its best pageview of all time by
+ * the domain's ranking (attribution/ranking.ts isBetterTouch: one with a
+ * channel, i.e. not an internal navigation, first; then the earliest; equal
+ * ones: the first stored), kept when it lies in the period. Its visit
+ * columns are the pageview's own touch (Direct when internal), so the
+ * traffic dimensions' SQL reads it: `landing_page` is its page, `exit_page`
+ * none.
+ */
+function touchRows(siteId: string, period: Interval, p: Params): string {
+  const site = p.add(siteId);
+  const from = p.add(BigInt(period.from));
+  const to = p.add(BigInt(period.to));
+  return `
+  cand AS (
+    SELECT DISTINCT vid FROM events
+    WHERE site_id = ${site} AND name = 'pageview' AND ts >= ${from} AND ts < ${to}
+  ),
+  best AS (
+    SELECT e.* FROM events e
+    WHERE e.site_id = ${site} AND e.name = 'pageview' AND e.vid IN (SELECT vid FROM cand)
+    QUALIFY row_number() OVER (PARTITION BY e.vid ORDER BY e.channel IS NULL, e.ts, e.seq) = 1
+  ),
+  x AS (
+    SELECT b.*, b.vid AS vk, coalesce(b.channel, 'Direct') AS v_channel, b.source AS v_source,
+      b.medium AS v_medium, b.campaign AS v_campaign, b.term AS v_term, b.content AS v_content,
+      b.referrer AS v_referrer, b.page AS v_landing_page, NULL::VARCHAR AS v_exit_page
+    FROM best b WHERE b.ts >= ${from} AND b.ts < ${to}
+  )`;
 }
 
 /** Metrics that read a visit (its identity or its columns), not only its events. */
@@ -420,6 +453,16 @@ async function shares(
 interface SideRow {
   dims: string[];
   values: Record<string, number>;
+  /** Money sums exactly (DuckDB's HUGEINT sums): past 2^53 a number would round. */
+  exact: Record<string, bigint>;
+}
+
+/** A row's side rows: traffic `t`, revenue `r`, first touches `f`. */
+interface MergedRow {
+  dims: string[];
+  t?: SideRow;
+  r?: SideRow;
+  f?: SideRow;
 }
 
 function num(v: unknown): number {
@@ -427,15 +470,21 @@ function num(v: unknown): number {
   return typeof v === "bigint" ? Number(v) : Number(v);
 }
 
+const SIDE_KEYS = { traffic: "t", revenue: "r", touches: "f" } as const;
+
 /** Runs one plan's period (the rows by their dimension key, and the totals). */
 async function runPeriod(
   conn: DuckDBConnection,
   plan: QueryPlan,
   period: Interval,
   withDims: boolean,
-): Promise<Map<string, { dims: string[]; t?: SideRow; r?: SideRow }>> {
+): Promise<Map<string, MergedRow>> {
   const dims = withDims ? plan.dimensions : [];
-  const need: Record<Side, Set<MetricName>> = { traffic: new Set(), revenue: new Set() };
+  const need: Record<Side, Set<MetricName>> = {
+    traffic: new Set(),
+    revenue: new Set(),
+    touches: new Set(),
+  };
   for (const m of plan.metrics) {
     const def = METRICS[m];
     if (def.source === "both") {
@@ -443,8 +492,8 @@ async function runPeriod(
       for (const n of def.needs?.revenue ?? []) need.revenue.add(n);
     } else need[def.source].add(m);
   }
-  const out = new Map<string, { dims: string[]; t?: SideRow; r?: SideRow }>();
-  for (const side of ["traffic", "revenue"] as const) {
+  const out = new Map<string, MergedRow>();
+  for (const side of ["traffic", "revenue", "touches"] as const) {
     if (need[side].size === 0) continue;
     const p = new Params();
     const tz = sqlText(plan.timeZone);
@@ -452,7 +501,11 @@ async function runPeriod(
     const where = plan.filters.map((f) => filterSql(f, side, p, tz));
     const metrics = [...need[side]];
     let sql: string;
-    if (side === "traffic") {
+    if (side === "touches") {
+      sql = `WITH ${touchRows(plan.siteId, period, p)}
+        SELECT ${[...dimSql, ...metrics.map((m) => METRICS[m].sql), "count(*)"].join(", ")}
+        FROM x ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ${dims.length ? "GROUP BY ALL" : ""}`;
+    } else if (side === "traffic") {
       // One row per visit and dimension values: a visit counts once per group.
       const groupDims = dimSql.map((d, i) => `${d} AS d${i}`);
       const filter = where.length ? `WHERE ${where.join(" AND ")}` : "";
@@ -497,15 +550,17 @@ async function runPeriod(
     for (const row of reader.getRows()) {
       const d = row.slice(0, dims.length).map((x) => String(x));
       const values: Record<string, number> = {};
+      const exact: Record<string, bigint> = {};
       metrics.forEach((m, i) => {
-        values[m] = num(row[dims.length + i]);
+        const cell = row[dims.length + i];
+        values[m] = num(cell);
+        if (typeof cell === "bigint") exact[m] = cell;
       });
       // Rows are the groups with data; the totals are always one row.
       if (withDims && num(row[dims.length + metrics.length]) === 0) continue;
       const key = JSON.stringify(d);
       const cur = out.get(key) ?? { dims: d };
-      if (side === "traffic") cur.t = { dims: d, values };
-      else cur.r = { dims: d, values };
+      cur[SIDE_KEYS[side]] = { dims: d, values, exact };
       out.set(key, cur);
     }
   }
@@ -550,10 +605,7 @@ async function positionalKeys(
 }
 
 /** The metric values of one merged row. */
-function metricValues(
-  plan: QueryPlan,
-  row: { dims?: string[]; t?: SideRow; r?: SideRow },
-): MetricValue[] {
+function metricValues(plan: QueryPlan, row: Partial<MergedRow>): MetricValue[] {
   const t = row.t?.values ?? {};
   const r = row.r?.values ?? {};
   // Without a currency (by the `currency` dimension) a row's amounts are in its currency;
@@ -563,14 +615,14 @@ function metricValues(
   return plan.metrics.map((m): MetricValue => {
     const def = METRICS[m];
     let v: number | undefined;
+    const side = def.source === "both" ? undefined : row[SIDE_KEYS[def.source]];
     if (def.source === "both") v = def.combine?.(t, r);
-    else v = (def.source === "traffic" ? t : r)[m];
-    if (def.source === "traffic" && row.t === undefined && def.kind === "count") v = 0;
-    if (def.source === "revenue" && row.r === undefined && def.kind !== "number") v = 0;
+    else v = side?.values[m];
+    if (def.source !== "both" && side === undefined && def.kind !== "number") v = 0;
     if (v === undefined || Number.isNaN(v)) return { kind: "none" };
     if (def.kind === "money") {
       if (currency === undefined) return { kind: "none" };
-      return { kind: "money", currency, minor: BigInt(Math.round(v)) };
+      return { kind: "money", currency, minor: side?.exact[m] ?? BigInt(Math.round(v)) };
     }
     return { kind: def.kind, value: v };
   });
@@ -584,14 +636,18 @@ export function createDuckDbAnalytics(options: DuckDbAnalyticsOptions): Analytic
   const running = new Map<string, number>();
   const pager = options.removals ? createEventPager(options.removals) : undefined;
 
-  /** Runs `work` on a connection of its own, within the site's slots and the time limit. */
+  /**
+   * Runs `work` on a connection of its own, within the time limit and, unless
+   * `slotted` is false (a fixed report's plan), within the site's slots.
+   */
   const withConnection = async <T>(
     siteId: string,
     signal: AbortSignal | undefined,
     work: (conn: DuckDBConnection) => Promise<T>,
+    slotted = true,
   ): Promise<T> => {
     const n = running.get(siteId) ?? 0;
-    if (n >= options.perSite) throw errors.tooManyQueries();
+    if (slotted && n >= options.perSite) throw errors.tooManyQueries();
     running.set(siteId, n + 1);
     let conn: DuckDBConnection | undefined;
     let timedOut = false;
@@ -631,84 +687,88 @@ export function createDuckDbAnalytics(options: DuckDbAnalyticsOptions): Analytic
     }
   };
 
+  /** A query plan's answer on `conn`. */
+  const answer = async (conn: DuckDBConnection, plan: QueryPlan): Promise<QueryResult> => {
+    const rows = await runPeriod(conn, plan, plan.period, true);
+    const totals = await runPeriod(conn, plan, plan.period, false);
+    const comparison = plan.comparison
+      ? await runPeriod(conn, plan, plan.comparison, true)
+      : undefined;
+    const comparisonTotals = plan.comparison
+      ? await runPeriod(conn, plan, plan.comparison, false)
+      : undefined;
+    // A time dimension's bucket is matched with the bucket at the same position.
+    const match =
+      comparison && plan.comparison
+        ? await positionalKeys(conn, plan, plan.period, plan.comparison)
+        : undefined;
+    const compared = new Map<string, Partial<MergedRow>>();
+    for (const row of comparison?.values() ?? []) {
+      compared.set(match?.comparison(row.dims) ?? "", row);
+    }
+    // A row exists when something a requested metric counts falls in it: events for a
+    // traffic metric, payment shares for a revenue one (visitors read only to divide
+    // revenue_per_visitor do not make a row).
+    const wants = (s: string) => plan.metrics.some((m) => METRICS[m].source === s);
+    const wantsRevenue = wants("revenue") || wants("both");
+    const present = [...rows.values()].filter(
+      (row) =>
+        (wants("traffic") && row.t) || (wantsRevenue && row.r) || (wants("touches") && row.f),
+    );
+    const all: QueryResultRow[] = present.map((row) => {
+      const out: QueryResultRow = { dimensions: row.dims, metrics: metricValues(plan, row) };
+      if (match)
+        out.comparison = metricValues(plan, {
+          ...compared.get(match.period(row.dims)),
+          dims: row.dims,
+        });
+      return out;
+    });
+    all.sort((a, b) => {
+      for (const o of plan.orderBy) {
+        const di = plan.dimensions.indexOf(o.field as DimensionName);
+        let c: number;
+        if (di >= 0) {
+          const x = a.dimensions[di] ?? "";
+          const y = b.dimensions[di] ?? "";
+          c = x < y ? -1 : x > y ? 1 : 0;
+        } else {
+          const mi = plan.metrics.indexOf(o.field as MetricName);
+          const x = sortValue(a.metrics[mi]);
+          const y = sortValue(b.metrics[mi]);
+          // A metric with no value sorts last either way.
+          if (x === undefined || y === undefined) {
+            c = x === y ? 0 : x === undefined ? 1 : -1;
+            if (c !== 0) return c;
+            continue;
+          }
+          c = x - y;
+        }
+        if (c !== 0) return o.desc ? -c : c;
+      }
+      // Ties in a stable order: by the dimension values.
+      const x = JSON.stringify(a.dimensions);
+      const y = JSON.stringify(b.dimensions);
+      return x < y ? -1 : x > y ? 1 : 0;
+    });
+    const page = all.slice(plan.offset, plan.offset + plan.limit);
+    const result: QueryResult = {
+      rows: page,
+      totals: metricValues(plan, totals.values().next().value ?? {}),
+      more: all.length > plan.offset + plan.limit,
+    };
+    if (comparisonTotals) {
+      result.comparisonTotals = metricValues(plan, comparisonTotals.values().next().value ?? {});
+    }
+    return result;
+  };
+
   return {
     query(plan, signal) {
-      return withConnection(plan.siteId, signal, async (conn) => {
-        const rows = await runPeriod(conn, plan, plan.period, true);
-        const totals = await runPeriod(conn, plan, plan.period, false);
-        const comparison = plan.comparison
-          ? await runPeriod(conn, plan, plan.comparison, true)
-          : undefined;
-        const comparisonTotals = plan.comparison
-          ? await runPeriod(conn, plan, plan.comparison, false)
-          : undefined;
-        // A time dimension's bucket is matched with the bucket at the same position.
-        const match =
-          comparison && plan.comparison
-            ? await positionalKeys(conn, plan, plan.period, plan.comparison)
-            : undefined;
-        const compared = new Map<string, { t?: SideRow; r?: SideRow }>();
-        for (const row of comparison?.values() ?? []) {
-          compared.set(match?.comparison(row.dims) ?? "", row);
-        }
-        // A row exists when something a requested metric counts falls in it: events for a
-        // traffic metric, payment shares for a revenue one (visitors read only to divide
-        // revenue_per_visitor do not make a row).
-        const wantsTraffic = plan.metrics.some((m) => METRICS[m].source === "traffic");
-        const wantsRevenue = plan.metrics.some((m) => METRICS[m].source !== "traffic");
-        const present = [...rows.values()].filter(
-          (row) => (wantsTraffic && row.t) || (wantsRevenue && row.r),
-        );
-        const all: QueryResultRow[] = present.map((row) => {
-          const out: QueryResultRow = { dimensions: row.dims, metrics: metricValues(plan, row) };
-          if (match)
-            out.comparison = metricValues(plan, {
-              ...compared.get(match.period(row.dims)),
-              dims: row.dims,
-            });
-          return out;
-        });
-        all.sort((a, b) => {
-          for (const o of plan.orderBy) {
-            const di = plan.dimensions.indexOf(o.field as DimensionName);
-            let c: number;
-            if (di >= 0) {
-              const x = a.dimensions[di] ?? "";
-              const y = b.dimensions[di] ?? "";
-              c = x < y ? -1 : x > y ? 1 : 0;
-            } else {
-              const mi = plan.metrics.indexOf(o.field as MetricName);
-              const x = sortValue(a.metrics[mi]);
-              const y = sortValue(b.metrics[mi]);
-              // A metric with no value sorts last either way.
-              if (x === undefined || y === undefined) {
-                c = x === y ? 0 : x === undefined ? 1 : -1;
-                if (c !== 0) return c;
-                continue;
-              }
-              c = x - y;
-            }
-            if (c !== 0) return o.desc ? -c : c;
-          }
-          // Ties in a stable order: by the dimension values.
-          const x = JSON.stringify(a.dimensions);
-          const y = JSON.stringify(b.dimensions);
-          return x < y ? -1 : x > y ? 1 : 0;
-        });
-        const page = all.slice(plan.offset, plan.offset + plan.limit);
-        const result: QueryResult = {
-          rows: page,
-          totals: metricValues(plan, totals.values().next().value ?? {}),
-          more: all.length > plan.offset + plan.limit,
-        };
-        if (comparisonTotals) {
-          result.comparisonTotals = metricValues(
-            plan,
-            comparisonTotals.values().next().value ?? {},
-          );
-        }
-        return result;
-      });
+      return withConnection(plan.siteId, signal, (conn) => answer(conn, plan));
+    },
+    report(plan, signal) {
+      return withConnection(plan.siteId, signal, (conn) => answer(conn, plan), false);
     },
     funnel(plan: FunnelPlan, signal) {
       return withConnection(plan.siteId, signal, (conn) => runFunnel(conn, plan));
