@@ -383,10 +383,6 @@ async function openAnalytics(
         await catchUp();
         return engine.pageEvents(...a);
       },
-      trafficByDay: async (...a) => {
-        await catchUp();
-        return engine.trafficByDay(...a);
-      },
       countEvents: async (...a) => {
         await catchUp();
         return engine.countEvents(...a);

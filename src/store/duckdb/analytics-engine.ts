@@ -24,7 +24,7 @@ import {
 import { errors } from "../../domain/errors.js";
 import { UNATTRIBUTED } from "../../domain/vocabulary.js";
 import type { AnalyticsStore } from "./analytics-store.js";
-import { countEvents, createEventPager, pageEvents, trafficByDay } from "./event-reads.js";
+import { countEvents, createEventPager, pageEvents } from "./event-reads.js";
 import { DIMENSIONS, METRICS, timeBucket } from "./semantic-layer.js";
 
 export interface DuckDbAnalyticsOptions {
@@ -779,7 +779,6 @@ export function createDuckDbAnalytics(options: DuckDbAnalyticsOptions): Analytic
       withReader((conn) =>
         pager ? pager(async () => conn, siteId, q) : pageEvents(conn, siteId, q),
       ),
-    trafficByDay: (siteId, from, to) => withReader((conn) => trafficByDay(conn, siteId, from, to)),
     countEvents: (siteId, filter) => withReader((conn) => countEvents(conn, siteId, filter)),
   };
 }

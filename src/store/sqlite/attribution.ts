@@ -7,11 +7,9 @@ import type {
   CustomerVisitorLink,
   LinkKind,
   MrrRow,
-  RevenueRow,
   StoreAttributionPart,
   VisitorTouch,
 } from "../port.js";
-import { exactSum } from "./net-sums.js";
 import { type Db, nul, opt } from "./open-sqlite.js";
 
 interface TouchRow {
@@ -100,25 +98,6 @@ export function createSqliteAttribution(db: Db): StoreAttributionPart {
     ),
     // The succeeded payments of the period by (site_id, paid_at), summed per
     // channel and currency: the store of record is read, no daily cells.
-    revenue: db.prepare(
-      `SELECT channel, currency,
-         sum(CASE kind WHEN 'charge' THEN amount_minor ELSE 0 END) AS gross,
-         sum(CASE kind WHEN 'refund' THEN amount_minor ELSE 0 END) AS refunds,
-         sum(CASE kind WHEN 'chargeback' THEN amount_minor ELSE 0 END) AS chargebacks,
-         count(*) AS payments
-       FROM payments INDEXED BY payments_paid_at
-       WHERE site_id = ? AND paid_at >= ? AND paid_at < ? AND status = 'succeeded'
-       GROUP BY channel, currency ORDER BY channel, currency`,
-    ),
-    // Distinct over the whole period: the index alone, in
-    // (channel, currency, customer) order, reads the site's succeeded charges
-    // and keeps those of the period.
-    paying: db.prepare(
-      `SELECT channel, currency, count(DISTINCT customer_id) AS paying
-       FROM payments INDEXED BY payments_paying
-       WHERE site_id = ? AND status = 'succeeded' AND kind = 'charge' AND paid_at >= ? AND paid_at < ?
-       GROUP BY channel, currency`,
-    ),
     mrr: db.prepare(
       `SELECT currency, interval, sum(amount_minor) AS amount, count(*) AS n
        FROM subscriptions
@@ -209,32 +188,6 @@ export function createSqliteAttribution(db: Db): StoreAttributionPart {
     },
     async setAttribution(siteId, customerId, attribution) {
       setAll.immediate(siteId, customerId, attribution);
-    },
-    async revenueByChannel(siteId, from, to) {
-      const rows = s.revenue.safeIntegers(true).all(siteId, from, to) as {
-        channel: string;
-        currency: string;
-        gross: bigint;
-        refunds: bigint;
-        chargebacks: bigint;
-        payments: bigint;
-      }[];
-      const paying = new Map(
-        (
-          s.paying.all(siteId, from, to) as { channel: string; currency: string; paying: number }[]
-        ).map((r) => [`${r.channel}\u0000${r.currency}`, r.paying]),
-      );
-      return rows.map(
-        (r): RevenueRow => ({
-          channel: r.channel,
-          currency: r.currency,
-          grossMinor: exactSum(r.gross),
-          refundsMinor: exactSum(r.refunds),
-          chargebacksMinor: exactSum(r.chargebacks),
-          payments: Number(r.payments),
-          payingCustomers: paying.get(`${r.channel}\u0000${r.currency}`) ?? 0,
-        }),
-      );
     },
     async mrrTotals(siteId, at) {
       const rows = s.mrr.safeIntegers(true).all(siteId, at, at) as {

@@ -634,6 +634,20 @@ DROP TABLE revenue_days;
 DROP TABLE revenue_dims;
 `,
   },
+  {
+    version: 22,
+    description: "no store reads for the fixed reports: their indexes go",
+    // SiteOverview's new visitors and revenue and RevenueByChannel are plans of
+    // the query layer on the analytics engine (src/domain/analytics/fixed-reports.ts):
+    // SQLite no longer reads first touches by time nor payments by
+    // (status, kind, channel, currency, customer). Their indexes were kept on
+    // every first-touch and payment write for those reads alone.
+    // `payments_paid_at` stays (the recent payments and the exports read it).
+    sql: `
+DROP INDEX IF EXISTS visitor_touches_ts;
+DROP INDEX IF EXISTS payments_paying;
+`,
+  },
 ];
 
 /** The UTC day (YYYY-MM-DD) of a payments row's paid_at (NEW, OLD or the table). */

@@ -1,7 +1,7 @@
 /**
  * The pure parts of SiteOverview (the days of a period, the top lists, the
- * period's checks) and its one seam: every cut from the engine's plans when
- * there is an engine (outside the slots when they are full), else from the store.
+ * period's checks) and its one seam: every cut from the engine's plans
+ * (outside the slots when they are full), unavailable without an engine.
  */
 import { describe, expect, it } from "vitest";
 import type {
@@ -126,16 +126,8 @@ describe("overviewPeriod", () => {
 });
 
 describe("buildSiteOverview's seam", () => {
-  /** A store whose reads answer 7 visitors and 9 pageviews on the period's first day, nothing else. */
-  const store = {
-    trafficRollup: async () => [{ day: "2026-03-09", visitors: 7, pageviews: 9 }],
-    trafficByDay: async () => [],
-    newVisitorRollup: async () => [],
-    newVisitorCounts: async () => [],
-    revenueBreakdown: async () => ({ days: [], sources: [], campaigns: [], landingPages: [] }),
-    revenueByChannel: async () => [],
-    recentPayments: async () => [],
-  } as unknown as Store;
+  /** A store with no recent payments: every cut comes from the engine. */
+  const store = { recentPayments: async () => [] } as unknown as Store;
   const count = (value: number) => ({ kind: "count" as const, value });
   const money = (minor: bigint) => ({ kind: "money" as const, currency: "EUR", minor });
   /** The engine's answer to each of the overview's plans, by its first metric. */
@@ -205,7 +197,6 @@ describe("buildSiteOverview's seam", () => {
       "site_1",
       T,
       T + 2 * DAY,
-      store,
       engineWith(asked, answerOf),
     );
     expect(asked[0]).toEqual(overviewTrafficPlan("site_1", T, T + 2 * DAY));
@@ -284,12 +275,14 @@ describe("buildSiteOverview's seam", () => {
     ]);
   });
 
-  it("is the store's when there is no engine; outside the slots when the engine is busy", async () => {
-    expect(days(await buildSiteOverview(store, "site_1", T, T + DAY))).toEqual([
-      ["2026-03-09", 7, 9],
-    ]);
+  it("is unavailable without an engine; outside the slots when the engine is busy", async () => {
+    await expect(buildSiteOverview(store, "site_1", T, T + DAY, undefined)).rejects.toMatchObject({
+      kind: "unavailable",
+      message:
+        "analytics queries are not served by this process (they are served by the process that owns the analytics store)",
+    });
     const busy = engineWith([], () => Promise.reject(errors.tooManyQueries()));
-    const view = await buildSiteOverview(store, "site_1", T, T + 2 * DAY, store, busy);
+    const view = await buildSiteOverview(store, "site_1", T, T + 2 * DAY, busy);
     expect(days(view)).toEqual([
       ["2026-03-09", 0, 0],
       ["2026-03-10", 3, 5],
@@ -299,11 +292,9 @@ describe("buildSiteOverview's seam", () => {
 
   it("fails with the engine's error when it is unavailable (no silent answer from elsewhere)", async () => {
     const down = engineWith([], () => Promise.reject(errors.analyticsUnavailable()));
-    await expect(buildSiteOverview(store, "site_1", T, T + DAY, store, down)).rejects.toMatchObject(
-      {
-        kind: "unavailable",
-        message: "the analytics store is unavailable, retry later",
-      },
-    );
+    await expect(buildSiteOverview(store, "site_1", T, T + DAY, down)).rejects.toMatchObject({
+      kind: "unavailable",
+      message: "the analytics store is unavailable, retry later",
+    });
   });
 });
