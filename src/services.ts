@@ -376,13 +376,13 @@ async function openAnalytics(
         await catchUp();
         return engine.funnel(...a);
       },
+      report: async (...a) => {
+        await catchUp();
+        return engine.report(...a);
+      },
       pageEvents: async (...a) => {
         await catchUp();
         return engine.pageEvents(...a);
-      },
-      trafficByDay: async (...a) => {
-        await catchUp();
-        return engine.trafficByDay(...a);
       },
       countEvents: async (...a) => {
         await catchUp();

@@ -71,7 +71,6 @@ export async function openCliEventReads(config: Config, store: Store): Promise<C
       engine: {
         ...engine,
         pageEvents: caughtUp(engine.pageEvents),
-        trafficByDay: caughtUp(engine.trafficByDay),
         countEvents: caughtUp(engine.countEvents),
       },
       eventsInEngine: true,

@@ -1,6 +1,7 @@
 /** Read operations for ReportsService (inspection, tests, the dashboard). */
 
 import type { StoredEventReads } from "./analytics/event-reads.js";
+import { revenueByChannelOf } from "./analytics/fixed-reports.js";
 import type { AnalyticsEngine } from "./analytics/query-plan.js";
 import type { Clock } from "./clock.js";
 import { errors } from "./errors.js";
@@ -347,7 +348,9 @@ export function createReports(deps: {
       const from = timeField("from", input.from, 0);
       const to = timeField("to", input.to, clock.now());
       if (to < from) throw errors.invalid("to: must not be before from");
-      const rows = await store.revenueByChannel(input.siteId, from, to);
+      // The query layer's plan; a process without the engine has no second copy of its rules.
+      if (!deps.engine) throw errors.analyticsNotServed();
+      const rows = await revenueByChannelOf(deps.engine, input.siteId, from, to);
       return rows.map((r) => ({
         ...r,
         netMinor: r.grossMinor - r.refundsMinor - r.chargebacksMinor,
@@ -367,7 +370,7 @@ export function createReports(deps: {
       const { from, to } = overviewPeriod((name, value) => timeField(name, value, 0), input);
       if (!(await store.getSite(input.siteId))) throw errors.siteNotFound(input.siteId);
       const [overview, mrr] = await Promise.all([
-        buildSiteOverview(store, input.siteId, from, to, events, deps.engine),
+        buildSiteOverview(store, input.siteId, from, to, deps.engine),
         mrrAt(input.siteId, Math.min(to, clock.now())),
       ]);
       return { ...overview, mrr };

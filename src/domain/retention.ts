@@ -13,7 +13,6 @@
 import type { StoredEventReads } from "./analytics/event-reads.js";
 import type { Clock } from "./clock.js";
 import { errors } from "./errors.js";
-import { utcDay } from "./overview-traffic.js";
 import type { Store } from "./store/store.js";
 import { MAX_RETENTION_DAYS } from "./vocabulary.js";
 
@@ -67,8 +66,6 @@ export interface SitePrune {
   horizon: number;
   /** Events removed. */
   pruned: number;
-  /** Rows of the rollups' visitor set removed (visitor ids of days before the horizon). */
-  visitorDays: number;
   steps: number;
   /** False when a step failed or the pruner was stopped: the next pass goes on. */
   complete: boolean;
@@ -81,7 +78,7 @@ export interface PrunerLog {
 }
 
 export interface PrunerOptions {
-  store: Pick<Store, "listEventsRetention" | "pruneEventsStep" | "pruneVisitorDaysStep">;
+  store: Pick<Store, "listEventsRetention" | "pruneEventsStep">;
   clock: Clock;
   log: PrunerLog;
   /** Time between passes (ms); the first pass starts one interval after `start()`. */
@@ -152,7 +149,6 @@ export function createRetentionPruner(options: PrunerOptions) {
       days,
       horizon,
       pruned: 0,
-      visitorDays: 0,
       steps: 0,
       complete: false,
     };
@@ -173,23 +169,7 @@ export function createRetentionPruner(options: PrunerOptions) {
         // Always a pause, on a timer: ingestion's requests and commits run in between.
         await sleep(Math.max(stepPauseMs, (elapsed() - started) * PAUSE_FACTOR), stopping.signal);
       } while (cursor !== undefined && !stopping.signal.aborted);
-      // Then the visitor ids the daily rollups kept for those days (personal data the
-      // counts no longer need: no event before the horizon can arrive), in steps alike.
-      const pruneVisitorDays = store.pruneVisitorDaysStep?.bind(store);
-      let removed = pruneVisitorDays ? stepEvents : 0;
-      while (
-        pruneVisitorDays &&
-        cursor === undefined &&
-        removed === stepEvents &&
-        !stopping.signal.aborted
-      ) {
-        const started = elapsed();
-        removed = await pruneVisitorDays(siteId, utcDay(horizon), stepEvents);
-        result.steps += 1;
-        result.visitorDays += removed;
-        await sleep(Math.max(stepPauseMs, (elapsed() - started) * PAUSE_FACTOR), stopping.signal);
-      }
-      result.complete = cursor === undefined && removed < stepEvents;
+      result.complete = cursor === undefined;
     } catch (err) {
       log.warn(
         { site_id: siteId, events_pruned: result.pruned, err: (err as Error)?.name ?? "Error" },
@@ -203,7 +183,6 @@ export function createRetentionPruner(options: PrunerOptions) {
         events_retention_days: days,
         horizon: new Date(horizon).toISOString(),
         events_pruned: result.pruned,
-        visitor_days_pruned: result.visitorDays,
         steps: result.steps,
         complete: result.complete,
       },

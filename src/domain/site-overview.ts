@@ -1,14 +1,19 @@
 /**
- * SiteOverview: what a dashboard shows for a site and a period. Traffic per
- * day is a plan of the query layer (the analytics engine) where this process
- * has one; new visitors (first touches), revenue and recent payments are the
- * store's grouped reads (StoreOverviewPart), and the revenue and MRR reads
- * RevenueByChannel and Mrr use, so the numbers are theirs. Amounts stay per
- * currency: nothing here adds two currencies.
+ * SiteOverview: what a dashboard shows for a site and a period. Every cut
+ * (traffic per day, new visitors, revenue by day, dimension and channel) is
+ * a plan of the query layer on the analytics engine (analytics/fixed-reports.ts),
+ * the channel rows RevenueByChannel's own plan, so the numbers are Query's;
+ * the recent payments are the store's list. A process without the engine
+ * answers unavailable. Amounts stay per currency: nothing here adds two currencies.
  */
+import {
+  answerFixed,
+  newVisitorsOf,
+  revenueBreakdownOf,
+  revenueByChannelOf,
+} from "./analytics/fixed-reports.js";
 import type { AnalyticsEngine, QueryPlan } from "./analytics/query-plan.js";
-import { DomainError, errors } from "./errors.js";
-import { newVisitorsOfPeriod, trafficOfPeriod } from "./overview-traffic.js";
+import { errors } from "./errors.js";
 import type {
   DailyTraffic,
   DimensionNet,
@@ -164,7 +169,7 @@ async function engineTraffic(
   from: number,
   to: number,
 ): Promise<DailyTraffic[]> {
-  const result = await engine.query(overviewTrafficPlan(siteId, from, to));
+  const result = await answerFixed(engine, overviewTrafficPlan(siteId, from, to));
   const count = (v: { kind: string; value?: number } | undefined) =>
     v?.kind === "count" ? (v.value ?? 0) : 0;
   return result.rows.map((r) => ({
@@ -175,47 +180,24 @@ async function engineTraffic(
 }
 
 /**
- * THE SEAM between the query layer and the stores' own reads (one place):
- * with an analytics engine, traffic per day is its plan; without one (a
- * MongoDB deployment until its analytics feed lands, a worker that does not
- * own the analytics store) the store's port answers, from its rollups
- * (MongoDB) or its rows (SQLite). The engine's refusal for too many queries
- * of the site (the dashboard's own Query panels may hold its slots) falls
- * back to the port too: the overview is never refused for it.
+ * The overview of [from, to); the caller has checked the site and the range.
+ * Without an engine (a MongoDB process that does not own the analytics store,
+ * a second SQLite server on the same directory) it is unavailable: the
+ * stores keep no second copy of the report's rules (docs/reports.md).
  */
-async function trafficOf(
-  store: Store,
-  engine: AnalyticsEngine | undefined,
-  events: Pick<Store, "trafficByDay" | "trafficRollup">,
-  siteId: string,
-  from: number,
-  to: number,
-): Promise<DailyTraffic[]> {
-  if (engine) {
-    try {
-      return await engineTraffic(engine, siteId, from, to);
-    } catch (err) {
-      if (!(err instanceof DomainError) || err.kind !== "too_many_requests") throw err;
-    }
-  }
-  return trafficOfPeriod(store, siteId, from, to, events);
-}
-
-/** The overview of [from, to); the caller has checked the site and the range. */
 export async function buildSiteOverview(
   store: Store,
   siteId: string,
   from: number,
   to: number,
-  /** Where stored events are read without the engine (analytics/event-reads.ts). */
-  events: Pick<Store, "trafficByDay" | "trafficRollup"> = store,
-  engine?: AnalyticsEngine,
+  engine: AnalyticsEngine | undefined,
 ): Promise<SiteOverviewView> {
+  if (!engine) throw errors.analyticsNotServed();
   const [traffic, visitors, breakdown, revenue, recentPayments] = await Promise.all([
-    trafficOf(store, engine, events, siteId, from, to),
-    newVisitorsOfPeriod(store, siteId, from, to),
-    store.revenueBreakdown(siteId, from, to),
-    store.revenueByChannel(siteId, from, to),
+    engineTraffic(engine, siteId, from, to),
+    newVisitorsOf(engine, siteId, from, to),
+    revenueBreakdownOf(engine, siteId, from, to),
+    revenueByChannelOf(engine, siteId, from, to),
     store.recentPayments(siteId, from, to, RECENT_PAYMENTS),
   ]);
   const channels = new Map<string, ChannelOverviewView>();

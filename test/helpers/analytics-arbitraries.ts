@@ -350,6 +350,7 @@ export const paymentQueryFieldsArb: fc.Arbitrary<QueryRequestFields> = fc
     metrics: fc.uniqueArray(
       fc.constantFrom(
         "payments",
+        "transactions",
         "paying_customers",
         "gross_revenue",
         "refunds",

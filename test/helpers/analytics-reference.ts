@@ -20,8 +20,11 @@ import {
   type QueryResult,
   type QueryResultRow,
 } from "../../src/domain/analytics/query-plan.js";
-import { pageOf, type Visit, visitsOf } from "../../src/domain/analytics/visits.js";
+import { pageOf, type Visit, visitsOf, visitTouch } from "../../src/domain/analytics/visits.js";
 import { bucketOf } from "../../src/domain/analytics/zoned-time.js";
+import { isBetterTouch } from "../../src/domain/attribution/ranking.js";
+import { touchOf } from "../../src/domain/attribution/touches.js";
+import type { EventRecord } from "../../src/domain/store/records.js";
 import { visitorKey } from "../../src/store/duckdb/analytics-store.js";
 
 /** A stored event, as the reference reads it. */
@@ -97,6 +100,12 @@ interface EventRow {
   visit: Visit<RefEvent>;
 }
 
+/** A visitor's first touch: its best pageview (the domain's ranking) and that pageview's values. */
+interface TouchRow {
+  event: RefEvent;
+  values: Values;
+}
+
 /** One part of a payment, credited to a visit (or to none). */
 interface ShareRow {
   payment: RefPayment;
@@ -117,6 +126,8 @@ const TRAFFIC_METRICS = new Set<MetricName>([
   "conversions",
   "conversion_rate",
 ]);
+/** Metrics of first touches (neither traffic rows nor payments). */
+const TOUCH_METRICS = new Set<MetricName>(["new_visitors"]);
 
 /** Rounded to 2 decimals, halves away from zero. */
 function round2(x: number): number {
@@ -184,6 +195,19 @@ function eventValue(row: EventRow, d: DimensionName, tz: string): string {
   return v ?? NONE_VALUE;
 }
 
+/** A first touch's value of a dimension: its pageview's (time: its bucket); exit page has none. */
+function touchValue(row: TouchRow, d: DimensionName, tz: string): string {
+  const e = row.event;
+  let v: string | undefined;
+  if (d.startsWith(TIME_PREFIX)) v = bucketOf(e.ts, d.slice(5) as "day", tz);
+  else if (d.startsWith("prop:")) v = propValue(e.props?.[d.slice(5)]);
+  else if (d === "page") v = pageOf(e.url);
+  else if (d === "event") v = e.name;
+  else if (d === "country" || d === "device" || d === "browser" || d === "os") v = e[d];
+  else v = row.values[d];
+  return v ?? NONE_VALUE;
+}
+
 /** A share's value of a dimension: the credited visit's; page, event and props have none. */
 function shareValue(s: ShareRow, d: DimensionName, tz: string): string {
   if (d.startsWith(TIME_PREFIX)) return bucketOf(s.payment.paidAt, d.slice(5) as "day", tz);
@@ -222,6 +246,32 @@ export function createReference(data: RefData, siteId: string) {
     visits.set(visitorId, vs);
     vs.forEach((visit, i) => {
       for (const event of visit.events) rows.push({ event, visitKey: `${visitorId}#${i}`, visit });
+    });
+  }
+
+  // Each stored visitor's first touch: its best pageview by the domain's ranking, in stored order.
+  const firstTouches: TouchRow[] = [];
+  for (const list of byVisitor.values()) {
+    let best: { event: RefEvent; rank: { internal: boolean; ts: number } } | undefined;
+    for (const event of list) {
+      const t = touchOf({ ...event, receivedAt: event.ts } as EventRecord, site.hostnames);
+      if (t && isBetterTouch(t, best?.rank)) best = { event, rank: t };
+    }
+    if (!best) continue;
+    const e = best.event;
+    const t = visitTouch(e, pageOf(e.url), site.hostnames);
+    firstTouches.push({
+      event: e,
+      values: {
+        channel: t.channel,
+        source: t.source,
+        medium: t.medium,
+        campaign: t.campaign,
+        term: t.term,
+        content: t.content,
+        referrer: t.referrerHost,
+        landing_page: pageOf(e.url),
+      },
     });
   }
 
@@ -334,6 +384,7 @@ export function createReference(data: RefData, siteId: string) {
     evs: EventRow[],
     shares: ShareRow[],
     dims: string[] = [],
+    touches: TouchRow[] = [],
   ): MetricValue[] {
     // Without a currency (by the currency dimension) a row's amounts are in its own;
     // totals would add currencies up: unset.
@@ -394,8 +445,12 @@ export function createReference(data: RefData, siteId: string) {
           return count(converters.size);
         case "conversion_rate":
           return num(visitors.size ? (converters.size / visitors.size) * 100 : undefined);
+        case "new_visitors":
+          return count(touches.length);
         case "payments":
           return count(charges.size);
+        case "transactions":
+          return count(new Set(shares.map((s) => s.payment.paymentId)).size);
         case "paying_customers":
           return count(
             new Set(
@@ -462,7 +517,13 @@ export function createReference(data: RefData, siteId: string) {
         r.event.ts < interval.to &&
         plan.filters.every((f) => matches(eventValue(r, f.dimension, plan.timeZone), f)),
     );
-    const revenue = plan.metrics.some((m) => !TRAFFIC_METRICS.has(m));
+    const revenue = plan.metrics.some((m) => !TRAFFIC_METRICS.has(m) && !TOUCH_METRICS.has(m));
+    const touches = firstTouches.filter(
+      (t) =>
+        t.event.ts >= interval.from &&
+        t.event.ts < interval.to &&
+        plan.filters.every((f) => matches(touchValue(t, f.dimension, plan.timeZone), f)),
+    );
     const shares = revenue
       ? countedPayments(interval, plan.currency)
           .flatMap((p) => sharesOf(p, plan.model))
@@ -471,7 +532,7 @@ export function createReference(data: RefData, siteId: string) {
             plan.filters.every((f) => matches(shareValue(s, f.dimension, plan.timeZone), f)),
           )
       : [];
-    return { evs, shares };
+    return { evs, shares, touches };
   }
 
   /** The time buckets of an interval, in order (for matching comparison rows by position). */
@@ -486,15 +547,19 @@ export function createReference(data: RefData, siteId: string) {
 
   function query(plan: QueryPlan): QueryResult {
     const traffic = plan.metrics.some((m) => TRAFFIC_METRICS.has(m));
-    const revenue = plan.metrics.some((m) => !TRAFFIC_METRICS.has(m));
+    const firsts = plan.metrics.some((m) => TOUCH_METRICS.has(m));
+    const revenue = plan.metrics.some((m) => !TRAFFIC_METRICS.has(m) && !TOUCH_METRICS.has(m));
     const main = inInterval(plan, plan.period);
     const keyOf = (vals: string[]) => JSON.stringify(vals);
-    const groups = new Map<string, { dims: string[]; evs: EventRow[]; shares: ShareRow[] }>();
+    const groups = new Map<
+      string,
+      { dims: string[]; evs: EventRow[]; shares: ShareRow[]; touches: TouchRow[] }
+    >();
     const group = (dims: string[]) => {
       const k = keyOf(dims);
       let g = groups.get(k);
       if (!g) {
-        g = { dims, evs: [], shares: [] };
+        g = { dims, evs: [], shares: [], touches: [] };
         groups.set(k, g);
       }
       return g;
@@ -506,19 +571,25 @@ export function createReference(data: RefData, siteId: string) {
     for (const s of main.shares) {
       group(plan.dimensions.map((d) => shareValue(s, d, plan.timeZone))).shares.push(s);
     }
+    for (const t of main.touches) {
+      group(plan.dimensions.map((d) => touchValue(t, d, plan.timeZone))).touches.push(t);
+    }
     // A row exists when something a requested metric counts falls in it.
     const present = [...groups.values()].filter(
-      (g) => (traffic && g.evs.length > 0) || (revenue && g.shares.length > 0),
+      (g) =>
+        (traffic && g.evs.length > 0) ||
+        (revenue && g.shares.length > 0) ||
+        (firsts && g.touches.length > 0),
     );
     let resultRows: QueryResultRow[] = present.map((g) => ({
       dimensions: g.dims,
-      metrics: metricsOf(plan, g.evs, g.shares, g.dims),
+      metrics: metricsOf(plan, g.evs, g.shares, g.dims, g.touches),
     }));
 
     let comparisonTotals: MetricValue[] | undefined;
     if (plan.comparison) {
       const cmp = inInterval(plan, plan.comparison);
-      comparisonTotals = metricsOf(plan, cmp.evs, cmp.shares);
+      comparisonTotals = metricsOf(plan, cmp.evs, cmp.shares, [], cmp.touches);
       // Time dimensions: the bucket at the same position in the comparison period.
       const maps = plan.dimensions.map((d) => {
         if (!d.startsWith(TIME_PREFIX)) return undefined;
@@ -536,7 +607,10 @@ export function createReference(data: RefData, siteId: string) {
         const shares = cmp.shares.filter(
           (s) => keyOf(plan.dimensions.map((d) => shareValue(s, d, plan.timeZone))) === want,
         );
-        return { ...row, comparison: metricsOf(plan, evs, shares, row.dimensions) };
+        const touches = cmp.touches.filter(
+          (t) => keyOf(plan.dimensions.map((d) => touchValue(t, d, plan.timeZone))) === want,
+        );
+        return { ...row, comparison: metricsOf(plan, evs, shares, row.dimensions, touches) };
       });
     }
 
@@ -562,7 +636,7 @@ export function createReference(data: RefData, siteId: string) {
 
     const result: QueryResult = {
       rows: resultRows.slice(plan.offset, plan.offset + plan.limit),
-      totals: metricsOf(plan, main.evs, main.shares),
+      totals: metricsOf(plan, main.evs, main.shares, [], main.touches),
       more: resultRows.length > plan.offset + plan.limit,
     };
     if (comparisonTotals) result.comparisonTotals = comparisonTotals;

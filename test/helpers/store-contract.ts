@@ -10,8 +10,10 @@ import type {
   EventGroup,
   EventRecord,
   IdentityLink,
+  PaymentPage,
   PaymentRecord,
   PaymentWrite,
+  RevenueRow,
   SiteRecord,
   Store,
   VisitorTouch,
@@ -202,4 +204,55 @@ export function storeContract(
     newSite,
     key,
   };
+}
+
+/**
+ * The stored payments of [from, to) summed by channel and currency as
+ * RevenueByChannel shows them (the rule itself is the query layer's,
+ * checked against the reference model): what the store contract asserts
+ * about the channels, amounts and kinds it keeps, now that the store has no
+ * revenue read of its own.
+ */
+export async function storedRevenue(
+  store: Pick<Store, "pagePayments">,
+  siteId: string,
+  from: number,
+  to: number,
+): Promise<RevenueRow[]> {
+  const rows = new Map<string, RevenueRow & { customers: Set<string> }>();
+  let after: PaymentPage["next"];
+  do {
+    const page = await store.pagePayments(siteId, {
+      from,
+      to,
+      limit: 100,
+      ...(after ? { after } : {}),
+    });
+    for (const p of page.payments) {
+      if (p.status !== "succeeded") continue;
+      const channel = p.attribution?.channel ?? p.erasedChannel ?? "unattributed";
+      const key = `${channel}\u0000${p.currency}`;
+      const row = rows.get(key) ?? {
+        channel,
+        currency: p.currency,
+        grossMinor: 0n,
+        refundsMinor: 0n,
+        chargebacksMinor: 0n,
+        payments: 0,
+        payingCustomers: 0,
+        customers: new Set<string>(),
+      };
+      const amount = BigInt(p.amountMinor);
+      if (p.kind === "charge") {
+        row.grossMinor += amount;
+        row.customers.add(p.customerId);
+      } else if (p.kind === "refund") row.refundsMinor += amount;
+      else row.chargebacksMinor += amount;
+      row.payments += 1;
+      row.payingCustomers = row.customers.size;
+      rows.set(key, row);
+    }
+    after = page.next;
+  } while (after);
+  return [...rows].sort(([a], [b]) => (a < b ? -1 : 1)).map(([, { customers: _c, ...row }]) => row);
 }

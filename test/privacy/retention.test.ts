@@ -116,8 +116,6 @@ describe("events retention", () => {
       days: 2,
       horizon: Date.UTC(2026, 2, 12),
       pruned: 3,
-      // SQLite keeps no daily rollups (migration 20): no visitor ids of days to prune.
-      visitorDays: 0,
       steps: 1,
       complete: true,
     });
@@ -158,7 +156,6 @@ describe("events retention", () => {
       events_retention_days: 2,
       horizon: "2026-03-12T00:00:00.000Z",
       events_pruned: 3,
-      visitor_days_pruned: 0,
       steps: 1,
       complete: true,
     });

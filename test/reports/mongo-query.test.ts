@@ -12,11 +12,13 @@ import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ObjectId } from "mongodb";
 import { afterAll, describe, expect, it } from "vitest";
+import { ReportsService } from "../../gen/ingest/v1/reports_pb.js";
 import type { MongoFeedSource } from "../../src/store/mongo/analytics-feed.js";
 import { planAppends } from "../../src/store/mongo/event-buckets.js";
 import { paymentUpsert } from "../../src/store/mongo/payments.js";
 import type { EventRecord, Store } from "../../src/store/port.js";
 import { MemoryCollection, type ServerClock } from "../helpers/mongo/memory-collections.js";
+import { describeRpcError } from "../helpers/rpc-clients.js";
 import { postJson, TEST_NOW } from "../helpers/test-server.js";
 import { useTestServer } from "../helpers/use-test-server.js";
 
@@ -75,7 +77,7 @@ describe("Query on a MongoDB deployment", () => {
       mongoFeedSource: async () => mongo.source,
     });
 
-    it("answers from the MongoDB feed with the same engine", async () => {
+    it("answers Query, RevenueByChannel and SiteOverview from the MongoDB feed with the same engine", async () => {
       const site = ctx.siteId;
       mongo.m.sites.docs.push({ _id: site, hostnames: ["example.com"] });
       const appends = planAppends(
@@ -174,6 +176,30 @@ describe("Query on a MongoDB deployment", () => {
           { money: { currency: "USD", minorUnits: "2999", decimal: "29.99" } },
         ],
       });
+      // The fixed reports are plans on the same engine: MongoDB keeps no rollup or pipeline of them.
+      const reports = ctx.client(ReportsService);
+      const period = {
+        siteId: site,
+        from: new Date(T0 - MIN).toISOString(),
+        to: new Date(T0 + 10 * MIN).toISOString(),
+      };
+      const byChannel = await reports.revenueByChannel(period, { headers: ctx.adminHeaders });
+      expect(
+        byChannel.rows.map((r) => [
+          r.channel,
+          r.currency,
+          r.gross?.minorUnits,
+          r.net?.minorUnits,
+          r.payments,
+          r.payingCustomers,
+        ]),
+      ).toEqual([["Email", "USD", 2999n, 2999n, 1n, 1n]]);
+      const overview = await reports.siteOverview(period, { headers: ctx.adminHeaders });
+      expect(overview.newVisitors).toBe(2n);
+      expect(overview.channels.map((c) => [c.channel, c.newVisitors, c.revenue.length])).toEqual([
+        ["Direct", 1n, 0],
+        ["Email", 1n, 1],
+      ]);
     });
   });
 
@@ -195,6 +221,23 @@ describe("Query on a MongoDB deployment", () => {
             "analytics queries are not served by this process (they are served by the process that owns the analytics store)",
         },
       });
+    });
+
+    it("answers RevenueByChannel and SiteOverview 503 too: MongoDB keeps no copy of their rules", async () => {
+      const headers = ctx.adminHeaders;
+      const period = { siteId: ctx.siteId, from: new Date(T0).toISOString() };
+      const reports = ctx.client(ReportsService);
+      const refused = (call: Promise<unknown>) => call.then(() => undefined, describeRpcError);
+      const message =
+        "analytics queries are not served by this process (they are served by the process that owns the analytics store)";
+      expect(
+        await refused(reports.revenueByChannel({ ...period, to: "" }, { headers })),
+      ).toMatchObject({ code: "unavailable", message });
+      expect(
+        await refused(
+          reports.siteOverview({ ...period, to: new Date(T0 + MIN).toISOString() }, { headers }),
+        ),
+      ).toMatchObject({ code: "unavailable", message });
     });
   });
 });

@@ -6,114 +6,21 @@
  * written into a SQLite database of the service's schema, moved into DuckDB
  * by the feed, and the same plan asked of both.
  */
-import { join } from "node:path";
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
 import type { QueryPlan } from "../../src/domain/analytics/query-plan.js";
-import { createDuckDbAnalytics } from "../../src/store/duckdb/analytics-engine.js";
-import { createAnalyticsFeed } from "../../src/store/duckdb/analytics-feed.js";
-import { openAnalyticsStore, visitorKey } from "../../src/store/duckdb/analytics-store.js";
-import { openSqlite } from "../../src/store/sqlite/open-sqlite.js";
+import { visitorKey } from "../../src/store/duckdb/analytics-store.js";
 import {
   funnelCaseArb,
   paymentQueryCaseArb,
   queryCaseArb,
 } from "../helpers/analytics-arbitraries.js";
+import { engineOverData } from "../helpers/analytics-engine-over.js";
 import { type RefData, referenceFunnel, referenceQuery } from "../helpers/analytics-reference.js";
 import { useTempDirs } from "../helpers/temp-dirs.js";
 
 const tempDir = useTempDirs("query-semantics-");
-
-/** Writes `data` as the service stores it, then runs the feed; returns the engine. */
-async function engineOver(data: RefData) {
-  const dir = tempDir();
-  const sqlitePath = join(dir, "ingest.sqlite");
-  const db = openSqlite(sqlitePath);
-  db.pragma("foreign_keys = OFF");
-  db.transaction(() => {
-    for (const s of data.sites) {
-      db.prepare(
-        "INSERT INTO sites (id, account_id, hostnames, created_at) VALUES (?, 'a', ?, 0)",
-      ).run(s.id, JSON.stringify(s.hostnames));
-    }
-    const event = db.prepare(
-      `INSERT INTO events (site_id, name, url, ts, received_at, visitor_id, user_id, country, browser, os, device,
-         referrer_host, utm_source, utm_medium, utm_campaign, utm_term, utm_content, click_ids, props)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)`,
-    );
-    for (const e of data.events) {
-      event.run(
-        e.siteId,
-        e.name,
-        e.url,
-        e.ts,
-        e.ts,
-        e.visitorId,
-        e.userId ?? null,
-        e.country ?? null,
-        e.browser ?? null,
-        e.os ?? null,
-        e.device ?? null,
-        e.referrerHost ?? null,
-        e.utmSource ?? null,
-        e.utmMedium ?? null,
-        e.utmCampaign ?? null,
-        e.utmTerm ?? null,
-        e.utmContent ?? null,
-        e.clickIds && Object.keys(e.clickIds).length > 0 ? JSON.stringify(e.clickIds) : null,
-        e.props === undefined ? null : JSON.stringify(e.props),
-      );
-    }
-    const link = db.prepare(
-      "INSERT OR IGNORE INTO customer_visitors (site_id, customer_id, visitor_id, via, linked_at) VALUES (?, ?, ?, ?, 0)",
-    );
-    for (const c of data.customers) {
-      for (const v of c.visitorIds) link.run(c.siteId, c.customerId, v, "visitor_id");
-      // The attributor links a customer to the visitors its user id identified.
-      for (const i of data.identities) {
-        if (i.siteId === c.siteId && c.userId !== undefined && i.userId === c.userId) {
-          link.run(c.siteId, c.customerId, i.visitorId, "user_id");
-        }
-      }
-    }
-    const stitch = db.prepare(
-      "INSERT INTO visitor_stitches (site_id, visitor_id, persistent_id, ts) VALUES (?, ?, ?, 0)",
-    );
-    for (const s of data.stitches) stitch.run(s.siteId, s.visitorId, s.persistentId);
-    const payment = db.prepare(
-      `INSERT INTO payments (site_id, payment_id, customer_id, currency, amount_minor, kind, status, paid_at,
-         metadata, created_at, updated_at, attribution, channel)
-       VALUES (?, ?, ?, ?, ?, ?, ?, ?, '{}', 0, 0, ?, ?)`,
-    );
-    for (const p of data.payments) {
-      payment.run(
-        p.siteId,
-        p.paymentId,
-        p.customerId,
-        p.currency,
-        p.amountMinor,
-        p.kind,
-        p.status,
-        p.paidAt,
-        p.attribution ? JSON.stringify({ ...p.attribution, via: "visitor_id" }) : null,
-        p.attribution?.channel ?? "unattributed",
-      );
-    }
-  })();
-  db.close();
-  const analytics = await openAnalyticsStore({
-    path: ":memory:",
-    threads: 1,
-    memoryLimit: "256MB",
-  });
-  const feed = createAnalyticsFeed({ sqlitePath, analytics, intervalMs: 1000 });
-  await feed.runOnce();
-  await feed.stop();
-  return {
-    engine: createDuckDbAnalytics({ analytics, timeoutMs: 60_000, perSite: 4 }),
-    close: () => analytics.close(),
-  };
-}
+const engineOver = (data: RefData) => engineOverData(tempDir(), data);
 
 describe("the engine against the reference model", () => {
   it("answers every funnel as the reference does", { timeout: 300_000 }, async () => {

@@ -18,8 +18,6 @@ import {
   linkUpsert,
   mrrRow,
   planTouches,
-  revenuePipeline,
-  revenueRow,
   type TouchCandidates,
   toBigInt,
   touchUpdate,
@@ -49,7 +47,6 @@ import {
   paymentUpsert,
   subscriptionUpsert,
 } from "../../src/store/mongo/payments.js";
-import { readNewVisitorRollup } from "../../src/store/mongo/rollups.js";
 import { COLLECTIONS, type Collections } from "../../src/store/mongo/schema.js";
 import type {
   Attribution,
@@ -298,9 +295,6 @@ describe("mongodb adapter without a server", () => {
       "connector_objects",
       "directory",
       "settings",
-      "traffic_days",
-      "visitor_days",
-      "new_visitor_days",
       "setup_tokens",
     ]);
     for (const c of COLLECTIONS) {
@@ -324,9 +318,6 @@ describe("mongodb adapter without a server", () => {
       "visitor_stitches.site_visitor_unique",
       "connector_events.connector_event_unique",
       "connector_objects.site_object_unique",
-      "traffic_days.site_day_unique",
-      "visitor_days.site_day_visitor_unique",
-      "new_visitor_days.site_day_dimensions_unique",
     ]);
   });
 
@@ -375,7 +366,7 @@ describe("mongodb adapter without a server", () => {
     expect(writes.map((w) => Object.keys(w))).toEqual([["$setOnInsert"], ["$setOnInsert"]]);
   });
 
-  it("erasing visitors moves their new-visitor counts to the (erased) row and deletes rows left at 0", async () => {
+  it("erasing visitors deletes their first touches, after telling the analytics feed of their stitches", async () => {
     /** A collection of the model with what eraseVisitors calls, each write checked by the validator. */
     const coll = (name: string, docs: Doc[] = []) => ({
       docs,
@@ -425,29 +416,10 @@ describe("mongodb adapter without a server", () => {
         landing_page: "https://example.com/shared",
       },
     ]);
-    const dayKey = new Date(T0).toISOString().slice(0, 10);
-    const row = (over: Doc) => ({
-      site_id: "site_1",
-      day: dayKey,
-      channel: "Email",
-      source: "",
-      campaign: "",
-      landing_page: "https://example.com/shared",
-      visitors: 1,
-      ...over,
-    });
-    const newVisitorDays = coll("new_visitor_days", [
-      row({ source: EMAIL, campaign: `c-${EMAIL}`, landing_page: `https://example.com/${EMAIL}` }),
-      row({}),
-      // A touch of Ada's that a better one replaced: left at 0.
-      row({ landing_page: `https://example.com/old/${EMAIL}`, visitors: 0 }),
-    ]);
     const c = {
       touches,
-      newVisitorDays,
       customerVisitors: coll("customer_visitors"),
       events: coll("events"),
-      visitorDays: coll("visitor_days"),
       identities: coll("identities"),
       stitches: coll("visitor_stitches"),
       customers: coll("customers"),
@@ -458,10 +430,8 @@ describe("mongodb adapter without a server", () => {
     expect(await erasure.eraseVisitors("site_1", ["v_ada"], ["v_ada"])).toMatchObject({
       touches: 1,
     });
-    const rows = newVisitorDays.docs.map(({ _id, ...d }) => d);
-    expect(rows).toEqual([row({}), row({ landing_page: "(erased)" })]);
-    expect(JSON.stringify(rows)).not.toContain(EMAIL);
     expect(touches.docs.map((t) => t.visitor_id)).toEqual(["v_bob"]);
+    expect(JSON.stringify(touches.docs)).not.toContain(EMAIL);
     // The analytics feed was told which stitches would change before they did (no
     // customer was linked, so no links notice).
     expect(c.analyticsLog.docs.map((d) => [d.kind, d.site_id, d.keys])).toEqual([
@@ -975,7 +945,6 @@ describe("mongodb adapter without a server", () => {
         customers: new FakeCollection("customers"),
         payments: new FakeCollection("payments"),
         subscriptions: new FakeCollection("subscriptions"),
-        newVisitorDays: new FakeCollection("new_visitor_days"),
         analyticsLog: fakeAnalyticsLog(),
       };
       return { f, c: f as unknown as Collections };
@@ -1026,21 +995,6 @@ describe("mongodb adapter without a server", () => {
       expect(await put(touch("v", { ts: T0 + 300, channel: "tie" }))).toEqual([]);
       expect(await put(touch("v", { ts: T0 + 301 }))).toEqual([]);
       expect(await stored()).toEqual([organic]);
-      // The new-visitor rollup followed every replacement: one visitor, counted on the
-      // stored touch's dimensions only (the replaced ones went back to 0).
-      expect(await readNewVisitorRollup(c, "site_1", "2025-06-01", "2025-06-02")).toEqual([
-        {
-          channel: "Organic Search",
-          source: "google",
-          campaign: "c",
-          landingPage: "https://example.com/",
-          visitors: 1,
-        },
-      ]);
-      expect(f.newVisitorDays.docs.map((d) => [d.channel, d.visitors])).toEqual([
-        ["Direct", 0],
-        ["Organic Search", 1],
-      ]);
       // A better touch without optional fields removes the stored ones.
       const bare: VisitorTouch = {
         siteId: "site_1",
@@ -1301,85 +1255,6 @@ describe("mongodb adapter without a server", () => {
       expect(await find([], [])).toEqual([]);
     });
 
-    it("revenue by channel: exact long sums, only succeeded, [from, to), distinct paying customers", async () => {
-      const { f, c } = fakeCollections();
-      const store = createMongoAttribution(c);
-      const E15 = 1_000_000_000_000_000;
-      const base: PaymentRecord = {
-        siteId: "site_1",
-        paymentId: "",
-        customerId: "cus_1",
-        currency: "USD",
-        amountMinor: 0,
-        kind: "charge",
-        status: "succeeded",
-        paidAt: T0,
-        metadata: {},
-        createdAt: T0,
-        updatedAt: T0,
-      };
-      const p = (n: number, over: Partial<PaymentRecord>) =>
-        run("payments", undefined, paymentUpsert([{ ...base, paymentId: `p${n}`, ...over }]));
-      f.payments.docs = [
-        ...Array.from({ length: 10 }, (_, i) => p(i, { amountMinor: E15 + i })),
-        p(10, { amountMinor: 7, kind: "refund" }),
-        p(11, { amountMinor: 9, kind: "chargeback", customerId: "cus_2" }),
-        p(12, { amountMinor: 5, status: "pending" }),
-        p(13, { amountMinor: 5, status: "failed" }),
-        p(14, { amountMinor: 5, paidAt: T0 + 10 }),
-        p(15, { amountMinor: 5, paidAt: T0 - 1 }),
-        p(16, { amountMinor: 3, currency: "EUR", customerId: "cus_3" }),
-        p(17, { amountMinor: 5, siteId: "site_2" }),
-      ];
-      // A payment written before attribution existed has no channel.
-      delete (f.payments.docs[16] as Doc).channel;
-      await store.setAttribution("site_1", "cus_2", {
-        channel: "Email",
-        landingPage: "/",
-        visitorId: "v",
-        via: "customer",
-        touchedAt: T0,
-      });
-      const rows = await store.revenueByChannel("site_1", T0, T0 + 10);
-      expect(rows).toEqual([
-        {
-          channel: "Email",
-          currency: "USD",
-          grossMinor: 0n,
-          refundsMinor: 0n,
-          chargebacksMinor: 9n,
-          payments: 1,
-          payingCustomers: 0,
-        },
-        {
-          channel: "unattributed",
-          currency: "EUR",
-          grossMinor: 3n,
-          refundsMinor: 0n,
-          chargebacksMinor: 0n,
-          payments: 1,
-          payingCustomers: 1,
-        },
-        {
-          channel: "unattributed",
-          currency: "USD",
-          grossMinor: 10_000_000_000_000_045n,
-          refundsMinor: 7n,
-          chargebacksMinor: 0n,
-          payments: 11,
-          payingCustomers: 1,
-        },
-      ]);
-      const [match] = revenuePipeline("s", 1, 2);
-      expect(match).toEqual({
-        $match: {
-          site_id: "s",
-          status: "succeeded",
-          paid_at: { $gte: new Date(1), $lt: new Date(2) },
-        },
-      });
-    });
-
     it("MRR: running active and past_due subscriptions with amount and interval, exact sums", async () => {
       const { f, c } = fakeCollections();
       const store = createMongoAttribution(c);
@@ -1446,25 +1321,6 @@ describe("mongodb adapter without a server", () => {
       expect(() => toBigInt(2 ** 64)).toThrow(RangeError);
       expect(() => toBigInt(1.5)).toThrow(RangeError);
       expect(() => toBigInt(null)).toThrow(RangeError);
-      expect(
-        revenueRow({
-          channel: "x",
-          currency: "USD",
-          gross: Long.fromString("9007199254740993"),
-          refunds: 0,
-          chargebacks: Long.ZERO,
-          payments: 3,
-          paying: 2,
-        }),
-      ).toEqual({
-        channel: "x",
-        currency: "USD",
-        grossMinor: 9_007_199_254_740_993n,
-        refundsMinor: 0n,
-        chargebacksMinor: 0n,
-        payments: 3,
-        payingCustomers: 2,
-      });
     });
 
     it("touch precedence matches the rule: non-internal first, then earlier, ties keep", () => {

@@ -1394,8 +1394,9 @@ export type QueryRequest = Message<"ingest.v1.QueryRequest"> & {
 
   /**
    * 1–10 of: visitors, visits, pageviews, events, views_per_visit,
-   * bounce_rate, visit_duration, conversions, conversion_rate, payments,
-   * paying_customers, gross_revenue, refunds, chargebacks, net_revenue,
+   * bounce_rate, visit_duration, conversions, conversion_rate, new_visitors,
+   * payments, transactions, paying_customers, gross_revenue, refunds,
+   * chargebacks, net_revenue,
    * revenue_per_visitor, average_order_value, median_days_to_first_payment,
    * median_visits_to_first_payment.
    *
@@ -1486,7 +1487,8 @@ export type MetricValue = Message<"ingest.v1.MetricValue"> & {
    */
   value: {
     /**
-     * visitors, visits, pageviews, events, conversions, payments, paying_customers.
+     * visitors, visits, pageviews, events, conversions, new_visitors, payments,
+     * transactions, paying_customers.
      *
      * @generated from field: int64 count = 1;
      */

@@ -1,7 +1,7 @@
 /**
  * Where the stored events are read from: the one place the domain chooses
  * between the store and the analytics engine (ListEvents, the exports,
- * SiteOverview's partial days, erasure's and retention's counts).
+ * erasure's and retention's counts).
  *
  * On SQLite deployments the store's events table is only the feed's outbox
  * (migration 19): an event leaves it once DuckDB committed it, so every read
@@ -18,9 +18,7 @@ import type { Store } from "../store/store.js";
 import type { AnalyticsEngine } from "./query-plan.js";
 
 /** The stored events' reads the reports, erasure and retention use. */
-export type StoredEventReads = Pick<AnalyticsEngine, "pageEvents" | "trafficByDay"> & {
-  /** Visitors and pageviews of whole UTC days [fromDay, toDay) (SiteOverview without the engine's plan). */
-  trafficRollup: Store["trafficRollup"];
+export type StoredEventReads = Pick<AnalyticsEngine, "pageEvents"> & {
   /**
    * Counts what an erasure or a pruning is about to remove where the store
    * no longer holds it (the engine's part); undefined when the store holds
@@ -31,7 +29,7 @@ export type StoredEventReads = Pick<AnalyticsEngine, "pageEvents" | "trafficByDa
 
 /** The reads of a deployment: the engine's when events live there, else the store's. */
 export function storedEventReads(options: {
-  store: Pick<Store, "pageEvents" | "trafficByDay" | "trafficRollup">;
+  store: Pick<Store, "pageEvents">;
   engine: AnalyticsEngine | undefined;
   /** Whether the store moves its events to the engine (SQLite in a file). */
   eventsInEngine: boolean;
@@ -40,29 +38,17 @@ export function storedEventReads(options: {
   if (!options.eventsInEngine) {
     return {
       pageEvents: (siteId, q) => store.pageEvents(siteId, q),
-      trafficByDay: (siteId, from, to) => store.trafficByDay(siteId, from, to),
-      trafficRollup: (siteId, fromDay, toDay) => store.trafficRollup(siteId, fromDay, toDay),
     };
   }
   if (engine) {
     return {
       pageEvents: (siteId, q) => engine.pageEvents(siteId, q),
-      trafficByDay: (siteId, from, to) => engine.trafficByDay(siteId, from, to),
-      // The store keeps no daily traffic (migration 20): whole days are read raw too.
-      trafficRollup: (siteId, fromDay, toDay) =>
-        engine.trafficByDay(
-          siteId,
-          Date.parse(`${fromDay}T00:00:00Z`),
-          Date.parse(`${toDay}T00:00:00Z`),
-        ),
       countEvents: (siteId, filter) => engine.countEvents(siteId, filter),
     };
   }
   const unserved = () => Promise.reject(errors.analyticsNotServed());
   return {
     pageEvents: unserved,
-    trafficByDay: unserved,
-    trafficRollup: unserved,
     countEvents: unserved,
   };
 }

@@ -78,6 +78,7 @@ const TRAFFIC_METRICS: ReadonlySet<MetricName> = new Set<MetricName>([
   "visit_duration",
   "conversions",
   "conversion_rate",
+  "new_visitors",
   "revenue_per_visitor",
 ]);
 

@@ -6,7 +6,6 @@
  * the other. Times are Unix milliseconds; money is integer minor units.
  */
 import type { EventPage, EventPageQuery } from "../store/events-port.js";
-import type { DailyTraffic } from "../store/overview-port.js";
 
 /** Every metric a query may ask for, in the order docs/reports.md defines them. */
 export const METRIC_NAMES = [
@@ -19,7 +18,9 @@ export const METRIC_NAMES = [
   "visit_duration",
   "conversions",
   "conversion_rate",
+  "new_visitors",
   "payments",
+  "transactions",
   "paying_customers",
   "gross_revenue",
   "refunds",
@@ -204,6 +205,12 @@ export interface FunnelResult {
  */
 export interface AnalyticsEngine {
   query(plan: QueryPlan, signal?: AbortSignal): Promise<QueryResult>;
+  /**
+   * A fixed report's plan (SiteOverview, RevenueByChannel), answered as
+   * `query` within the time limit but outside the per-site query slots, as
+   * the stored-event reads are (src/domain/analytics/fixed-reports.ts).
+   */
+  report(plan: QueryPlan, signal?: AbortSignal): Promise<QueryResult>;
   funnel(plan: FunnelPlan, signal?: AbortSignal): Promise<FunnelResult>;
   /*
    * The stored events' reads. On SQLite deployments an event leaves SQLite
@@ -213,8 +220,6 @@ export interface AnalyticsEngine {
    */
   /** A page of a site's events, newest first by position (as StoreEventsPart.pageEvents). */
   pageEvents(siteId: string, query: EventPageQuery): Promise<EventPage>;
-  /** Visitors and pageviews per UTC day of events with `ts` in [from, to) (as StoreOverviewPart.trafficByDay). */
-  trafficByDay(siteId: string, from: number, to: number): Promise<DailyTraffic[]>;
   /** How many of a site's stored events match `filter` (erasure's and retention's counts). */
   countEvents(siteId: string, filter: EventCountFilter): Promise<number>;
 }

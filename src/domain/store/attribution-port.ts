@@ -1,11 +1,5 @@
 /** The attribution and reports part of the store port. */
-import type {
-  Attribution,
-  CustomerVisitorLink,
-  MrrRow,
-  RevenueRow,
-  VisitorTouch,
-} from "./records.js";
+import type { Attribution, CustomerVisitorLink, MrrRow, VisitorTouch } from "./records.js";
 
 /** The attribution and reports part of the store port. Every method may reject when the database is unreachable. */
 export interface StoreAttributionPart {
@@ -39,8 +33,6 @@ export interface StoreAttributionPart {
     attribution: Attribution | undefined,
     rank?: string,
   ): Promise<void>;
-  /** Succeeded payments with paid_at in [from, to), by channel and currency. */
-  revenueByChannel(siteId: string, from: number, to: number): Promise<RevenueRow[]>;
   /**
    * Subscriptions with an amount and an interval that are `active` or
    * `past_due`, started at or before `at` and not ended by then, summed by

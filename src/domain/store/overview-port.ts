@@ -65,31 +65,12 @@ export interface PaymentSummary {
 }
 
 /**
- * The site-overview part of the store port. Periods are [from, to) in Unix
- * milliseconds; `trafficByDay` and `newVisitorCounts` read the stored rows,
- * the `*Rollup` reads the daily rollups that the events' group commit keeps
- * (same transaction on SQLite), for whole UTC days. The domain decides which
- * to read (src/domain/overview-traffic.ts).
+ * The site-overview part of the store port: the lists SiteOverview and
+ * CustomerJourney show. Periods are [from, to) in Unix milliseconds. The
+ * overview's counts and sums are the query layer's plans on the analytics
+ * engine (src/domain/analytics/fixed-reports.ts), not store reads.
  */
 export interface StoreOverviewPart {
-  /** Visitors and pageviews per UTC day of events with `ts` in the period; days without events are absent. */
-  trafficByDay(siteId: string, from: number, to: number): Promise<DailyTraffic[]>;
-  /** First touches with `ts` in the period, grouped by channel, source, campaign and landing page. */
-  newVisitorCounts(siteId: string, from: number, to: number): Promise<NewVisitorCount[]>;
-  /**
-   * `trafficByDay` of the whole UTC days [fromDay, toDay) (`YYYY-MM-DD`), from the
-   * daily rollups: counted when the events were committed, kept when events are
-   * pruned or erased. Oldest first; days without events are absent.
-   */
-  trafficRollup(siteId: string, fromDay: string, toDay: string): Promise<DailyTraffic[]>;
-  /**
-   * `newVisitorCounts` of the whole UTC days [fromDay, toDay), from the daily
-   * rollups: a first touch counts on the day of its `ts` when it is stored, and
-   * moves when a better one replaces it. Groups with no visitors are absent.
-   */
-  newVisitorRollup(siteId: string, fromDay: string, toDay: string): Promise<NewVisitorCount[]>;
-  /** Succeeded payments with `paid_at` in the period: net revenue by day and by first-touch dimension. */
-  revenueBreakdown(siteId: string, from: number, to: number): Promise<RevenueBreakdown>;
   /** The `limit` most recent succeeded payments of the period, newest first (ties: payment id, descending). */
   recentPayments(
     siteId: string,

@@ -51,13 +51,4 @@ export interface StoreRetentionPart {
     limit: number,
     cursor?: string,
   ): Promise<PruneStep>;
-  /**
-   * One bounded step of removing `siteId`'s rows of the daily rollups'
-   * visitor set (the visitor ids seen each UTC day, kept only so a visitor
-   * counts once a day) for the UTC days before `beforeDay` (YYYY-MM-DD);
-   * removes at most `limit` rows and says how many. The rollups' counts stay.
-   * Only a store that keeps such rollups has it (MongoDB, until its analytics
-   * feed replaces them; SQLite keeps none since migration 20).
-   */
-  pruneVisitorDaysStep?(siteId: string, beforeDay: string, limit: number): Promise<number>;
 }

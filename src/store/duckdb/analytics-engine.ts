@@ -23,7 +23,7 @@ import {
 import { errors } from "../../domain/errors.js";
 import { UNATTRIBUTED } from "../../domain/vocabulary.js";
 import type { AnalyticsStore } from "./analytics-store.js";
-import { countEvents, createEventPager, pageEvents, trafficByDay } from "./event-reads.js";
+import { countEvents, createEventPager, pageEvents } from "./event-reads.js";
 import {
   DIMENSIONS,
   IS_COUNTED,
@@ -58,7 +58,7 @@ class Params {
   }
 }
 
-type Side = "traffic" | "revenue";
+type Side = "traffic" | "revenue" | "touches";
 
 /** A SQL string literal (only for names the validation checked, e.g. the IANA time zone). */
 function sqlText(s: string): string {
@@ -75,7 +75,7 @@ function dimensionSql(
   start = false,
 ): string | undefined {
   if (d.startsWith("time:")) {
-    const ms = side === "traffic" ? "x.ts" : "r.paid_at";
+    const ms = side === "revenue" ? "r.paid_at" : "x.ts";
     const grain = d.slice(5) as TimeGrain;
     return start ? timeBucketStart(grain, ms, tz) : timeBucket(grain, ms, tz);
   }
@@ -84,7 +84,8 @@ function dimensionSql(
     return `coalesce(json_extract_string(x.props, ${p.add(`$."${d.slice(5).replaceAll('"', '\\"')}"`)}), '${NONE_VALUE}')`;
   }
   const def = DIMENSIONS[d as keyof typeof DIMENSIONS];
-  const sql = side === "traffic" ? def.traffic : def.revenue;
+  // First-touch rows (touchRows) carry the traffic rows' columns: the traffic SQL reads them.
+  const sql = side === "revenue" ? def.revenue : def.traffic;
   return sql === undefined ? undefined : `coalesce(${sql}, '${NONE_VALUE}')`;
 }
 
@@ -138,6 +139,38 @@ function trafficRows(
 function wholeVisits(siteId: string, period: Interval, p: Params): string {
   return `(SELECT *, vid AS vk, v_start AS vn FROM visits
     WHERE site_id = ${p.add(siteId)} AND v_start >= ${p.add(BigInt(period.from))} AND v_end < ${p.add(BigInt(period.to))}) x`;
+}
+
+/**
+ * The first touches of the period (rows `x`, `vk` their visitor): of each
+ * visitor with a pageview in the period, its best pageview of all time by
+ * the domain's ranking (attribution/ranking.ts isBetterTouch: one with a
+ * channel, i.e. not an internal navigation, first; then the earliest; equal
+ * ones: the first stored), kept when it lies in the period. Its visit
+ * columns are the pageview's own touch (Direct when internal), so the
+ * traffic dimensions' SQL reads it: `landing_page` is its page, `exit_page`
+ * none.
+ */
+function touchRows(siteId: string, period: Interval, p: Params): string {
+  const site = p.add(siteId);
+  const from = p.add(BigInt(period.from));
+  const to = p.add(BigInt(period.to));
+  return `
+  cand AS (
+    SELECT DISTINCT vid FROM events
+    WHERE site_id = ${site} AND name = 'pageview' AND ts >= ${from} AND ts < ${to}
+  ),
+  best AS (
+    SELECT e.* FROM events e
+    WHERE e.site_id = ${site} AND e.name = 'pageview' AND e.vid IN (SELECT vid FROM cand)
+    QUALIFY row_number() OVER (PARTITION BY e.vid ORDER BY e.channel IS NULL, e.ts, e.seq) = 1
+  ),
+  x AS (
+    SELECT b.*, b.vid AS vk, coalesce(b.channel, 'Direct') AS v_channel, b.source AS v_source,
+      b.medium AS v_medium, b.campaign AS v_campaign, b.term AS v_term, b.content AS v_content,
+      b.referrer AS v_referrer, b.page AS v_landing_page, NULL::VARCHAR AS v_exit_page
+    FROM best b WHERE b.ts >= ${from} AND b.ts < ${to}
+  )`;
 }
 
 /** Metrics that read a visit (its identity or its columns), not only its events. */
@@ -357,7 +390,19 @@ async function shares(
 interface SideRow {
   dims: string[];
   values: Record<string, number>;
+  /** Money sums exactly (DuckDB's HUGEINT sums): past 2^53 a number would round. */
+  exact: Record<string, bigint>;
 }
+
+/** A row's side rows: traffic `t`, revenue `r`, first touches `f`. */
+interface MergedRow {
+  dims: string[];
+  t?: SideRow;
+  r?: SideRow;
+  f?: SideRow;
+}
+
+const SIDE_KEYS = { traffic: "t", revenue: "r", touches: "f" } as const;
 
 function num(v: unknown): number {
   if (v === null || v === undefined) return Number.NaN;
@@ -399,6 +444,16 @@ async function sideStatement(
   };
   const outSql = dimSql.map(label);
   const where = plan.filters.map((f) => filterSql(f, side, p, tz));
+  if (side === "touches") {
+    // One row per visitor whose first touch is in the period: each counts in one group.
+    return {
+      sql: `WITH ${touchRows(plan.siteId, period, p)}
+        SELECT ${[...outSql, ...metrics.map((m) => METRICS[m].sql), "count(*)", grouping(dimSql, sets)].join(", ")}
+        FROM x ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ${groupBy(dimSql, sets)}`,
+      values: p.values,
+      exact: true,
+    };
+  }
   if (side === "revenue") {
     // Every model reads the shares: under first touch too, a share carries the values of
     // the attributed visit (its exit page, its first event's country…), as docs/reports.md says.
@@ -471,7 +526,11 @@ async function runPeriod(
   period: Interval,
 ): Promise<{ rows: Merged; totals: Merged }> {
   const dims = plan.dimensions;
-  const need: Record<Side, Set<MetricName>> = { traffic: new Set(), revenue: new Set() };
+  const need: Record<Side, Set<MetricName>> = {
+    traffic: new Set(),
+    revenue: new Set(),
+    touches: new Set(),
+  };
   for (const m of plan.metrics) {
     const def = METRICS[m];
     if (def.source === "both") {
@@ -481,7 +540,7 @@ async function runPeriod(
   }
   const rows: Merged = new Map();
   const totals: Merged = new Map();
-  for (const side of ["traffic", "revenue"] as const) {
+  for (const side of ["traffic", "revenue", "touches"] as const) {
     if (need[side].size === 0) continue;
     const metrics = [...need[side]];
     const read = async (
@@ -492,16 +551,18 @@ async function runPeriod(
       const reader = await conn.runAndReadAll(st.sql, st.values);
       for (const row of reader.getRows()) {
         const values: Record<string, number> = {};
+        const exact: Record<string, bigint> = {};
         metrics.forEach((m, i) => {
-          values[m] = num(row[n + i]);
+          const cell = row[n + i];
+          values[m] = num(cell);
+          if (typeof cell === "bigint") exact[m] = cell;
         });
         const count = num(row[n + metrics.length]);
         const total = num(row[n + metrics.length + 1]) === 1;
         const put = (map: Merged, d: string[]) => {
           const key = JSON.stringify(d);
           const cur = map.get(key) ?? { dims: d };
-          if (side === "traffic") cur.t = { dims: d, values };
-          else cur.r = { dims: d, values };
+          cur[SIDE_KEYS[side]] = { dims: d, values, exact };
           map.set(key, cur);
         };
         // The totals are always one row; rows are the groups with data.
@@ -529,7 +590,7 @@ async function runPeriod(
 }
 
 /** Rows of both sides merged by their dimension values. */
-type Merged = Map<string, { dims: string[]; t?: SideRow; r?: SideRow }>;
+type Merged = Map<string, MergedRow>;
 
 /** Every bucket label of a time grain over a period, in order (hours stepped, the zone's calendar). */
 async function bucketLabels(
@@ -569,10 +630,7 @@ async function positionalKeys(
 }
 
 /** The metric values of one merged row. */
-function metricValues(
-  plan: QueryPlan,
-  row: { dims?: string[]; t?: SideRow; r?: SideRow },
-): MetricValue[] {
+function metricValues(plan: QueryPlan, row: Partial<MergedRow>): MetricValue[] {
   const t = row.t?.values ?? {};
   const r = row.r?.values ?? {};
   // Without a currency (by the `currency` dimension) a row's amounts are in its currency;
@@ -582,14 +640,14 @@ function metricValues(
   return plan.metrics.map((m): MetricValue => {
     const def = METRICS[m];
     let v: number | undefined;
+    const side = def.source === "both" ? undefined : row[SIDE_KEYS[def.source]];
     if (def.source === "both") v = def.combine?.(t, r);
-    else v = (def.source === "traffic" ? t : r)[m];
-    if (def.source === "traffic" && row.t === undefined && def.kind === "count") v = 0;
-    if (def.source === "revenue" && row.r === undefined && def.kind !== "number") v = 0;
+    else v = side?.values[m];
+    if (def.source !== "both" && side === undefined && def.kind !== "number") v = 0;
     if (v === undefined || Number.isNaN(v)) return { kind: "none" };
     if (def.kind === "money") {
       if (currency === undefined) return { kind: "none" };
-      return { kind: "money", currency, minor: BigInt(Math.round(v)) };
+      return { kind: "money", currency, minor: side?.exact[m] ?? BigInt(Math.round(v)) };
     }
     return { kind: def.kind, value: v };
   });
@@ -603,14 +661,18 @@ export function createDuckDbAnalytics(options: DuckDbAnalyticsOptions): Analytic
   const running = new Map<string, number>();
   const pager = options.removals ? createEventPager(options.removals) : undefined;
 
-  /** Runs `work` on a connection of its own, within the site's slots and the time limit. */
+  /**
+   * Runs `work` on a connection of its own, within the time limit and, unless
+   * `slotted` is false (a fixed report's plan), within the site's slots.
+   */
   const withConnection = async <T>(
     siteId: string,
     signal: AbortSignal | undefined,
     work: (conn: DuckDBConnection) => Promise<T>,
+    slotted = true,
   ): Promise<T> => {
     const n = running.get(siteId) ?? 0;
-    if (n >= options.perSite) throw errors.tooManyQueries();
+    if (slotted && n >= options.perSite) throw errors.tooManyQueries();
     running.set(siteId, n + 1);
     let conn: DuckDBConnection | undefined;
     let timedOut = false;
@@ -650,82 +712,84 @@ export function createDuckDbAnalytics(options: DuckDbAnalyticsOptions): Analytic
     }
   };
 
+  /** A query plan's answer on `conn`. */
+  const answer = async (conn: DuckDBConnection, plan: QueryPlan): Promise<QueryResult> => {
+    const { rows, totals } = await runPeriod(conn, plan, plan.period);
+    const compared_ = plan.comparison ? await runPeriod(conn, plan, plan.comparison) : undefined;
+    const comparison = compared_?.rows;
+    const comparisonTotals = compared_?.totals;
+    // A time dimension's bucket is matched with the bucket at the same position.
+    const match =
+      comparison && plan.comparison
+        ? await positionalKeys(conn, plan, plan.period, plan.comparison)
+        : undefined;
+    const compared = new Map<string, Partial<MergedRow>>();
+    for (const row of comparison?.values() ?? []) {
+      compared.set(match?.comparison(row.dims) ?? "", row);
+    }
+    // A row exists when something a requested metric counts falls in it: events for a
+    // traffic metric, payment shares for a revenue one (visitors read only to divide
+    // revenue_per_visitor do not make a row).
+    const wants = (s: string) => plan.metrics.some((m) => METRICS[m].source === s);
+    const wantsRevenue = wants("revenue") || wants("both");
+    const present = [...rows.values()].filter(
+      (row) =>
+        (wants("traffic") && row.t) || (wantsRevenue && row.r) || (wants("touches") && row.f),
+    );
+    const all: QueryResultRow[] = present.map((row) => {
+      const out: QueryResultRow = { dimensions: row.dims, metrics: metricValues(plan, row) };
+      if (match)
+        out.comparison = metricValues(plan, {
+          ...compared.get(match.period(row.dims)),
+          dims: row.dims,
+        });
+      return out;
+    });
+    all.sort((a, b) => {
+      for (const o of plan.orderBy) {
+        const di = plan.dimensions.indexOf(o.field as DimensionName);
+        let c: number;
+        if (di >= 0) {
+          const x = a.dimensions[di] ?? "";
+          const y = b.dimensions[di] ?? "";
+          c = x < y ? -1 : x > y ? 1 : 0;
+        } else {
+          const mi = plan.metrics.indexOf(o.field as MetricName);
+          const x = sortValue(a.metrics[mi]);
+          const y = sortValue(b.metrics[mi]);
+          // A metric with no value sorts last either way.
+          if (x === undefined || y === undefined) {
+            c = x === y ? 0 : x === undefined ? 1 : -1;
+            if (c !== 0) return c;
+            continue;
+          }
+          c = x - y;
+        }
+        if (c !== 0) return o.desc ? -c : c;
+      }
+      // Ties in a stable order: by the dimension values.
+      const x = JSON.stringify(a.dimensions);
+      const y = JSON.stringify(b.dimensions);
+      return x < y ? -1 : x > y ? 1 : 0;
+    });
+    const page = all.slice(plan.offset, plan.offset + plan.limit);
+    const result: QueryResult = {
+      rows: page,
+      totals: metricValues(plan, totals.values().next().value ?? {}),
+      more: all.length > plan.offset + plan.limit,
+    };
+    if (comparisonTotals) {
+      result.comparisonTotals = metricValues(plan, comparisonTotals.values().next().value ?? {});
+    }
+    return result;
+  };
+
   return {
     query(plan, signal) {
-      return withConnection(plan.siteId, signal, async (conn) => {
-        const { rows, totals } = await runPeriod(conn, plan, plan.period);
-        const compared_ = plan.comparison
-          ? await runPeriod(conn, plan, plan.comparison)
-          : undefined;
-        const comparison = compared_?.rows;
-        const comparisonTotals = compared_?.totals;
-        // A time dimension's bucket is matched with the bucket at the same position.
-        const match =
-          comparison && plan.comparison
-            ? await positionalKeys(conn, plan, plan.period, plan.comparison)
-            : undefined;
-        const compared = new Map<string, { t?: SideRow; r?: SideRow }>();
-        for (const row of comparison?.values() ?? []) {
-          compared.set(match?.comparison(row.dims) ?? "", row);
-        }
-        // A row exists when something a requested metric counts falls in it: events for a
-        // traffic metric, payment shares for a revenue one (visitors read only to divide
-        // revenue_per_visitor do not make a row).
-        const wantsTraffic = plan.metrics.some((m) => METRICS[m].source === "traffic");
-        const wantsRevenue = plan.metrics.some((m) => METRICS[m].source !== "traffic");
-        const present = [...rows.values()].filter(
-          (row) => (wantsTraffic && row.t) || (wantsRevenue && row.r),
-        );
-        const all: QueryResultRow[] = present.map((row) => {
-          const out: QueryResultRow = { dimensions: row.dims, metrics: metricValues(plan, row) };
-          if (match)
-            out.comparison = metricValues(plan, {
-              ...compared.get(match.period(row.dims)),
-              dims: row.dims,
-            });
-          return out;
-        });
-        all.sort((a, b) => {
-          for (const o of plan.orderBy) {
-            const di = plan.dimensions.indexOf(o.field as DimensionName);
-            let c: number;
-            if (di >= 0) {
-              const x = a.dimensions[di] ?? "";
-              const y = b.dimensions[di] ?? "";
-              c = x < y ? -1 : x > y ? 1 : 0;
-            } else {
-              const mi = plan.metrics.indexOf(o.field as MetricName);
-              const x = sortValue(a.metrics[mi]);
-              const y = sortValue(b.metrics[mi]);
-              // A metric with no value sorts last either way.
-              if (x === undefined || y === undefined) {
-                c = x === y ? 0 : x === undefined ? 1 : -1;
-                if (c !== 0) return c;
-                continue;
-              }
-              c = x - y;
-            }
-            if (c !== 0) return o.desc ? -c : c;
-          }
-          // Ties in a stable order: by the dimension values.
-          const x = JSON.stringify(a.dimensions);
-          const y = JSON.stringify(b.dimensions);
-          return x < y ? -1 : x > y ? 1 : 0;
-        });
-        const page = all.slice(plan.offset, plan.offset + plan.limit);
-        const result: QueryResult = {
-          rows: page,
-          totals: metricValues(plan, totals.values().next().value ?? {}),
-          more: all.length > plan.offset + plan.limit,
-        };
-        if (comparisonTotals) {
-          result.comparisonTotals = metricValues(
-            plan,
-            comparisonTotals.values().next().value ?? {},
-          );
-        }
-        return result;
-      });
+      return withConnection(plan.siteId, signal, (conn) => answer(conn, plan));
+    },
+    report(plan, signal) {
+      return withConnection(plan.siteId, signal, (conn) => answer(conn, plan), false);
     },
     funnel(plan: FunnelPlan, signal) {
       return withConnection(plan.siteId, signal, (conn) => runFunnel(conn, plan));
@@ -736,7 +800,6 @@ export function createDuckDbAnalytics(options: DuckDbAnalyticsOptions): Analytic
       withReader((conn) =>
         pager ? pager(async () => conn, siteId, q) : pageEvents(conn, siteId, q),
       ),
-    trafficByDay: (siteId, from, to) => withReader((conn) => trafficByDay(conn, siteId, from, to)),
     countEvents: (siteId, filter) => withReader((conn) => countEvents(conn, siteId, filter)),
   };
 }

@@ -15,7 +15,6 @@ import type { DuckDBConnection, DuckDBValue } from "@duckdb/node-api";
 import type { EventCountFilter } from "../../domain/analytics/query-plan.js";
 import { EVENT_FIELD_TABLE, type EventRecord } from "../../domain/store/event-fields.js";
 import type { EventPage, EventPageQuery } from "../../domain/store/events-port.js";
-import type { DailyTraffic } from "../../domain/store/overview-port.js";
 
 /** The DuckDB column of each stored field (the event's raw referrer is `referrer_url`). */
 const COLUMN_OF: Record<string, string> = { referrer: "referrer_url" };
@@ -183,27 +182,6 @@ export function createEventPager(removals: () => number) {
       ...(more ? { next: read.seqs[end - 1] as number } : {}),
     };
   };
-}
-
-/** Visitors and pageviews per UTC day of a site's events in [from, to) (StoreOverviewPart.trafficByDay). */
-export async function trafficByDay(
-  conn: DuckDBConnection,
-  siteId: string,
-  from: number,
-  to: number,
-): Promise<DailyTraffic[]> {
-  const r = await conn.runAndReadAll(
-    `SELECT strftime(make_timestamp(ts * 1000), '%Y-%m-%d') AS day,
-       count(DISTINCT visitor_id) AS visitors, count(*) FILTER (WHERE name = 'pageview') AS pageviews
-     FROM events WHERE site_id = $1 AND ts >= $2 AND ts < $3
-     GROUP BY day ORDER BY day`,
-    [siteId, BigInt(from), BigInt(to)],
-  );
-  return r.getRows().map(([day, visitors, pageviews]) => ({
-    day: String(day),
-    visitors: Number(visitors),
-    pageviews: Number(pageviews),
-  }));
 }
 
 /** How many of a site's events match every condition of `filter`. */

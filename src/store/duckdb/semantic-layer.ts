@@ -85,8 +85,12 @@ export function timeBucket(grain: TimeGrain, ms: string, tz: string): string {
 
 /** Where a metric is computed and how its value is read back. */
 export interface MetricDef {
-  /** traffic: from per-visit rows `v`; revenue: from revenue rows `r`; both: from the two. */
-  source: "traffic" | "revenue" | "both";
+  /**
+   * traffic: from per-visit rows `v`; revenue: from revenue rows `r`; touches:
+   * from first-touch rows `x` (one per visitor whose first touch is in the
+   * period, read with the traffic dimensions' SQL); both: from traffic and revenue.
+   */
+  source: "traffic" | "revenue" | "touches" | "both";
   /** The aggregate (traffic or revenue), or the expression of the merged row (both). */
   sql?: string;
   /**
@@ -167,12 +171,18 @@ export const METRICS: Record<MetricName, MetricDef> = {
     eventSql: `round(100.0 * count(DISTINCT x.vk) FILTER (WHERE ${IS_GOAL}) / count(DISTINCT x.vk), 2)`,
     kind: "number",
   },
+  // A visitor's first touch is its best pageview by the domain's ranking
+  // (attribution/ranking.ts isBetterTouch: not internal first, then the earliest;
+  // equal ones: the first stored), its values the pageview's own (touchRows).
+  new_visitors: { source: "touches", sql: "count(*)", kind: "count" },
   payments: {
     source: "revenue",
     // Distinct: a payment split across touches is several rows.
     sql: "count(DISTINCT r.payment_id) FILTER (WHERE r.kind = 'charge')",
     kind: "count",
   },
+  // Succeeded payments of every kind (charges, refunds, chargebacks): RevenueByChannel's count.
+  transactions: { source: "revenue", sql: "count(DISTINCT r.payment_id)", kind: "count" },
   paying_customers: {
     source: "revenue",
     sql: "count(DISTINCT r.customer_id) FILTER (WHERE r.kind = 'charge')",

@@ -19,7 +19,6 @@ import type {
   Attribution,
   CustomerVisitorLink,
   MrrRow,
-  RevenueRow,
   StoreAttributionPart,
   VisitorTouch,
 } from "../port.js";
@@ -34,8 +33,7 @@ import {
   type VisitorTouchDoc,
 } from "./documents.js";
 import { bulkUpsert, retryDuplicates } from "./retry.js";
-import { countNewVisitors } from "./rollups.js";
-import { type Collections, REVENUE_FIELDS } from "./schema.js";
+import type { Collections } from "./schema.js";
 
 /**
  * A value as a constant of an aggregation expression. Without `$literal`, a
@@ -205,19 +203,6 @@ export async function writeTouches(
       return d ? touchFromDoc({ ...d, site_id: t.siteId, visitor_id: t.visitorId }) : undefined;
     }),
   );
-  // The new-visitor rollup follows what the writes changed: a write that stored its
-  // touch counts it, and uncounts the touch it replaced. Run again, the same write
-  // changes nothing, so it counts nothing (rollups.ts). A failed count leaves the
-  // rollup short (docs/mongodb.md, "Daily rollups"), not the touches' results.
-  const added: VisitorTouch[] = [];
-  const removed: VisitorTouch[] = [];
-  plan.writes.forEach((t, i) => {
-    const was = before[i];
-    if (!isBetterTouch(t, was)) return;
-    added.push(t);
-    if (was) removed.push(was);
-  });
-  await countNewVisitors(c, added, removed).catch(() => {});
   return plan.changes(before);
 }
 
@@ -317,70 +302,6 @@ export function rankCondition(rank: string): Document {
 }
 
 /**
- * Succeeded payments of a site with paid_at in [from, to), by channel and
- * currency. The `$match` is an index range on `site_status_paid_at_revenue`
- * (equality, equality, range), covered after the `$project`; the group sums longs, so the sums are exact
- * int64s. A payment written before attribution existed has no `channel`.
- */
-export function revenuePipeline(siteId: string, from: number, to: number): Document[] {
-  const amountIf = (kind: string) => ({
-    $sum: { $cond: [{ $eq: ["$kind", kind] }, "$amount_minor", 0] },
-  });
-  return [
-    {
-      $match: {
-        site_id: siteId,
-        status: "succeeded",
-        paid_at: { $gte: toDate(from), $lt: toDate(to) },
-      },
-    },
-    // Only fields of site_status_paid_at_revenue: the index answers without the documents.
-    { $project: { _id: 0, ...REVENUE_FIELDS } },
-    // Two stages instead of an $addToSet of every paying customer (one
-    // array per group that grows with the customers, up to the 100 MB stage
-    // limit): first per customer, then per channel and currency, counting
-    // the customers with at least one charge.
-    {
-      $group: {
-        _id: {
-          channel: { $ifNull: ["$channel", UNATTRIBUTED] },
-          currency: "$currency",
-          customer: "$customer_id",
-        },
-        gross: amountIf("charge"),
-        refunds: amountIf("refund"),
-        chargebacks: amountIf("chargeback"),
-        payments: { $sum: 1 },
-        charges: { $sum: { $cond: [{ $eq: ["$kind", "charge"] }, 1, 0] } },
-      },
-    },
-    {
-      $group: {
-        _id: { channel: "$_id.channel", currency: "$_id.currency" },
-        gross: { $sum: "$gross" },
-        refunds: { $sum: "$refunds" },
-        chargebacks: { $sum: "$chargebacks" },
-        payments: { $sum: "$payments" },
-        paying: { $sum: { $cond: [{ $gt: ["$charges", 0] }, 1, 0] } },
-      },
-    },
-    {
-      $project: {
-        _id: 0,
-        channel: "$_id.channel",
-        currency: "$_id.currency",
-        gross: 1,
-        refunds: 1,
-        chargebacks: 1,
-        payments: 1,
-        paying: 1,
-      },
-    },
-    { $sort: { channel: 1, currency: 1 } },
-  ];
-}
-
-/**
  * Subscriptions of a site counted in MRR at `at`, by currency and interval.
  * The `$match` scans `site_status_started` (site, the two statuses, started
  * at or before `at`); `$ne: null` and `ended_at: null` mirror SQL's IS NOT
@@ -434,19 +355,6 @@ export function toBigInt(value: unknown): bigint {
 /** A count from an aggregation (int32, or long for huge counts) to a number. */
 function toCount(value: unknown): number {
   return Number(toBigInt(value));
-}
-
-/** A row of revenuePipeline to the port's. */
-export function revenueRow(r: Document): RevenueRow {
-  return {
-    channel: r.channel as string,
-    currency: r.currency as string,
-    grossMinor: toBigInt(r.gross),
-    refundsMinor: toBigInt(r.refunds),
-    chargebacksMinor: toBigInt(r.chargebacks),
-    payments: toCount(r.payments),
-    payingCustomers: toCount(r.paying),
-  };
 }
 
 /** A row of mrrPipeline to the port's. */
@@ -528,11 +436,6 @@ export function createMongoAttribution(c: Collections): StoreAttributionPart {
         { site_id: siteId, customer_id: customerId, ...when },
         u.customer,
       );
-    },
-
-    async revenueByChannel(siteId, from, to) {
-      const rows = await c.payments.aggregate(revenuePipeline(siteId, from, to), EXACT).toArray();
-      return rows.map(revenueRow);
     },
 
     async mrrTotals(siteId, at) {

@@ -7,12 +7,11 @@
  */
 import { randomBytes } from "node:crypto";
 import { Binary, type Document, type Filter } from "mongodb";
-import { ERASED_LANDING_PAGE, UNATTRIBUTED } from "../../domain/vocabulary.js";
+import { UNATTRIBUTED } from "../../domain/vocabulary.js";
 import type { StoreErasurePart } from "../port.js";
 import { noteChanges } from "./analytics-log.js";
 import type { EventBucketDoc } from "./documents.js";
 import { retryDuplicates } from "./retry.js";
-import { countNewVisitors } from "./rollups.js";
 import type { Collections } from "./schema.js";
 
 /**
@@ -135,39 +134,7 @@ export function createMongoErasure(c: Collections): StoreErasurePart {
         expr: { $in: ["$$this.visitor_id", { $literal: ids }] },
       });
       const site = { site_id: siteId };
-      // Their first touches' new-visitor counts move to the neutral row of the same day and
-      // channel (no source or campaign, landing page ERASED_LANDING_PAGE) before the touches
-      // go: the number stays, the strings that came from their events leave the rollup.
-      const erased = (
-        await c.touches
-          .find(
-            { ...site, visitor_id: inIds },
-            { projection: { ts: 1, channel: 1, source: 1, campaign: 1, landing_page: 1 } },
-          )
-          .toArray()
-      ).map((t) => ({
-        siteId,
-        ts: t.ts.getTime(),
-        channel: t.channel,
-        source: t.source,
-        campaign: t.campaign,
-        landingPage: t.landing_page,
-      }));
-      await countNewVisitors(
-        c,
-        erased.map((t) => ({
-          siteId,
-          ts: t.ts,
-          channel: t.channel,
-          landingPage: ERASED_LANDING_PAGE,
-        })),
-        erased,
-      );
       const touches = (await c.touches.deleteMany({ ...site, visitor_id: inIds })).deletedCount;
-      // Rows no visitor counts in any more: theirs, and the touches a better one replaced.
-      await c.newVisitorDays.deleteMany({ ...site, visitors: 0 });
-      // The visitor ids of the traffic rollup are personal data; the counts (aggregates) stay.
-      await c.visitorDays.deleteMany({ ...site, visitor_id: inIds });
       const identityLinks = (await c.identities.deleteMany({ ...site, visitor_id: inIds }))
         .deletedCount;
       // The analytics feed learns of the links and stitches about to go first.

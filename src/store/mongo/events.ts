@@ -27,7 +27,6 @@ import {
 import { writeStitches } from "./persistent-visitors.js";
 import { createQuotaCounters, quotaId } from "./quota.js";
 import { bulkUpsert, retryDuplicates } from "./retry.js";
-import { rollUpTraffic } from "./rollups.js";
 import type { Collections } from "./schema.js";
 
 /** How many buckets the cursor of listEvents fetches per round trip. */
@@ -325,16 +324,9 @@ export function createMongoEvents(
       );
       for (const [i, error] of failure) results[i] = { ok: false, reason: "failed", error };
 
-      // 2. The daily traffic rollup of the landed events (rollups.ts). A failure
-      // leaves the events acknowledged and the rollup short of them, never counted
-      // twice: it is not sent again (docs/mongodb.md, "Daily rollups").
       const landed = accepted.filter((i) => !failure.has(i));
-      await rollUpTraffic(
-        c,
-        landed.flatMap((i) => groups[i]?.events ?? []),
-      ).catch(() => {});
 
-      // 3. Links and touches of the groups that landed, only after their
+      // 2. Links and touches of the groups that landed, only after their
       // events: they are derived from the events, so a request that fails
       // leaves none behind. Idempotent; when their write fails, the events
       // stay acknowledged and the write is tried again at the next commit.

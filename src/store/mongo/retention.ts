@@ -55,17 +55,6 @@ export function createMongoRetention(c: Collections): StoreRetentionPart {
         .toArray();
       return sites.map((s) => ({ siteId: s._id, days: s.events_retention_days }));
     },
-    async pruneVisitorDaysStep(siteId, beforeDay, limit) {
-      // Bounded: the first `limit` ids on site_day_visitor_unique, then one delete by _id.
-      const found = await c.visitorDays
-        .find({ site_id: siteId, day: { $lt: beforeDay } })
-        .project<{ _id: ObjectId }>({ _id: 1 })
-        .limit(Math.max(1, Math.floor(limit)))
-        .toArray();
-      if (found.length === 0) return 0;
-      const r = await c.visitorDays.deleteMany({ _id: { $in: found.map((d) => d._id) } });
-      return r.deletedCount;
-    },
     async pruneEventsStep(siteId, before, limit, cursor) {
       const most = Math.max(1, Math.floor(limit / BUCKET_CAP));
       const after = cursor === undefined ? Number.NEGATIVE_INFINITY : Number(cursor);

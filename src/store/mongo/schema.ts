@@ -48,12 +48,6 @@ import type {
   VisitorStitchDoc,
   VisitorTouchDoc,
 } from "./documents.js";
-import {
-  backfillRollups,
-  type NewVisitorDayDoc,
-  type TrafficDayDoc,
-  type VisitorDayDoc,
-} from "./rollups.js";
 import { withTimeLimit } from "./time-limit.js";
 
 /** A validator's `enum`: the vocabulary's list (a copy: the driver may keep what it is given). */
@@ -366,13 +360,6 @@ export const COLLECTIONS: readonly CollectionSpec[] = [
       { key: { site_id: 1, payment_id: 1 }, name: "site_payment_unique", unique: true },
       // A customer's payments; setAttribution's updateMany.
       { key: { site_id: 1, customer_id: 1 }, name: "site_customer" },
-      // The revenue reads (revenueByChannel, revenueBreakdown, recentPayments):
-      // equality on the site and `succeeded`, the paid_at range, then every
-      // field they read, so the index answers them without the documents.
-      {
-        key: { site_id: 1, status: 1, ...REVENUE_FIELDS },
-        name: "site_status_paid_at_revenue",
-      },
       // pagePayments (ExportPayments): the range and the page order in one index.
       { key: { site_id: 1, paid_at: 1, payment_id: 1 }, name: "site_paid_at_payment" },
       // The analytics feed: payments changed since its watermark, in order.
@@ -406,8 +393,6 @@ export const COLLECTIONS: readonly CollectionSpec[] = [
     indexes: [
       // One first touch per visitor: the key of the conditional upsert and of getFirstTouches.
       { key: { site_id: 1, visitor_id: 1 }, name: "site_visitor_unique", unique: true },
-      // The new visitors of a period (ReportsService.SiteOverview).
-      { key: { site_id: 1, ts: 1 }, name: "site_ts" },
     ],
   },
   {
@@ -492,48 +477,6 @@ export const COLLECTIONS: readonly CollectionSpec[] = [
     schema: object(["_id", "secret"], { _id: str, secret: { bsonType: "binData" } }),
     indexes: [],
   },
-  // Daily rollups (rollups.ts, docs/mongodb.md "Daily rollups"): each unique key is
-  // the key of its writes and of the period reads (equality, then a range of days).
-  {
-    name: "traffic_days",
-    schema: object(["site_id", "day", "visitors", "pageviews"], {
-      site_id: str,
-      day: str,
-      visitors: integer,
-      pageviews: integer,
-    }),
-    indexes: [{ key: { site_id: 1, day: 1 }, name: "site_day_unique", unique: true }],
-  },
-  {
-    name: "visitor_days",
-    schema: object(["site_id", "day", "visitor_id"], { site_id: str, day: str, visitor_id: str }),
-    indexes: [
-      // Day before visitor: a day's inserts stay in a narrow part of the index.
-      { key: { site_id: 1, day: 1, visitor_id: 1 }, name: "site_day_visitor_unique", unique: true },
-    ],
-  },
-  {
-    name: "new_visitor_days",
-    schema: object(
-      ["site_id", "day", "channel", "source", "campaign", "landing_page", "visitors"],
-      {
-        site_id: str,
-        day: str,
-        channel: str,
-        source: str,
-        campaign: str,
-        landing_page: str,
-        visitors: integer,
-      },
-    ),
-    indexes: [
-      {
-        key: { site_id: 1, day: 1, channel: 1, source: 1, campaign: 1, landing_page: 1 },
-        name: "site_day_dimensions_unique",
-        unique: true,
-      },
-    ],
-  },
   {
     // The first run's setup token (setup.ts): one document, `_id: "first_run"`, hash only.
     name: "setup_tokens",
@@ -557,8 +500,25 @@ export const OBSOLETE_INDEXES: readonly { collection: string; name: string }[] =
   { collection: "identities", name: "site_visitor" },
   { collection: "subscriptions", name: "site_customer" },
   { collection: "payments", name: "site_paid_at" },
-  // Its prefix: site_status_paid_at_revenue answers every read it did.
+  // Its prefix: site_status_paid_at_revenue answered every read it did.
   { collection: "payments", name: "site_status_paid_at" },
+  // The revenue reads it covered (RevenueByChannel, SiteOverview's revenue) are the
+  // analytics engine's plans (src/domain/analytics/fixed-reports.ts).
+  { collection: "payments", name: "site_status_paid_at_revenue" },
+  // The new visitors of a period: a plan of the query layer too.
+  { collection: "visitor_touches", name: "site_ts" },
+];
+
+/**
+ * Collections earlier versions created and nothing reads any more; `store
+ * migrate` drops them. The daily rollups (traffic_days, visitor_days,
+ * new_visitor_days) served SiteOverview's fixed cuts, now the analytics
+ * engine's plans; visitor_days held visitor ids, which leave with it.
+ */
+export const OBSOLETE_COLLECTIONS: readonly string[] = [
+  "traffic_days",
+  "visitor_days",
+  "new_visitor_days",
 ];
 
 /** The server's code for "collection already exists". */
@@ -634,11 +594,17 @@ export async function migrateSchema(db: Db): Promise<MigrationReport> {
       report.dropped.push(`index ${spec.name}.${old.name}`);
     }
   }
-  // Rollups created now on a database that already held events (an upgrade): counted from
-  // the stored events and touches once. A new database has nothing to count.
-  if (existing.has("events") && report.created.includes("collection traffic_days")) {
-    await backfillRollups(db);
-    report.created.push("rollups traffic_days, visitor_days, new_visitor_days (back-filled)");
+  for (const name of OBSOLETE_COLLECTIONS) {
+    if (!existing.has(name)) continue;
+    // Another migration may have dropped it since listCollections: then it is gone.
+    if (
+      await db
+        .collection(name)
+        .drop()
+        .catch(() => false)
+    ) {
+      report.dropped.push(`collection ${name}`);
+    }
   }
   return report;
 }
@@ -701,9 +667,6 @@ export interface Collections {
   connectors: Collection<ConnectorDoc>;
   connectorEvents: Collection<ConnectorEventDoc>;
   connectorObjects: Collection<ConnectorObjectDoc>;
-  trafficDays: Collection<TrafficDayDoc>;
-  visitorDays: Collection<VisitorDayDoc>;
-  newVisitorDays: Collection<NewVisitorDayDoc>;
   settings: Collection<SettingDoc>;
   analyticsLog: Collection<AnalyticsNoticeDoc>;
 }
@@ -740,9 +703,6 @@ export function collections(db: Db, options: { maxTimeMS?: number } = {}): Colle
     connectors: get<ConnectorDoc>("connectors"),
     connectorEvents: get<ConnectorEventDoc>("connector_events"),
     connectorObjects: get<ConnectorObjectDoc>("connector_objects"),
-    trafficDays: get<TrafficDayDoc>("traffic_days"),
-    visitorDays: get<VisitorDayDoc>("visitor_days"),
-    newVisitorDays: get<NewVisitorDayDoc>("new_visitor_days"),
     settings: get<SettingDoc>("settings"),
     analyticsLog: get<AnalyticsNoticeDoc>("analytics_log"),
   };

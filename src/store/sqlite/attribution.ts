@@ -7,11 +7,9 @@ import type {
   CustomerVisitorLink,
   LinkKind,
   MrrRow,
-  RevenueRow,
   StoreAttributionPart,
   VisitorTouch,
 } from "../port.js";
-import { exactSum } from "./net-sums.js";
 import { type Db, nul, opt } from "./open-sqlite.js";
 
 interface TouchRow {
@@ -99,20 +97,7 @@ export function createSqliteAttribution(db: Db): StoreAttributionPart {
          AND (attribution IS NOT @json OR channel IS NOT @channel)`,
     ),
     // The succeeded payments of the period by (site_id, paid_at), summed per
-    // channel and currency: the store of record is read, no daily cells. The
-    // paying customers (distinct over the whole period, those with a charge)
-    // come from the same rows: no index of their own (migration 21).
-    revenue: db.prepare(
-      `SELECT channel, currency,
-         sum(CASE kind WHEN 'charge' THEN amount_minor ELSE 0 END) AS gross,
-         sum(CASE kind WHEN 'refund' THEN amount_minor ELSE 0 END) AS refunds,
-         sum(CASE kind WHEN 'chargeback' THEN amount_minor ELSE 0 END) AS chargebacks,
-         count(*) AS payments,
-         count(DISTINCT CASE kind WHEN 'charge' THEN customer_id END) AS paying
-       FROM payments INDEXED BY payments_paid_at
-       WHERE site_id = ? AND paid_at >= ? AND paid_at < ? AND status = 'succeeded'
-       GROUP BY channel, currency ORDER BY channel, currency`,
-    ),
+    // channel and currency: the store of record is read, no daily cells.
     mrr: db.prepare(
       `SELECT currency, interval, sum(amount_minor) AS amount, count(*) AS n
        FROM subscriptions
@@ -203,28 +188,6 @@ export function createSqliteAttribution(db: Db): StoreAttributionPart {
     },
     async setAttribution(siteId, customerId, attribution) {
       setAll.immediate(siteId, customerId, attribution);
-    },
-    async revenueByChannel(siteId, from, to) {
-      const rows = s.revenue.safeIntegers(true).all(siteId, from, to) as {
-        channel: string;
-        currency: string;
-        gross: bigint;
-        refunds: bigint;
-        chargebacks: bigint;
-        payments: bigint;
-        paying: bigint;
-      }[];
-      return rows.map(
-        (r): RevenueRow => ({
-          channel: r.channel,
-          currency: r.currency,
-          grossMinor: exactSum(r.gross),
-          refundsMinor: exactSum(r.refunds),
-          chargebacksMinor: exactSum(r.chargebacks),
-          payments: Number(r.payments),
-          payingCustomers: Number(r.paying),
-        }),
-      );
     },
     async mrrTotals(siteId, at) {
       const rows = s.mrr.safeIntegers(true).all(siteId, at, at) as {

@@ -641,11 +641,24 @@ DROP TABLE revenue_dims;
     // A seven-column entry per payment (site, status, kind, channel, currency,
     // customer, paid_at, and the key), a B-tree write per payment written, and the
     // largest index of the file after the payments themselves (docs/performance.md,
-    // "Bytes on disk"). Its one reader, the distinct paying customers of
-    // RevenueByChannel, is now an aggregate of the statement that already reads the
-    // period's succeeded payments by payments_paid_at (attribution.ts).
+    // "Bytes on disk"). Its one reader was the distinct paying customers of
+    // RevenueByChannel, which the analytics engine answers now (migration 22).
     sql: `
 DROP INDEX IF EXISTS payments_paying;
+`,
+  },
+  {
+    version: 22,
+    description: "no store reads for the fixed reports: their indexes go",
+    // SiteOverview's new visitors and revenue and RevenueByChannel are plans of
+    // the query layer on the analytics engine (src/domain/analytics/fixed-reports.ts):
+    // SQLite no longer reads first touches by time nor payments by
+    // (status, kind, channel, currency, customer). Their indexes were kept on
+    // every first-touch and payment write for those reads alone.
+    // `payments_paid_at` stays (the recent payments and the exports read it);
+    // `payments_paying` went in migration 21.
+    sql: `
+DROP INDEX IF EXISTS visitor_touches_ts;
 `,
   },
 ];

@@ -90,9 +90,6 @@ export function fakeCollections(): FakeCollections {
       find: finder("identities"),
     },
     touches: { ...recorder("touches", ["findOneAndUpdate"]), find: finder("touches") },
-    trafficDays: recorder("trafficDays", ["bulkWrite"]),
-    visitorDays: recorder("visitorDays", ["insertMany"]),
-    newVisitorDays: recorder("newVisitorDays", ["bulkWrite"]),
   } as unknown as Collections;
 
   return {

@@ -15,15 +15,12 @@ const DAY = 86_400_000;
 const NOW = Date.UTC(2026, 2, 10, 15, 30);
 
 /** A store whose site `s1` has `total` events to prune, removed `stepEvents` at a time. */
-function fakeStore(total: number, sites = [{ siteId: "s1", days: 30 }], visitorDays = 0) {
+function fakeStore(total: number, sites = [{ siteId: "s1", days: 30 }]) {
   let left = total;
-  let daysLeft = visitorDays;
-  const dayCalls: { siteId: string; beforeDay: string; limit: number }[] = [];
   const calls: { siteId: string; before: number; limit: number; cursor?: string }[] = [];
   const failures: Error[] = [];
   return {
     calls,
-    dayCalls,
     failures,
     get left() {
       return left;
@@ -44,17 +41,11 @@ function fakeStore(total: number, sites = [{ siteId: "s1", days: 30 }], visitorD
       left -= removed;
       return left > 0 ? { removed, cursor: `c${calls.length}` } : { removed };
     },
-    async pruneVisitorDaysStep(siteId: string, beforeDay: string, limit: number) {
-      dayCalls.push({ siteId, beforeDay, limit });
-      const removed = Math.min(limit, daysLeft);
-      daysLeft -= removed;
-      return removed;
-    },
   };
 }
 
-function setup(total: number, over: Partial<PrunerOptions> = {}, visitorDays = 0) {
-  const store = fakeStore(total, undefined, visitorDays);
+function setup(total: number, over: Partial<PrunerOptions> = {}) {
+  const store = fakeStore(total);
   const clock = createTestClock(NOW);
   const lines: { level: string; fields: Record<string, unknown>; message: string }[] = [];
   const sleeps: number[] = [];
@@ -92,25 +83,20 @@ describe("retention horizon", () => {
 });
 
 describe("retention pruner", () => {
-  it("prunes in steps of at most stepEvents, then the rollups' visitor ids of those days, with a pause between steps, and logs one line per site pass", async () => {
-    const { store, lines, sleeps, pruned, pruner } = setup(250, {}, 150);
+  it("prunes in steps of at most stepEvents, with a pause between steps, and logs one line per site pass", async () => {
+    const { store, lines, sleeps, pruned, pruner } = setup(250);
     const result = await pruner.runOnce();
     const horizon = Date.UTC(2026, 2, 10) - 30 * DAY;
     expect(result).toEqual([
-      { siteId: "s1", days: 30, horizon, pruned: 250, visitorDays: 150, steps: 5, complete: true },
+      { siteId: "s1", days: 30, horizon, pruned: 250, steps: 3, complete: true },
     ]);
     expect(store.calls).toEqual([
       { siteId: "s1", before: horizon, limit: 100 },
       { siteId: "s1", before: horizon, limit: 100, cursor: "c1" },
       { siteId: "s1", before: horizon, limit: 100, cursor: "c2" },
     ]);
-    // The days before the horizon's day (2026-02-08), after the events, until a step finds fewer than a step's worth.
-    expect(store.dayCalls).toEqual([
-      { siteId: "s1", beforeDay: "2026-02-08", limit: 100 },
-      { siteId: "s1", beforeDay: "2026-02-08", limit: 100 },
-    ]);
     expect(pruned).toEqual([100, 100, 50]);
-    expect(sleeps).toEqual([5, 5, 5, 5, 5]);
+    expect(sleeps).toEqual([5, 5, 5]);
     expect(lines).toEqual([
       {
         level: "info",
@@ -120,8 +106,7 @@ describe("retention pruner", () => {
           events_retention_days: 30,
           horizon: new Date(horizon).toISOString(),
           events_pruned: 250,
-          visitor_days_pruned: 150,
-          steps: 5,
+          steps: 3,
           complete: true,
         },
       },
@@ -138,8 +123,8 @@ describe("retention pruner", () => {
       },
     });
     await pruner.runOnce();
-    // Two event steps and one (empty) visitor-day step.
-    expect(sleeps).toEqual([20 * PAUSE_FACTOR, 20 * PAUSE_FACTOR, 20 * PAUSE_FACTOR]);
+    // Two event steps.
+    expect(sleeps).toEqual([20 * PAUSE_FACTOR, 20 * PAUSE_FACTOR]);
   });
 
   it("does not run a completed site again until the horizon moves to the next UTC day", async () => {
@@ -168,7 +153,7 @@ describe("retention pruner", () => {
     expect(JSON.stringify(lines)).not.toContain("secret");
     // The next pass is not skipped: the site's pass did not complete.
     const second = await pruner.runOnce();
-    expect(second).toEqual([expect.objectContaining({ pruned: 250, steps: 4, complete: true })]);
+    expect(second).toEqual([expect.objectContaining({ pruned: 250, steps: 3, complete: true })]);
     expect(store.left).toBe(0);
   });
 

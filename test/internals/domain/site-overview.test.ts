@@ -1,7 +1,7 @@
 /**
  * The pure parts of SiteOverview (the days of a period, the top lists, the
- * period's checks) and its one seam: traffic from the engine's plan when
- * there is an engine, else (or when the engine is busy) from the store.
+ * period's checks) and its one seam: every cut from the engine's plans
+ * (outside the slots when they are full), unavailable without an engine.
  */
 import { describe, expect, it } from "vitest";
 import type {
@@ -125,45 +125,81 @@ describe("overviewPeriod", () => {
   });
 });
 
-describe("buildSiteOverview's traffic", () => {
-  /** A store whose traffic reads answer 7 visitors and 9 pageviews on the period's first day. */
-  const store = {
-    trafficRollup: async () => [{ day: "2026-03-09", visitors: 7, pageviews: 9 }],
-    trafficByDay: async () => [],
-    newVisitorRollup: async () => [],
-    newVisitorCounts: async () => [],
-    revenueBreakdown: async () => ({ days: [], sources: [], campaigns: [], landingPages: [] }),
-    revenueByChannel: async () => [],
-    recentPayments: async () => [],
-  } as unknown as Store;
-  const engineAnswering = (asked: QueryPlan[], answer: () => Promise<QueryResult>) =>
+describe("buildSiteOverview's seam", () => {
+  /** A store with no recent payments: every cut comes from the engine. */
+  const store = { recentPayments: async () => [] } as unknown as Store;
+  const count = (value: number) => ({ kind: "count" as const, value });
+  const money = (minor: bigint) => ({ kind: "money" as const, currency: "EUR", minor });
+  /** The engine's answer to each of the overview's plans, by its first metric. */
+  const answers: Record<string, QueryResult> = {
+    visitors: {
+      rows: [{ dimensions: ["2026-03-10"], metrics: [count(3), count(5)] }],
+      totals: [],
+      more: false,
+    },
+    new_visitors: {
+      rows: [
+        {
+          dimensions: ["Email", "newsletter", "(none)", "https://example.com/"],
+          metrics: [count(2)],
+        },
+      ],
+      totals: [],
+      more: false,
+    },
+    net_revenue: {
+      rows: [
+        {
+          dimensions: ["2026-03-10", "EUR", "newsletter", "(none)", "https://example.com/"],
+          metrics: [money(900n)],
+        },
+        {
+          dimensions: ["2026-03-10", "EUR", "(none)", "(none)", "(none)"],
+          metrics: [money(100n)],
+        },
+      ],
+      totals: [],
+      more: false,
+    },
+    gross_revenue: {
+      rows: [
+        {
+          dimensions: ["Email", "EUR"],
+          metrics: [money(1000n), money(100n), money(0n), count(3), count(2)],
+        },
+        {
+          dimensions: ["(none)", "EUR"],
+          metrics: [money(100n), money(0n), money(0n), count(1), count(1)],
+        },
+      ],
+      totals: [],
+      more: false,
+    },
+  };
+  const answerOf = (plan: QueryPlan) =>
+    Promise.resolve(answers[plan.metrics[0] as string] as QueryResult);
+  const engineWith = (asked: QueryPlan[], query: (plan: QueryPlan) => Promise<QueryResult>) =>
     ({
       query: (plan: QueryPlan) => {
         asked.push(plan);
-        return answer();
+        return query(plan);
       },
+      report: answerOf,
       funnel: () => Promise.reject(new Error("not used")),
     }) as unknown as AnalyticsEngine;
   const days = (v: Awaited<ReturnType<typeof buildSiteOverview>>) =>
     v.days.map((d) => [d.day, d.visitors, d.pageviews]);
 
-  it("is the engine's plan of visitors and pageviews by UTC day when there is an engine", async () => {
+  it("asks the engine one plan per cut, first touch in UTC, and reads them back", async () => {
     const asked: QueryPlan[] = [];
-    const engine = engineAnswering(asked, async () => ({
-      rows: [
-        {
-          dimensions: ["2026-03-10"],
-          metrics: [
-            { kind: "count", value: 3 },
-            { kind: "count", value: 5 },
-          ],
-        },
-      ],
-      totals: [],
-      more: false,
-    }));
-    const view = await buildSiteOverview(store, "site_1", T, T + 2 * DAY, store, engine);
-    expect(asked).toEqual([overviewTrafficPlan("site_1", T, T + 2 * DAY)]);
+    const view = await buildSiteOverview(
+      store,
+      "site_1",
+      T,
+      T + 2 * DAY,
+      engineWith(asked, answerOf),
+    );
+    expect(asked[0]).toEqual(overviewTrafficPlan("site_1", T, T + 2 * DAY));
     expect(asked[0]).toMatchObject({
       timeZone: "UTC",
       metrics: ["visitors", "pageviews"],
@@ -173,29 +209,92 @@ describe("buildSiteOverview's traffic", () => {
       limit: 367,
       offset: 0,
     });
+    const fixed = (metrics: string[], dimensions: string[]) => ({
+      siteId: "site_1",
+      timeZone: "UTC",
+      metrics,
+      dimensions,
+      filters: [],
+      period: { from: T, to: T + 2 * DAY },
+      model: "first_touch",
+      orderBy: dimensions.map((field) => ({ field, desc: false })),
+      limit: 1_000_000_000,
+      offset: 0,
+    });
+    expect(asked.slice(1)).toEqual([
+      fixed(["new_visitors"], ["channel", "source", "campaign", "landing_page"]),
+      fixed(["net_revenue"], ["time:day", "currency", "source", "campaign", "landing_page"]),
+      fixed(
+        ["gross_revenue", "refunds", "chargebacks", "transactions", "paying_customers"],
+        ["channel", "currency"],
+      ),
+    ]);
     expect(days(view)).toEqual([
       ["2026-03-09", 0, 0],
       ["2026-03-10", 3, 5],
     ]);
+    expect(view.newVisitors).toBe(2);
+    expect(view.days[1]?.net).toEqual([{ currency: "EUR", minor: 1000n }]);
+    expect(view.sources.byVisitors).toEqual([
+      { value: "newsletter", newVisitors: 2, net: [{ currency: "EUR", minor: 900n }] },
+    ]);
+    expect(view.campaigns).toEqual({ byVisitors: [], byRevenue: [] });
+    expect(view.channels).toEqual([
+      {
+        channel: "Email",
+        newVisitors: 2,
+        revenue: [
+          {
+            channel: "Email",
+            currency: "EUR",
+            grossMinor: 1000n,
+            refundsMinor: 100n,
+            chargebacksMinor: 0n,
+            payments: 3,
+            payingCustomers: 2,
+            netMinor: 900n,
+          },
+        ],
+      },
+      {
+        channel: "unattributed",
+        newVisitors: 0,
+        revenue: [
+          {
+            channel: "unattributed",
+            currency: "EUR",
+            grossMinor: 100n,
+            refundsMinor: 0n,
+            chargebacksMinor: 0n,
+            payments: 1,
+            payingCustomers: 1,
+            netMinor: 100n,
+          },
+        ],
+      },
+    ]);
   });
 
-  it("is the store's when there is no engine, or when the engine refuses for too many queries", async () => {
-    expect(days(await buildSiteOverview(store, "site_1", T, T + DAY))).toEqual([
-      ["2026-03-09", 7, 9],
+  it("is unavailable without an engine; outside the slots when the engine is busy", async () => {
+    await expect(buildSiteOverview(store, "site_1", T, T + DAY, undefined)).rejects.toMatchObject({
+      kind: "unavailable",
+      message:
+        "analytics queries are not served by this process (they are served by the process that owns the analytics store)",
+    });
+    const busy = engineWith([], () => Promise.reject(errors.tooManyQueries()));
+    const view = await buildSiteOverview(store, "site_1", T, T + 2 * DAY, busy);
+    expect(days(view)).toEqual([
+      ["2026-03-09", 0, 0],
+      ["2026-03-10", 3, 5],
     ]);
-    const busy = engineAnswering([], () => Promise.reject(errors.tooManyQueries()));
-    expect(days(await buildSiteOverview(store, "site_1", T, T + DAY, store, busy))).toEqual([
-      ["2026-03-09", 7, 9],
-    ]);
+    expect(view.newVisitors).toBe(2);
   });
 
   it("fails with the engine's error when it is unavailable (no silent answer from elsewhere)", async () => {
-    const down = engineAnswering([], () => Promise.reject(errors.analyticsUnavailable()));
-    await expect(buildSiteOverview(store, "site_1", T, T + DAY, store, down)).rejects.toMatchObject(
-      {
-        kind: "unavailable",
-        message: "the analytics store is unavailable, retry later",
-      },
-    );
+    const down = engineWith([], () => Promise.reject(errors.analyticsUnavailable()));
+    await expect(buildSiteOverview(store, "site_1", T, T + DAY, down)).rejects.toMatchObject({
+      kind: "unavailable",
+      message: "the analytics store is unavailable, retry later",
+    });
   });
 });

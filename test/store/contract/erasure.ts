@@ -12,6 +12,7 @@ import {
   group,
   payment,
   type StoreContract,
+  storedRevenue,
   T0,
   touch,
   uid,
@@ -99,7 +100,7 @@ export function describeErasureContract(contract: StoreContract): void {
     it("deletes the customer and its links, keeps its payments and subscriptions under the pseudonym without metadata, reports unchanged", async () => {
       const { site } = await newSite();
       const { paid, sub } = await payingCustomer(site, "cus_ada");
-      const revenue = await store.revenueByChannel(site.id, T0, T0 + 100);
+      const revenue = await storedRevenue(store, site.id, T0, T0 + 100);
       const mrr = await store.mrrTotals(site.id, T0 + 50);
 
       expect(await store.eraseCustomer(site.id, "cus_ada", "erased_0001")).toEqual({
@@ -125,7 +126,7 @@ export function describeErasureContract(contract: StoreContract): void {
         "erased_0001",
       );
       // The channel stays, and so do the sums and the count of paying customers.
-      expect(await store.revenueByChannel(site.id, T0, T0 + 100)).toEqual(revenue);
+      expect(await storedRevenue(store, site.id, T0, T0 + 100)).toEqual(revenue);
       expect(revenue.map((r) => r.channel)).toEqual(["Organic Search"]);
       expect(await store.mrrTotals(site.id, T0 + 50)).toEqual(mrr);
       expect(
@@ -247,7 +248,7 @@ export function describeErasureContract(contract: StoreContract): void {
       expect(customer?.visitorId).toBeUndefined();
       expect(customer?.attribution).toBeUndefined();
       expect(customer?.email).toBe("ada@example.com");
-      const revenue = await store.revenueByChannel(site.id, T0, T0 + 100);
+      const revenue = await storedRevenue(store, site.id, T0, T0 + 100);
       expect(revenue.map((r) => r.channel)).toEqual(["unattributed"]);
       // A lower rank than the erased one is accepted now.
       await store.setAttribution(site.id, "cus_v", credit("v_other"), "9");

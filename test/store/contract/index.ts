@@ -16,7 +16,6 @@ import { describePaymentPagesContract } from "./payment-pages.js";
 import { describePaymentsContract } from "./payments.js";
 import { describeQuotaContract } from "./quota.js";
 import { describeRetentionContract } from "./retention.js";
-import { describeRollupsContract } from "./rollups.js";
 import { describeSetupContract } from "./setup.js";
 
 export function describeStoreContract(name: string, open: () => Promise<Store>): void {
@@ -43,7 +42,6 @@ export function describeStoreContract(name: string, open: () => Promise<Store>):
     describeEventPagesContract(contract);
     describePaymentPagesContract(contract);
     describeOverviewContract(contract);
-    describeRollupsContract(contract);
     describeRetentionContract(contract);
   });
 }

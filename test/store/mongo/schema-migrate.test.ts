@@ -62,6 +62,10 @@ function fakeDb(options: { raceOn?: string } = {}) {
           return [...c.indexes.keys()].map((n) => ({ name: n }));
         },
       }),
+      drop: async () => {
+        changes.push(`drop ${name}`);
+        return colls.delete(name);
+      },
       dropIndex: async (index: string) => {
         changes.push(`dropIndex ${name}.${index}`);
         colls.get(name)?.indexes.delete(index);
@@ -103,22 +107,29 @@ describe("MongoDB schema: migrate once, verify at start", () => {
     expect(await verifySchema(f.db)).toEqual([]);
   });
 
-  it("an upgraded database (events already there) gets the daily rollups back-filled once, on their unique keys", async () => {
+  it("a database of the rollups' versions loses them once: the three collections (visitor ids with them) and the revenue index", async () => {
     const f = fakeDb();
     await migrateSchema(f.db);
-    expect(f.changes.filter((c) => c.startsWith("aggregate"))).toEqual([]);
-    // A database of the version before the rollups: every collection but theirs.
-    for (const name of ["traffic_days", "visitor_days", "new_visitor_days"]) f.colls.delete(name);
+    // A database of the versions that kept the daily rollups and the covering revenue index.
+    for (const name of ["traffic_days", "visitor_days", "new_visitor_days"]) {
+      f.colls.set(name, { indexes: new Map([["_id_", { key: { _id: 1 } }]]) });
+    }
+    f.colls.get("payments")?.indexes.set("site_status_paid_at_revenue", { key: { site_id: 1 } });
     f.changes.length = 0;
     const report = await migrateSchema(f.db);
-    expect(f.changes.filter((c) => c.startsWith("aggregate"))).toEqual([
-      "aggregate events → $merge visitor_days on site_id,day,visitor_id",
-      "aggregate events → $merge traffic_days on site_id,day",
-      "aggregate visitor_touches → $merge new_visitor_days on site_id,day,channel,source,campaign,landing_page",
+    expect(report.dropped).toEqual([
+      "index payments.site_status_paid_at_revenue",
+      "collection traffic_days",
+      "collection visitor_days",
+      "collection new_visitor_days",
     ]);
-    expect(report.created.at(-1)).toBe(
-      "rollups traffic_days, visitor_days, new_visitor_days (back-filled)",
-    );
+    expect(f.changes).toEqual([
+      "dropIndex payments.site_status_paid_at_revenue",
+      "drop traffic_days",
+      "drop visitor_days",
+      "drop new_visitor_days",
+    ]);
+    expect(await verifySchema(f.db)).toEqual([]);
     f.changes.length = 0;
     await migrateSchema(f.db);
     expect(f.changes).toEqual([]);
@@ -170,6 +181,8 @@ describe("MongoDB schema: migrate once, verify at start", () => {
       "index subscriptions.site_customer",
       "index payments.site_paid_at",
       "index payments.site_status_paid_at",
+      "index payments.site_status_paid_at_revenue",
+      "index visitor_touches.site_ts",
     ]);
     expect(f.changes).toEqual(report.dropped.map((d) => `dropIndex ${d.slice("index ".length)}`));
     expect((await migrateSchema(f.db)).dropped).toEqual([]);
