@@ -117,8 +117,8 @@ async function serve(config: Config): Promise<void> {
   });
   // The owner worker serves its engine to the others (the primary routes their calls).
   const servedAnalytics =
-    cluster.isWorker && app.analytics
-      ? servePort(ANALYTICS_PORT, app.analytics.engine, {
+    cluster.isWorker && app.analyticsEngine
+      ? servePort(ANALYTICS_PORT, app.analyticsEngine, {
           onInternalError: (method, err) =>
             app.fastify.log.error({ method, err: scrub(err) }, "analytics call failed"),
           onCall: (method) =>
