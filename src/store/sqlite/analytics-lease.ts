@@ -9,7 +9,10 @@
  *
  * Every decision is one SQLite statement under SQLite's write lock, so two
  * processes never both believe they took it. Expiry is judged with the
- * injected clock (`now`), which every process of one machine shares. DuckDB's
+ * injected clock (`now`), which every process of one machine shares. One
+ * shortcut: a holder on this host whose process is gone (a kill -9, a
+ * crash; `kill(pid, 0)` answers ESRCH) is taken over at once, so a
+ * restarted server or a replaced worker does not wait for the lapse. DuckDB's
  * own file lock stays the last fence: a new holder whose predecessor still
  * has the file open cannot open it and tries again at its next turn, while
  * the predecessor learns at its next renewal that it lost the row and closes
@@ -56,6 +59,21 @@ export interface AnalyticsLeaseOptions {
   holder?: string;
 }
 
+/** Whether a holder id names a process of this host that no longer runs. */
+function isGoneHere(holderId: string): boolean {
+  const [host, pid] = holderId.split(":");
+  if (host !== hostname() || !pid || !/^\d+$/.test(pid) || Number(pid) === process.pid) {
+    return false;
+  }
+  try {
+    process.kill(Number(pid), 0);
+    return false;
+  } catch (err) {
+    // EPERM: it runs, as another user.
+    return (err as NodeJS.ErrnoException).code === "ESRCH";
+  }
+}
+
 /** Opens this process's handle on the lease of the data directory of `sqlitePath`. */
 export function openAnalyticsLease(options: AnalyticsLeaseOptions): AnalyticsLease {
   const holder =
@@ -76,6 +94,10 @@ export function openAnalyticsLease(options: AnalyticsLeaseOptions): AnalyticsLea
     "UPDATE analytics_lease SET expires_at = @expires WHERE id = 1 AND holder = @holder",
   );
   const drop = db.prepare("DELETE FROM analytics_lease WHERE id = 1 AND holder = ?");
+  const takeFromDead = db.prepare(
+    `UPDATE analytics_lease SET holder = @holder, acquired_at = @now, expires_at = @expires
+     WHERE id = 1 AND holder = @dead`,
+  );
   const row = db.prepare(
     "SELECT holder, acquired_at AS acquiredAt, expires_at AS expiresAt FROM analytics_lease WHERE id = 1",
   );
@@ -83,7 +105,12 @@ export function openAnalyticsLease(options: AnalyticsLeaseOptions): AnalyticsLea
     holder,
     acquire() {
       const now = options.now();
-      return take.run({ holder, now, expires: now + options.ttlMs }).changes === 1;
+      const expires = now + options.ttlMs;
+      if (take.run({ holder, now, expires }).changes === 1) return true;
+      const current = row.get() as LeaseRow | undefined;
+      if (!current || !isGoneHere(current.holder)) return false;
+      // Compared and set in one statement: only the holder judged gone is replaced.
+      return takeFromDead.run({ holder, now, expires, dead: current.holder }).changes === 1;
     },
     renew() {
       return extend.run({ holder, expires: options.now() + options.ttlMs }).changes === 1;
