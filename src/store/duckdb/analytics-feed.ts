@@ -84,7 +84,7 @@ export interface AnalyticsFeed {
    * acknowledging into its outbox), then resumes on the new file. Nothing
    * to do (undefined) when no rows were removed since the last rewrite.
    */
-  compact(): Promise<RewriteReport | undefined>;
+  compact(): Promise<CompactReport | undefined>;
   /**
    * Copies the data directory (this analytics file, then SQLite) to `file`
    * and `file.analytics.duckdb` between two batches (analytics-backup.ts).
@@ -114,6 +114,17 @@ export interface AnalyticsFeedOptions {
   faults?: { beforeCommit?(): void; afterCommit?(): void; duringDelete?(): void };
   /** The clock `dirtySince` is read from (default: the system's). */
   now?: () => number;
+}
+
+/** What a rewrite while running did (AnalyticsFeed.compact). */
+export interface CompactReport extends RewriteReport {
+  /**
+   * SQLite's WAL was checkpointed into its file and truncated after the
+   * rewrite: the pages an erasure zeroed (secure_delete) replace the old
+   * ones in the file, and the WAL's older frames are gone. False when
+   * SQLite stayed busy; its next checkpoint does it.
+   */
+  sqliteWalTruncated?: boolean;
 }
 
 /**
@@ -549,6 +560,25 @@ export function createAnalyticsFeed(options: AnalyticsFeedOptions): AnalyticsFee
   const backup = (file: string, busyTimeoutMs: number) =>
     serial(() => copyDataDirectory(options.sqlitePath, analytics, file, busyTimeoutMs));
 
+  /**
+   * Checkpoints SQLite's WAL into its file and truncates it. Until then the
+   * file can keep a page as it was before an erasure zeroed its rows (the
+   * newer page is in the WAL), and the WAL older frames. It needs a moment
+   * without a writer: tried for about two seconds, between ingestion's commits.
+   */
+  const truncateSqliteWal = async (): Promise<boolean> => {
+    for (let attempt = 0; attempt < 40; attempt++) {
+      try {
+        const [r] = db.pragma("wal_checkpoint(TRUNCATE)") as { busy: number }[];
+        if (r?.busy === 0) return true;
+      } catch (err) {
+        if (!isBusy(err)) throw err;
+      }
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    return false;
+  };
+
   /** Answers the backups `admin store backup` asked of this process (analytics-backup.ts). */
   const serveBackups = async () => {
     const asked = s.backupsAsked.all() as { id: number; path: string }[];
@@ -595,7 +625,7 @@ export function createAnalyticsFeed(options: AnalyticsFeedOptions): AnalyticsFee
         const report = await analytics.rewrite(compactedCopy);
         w = analytics.writer;
         dirty = undefined;
-        return report;
+        return { ...report, sqliteWalTruncated: await truncateSqliteWal() };
       }),
     start() {
       if (timer || stopped) return;
