@@ -121,9 +121,20 @@ export async function createAnalyticsOwnership(
     try {
       analytics = await options.open();
     } catch (err) {
-      // The lease is ours but the last owner still has the file open (it is
-      // closing, or learns at its next renewal that it lost the lease).
-      if (!isHeldByAnotherProcess(err) || !lease) throw err;
+      // With a lease: it is ours but the last owner still has the file open (it
+      // is closing, or learns at its next renewal that it lost the lease).
+      // Without (MongoDB): a second process given ANALYTICS_OWNER=true; it
+      // opens the file once the first has closed it.
+      if (!isHeldByAnotherProcess(err)) throw err;
+      if (!lease && !waitingSaid) {
+        waitingSaid = true;
+        options
+          .log()
+          ?.warn(
+            { err: scrub(err) },
+            "analytics store is held by another process: Query and Funnel are unavailable here until it closes the file",
+          );
+      }
       return;
     }
     if (closed) {
@@ -153,10 +164,12 @@ export async function createAnalyticsOwnership(
 
   /** One turn of the lease: the owner renews, a standby looks whether it lapsed. */
   const leaseTurn = async () => {
-    if (busy || closed || !lease) return;
+    if (busy || closed) return;
     busy = true;
     try {
-      if (current) {
+      if (!lease) {
+        if (!current) await take(false);
+      } else if (current) {
         let kept = true;
         try {
           kept = lease.renew();
@@ -214,7 +227,7 @@ export async function createAnalyticsOwnership(
       if (started || closed) return;
       started = true;
       current?.feed.start();
-      if (lease) {
+      if (lease || !current) {
         const t = setInterval(
           () => void leaseTurn(),
           Math.max(100, Math.floor(options.leaseMs / 3)),
