@@ -9,6 +9,7 @@
  * directory is grepped, as the customer-erasure test does after a stop.
  */
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
+import { request } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createClient } from "@connectrpc/connect";
@@ -189,4 +190,86 @@ describe("the analytics file rewritten while the server runs", () => {
       }
     }
   });
+
+  it("under WORKERS: the other worker's calls reach the owner through the swap, every answer exact", {
+    timeout: scaled(180_000),
+  }, async () => {
+    const child = await startChildServer({
+      STORE_URL: `sqlite:${path}`,
+      ADMIN_TOKEN,
+      LOG_LEVEL: "info",
+      WORKERS: "2",
+      ANALYTICS_FEED_INTERVAL_MS: "50",
+      ANALYTICS_COMPACT_INTERVAL_MS: "3000",
+    });
+    try {
+      await waitForOutput(child, /"msg":"listening"/, 2);
+      await waitForOutput(child, /"msg":"serving the analytics engine to the other workers"/, 1);
+      const erased = await markedVisitor(child, "erase-me-c93e10");
+      expect(await pageviewsOnNewConnection(child)).toBe(expected + 3);
+      await eraseVisitor(child, erased);
+      expect(await pageviewsOnNewConnection(child)).toBe(expected);
+      const earlier = child.output().match(REWRITTEN)?.length ?? 0;
+      let rewritten = false;
+      const rewrite = waitForOutput(child, REWRITTEN, earlier + 1).finally(() => {
+        rewritten = true;
+      });
+      // Each Query on a connection of its own: the cluster hands them to both workers in turn.
+      let asked = 0;
+      while (!rewritten || asked < 20) {
+        expect(await pageviewsOnNewConnection(child)).toBe(expected);
+        asked += 1;
+      }
+      await rewrite;
+      expect(filesHolding("erase-me-c93e10")).toEqual([]);
+      const queryLines = new RegExp(
+        `"pid":(\\d+)[^\\n]*"url":"/api/v1/sites/${tenant.siteId}/query"`,
+        "g",
+      );
+      const pids = new Set([...child.output().matchAll(queryLines)].map((m) => m[1]));
+      expect(pids.size).toBe(2);
+    } finally {
+      child.proc.kill("SIGTERM");
+      await child.exited;
+    }
+  });
 });
+
+/** The site's pageviews by Query, on a new connection (no keep-alive), so either worker answers. */
+function pageviewsOnNewConnection(child: ChildServer): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = request(
+      `${child.url}/api/v1/sites/${tenant.siteId}/query`,
+      {
+        method: "POST",
+        agent: false,
+        headers: {
+          "content-type": "application/json",
+          authorization: `Bearer ${ADMIN_TOKEN}`,
+          connection: "close",
+        },
+      },
+      (res) => {
+        let text = "";
+        res.setEncoding("utf8");
+        res.on("data", (d) => {
+          text += d;
+        });
+        res.on("end", () => {
+          if (res.statusCode !== 200) {
+            reject(new Error(`Query answered ${res.statusCode}: ${text}`));
+            return;
+          }
+          resolve(Number((JSON.parse(text) as { totals: { count: string }[] }).totals[0]?.count));
+        });
+      },
+    );
+    req.on("error", reject);
+    req.end(
+      JSON.stringify({
+        metrics: ["pageviews"],
+        period: { from_day: "2026-03-11", to_day: "2026-03-11" },
+      }),
+    );
+  });
+}
