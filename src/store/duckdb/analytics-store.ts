@@ -72,6 +72,8 @@ export interface AnalyticsStore {
 export interface RewriteOptions {
   /** Statements run on the copy, attached as `compacted`, after the tables are copied. */
   onCopy?: string[];
+  /** Called once the copy is written and synced, before the swap waits for running queries. */
+  onCopied?: () => void;
 }
 
 /** What a rewrite did. */
@@ -263,6 +265,7 @@ export async function openAnalyticsStore(options: AnalyticsStoreOptions): Promis
       const bytesBefore = fileBytes(options.path);
       await copyDatabase(state.writer, next, rewriteOptions.onCopy ?? []);
       syncFile(next);
+      rewriteOptions.onCopied?.();
       const swapStarted = performance.now();
       let release = () => {};
       swapping = new Promise<void>((r) => {

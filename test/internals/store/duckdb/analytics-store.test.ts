@@ -1,4 +1,12 @@
-import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from "node:fs";
+import {
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -74,15 +82,23 @@ describe("the analytics file", () => {
         (await conn.runAndReadAll("SELECT count(*) FROM events")).getRows();
       // A query that began before the rewrite: the swap waits for it to end.
       const early = await store.connect();
+      const inode = statSync(path).ino;
       let done = false;
-      const rewriting = store.rewrite().then((r) => {
+      let copied = () => {};
+      const copiedNow = new Promise<void>((r) => {
+        copied = r;
+      });
+      const rewriting = store.rewrite({ onCopied: () => copied() }).then((r) => {
         done = true;
         return r;
       });
       // The copy runs beside it; the swap cannot start while it is open.
       expect(await count(early)).toEqual([[20000n]]);
+      await copiedNow;
       await new Promise((r) => setTimeout(r, 200));
       expect(done).toBe(false);
+      expect(statSync(path).ino).toBe(inode);
+      expect(existsSync(`${path}.compact`)).toBe(true);
       // Asked during the swap: waits, then reads the new file.
       const later = store.connect();
       early.closeSync();
