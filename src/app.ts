@@ -5,18 +5,17 @@
  * store, clock and settings.
  */
 import type { FastifyInstance } from "fastify";
+import type { AnalyticsEngine } from "./domain/analytics/query-plan.js";
 import type { EventsApp } from "./domain/events/events-app.js";
 import { SETUP_PATH } from "./domain/first-run.js";
 import type { PaymentsApp } from "./domain/payments/payments-app.js";
 import type { RetentionPruner } from "./domain/retention.js";
 import type { OnePortServer } from "./http/one-port.js";
-import { scrub } from "./lib/scrub.js";
 import { serviceVersion } from "./lib/version.js";
 import type { Observer } from "./metrics/observer.js";
 import { createServer } from "./server.js";
 import { type Analytics, buildServices, type ServiceDeps, type ServiceLog } from "./services.js";
 import { redactStoreUrl } from "./start-up.js";
-import { closeCompacted, removeAnalyticsFile } from "./store/duckdb/analytics-store.js";
 
 /** What the service is built from: main.ts passes the real ones, tests their own. */
 export interface AppDeps extends ServiceDeps {
@@ -39,8 +38,18 @@ export interface App {
    * an account exists. main.ts prints it, once per start.
    */
   setupUrl(port: number): Promise<string | undefined>;
-  /** The analytics store, feed and engine, when this process owns them; tests run `feed.runOnce()`. */
-  analytics?: Analytics;
+  /**
+   * The analytics store, feed and engine, while this process owns them
+   * (a standby server takes them over when the owner's lease lapses); tests
+   * run `feed.runOnce()`.
+   */
+  readonly analytics?: Analytics;
+  /**
+   * The engine of this process's analytics ownership (answering unavailable
+   * while it stands by); absent when this process may never own the store.
+   * main.ts serves it to the other workers.
+   */
+  analyticsEngine?: AnalyticsEngine;
   /** Listens on config.host:config.port; resolves with the bound port. */
   listen(): Promise<number>;
   /**
@@ -83,11 +92,15 @@ export async function createApp(deps: AppDeps): Promise<App> {
       if (token === undefined) return undefined;
       return `${baseUrl(config.host, port)}${SETUP_PATH}?token=${token}`;
     },
-    ...(analytics ? { analytics } : {}),
+    get analytics() {
+      return analytics?.current();
+    },
+    ...(analytics ? { analyticsEngine: analytics.engine } : {}),
     async listen() {
       const address = await server.listen(config.port, config.host);
       if (services.pruneEvents) pruner.start();
-      services.analytics?.feed.start();
+      // The feed when this process owns the store; the lease's renewal or watch; the rewrites.
+      analytics?.start();
       // The line an operator looks for first: where, which build, which store, admin on or off.
       const host = config.host.includes(":") ? `[${config.host}]` : config.host;
       fastify.log.info(
@@ -112,45 +125,10 @@ export async function createApp(deps: AppDeps): Promise<App> {
         await server.close(config.shutdownTimeoutMs);
         await Promise.allSettled([payments.drain(), events.drain()]);
         await fastify.close();
-        if (analytics) await closeAnalytics(analytics, fastify.log);
+        await analytics?.close();
         await store.close();
       })();
       return closing;
     },
   };
-}
-
-/**
- * Closes the analytics store after the last writes: the feed applies what
- * SQLite committed (an erasure just answered included), stops, and the file
- * is rewritten when rows left it, so no erased or pruned string stays on disk
- * after a clean stop (docs/privacy.md).
- */
-async function closeAnalytics(
-  analytics: Analytics,
-  log: { warn: (obj: object, msg: string) => void },
-): Promise<void> {
-  try {
-    await analytics.feed.runOnce();
-  } catch (err) {
-    log.warn(
-      { err: scrub(err) },
-      "analytics feed failed at close; the next start applies the rest",
-    );
-  }
-  // The feed's batch in progress commits (or rolls back) before DuckDB closes.
-  await analytics.feed.stop();
-  if (!analytics.feed.removedRows()) return analytics.store.close();
-  try {
-    await closeCompacted(analytics.store);
-  } catch (err) {
-    // The file holds the moved events (SQLite keeps only the outbox): it stays as it
-    // is, and the next clean stop rewrites it.
-    analytics.store.close();
-    removeAnalyticsFile(`${analytics.store.path}.compact`);
-    log.warn(
-      { err: scrub(err) },
-      "analytics file not rewritten at close; kept, rewritten at the next stop",
-    );
-  }
 }

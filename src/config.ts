@@ -80,12 +80,25 @@ export interface Config {
    */
   analyticsPath: string | undefined;
   /**
-   * ANALYTICS_OWNER: whether this process owns the analytics store (its file,
-   * feed and engine). Unset: yes with SQLite (DuckDB's lock on the file
-   * decides between processes), no with MongoDB, where exactly one process
-   * of the deployment is given ANALYTICS_OWNER=true (docs/mongodb.md).
+   * ANALYTICS_OWNER: whether this process may own the analytics store (its
+   * file, feed and engine). Unset: yes with SQLite (the servers of one data
+   * directory choose one owner by a lease, ANALYTICS_LEASE_MS), no with
+   * MongoDB, where exactly one process of the deployment is given
+   * ANALYTICS_OWNER=true (docs/mongodb.md).
    */
   analyticsOwner: boolean | undefined;
+  /**
+   * ANALYTICS_LEASE_MS: how long the owner's lease on a SQLite data
+   * directory's analytics file lasts after each renewal (it renews every
+   * third of it); another server takes over that long after the owner died.
+   */
+  analyticsLeaseMs: number;
+  /**
+   * ANALYTICS_COMPACT_INTERVAL_MS: the longest time the analytics file keeps
+   * the bytes of rows an erasure or a pruning removed before the running
+   * owner rewrites it (at most 24 h, issue 30; docs/operations.md).
+   */
+  analyticsCompactIntervalMs: number;
 }
 
 type Env = Record<string, string | undefined>;
@@ -199,5 +212,13 @@ export function loadConfig(env: Env = process.env): Config {
       env.ANALYTICS_OWNER === undefined || env.ANALYTICS_OWNER === ""
         ? undefined
         : bool(env, "ANALYTICS_OWNER", false),
+    analyticsLeaseMs: int(env, "ANALYTICS_LEASE_MS", 15_000, 300, 600_000),
+    analyticsCompactIntervalMs: int(
+      env,
+      "ANALYTICS_COMPACT_INTERVAL_MS",
+      3_600_000,
+      100,
+      86_400_000,
+    ),
   };
 }

@@ -92,9 +92,10 @@ async function serve(config: Config): Promise<void> {
   // Under WORKERS one worker prunes (the primary says which in its environment).
   const firstProcess = !cluster.isWorker || process.env[PRUNER_ENV] === "1";
   const pruneEvents = firstProcess;
-  // One process owns the DuckDB file: the one that prunes. The other workers
-  // reach its engine over the cluster's IPC: with SQLite always, with MongoDB
-  // in the process given ANALYTICS_OWNER=true (docs/mongodb.md).
+  // One worker may own the DuckDB file: the one that prunes (with SQLite it
+  // owns it while it holds the data directory's lease, src/analytics-ownership.ts).
+  // The other workers reach its engine over the cluster's IPC: with SQLite
+  // always, with MongoDB in the process given ANALYTICS_OWNER=true (docs/mongodb.md).
   const ownsAnalytics = pruneEvents;
   const remoteAnalytics =
     cluster.isWorker &&
@@ -117,8 +118,8 @@ async function serve(config: Config): Promise<void> {
   });
   // The owner worker serves its engine to the others (the primary routes their calls).
   const servedAnalytics =
-    cluster.isWorker && app.analytics
-      ? servePort(ANALYTICS_PORT, app.analytics.engine, {
+    cluster.isWorker && app.analyticsEngine
+      ? servePort(ANALYTICS_PORT, app.analyticsEngine, {
           onInternalError: (method, err) =>
             app.fastify.log.error({ method, err: scrub(err) }, "analytics call failed"),
           onCall: (method) =>

@@ -4,6 +4,11 @@
  * Fastify, no Connect: src/server.ts hands these to each door.
  */
 
+import {
+  type Analytics,
+  type AnalyticsOwnership,
+  createAnalyticsOwnership,
+} from "./analytics-ownership.js";
 import { createLocalRateLimiter, type RateLimiter } from "./cluster/rate-limiter.js";
 import type { Config } from "./config.js";
 import { type Admin, createAdmin } from "./domain/admin.js";
@@ -38,12 +43,7 @@ import { noopObserver, type Observer } from "./metrics/observer.js";
 import { cacheDirectory, type DirectoryCachedStore } from "./store/directory-cache.js";
 import { createDuckDbAnalytics } from "./store/duckdb/analytics-engine.js";
 import { type AnalyticsFeed, createAnalyticsFeed } from "./store/duckdb/analytics-feed.js";
-import {
-  type AnalyticsStore,
-  analyticsPathBeside,
-  isHeldByAnotherProcess,
-  openAnalyticsStore,
-} from "./store/duckdb/analytics-store.js";
+import { analyticsPathBeside, openAnalyticsStore } from "./store/duckdb/analytics-store.js";
 import { guardStore } from "./store/guarded-store.js";
 import {
   createMongoAnalyticsFeed,
@@ -51,6 +51,7 @@ import {
   openMongoFeedSource,
 } from "./store/mongo/analytics-feed.js";
 import type { Store } from "./store/port.js";
+import { openAnalyticsLease } from "./store/sqlite/analytics-lease.js";
 
 /** What the service is built from: main.ts passes the real ones, tests their own. */
 export interface ServiceDeps {
@@ -93,13 +94,7 @@ export interface ServiceDeps {
   mongoFeedSource?: () => Promise<MongoFeedSource>;
 }
 
-/** The analytics store of this process, its feed and its engine. */
-export interface Analytics {
-  store: AnalyticsStore;
-  /** The mover SQLite → DuckDB: started by listen, stopped by close. */
-  feed: AnalyticsFeed;
-  engine: AnalyticsEngine;
-}
+export type { Analytics } from "./analytics-ownership.js";
 
 /** Where the services log what no request asked for (the store's outages, erasures' audit lines). */
 export interface ServiceLog {
@@ -141,8 +136,13 @@ export interface Services {
    * (COLLECT_RATE_LIMIT) and the per-site ceilings, under `site:` keys.
    */
   collectLimiter: RateLimiter;
-  /** Absent when this process does not own the analytics store (MongoDB, another worker). */
-  analytics?: Analytics;
+  /**
+   * Whether and when this process owns the analytics store: absent when it
+   * never may (a MongoDB process not given ANALYTICS_OWNER, a worker that
+   * does not prune); with SQLite the servers of one data directory choose
+   * one by a lease (src/analytics-ownership.ts).
+   */
+  analytics?: AnalyticsOwnership;
   /** ReportsService.Query and Funnel: requests planned, then answered by `analytics`' engine. */
   queries: AnalyticsApp;
   trackerBundle?: TrackerBundle;
@@ -206,12 +206,12 @@ export async function buildServices(
       },
     }),
   );
-  const analytics = await openAnalytics(deps, log);
+  const ownership = await openAnalytics(deps, log);
   // SQLite in a file moves its events to the engine (migration 19); MongoDB keeps its own.
   const eventReads = storedEventReads({
     store,
     // A worker that does not own the file reaches the owner's engine over IPC.
-    engine: analytics?.engine ?? deps.remoteAnalytics,
+    engine: ownership?.engine ?? deps.remoteAnalytics,
     eventsInEngine: deps.store.feedFile !== undefined,
   });
   const readiness = createReadiness({ ping: () => store.ping(), timeoutMs: 2_000 });
@@ -254,8 +254,8 @@ export async function buildServices(
       exportsPerSite: config.exportsPerSite,
       events: eventReads,
       // SiteOverview's traffic is a plan of the query layer (read-your-writes: openAnalytics).
-      ...(analytics || deps.remoteAnalytics
-        ? { engine: (analytics?.engine ?? deps.remoteAnalytics) as AnalyticsEngine }
+      ...(ownership || deps.remoteAnalytics
+        ? { engine: (ownership?.engine ?? deps.remoteAnalytics) as AnalyticsEngine }
         : {}),
     }),
     payments,
@@ -267,8 +267,8 @@ export async function buildServices(
     }),
     readiness,
     collectLimiter,
-    ...(analytics ? { analytics } : {}),
-    queries: createAnalyticsApp({ store, engine: analytics?.engine ?? deps.remoteAnalytics }),
+    ...(ownership ? { analytics: ownership } : {}),
+    queries: createAnalyticsApp({ store, engine: ownership?.engine ?? deps.remoteAnalytics }),
     ...(deps.trackerBundle ? { trackerBundle: deps.trackerBundle } : {}),
     ...(deps.dashboardBundle ? { dashboardBundle: deps.dashboardBundle } : {}),
   };
@@ -278,46 +278,70 @@ export async function buildServices(
 export const MONGODB_ANALYTICS_PATH = "./data/analytics.duckdb";
 
 /**
- * Opens the analytics store, its feed and its engine, when this process owns
- * it: with SQLite, the file beside the SQLite file fed from its log; with
- * MongoDB, the file of ANALYTICS_PATH fed from the collections, in the one
- * process given ANALYTICS_OWNER=true (docs/mongodb.md). Elsewhere Query and
- * Funnel answer unavailable.
+ * This process's ownership of the analytics store, when it may own it: with
+ * SQLite, the file beside the SQLite file fed from its log, owned by the
+ * server holding the data directory's lease (migration 24); with MongoDB,
+ * the file of ANALYTICS_PATH fed from the collections, in the one process
+ * given ANALYTICS_OWNER=true (docs/mongodb.md). Elsewhere Query and Funnel
+ * answer unavailable.
  */
 async function openAnalytics(
   deps: ServiceDeps,
   log: () => ServiceLog | undefined,
-): Promise<Analytics | undefined> {
+): Promise<AnalyticsOwnership | undefined> {
   const { config } = deps;
   const sqlitePath = deps.store.feedFile;
   const database = deps.store.feedDatabase;
-  // Owned by default where the file's lock decides (SQLite); a database's owner is named.
+  // SQLite's servers may each own the file (the lease chooses); a database's owner is named.
   if (deps.ownsAnalytics === false || !(config.analyticsOwner ?? database === undefined)) {
     return undefined;
   }
   if (database === undefined && sqlitePath === undefined) return undefined;
-  let store: AnalyticsStore;
+  const lease =
+    sqlitePath === undefined
+      ? undefined
+      : openAnalyticsLease({
+          sqlitePath,
+          ttlMs: config.analyticsLeaseMs,
+          now: deps.clock.now,
+          busyTimeoutMs: config.sqliteBusyTimeoutMs,
+        });
   try {
-    store = await openAnalyticsStore({
-      // With SQLite always beside its file: a restore removes it there (backup.ts).
-      path:
-        sqlitePath === undefined
-          ? (config.analyticsPath ?? MONGODB_ANALYTICS_PATH)
-          : analyticsPathBeside(sqlitePath),
-      threads: config.analyticsThreads,
-      memoryLimit: config.analyticsMemoryLimit,
+    return await createAnalyticsOwnership({
+      ...(lease ? { lease } : {}),
+      leaseMs: config.analyticsLeaseMs,
+      open: () => openOwnedAnalytics(deps, log),
+      compactIntervalMs: config.analyticsCompactIntervalMs,
+      now: deps.clock.now,
+      log,
     });
   } catch (err) {
-    if (!isHeldByAnotherProcess(err)) throw err;
-    // One process per data directory owns the file (DuckDB locks it): another
-    // server on the same SQLite file still ingests; its Query and Funnel
-    // answer unavailable, as a worker's that does not own it.
-    log()?.warn(
-      { err: scrub(err) },
-      "analytics store is held by another process: Query and Funnel are unavailable here",
-    );
-    return undefined;
+    lease?.close();
+    throw err;
   }
+}
+
+/**
+ * Opens the analytics store, its feed and its engine, for the process that
+ * owns them; fails with DuckDB's lock error while another process still has
+ * the file open.
+ */
+async function openOwnedAnalytics(
+  deps: ServiceDeps,
+  log: () => ServiceLog | undefined,
+): Promise<Analytics> {
+  const { config } = deps;
+  const sqlitePath = deps.store.feedFile;
+  const database = deps.store.feedDatabase;
+  const store = await openAnalyticsStore({
+    // With SQLite always beside its file: a restore removes it there (backup.ts).
+    path:
+      sqlitePath === undefined
+        ? (config.analyticsPath ?? MONGODB_ANALYTICS_PATH)
+        : analyticsPathBeside(sqlitePath),
+    threads: config.analyticsThreads,
+    memoryLimit: config.analyticsMemoryLimit,
+  });
   const onError = (err: unknown) =>
     log()?.warn({ err: scrub(err) }, "analytics feed batch failed; retried");
   let feed: AnalyticsFeed;
@@ -325,6 +349,7 @@ async function openAnalytics(
     feed = createAnalyticsFeed({
       sqlitePath,
       analytics: store,
+      now: deps.clock.now,
       intervalMs: config.analyticsFeedIntervalMs,
       freePagesKept: config.sqliteFreePagesKept,
       onError,
@@ -343,6 +368,7 @@ async function openAnalytics(
     feed = createMongoAnalyticsFeed({
       source,
       analytics: store,
+      now: deps.clock.now,
       intervalMs: config.analyticsFeedIntervalMs,
       onError,
     });

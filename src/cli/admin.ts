@@ -388,7 +388,7 @@ async function run(argv: string[]): Promise<unknown> {
   // Only the commands that read or erase stored events open the analytics file.
   const events =
     command === "export events" || command.startsWith("erase ")
-      ? await openCliEventReads(config, store)
+      ? await openCliEventReads(config, store, systemClock.now)
       : { close: async () => {} };
   try {
     const admin = createAdmin({ store, clock: systemClock });

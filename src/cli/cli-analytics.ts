@@ -2,7 +2,7 @@
  * The stored events' reads of a CLI command (`export events`, `erase …`).
  * On SQLite the moved events live in the analytics file (migration 19),
  * which one process at a time may open (DuckDB's lock): when no server holds
- * it, the command opens it, applies what SQLite's log holds (the feed, run
+ * it (neither the data directory's lease, migration 24, nor the file), the command opens it, applies what SQLite's log holds (the feed, run
  * once) and reads from it, then closes it (rewritten when rows left it, as a
  * server's stop does). When a running server holds it, `reads` is absent:
  * the command says so instead of answering with a part of the events.
@@ -11,7 +11,7 @@ import type { Config } from "../config.js";
 import { type StoredEventReads, storedEventReads } from "../domain/analytics/event-reads.js";
 import type { Store } from "../domain/store/store.js";
 import { createDuckDbAnalytics } from "../store/duckdb/analytics-engine.js";
-import { createAnalyticsFeed } from "../store/duckdb/analytics-feed.js";
+import { compactedCopy, createAnalyticsFeed } from "../store/duckdb/analytics-feed.js";
 import {
   type AnalyticsStore,
   analyticsPathBeside,
@@ -19,6 +19,7 @@ import {
   isHeldByAnotherProcess,
   openAnalyticsStore,
 } from "../store/duckdb/analytics-store.js";
+import { analyticsLeaseHeld } from "../store/sqlite/analytics-lease.js";
 
 /** A command's event reads and how to let go of them. */
 export interface CliEventReads {
@@ -28,7 +29,11 @@ export interface CliEventReads {
 }
 
 /** Opens the event reads of `store` for one command. */
-export async function openCliEventReads(config: Config, store: Store): Promise<CliEventReads> {
+export async function openCliEventReads(
+  config: Config,
+  store: Store,
+  now: () => number,
+): Promise<CliEventReads> {
   const sqlitePath = store.feedFile;
   if (sqlitePath === undefined) {
     // MongoDB (or SQLite in memory): the store keeps its events.
@@ -37,6 +42,9 @@ export async function openCliEventReads(config: Config, store: Store): Promise<C
       close: async () => {},
     };
   }
+  // A running owner closes the file for a moment while it rewrites it: its
+  // lease, not a free file, says whether a server owns it.
+  if (analyticsLeaseHeld(sqlitePath, now())) return { close: async () => {} };
   let analytics: AnalyticsStore;
   try {
     analytics = await openAnalyticsStore({
@@ -51,6 +59,7 @@ export async function openCliEventReads(config: Config, store: Store): Promise<C
   const feed = createAnalyticsFeed({
     sqlitePath,
     analytics,
+    now,
     intervalMs: config.analyticsFeedIntervalMs,
   });
   const engine = createDuckDbAnalytics({
@@ -79,7 +88,7 @@ export async function openCliEventReads(config: Config, store: Store): Promise<C
       // What the command logged (an erasure) is applied before the file closes.
       await feed.runOnce();
       await feed.stop();
-      if (feed.removedRows()) await closeCompacted(analytics);
+      if (feed.removedRows()) await closeCompacted(analytics, compactedCopy);
       else analytics.close();
     },
   };

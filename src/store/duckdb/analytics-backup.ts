@@ -16,6 +16,7 @@
 import { existsSync, rmSync, statSync } from "node:fs";
 import { resolve } from "node:path";
 import Database from "better-sqlite3";
+import { analyticsLeaseHeld } from "../sqlite/analytics-lease.js";
 import { analyticsBackupOf, backupSqlite, CopyRefusedError } from "../sqlite/backup.js";
 import {
   type AnalyticsStore,
@@ -63,6 +64,11 @@ export async function copyDataDirectory(
     const copy = new Database(file, { fileMustExist: true });
     try {
       copy.exec("DELETE FROM store_backups");
+      // Nor the lease of the server it was copied from: a restored directory's first server owns it at once.
+      const lease = copy
+        .prepare("SELECT 1 FROM sqlite_master WHERE type = 'table' AND name = 'analytics_lease'")
+        .get();
+      if (lease) copy.exec("DELETE FROM analytics_lease");
     } finally {
       copy.close();
     }
@@ -101,12 +107,16 @@ export async function backupDataDirectory(options: {
     if (existsSync(f)) throw new CopyRefusedError(`${f} already exists; back up to a new file`);
   }
   let analytics: AnalyticsStore | undefined;
+  // A running owner (its lease, migration 24) is asked even while it has the
+  // file closed for a moment (a rewrite's swap).
+  const held = analyticsLeaseHeld(options.sqlitePath, options.now());
   try {
-    analytics = await openAnalyticsStore({
-      path: options.analyticsPath,
-      threads: options.threads,
-      memoryLimit: options.memoryLimit,
-    });
+    if (!held)
+      analytics = await openAnalyticsStore({
+        path: options.analyticsPath,
+        threads: options.threads,
+        memoryLimit: options.memoryLimit,
+      });
   } catch (err) {
     if (!isHeldByAnotherProcess(err)) throw err;
   }

@@ -29,7 +29,12 @@ import { type DuckDBAppender, listValue } from "@duckdb/node-api";
 import Database from "better-sqlite3";
 import { copyDataDirectory, type DataBackupReport } from "./analytics-backup.js";
 import { appendEvent, appendPayment, type EventRow, type PaymentRow } from "./analytics-rows.js";
-import { type AnalyticsStore, visitorKey } from "./analytics-store.js";
+import {
+  type AnalyticsStore,
+  type RewriteOptions,
+  type RewriteReport,
+  visitorKey,
+} from "./analytics-store.js";
 import {
   rebuildVisits,
   refreshVisits,
@@ -61,11 +66,26 @@ export interface AnalyticsFeed {
    */
   removals(): number;
   /**
-   * Whether a batch deleted or replaced rows since the feed started (an
-   * erasure, a pruning, a payment or link change): the file then still holds
-   * their old bytes, and closing rewrites it (closeCompacted).
+   * Whether a batch deleted or replaced rows since the file was last
+   * rewritten (an erasure, a pruning, a payment or link change): the file
+   * then still holds their old bytes, and closing rewrites it
+   * (closeCompacted, with `compactedCopy`).
    */
   removedRows(): boolean;
+  /**
+   * When (by the feed's clock) the first batch removed rows that the file
+   * still holds the bytes of; undefined when none did since the last
+   * rewrite. Kept in the file itself (feed_state row 3, in the batch's
+   * transaction), so a crash does not forget it.
+   */
+  dirtySince(): number | undefined;
+  /**
+   * Rewrites the file between two batches while the server runs
+   * (AnalyticsStore.rewrite): the feed pauses meanwhile (SQLite keeps
+   * acknowledging into its outbox), then resumes on the new file. Nothing
+   * to do (undefined) when no rows were removed since the last rewrite.
+   */
+  compact(): Promise<CompactReport | undefined>;
   /**
    * Copies the data directory (this analytics file, then SQLite) to `file`
    * and `file.analytics.duckdb` between two batches (analytics-backup.ts).
@@ -106,7 +126,28 @@ export interface AnalyticsFeedOptions {
     duringDelete?(): void;
     duringReclaim?(): void;
   };
+  /** The clock `dirtySince` is read from (default: the system's). */
+  now?: () => number;
 }
+
+/** What a rewrite while running did (AnalyticsFeed.compact). */
+export interface CompactReport extends RewriteReport {
+  /**
+   * SQLite's WAL was checkpointed into its file and truncated after the
+   * rewrite: the pages an erasure zeroed (secure_delete) replace the old
+   * ones in the file, and the WAL's older frames are gone. False when
+   * SQLite stayed busy; its next checkpoint does it.
+   */
+  sqliteWalTruncated?: boolean;
+}
+
+/**
+ * What a rewrite of the file runs on its copy: the copy holds none of the
+ * removed rows' bytes, so it is not dirty (feed_state row 3 goes).
+ */
+export const compactedCopy: RewriteOptions = {
+  onCopy: ["DELETE FROM compacted.feed_state WHERE id = 3"],
+};
 
 interface LogRow {
   seq: number;
@@ -234,9 +275,12 @@ export function createAnalyticsFeed(options: AnalyticsFeedOptions): AnalyticsFee
   let running: Promise<number> | undefined;
   let timer: NodeJS.Timeout | undefined;
   let stopped = false;
-  let rewritten = false;
+  /** feed_state row 3: when rows were first removed since the last rewrite. */
+  let dirty: number | undefined;
   let removals = 0;
-  const w = analytics.writer;
+  const now = options.now ?? Date.now;
+  // The writer of the file open now: a rewrite (between two batches) opens a new one.
+  let w = analytics.writer;
 
   /** Appends one event (analytics-rows.ts), noting the highest id moved; returns its visitor key. */
   const append = (ap: DuckDBAppender, r: EventRow): bigint => {
@@ -364,6 +408,7 @@ export function createAnalyticsFeed(options: AnalyticsFeedOptions): AnalyticsFee
     // restored backup, a copied directory), so it is rebuilt.
     if (seq !== undefined && seq <= last) {
       moved = state.get(2) ?? 0;
+      dirty = state.get(3);
       // What a crash left between DuckDB's commit and SQLite's delete.
       await deleteMoved(seq);
       return seq;
@@ -444,6 +489,7 @@ export function createAnalyticsFeed(options: AnalyticsFeedOptions): AnalyticsFee
     if (rows.length === 0) return undefined;
     const last = (rows.at(-1) as LogRow).seq;
     const movedBefore = moved;
+    let dirtyNow: number | undefined;
     await w.run("BEGIN TRANSACTION");
     let ap: DuckDBAppender | undefined;
     // The visitors whose visits the batch changes: appended or deleted events.
@@ -473,8 +519,14 @@ export function createAnalyticsFeed(options: AnalyticsFeedOptions): AnalyticsFee
         }
         // Changes are applied after the events before them.
         ap.flushSync();
-        // Anything but an append leaves old rows' bytes in the file until it is rewritten.
-        rewritten = true;
+        // Anything but an append leaves old rows' bytes in the file until it is
+        // rewritten: noted in the same transaction, so a crash does not forget it.
+        if (dirty === undefined) {
+          dirtyNow ??= now();
+          await w.run("INSERT INTO feed_state VALUES (3, $1) ON CONFLICT (id) DO NOTHING", [
+            BigInt(dirtyNow),
+          ]);
+        }
         if (kind === LOG_KIND.eventDeleted || kind >= LOG_KIND.eraseVisitor) removals += 1;
         if (kind === LOG_KIND.eventDeleted) {
           const ids = run.map((r) => r.ref as number);
@@ -511,6 +563,7 @@ export function createAnalyticsFeed(options: AnalyticsFeedOptions): AnalyticsFee
       moved = movedBefore;
       throw err;
     }
+    if (dirtyNow !== undefined) dirty ??= dirtyNow;
     // After DuckDB's commit: what it holds can leave SQLite, the moved events
     // and the log (a crash before this line leaves rows the next start deletes
     // and entries the watermark already skips).
@@ -615,6 +668,25 @@ export function createAnalyticsFeed(options: AnalyticsFeedOptions): AnalyticsFee
   const backup = (file: string, busyTimeoutMs: number) =>
     serial(() => copyDataDirectory(options.sqlitePath, analytics, file, busyTimeoutMs));
 
+  /**
+   * Checkpoints SQLite's WAL into its file and truncates it. Until then the
+   * file can keep a page as it was before an erasure zeroed its rows (the
+   * newer page is in the WAL), and the WAL older frames. It needs a moment
+   * without a writer: tried for about two seconds, between ingestion's commits.
+   */
+  const truncateSqliteWal = async (): Promise<boolean> => {
+    for (let attempt = 0; attempt < 40; attempt++) {
+      try {
+        const [r] = db.pragma("wal_checkpoint(TRUNCATE)") as { busy: number }[];
+        if (r?.busy === 0) return true;
+      } catch (err) {
+        if (!isBusy(err)) throw err;
+      }
+      await new Promise((r) => setTimeout(r, 50));
+    }
+    return false;
+  };
+
   /** Answers the backups `admin store backup` asked of this process (analytics-backup.ts). */
   const serveBackups = async () => {
     const asked = s.backupsAsked.all() as { id: number; path: string }[];
@@ -652,7 +724,17 @@ export function createAnalyticsFeed(options: AnalyticsFeedOptions): AnalyticsFee
     },
     watermark: () => mark ?? 0,
     removals: () => removals,
-    removedRows: () => rewritten,
+    removedRows: () => dirty !== undefined,
+    dirtySince: () => dirty,
+    compact: () =>
+      serial(async () => {
+        if (mark === undefined) mark = await loadWatermark();
+        if (dirty === undefined) return undefined;
+        const report = await analytics.rewrite(compactedCopy);
+        w = analytics.writer;
+        dirty = undefined;
+        return { ...report, sqliteWalTruncated: await truncateSqliteWal() };
+      }),
     start() {
       if (timer || stopped) return;
       timer = setTimeout(tick, 0);

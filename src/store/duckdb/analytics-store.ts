@@ -23,7 +23,16 @@
  *   events (visits-maintenance.ts), not recomputed by every query.
  */
 import { createHash } from "node:crypto";
-import { mkdirSync, renameSync, rmSync } from "node:fs";
+import {
+  closeSync,
+  existsSync,
+  fsyncSync,
+  mkdirSync,
+  openSync,
+  renameSync,
+  rmSync,
+  statSync,
+} from "node:fs";
 import { dirname } from "node:path";
 import { type DuckDBConnection, DuckDBInstance } from "@duckdb/node-api";
 import { ensureVisitsTable } from "./visits-maintenance.js";
@@ -42,12 +51,39 @@ export interface AnalyticsStoreOptions {
 export interface AnalyticsStore {
   /** The DuckDB file, or `:memory:`. */
   readonly path: string;
+  /** The open instance (a new one after each `rewrite`). */
   readonly instance: DuckDBInstance;
-  /** The feed's connection (its transactions append and apply changes). */
+  /** The feed's connection (its transactions append and apply changes); a new one after each `rewrite`. */
   readonly writer: DuckDBConnection;
-  /** A new connection for one query (each can be interrupted on its own). */
+  /**
+   * A new connection for one query (each can be interrupted on its own).
+   * During the swap of a `rewrite` it waits until the new file is open.
+   */
   connect(): Promise<DuckDBConnection>;
+  /**
+   * Rewrites the file while it is open (see `rewrite` below): the caller
+   * makes sure no write runs meanwhile (the feed calls it between batches).
+   */
+  rewrite(options?: RewriteOptions): Promise<RewriteReport>;
   close(): void;
+}
+
+/** What a rewrite runs on the copy before it replaces the file. */
+export interface RewriteOptions {
+  /** Statements run on the copy, attached as `compacted`, after the tables are copied. */
+  onCopy?: string[];
+  /** Called once the copy is written and synced, before the swap waits for running queries. */
+  onCopied?: () => void;
+}
+
+/** What a rewrite did. */
+export interface RewriteReport {
+  bytesBefore: number;
+  bytesAfter: number;
+  /** The whole rewrite: the copy, then the swap. */
+  seconds: number;
+  /** The swap alone: queries wait this long at most (plus the queries it waited for). */
+  swapSeconds: number;
 }
 
 const SCHEMA = `
@@ -132,14 +168,34 @@ export function analyticsPathBeside(sqlitePath: string): string {
   return sqlitePath === ":memory:" ? ":memory:" : `${dirname(sqlitePath)}/analytics.duckdb`;
 }
 
-/** Opens (creating when needed) the analytics store and its schema. */
-export async function openAnalyticsStore(options: AnalyticsStoreOptions): Promise<AnalyticsStore> {
-  if (options.path !== ":memory:") mkdirSync(dirname(options.path), { recursive: true });
+/** The rewrite's copy beside the file, removed at open when a crash left it half-written. */
+const compactPathOf = (path: string) => `${path}.compact`;
+
+/** Opens an instance of the file and its writer connection. */
+async function openInstance(options: AnalyticsStoreOptions) {
   const instance = await DuckDBInstance.create(options.path, {
     threads: String(options.threads),
     memory_limit: options.memoryLimit,
   });
-  const writer = await instance.connect();
+  try {
+    return { instance, writer: await instance.connect() };
+  } catch (err) {
+    instance.closeSync();
+    throw err;
+  }
+}
+
+/** Opens (creating when needed) the analytics store and its schema. */
+export async function openAnalyticsStore(options: AnalyticsStoreOptions): Promise<AnalyticsStore> {
+  if (options.path !== ":memory:") mkdirSync(dirname(options.path), { recursive: true });
+  let state = await openInstance(options);
+  if (options.path !== ":memory:") {
+    // A rewrite that a crash interrupted before its rename: the file itself is
+    // the old one, whole; the copy is dropped (we hold DuckDB's lock now, so
+    // no other process is writing it).
+    removeFiles([compactPathOf(options.path), `${compactPathOf(options.path)}.wal`]);
+  }
+  const writer = state.writer;
   // A file of the schema before the events' stored fields (url, visitor_id…): its
   // events table is dropped and the file rebuilt from SQLite, which still holds
   // every event then (the feed starts deleting them only with this schema).
@@ -154,19 +210,151 @@ export async function openAnalyticsStore(options: AnalyticsStoreOptions): Promis
   await writer.run(SCHEMA);
   await ensureVisitsTable(writer);
   let closed = false;
+  // The queries' connections, so that a rewrite swaps the file only once they ended.
+  const open = new Set<DuckDBConnection>();
+  let connecting = 0;
+  let drained: (() => void) | undefined;
+  const settle = () => {
+    if (open.size === 0 && connecting === 0) drained?.();
+  };
+  // Set while a rewrite swaps the file: new connections wait for the new file.
+  let swapping: Promise<void> | undefined;
   return {
     path: options.path,
-    instance,
-    writer,
-    connect: () => instance.connect(),
+    get instance() {
+      return state.instance;
+    },
+    get writer() {
+      return state.writer;
+    },
+    async connect() {
+      while (swapping) await swapping;
+      connecting += 1;
+      let conn: DuckDBConnection;
+      try {
+        conn = await state.instance.connect();
+      } finally {
+        connecting -= 1;
+      }
+      open.add(conn);
+      const disconnect = conn.disconnectSync.bind(conn);
+      // The engine closes each query's connection: then the rewrite may swap.
+      conn.closeSync = conn.disconnectSync = () => {
+        if (!open.delete(conn)) return;
+        disconnect();
+        settle();
+      };
+      settle();
+      return conn;
+    },
+    /**
+     * Rewrites the open file, as `closeCompacted` does at a stop, without
+     * stopping: every table is copied into `<file>.compact` while queries
+     * go on (DuckDB reads a snapshot), the copy is synced, then new queries
+     * wait while the running ones end, the old file closes (checkpointed, so
+     * its WAL is empty and removed), the copy is renamed over it (atomic:
+     * a crash leaves either the old file or the new one, both whole; a
+     * left-over copy is removed at the next open) and the new file opens.
+     */
+    async rewrite(rewriteOptions = {}) {
+      const started = performance.now();
+      if (options.path === ":memory:" || closed) {
+        return { bytesBefore: 0, bytesAfter: 0, seconds: 0, swapSeconds: 0 };
+      }
+      const next = compactPathOf(options.path);
+      const bytesBefore = fileBytes(options.path);
+      await copyDatabase(state.writer, next, rewriteOptions.onCopy ?? []);
+      syncFile(next);
+      rewriteOptions.onCopied?.();
+      const swapStarted = performance.now();
+      let release = () => {};
+      swapping = new Promise<void>((r) => {
+        release = r;
+      });
+      try {
+        if (open.size > 0 || connecting > 0) {
+          await new Promise<void>((r) => {
+            drained = r;
+          });
+          drained = undefined;
+        }
+        await state.writer.run("CHECKPOINT");
+        state.writer.closeSync();
+        state.instance.closeSync();
+        rmSync(`${options.path}.wal`, { force: true });
+        try {
+          renameSync(next, options.path);
+          syncFile(dirname(options.path));
+        } finally {
+          // The new file, or the old one when the rename failed: the store stays open.
+          state = await reopen(options);
+        }
+      } finally {
+        swapping = undefined;
+        release();
+      }
+      return {
+        bytesBefore,
+        bytesAfter: fileBytes(options.path),
+        seconds: (performance.now() - started) / 1000,
+        swapSeconds: (performance.now() - swapStarted) / 1000,
+      };
+    },
     close() {
       if (closed) return;
       closed = true;
-      writer.closeSync();
-      instance.closeSync();
+      state.writer.closeSync();
+      state.instance.closeSync();
     },
   };
 }
+
+/**
+ * Opens the file again after a swap. A command that ignored the owner's
+ * lease may have taken DuckDB's lock in the moment it was free: the owner
+ * waits for it (a few seconds at most) rather than lose its file.
+ */
+async function reopen(options: AnalyticsStoreOptions) {
+  for (let attempt = 0; ; attempt++) {
+    try {
+      return await openInstance(options);
+    } catch (err) {
+      if (!isHeldByAnotherProcess(err) || attempt >= 100) throw err;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+}
+
+/** Copies every table of the database of `conn` into a new file `dest` (DuckDB's own copy). */
+async function copyDatabase(conn: DuckDBConnection, dest: string, onCopy: string[]): Promise<void> {
+  removeFiles([dest, `${dest}.wal`]);
+  const name = (await conn.runAndReadAll("SELECT current_database()")).getRows()[0]?.[0];
+  await conn.run(`ATTACH '${dest.replaceAll("'", "''")}' AS compacted`);
+  try {
+    await conn.run(`COPY FROM DATABASE "${String(name).replaceAll('"', '""')}" TO compacted`);
+    for (const sql of onCopy) await conn.run(sql);
+    await conn.run("CHECKPOINT compacted");
+  } finally {
+    await conn.run("DETACH compacted");
+  }
+  rmSync(`${dest}.wal`, { force: true });
+}
+
+/** Flushes a file (or a directory's entries) to disk. */
+function syncFile(path: string): void {
+  const fd = openSync(path, "r");
+  try {
+    fsyncSync(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+const fileBytes = (path: string) => (existsSync(path) ? statSync(path).size : 0);
+
+const removeFiles = (paths: string[]) => {
+  for (const f of paths) rmSync(f, { force: true });
+};
 
 /**
  * Closes the store after rewriting its file: every table is copied into a
@@ -175,18 +363,18 @@ export async function openAnalyticsStore(options: AnalyticsStoreOptions): Promis
  * copy holds only the rows that are live, so an erased or pruned row's
  * strings leave the disk too (docs/privacy.md). A store in memory just closes.
  */
-export async function closeCompacted(store: AnalyticsStore): Promise<void> {
+export async function closeCompacted(
+  store: AnalyticsStore,
+  options: RewriteOptions = {},
+): Promise<void> {
   if (store.path === ":memory:") return store.close();
-  const next = `${store.path}.compact`;
-  rmSync(next, { force: true });
-  rmSync(`${next}.wal`, { force: true });
-  const name = (await store.writer.runAndReadAll("SELECT current_database()")).getRows()[0]?.[0];
-  await store.writer.run(`ATTACH '${next.replaceAll("'", "''")}' AS compacted`);
-  await store.writer.run(`COPY FROM DATABASE "${String(name).replaceAll('"', '""')}" TO compacted`);
-  await store.writer.run("DETACH compacted");
+  const next = compactPathOf(store.path);
+  await copyDatabase(store.writer, next, options.onCopy ?? []);
+  syncFile(next);
   store.close();
-  renameSync(next, store.path);
   rmSync(`${store.path}.wal`, { force: true });
+  renameSync(next, store.path);
+  syncFile(dirname(store.path));
 }
 
 /** Removes an analytics file and its companions (the WAL, a half-written rewrite). */

@@ -38,7 +38,7 @@ import { listValue } from "@duckdb/node-api";
 import { type Document, MongoClient, ObjectId, ReadPreference } from "mongodb";
 import { EVENT_FIELD_TABLE } from "../../domain/store/event-fields.js";
 import { UNATTRIBUTED } from "../../domain/vocabulary.js";
-import type { AnalyticsFeed } from "../duckdb/analytics-feed.js";
+import { type AnalyticsFeed, compactedCopy } from "../duckdb/analytics-feed.js";
 import {
   appendEvent,
   appendPayment,
@@ -98,6 +98,8 @@ export async function openMongoFeedSource(
 export interface MongoAnalyticsFeedOptions {
   source: MongoFeedSource;
   analytics: AnalyticsStore;
+  /** The clock `dirtySince` is read from (default: the system's). */
+  now?: () => number;
   /** Time between two polls (ANALYTICS_FEED_INTERVAL_MS). */
   intervalMs: number;
   /**
@@ -202,7 +204,8 @@ export function createMongoAnalyticsFeed(options: MongoAnalyticsFeedOptions): An
   const { c } = source;
   const settleMs = options.settleMs ?? 60_000;
   const pageSize = options.pageSize ?? 100;
-  const w = analytics.writer;
+  // The writer of the file open now: a rewrite (between two drains) opens a new one.
+  let w = analytics.writer;
   const marks = new Map<Stream, number>();
   /** The (site, visitor key) pairs whose events the page in progress changed. */
   let visitorsChanged = new Map<string, Set<bigint>>();
@@ -219,7 +222,11 @@ export function createMongoAnalyticsFeed(options: MongoAnalyticsFeedOptions): An
   let running: Promise<number> | undefined;
   let timer: NodeJS.Timeout | undefined;
   let stopped = false;
-  let rewritten = false;
+  /** When rows were first removed since the last rewrite (in memory: a crash forgets it). */
+  let dirty: number | undefined;
+  const markDirty = () => {
+    dirty ??= (options.now ?? Date.now)();
+  };
   /** Deletions of events applied (the event pager drops its read-ahead when this moves). */
   let removals = 0;
 
@@ -317,7 +324,7 @@ export function createMongoAnalyticsFeed(options: MongoAnalyticsFeedOptions): An
     if (changed.length === 0) return;
     if (gone.length > 0) {
       // Anything but an append leaves old rows' bytes in the file until it is rewritten.
-      rewritten = true;
+      markDirty();
       removals += 1;
       for (let k = 0; k < gone.length; k += 1000) {
         const deleted = await w.runAndReadAll(
@@ -367,7 +374,7 @@ export function createMongoAnalyticsFeed(options: MongoAnalyticsFeedOptions): An
         [site, listValue(ids)],
       );
     }
-    if (docs.length > 0) rewritten = true;
+    if (docs.length > 0) markDirty();
     const ap = await w.createAppender("payments");
     try {
       for (const p of docs) appendPayment(ap, paymentRowOf(p));
@@ -400,7 +407,7 @@ export function createMongoAnalyticsFeed(options: MongoAnalyticsFeedOptions): An
         )
       )
         return;
-      rewritten = true;
+      markDirty();
       await w.run(
         "DELETE FROM links WHERE site_id = $1 AND list_contains($2::VARCHAR[], customer_id)",
         keys,
@@ -419,7 +426,7 @@ export function createMongoAnalyticsFeed(options: MongoAnalyticsFeedOptions): An
       const held = await w.runAndReadAll(`SELECT vid, pvid FROM stitches WHERE ${touching}`, keys);
       const now = stitches.map((x) => [visitorKey(x.visitor_id), visitorKey(x.persistent_id)]);
       if (sameRows(held.getRowsJS(), now)) return;
-      rewritten = true;
+      markDirty();
       await w.run(`DELETE FROM stitches WHERE ${touching}`, keys);
       await appendStitches(stitches);
     }
@@ -635,7 +642,26 @@ export function createMongoAnalyticsFeed(options: MongoAnalyticsFeedOptions): An
       await runOnce();
     },
     watermark: () => marks.get("buckets") ?? 0,
-    removedRows: () => rewritten,
+    removedRows: () => dirty !== undefined,
+    dirtySince: () => dirty,
+    compact() {
+      // Between two drains, as runOnce chains them.
+      const prev = running ?? Promise.resolve(0);
+      const next = prev
+        .catch(() => 0)
+        .then(async () => {
+          if (dirty === undefined) return undefined;
+          const report = await analytics.rewrite(compactedCopy);
+          w = analytics.writer;
+          dirty = undefined;
+          return report;
+        });
+      running = next.then(
+        () => marks.get("buckets") ?? 0,
+        () => marks.get("buckets") ?? 0,
+      );
+      return next;
+    },
     removals: () => removals,
     backup: () =>
       Promise.reject(

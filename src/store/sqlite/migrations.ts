@@ -661,6 +661,22 @@ DROP INDEX IF EXISTS payments_paying;
 DROP INDEX IF EXISTS visitor_touches_ts;
 `,
   },
+  {
+    version: 24,
+    description: "the analytics file's owner: one lease row per data directory",
+    // The process that owns the analytics file (DuckDB, its feed and engine) is
+    // chosen here, not by whichever takes DuckDB's file lock first: it holds
+    // this row until expires_at and renews it; another server takes it over
+    // once it lapses (src/store/sqlite/analytics-lease.ts). Times are Unix ms.
+    sql: `
+CREATE TABLE analytics_lease (
+  id INTEGER PRIMARY KEY CHECK (id = 1),
+  holder TEXT NOT NULL,
+  acquired_at INTEGER NOT NULL,
+  expires_at INTEGER NOT NULL
+);
+`,
+  },
 ];
 
 /** The UTC day (YYYY-MM-DD) of a payments row's paid_at (NEW, OLD or the table). */

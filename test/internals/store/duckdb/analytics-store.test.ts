@@ -1,4 +1,12 @@
-import { existsSync, mkdtempSync, readFileSync, rmSync } from "node:fs";
+import {
+  existsSync,
+  mkdtempSync,
+  readdirSync,
+  readFileSync,
+  rmSync,
+  statSync,
+  writeFileSync,
+} from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
@@ -65,5 +73,82 @@ describe("the analytics file", () => {
       ),
     ).toBe(true);
     expect(isHeldByAnotherProcess(new Error("IO Error: disk full"))).toBe(false);
+  });
+
+  it("holds no byte of a deleted row once rewritten while open, and every live row; the swap waits for open queries and new ones wait for it", async () => {
+    const { store, path } = await storeWithErasedRow();
+    try {
+      const count = async (conn: Awaited<ReturnType<AnalyticsStore["connect"]>>) =>
+        (await conn.runAndReadAll("SELECT count(*) FROM events")).getRows();
+      // A query that began before the rewrite: the swap waits for it to end.
+      const early = await store.connect();
+      const inode = statSync(path).ino;
+      let done = false;
+      let copied = () => {};
+      const copiedNow = new Promise<void>((r) => {
+        copied = r;
+      });
+      const rewriting = store.rewrite({ onCopied: () => copied() }).then((r) => {
+        done = true;
+        return r;
+      });
+      // The copy runs beside it; the swap cannot start while it is open.
+      expect(await count(early)).toEqual([[20000n]]);
+      await copiedNow;
+      await new Promise((r) => setTimeout(r, 200));
+      expect(done).toBe(false);
+      expect(statSync(path).ino).toBe(inode);
+      expect(existsSync(`${path}.compact`)).toBe(true);
+      // Asked during the swap: waits, then reads the new file.
+      const later = store.connect();
+      early.closeSync();
+      const report = await rewriting;
+      const conn = await later;
+      try {
+        expect(await count(conn)).toEqual([[20000n]]);
+      } finally {
+        conn.closeSync();
+      }
+      expect(report.bytesAfter).toBeGreaterThan(0);
+      expect(report.seconds).toBeGreaterThanOrEqual(report.swapSeconds);
+      // The feed's writer is the new file's: writes go on there.
+      await store.writer.run("INSERT INTO events SELECT * FROM events WHERE seq = 1");
+      expect((await store.writer.runAndReadAll("SELECT count(*) FROM events")).getRows()).toEqual([
+        [20001n],
+      ]);
+      // No file of the directory holds the deleted row's bytes, and no copy is left.
+      const dir = join(path, "..");
+      expect(readdirSync(dir).filter((f) => f.includes("compact"))).toEqual([]);
+      for (const f of readdirSync(dir)) {
+        expect(readFileSync(join(dir, f)).includes(EMAIL), f).toBe(false);
+      }
+    } finally {
+      store.close();
+    }
+    // The rewritten file reopens whole.
+    const again = await openAnalyticsStore({ path, threads: 1, memoryLimit: "256MB" });
+    try {
+      const rows = (await again.writer.runAndReadAll("SELECT count(*) FROM events")).getRows();
+      expect(rows).toEqual([[20001n]]);
+    } finally {
+      again.close();
+    }
+  });
+
+  it("after a crash during a rewrite's copy, opens the old file whole and drops the half-written copy", async () => {
+    const { store, path } = await storeWithErasedRow();
+    store.close();
+    // What a kill -9 during the copy leaves: a copy of a part of the file.
+    writeFileSync(`${path}.compact`, readFileSync(path).subarray(0, 100_000));
+    writeFileSync(`${path}.compact.wal`, "partial");
+    const again = await openAnalyticsStore({ path, threads: 1, memoryLimit: "256MB" });
+    try {
+      expect(existsSync(`${path}.compact`)).toBe(false);
+      expect(existsSync(`${path}.compact.wal`)).toBe(false);
+      const rows = (await again.writer.runAndReadAll("SELECT count(*) FROM events")).getRows();
+      expect(rows).toEqual([[20000n]]);
+    } finally {
+      again.close();
+    }
   });
 });

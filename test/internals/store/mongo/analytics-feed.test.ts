@@ -256,10 +256,10 @@ describe("the MongoDB analytics feed", () => {
     expect(await t.seqs(a)).toEqual(once(1_000, 1_002));
   });
 
-  it("deletions reach DuckDB: a pruned bucket, erased events, links, stitches and an erased customer's payment", async () => {
+  it("deletions reach DuckDB: a pruned bucket, erased events, links, stitches and an erased customer's payment; the running rewrite then keeps every row", async () => {
     const t = setUp();
     const a = await t.analytics();
-    const f = t.feed(a);
+    const f = t.feed(a, undefined, { now: () => T0 + 42 });
     await t.append([event(0, "v_ada"), event(1, "v_bob")]);
     t.clock.now += HOUR;
     await t.append([event(2, "v_ada"), event(3, "v_ada")]);
@@ -333,8 +333,22 @@ describe("the MongoDB analytics feed", () => {
     expect(await t.rows(a, "SELECT bucket, seqs FROM mongo_buckets ORDER BY bucket")).toEqual([
       [(first._id as ObjectId).toHexString(), [1_001n]],
     ]);
-    // The file still holds the old rows' bytes: it is rewritten at close.
+    // The file still holds the old rows' bytes: it is rewritten while running (or at close).
     expect(f.removedRows()).toBe(true);
+    expect(f.dirtySince()).toBe(T0 + 42);
+    const report = await f.compact();
+    expect(report?.bytesAfter).toBeGreaterThan(0);
+    expect(f.dirtySince()).toBeUndefined();
+    expect(await f.compact()).toBeUndefined();
+    // The feed goes on in the new file.
+    expect(await t.seqs(a)).toEqual([[1_001, 1]]);
+    t.clock.now += 1_000;
+    await t.append([event(4, "v_bob")]);
+    await f.runOnce();
+    expect(await t.seqs(a)).toEqual([
+      [1_001, 1],
+      [1_004, 1],
+    ]);
   });
 
   it("tells the visits hook once per page, in the page's transaction, whose events were appended or deleted", async () => {
