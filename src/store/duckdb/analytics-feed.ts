@@ -391,7 +391,7 @@ export function createAnalyticsFeed(options: AnalyticsFeedOptions): AnalyticsFee
       ap.closeSync();
       ap = undefined;
       // The visits change in the same transaction as the events that make them.
-      await refreshVisits(w, touched.values());
+      await refreshVisits(w, touched.values(), movedBefore);
       await setWatermark(last);
       options.faults?.beforeCommit?.();
       await w.run("COMMIT");
