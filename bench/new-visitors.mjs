@@ -19,7 +19,10 @@
  *      requests/s of each door, payments p99
  *
  * Settings (environment): STORED (default 1,000,000), DURATION (20), MIXED
- * (180; 0 skips the mixed load), CONNECTIONS (64).
+ * (180; 0 skips the mixed load), MIXED_ONLY (the builds the mixed load runs
+ * on, by their position in the list from 1, e.g. "1,4"; default all),
+ * CONNECTIONS (64), BENCH_CPU_PROF_DIR (profile the servers of row n with
+ * `node --cpu-prof`; bench/cpuprofile-summary.mjs summarises).
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
@@ -35,7 +38,7 @@ const STORED = Number(process.env.STORED ?? 1_000_000);
 const DURATION = Number(process.env.DURATION ?? 20);
 const MIXED = Number(process.env.MIXED ?? 180);
 const CONNECTIONS = Number(process.env.CONNECTIONS ?? 64);
-/** Profile each server (node --cpu-prof) into this directory (bench/cpuprofile-summary.mjs reads it). */
+const MIXED_ONLY = process.env.MIXED_ONLY?.split(",").map((n) => Number(n) - 1);
 const PROF_DIR = process.env.BENCH_CPU_PROF_DIR;
 
 const tmpRoot = mkdtempSync(join(os.tmpdir(), "new-visitors-"));
@@ -133,7 +136,8 @@ for (const [dist, xs] of rates) {
 }
 
 if (MIXED > 0) {
-  for (const t of tenants) {
+  for (const [i, t] of tenants.entries()) {
+    if (MIXED_ONLY && !MIXED_ONLY.includes(i)) continue;
     const server = await serverOf(t);
     try {
       const body = newVisitorBatches(t);

@@ -634,6 +634,20 @@ DROP TABLE revenue_days;
 DROP TABLE revenue_dims;
 `,
   },
+  {
+    version: 23,
+    description: "no feed log entry per event: the mover reads the outbox by id",
+    // Since migration 19 an event's AUTOINCREMENT id is its position: given
+    // under the write lock, in commit order, never reused. The mover reads the
+    // events after the highest id DuckDB holds (src/store/duckdb/analytics-feed.ts),
+    // so the log entry each insert wrote (kind 0, a row written, read and
+    // deleted per event) orders nothing the id does not. The entries left go
+    // with the trigger: their events are the outbox's rows past that id.
+    sql: `
+DROP TRIGGER analytics_feed_event_insert;
+DELETE FROM analytics_feed WHERE kind = 0;
+`,
+  },
 ];
 
 /** The UTC day (YYYY-MM-DD) of a payments row's paid_at (NEW, OLD or the table). */
