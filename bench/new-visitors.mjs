@@ -125,7 +125,9 @@ for (let r = 0; r < rounds; r++) {
         `round ${r + 1} ${t.dist}: ${Math.round(rate)} events/s stored (${before} before), p99 ${run.latencyMs.p99} ms, non-2xx ${run.non2xx}`,
       );
     } finally {
-      await server.stop();
+      // A profiled server writes its profile at exit, after the feed moved the
+      // backlog the load left: under load that takes longer than the default wait.
+      await server.stop(PROF_DIR ? 120_000 : undefined);
     }
   }
 }
