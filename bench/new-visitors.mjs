@@ -19,15 +19,17 @@
  *      requests/s of each door, payments p99
  *
  * Settings (environment): STORED (default 1,000,000), DURATION (20), MIXED
- * (180; 0 skips the mixed load), CONNECTIONS (64).
+ * (180; 0 skips the mixed load), MIXED_ONLY (the builds the mixed load runs
+ * on, by their position in the list from 1, e.g. "1,4"; default all),
+ * CONNECTIONS (64), BENCH_CPU_PROF_DIR (profile the servers of row n with
+ * `node --cpu-prof`; bench/cpuprofile-summary.mjs summarises).
  */
-import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import os from "node:os";
 import { join, resolve } from "node:path";
-import Database from "better-sqlite3";
 import { collectBodies, HEADER_UA, ipOf, paymentBody } from "./lib/bodies.mjs";
 import { cannon } from "./lib/load.mjs";
-import { freePort, startProcess } from "./lib/procs.mjs";
+import { freshTenant, headersFor, measureStored, startServer, storedRows } from "./lib/server.mjs";
 
 const rounds = Number(process.argv[2] ?? 2);
 const dists = process.argv.slice(3).map((d) => resolve(d));
@@ -36,78 +38,21 @@ const STORED = Number(process.env.STORED ?? 1_000_000);
 const DURATION = Number(process.env.DURATION ?? 20);
 const MIXED = Number(process.env.MIXED ?? 180);
 const CONNECTIONS = Number(process.env.CONNECTIONS ?? 64);
-const ADMIN_TOKEN = "bench-admin-token-0123456789";
+const MIXED_ONLY = process.env.MIXED_ONLY?.split(",").map((n) => Number(n) - 1);
+const PROF_DIR = process.env.BENCH_CPU_PROF_DIR;
 
 const tmpRoot = mkdtempSync(join(os.tmpdir(), "new-visitors-"));
 process.on("exit", () => rmSync(tmpRoot, { recursive: true, force: true }));
 const log = (msg) => process.stderr.write(`${msg}\n`);
 
-/** A fresh data directory made by `dist`: one Scale account, site example.com, an events+payments key. */
-async function freshTenant(dist, name) {
-  const { createSqliteStore } = await import(join(dist, "src/store/sqlite/sqlite-store.js"));
-  const { createAdmin } = await import(join(dist, "src/domain/admin.js"));
-  const dir = join(tmpRoot, name);
-  mkdirSync(dir, { recursive: true });
-  const dbPath = join(dir, "ingest.sqlite");
-  const store = createSqliteStore(dbPath);
-  try {
-    const admin = createAdmin({ store, clock: { now: () => Date.now() } });
-    const { accountId, ownerUserId } = await admin.createAccount({
-      name: "Bench",
-      plan: "scale",
-      ownerEmail: "bench@example.com",
-    });
-    const { siteId } = await admin.createSite({ accountId, hostnames: ["example.com"] });
-    const { key } = await admin.createKey({
-      siteId,
-      name: "bench",
-      scopes: ["events", "payments"],
-      actorUserId: ownerUserId,
-    });
-    return { dist, dbPath, siteId, key, sent: 0, payments: 0 };
-  } finally {
-    await store.close();
-  }
-}
-
-function countRows(dbPath, table) {
-  const db = new Database(dbPath, { readonly: true, fileMustExist: true });
-  try {
-    return db.prepare(`SELECT count(*) AS n FROM ${table}`).get().n;
-  } finally {
-    db.close();
-  }
-}
-
-async function startServer(t) {
-  const port = await freePort();
-  return startProcess({
-    name: "server",
-    args: [join(t.dist, "src/main.js")],
-    port,
-    readyPath: "/readyz",
-    // bench/run.mjs's server settings.
-    env: {
-      HOST: "127.0.0.1",
-      LOG_LEVEL: "warn",
-      ADMIN_TOKEN,
-      INGEST_QUEUE_CAPACITY: "10000",
-      INGEST_BATCH_MAX: "512",
-      INGEST_FLUSH_MS: "2",
-      INGEST_BATCHES_IN_FLIGHT: "4",
-      // Every collect request comes from 127.0.0.1: the limit out of reach (as row f).
-      COLLECT_RATE_LIMIT: "100000000",
-      PORT: String(port),
-      STORE_URL: `sqlite:${t.dbPath}`,
-    },
+/** The server of tenant `t` (every collect request comes from 127.0.0.1: its limit out of reach, as row f). */
+const serverOf = (t, profile = false) =>
+  startServer({
+    dist: t.dist,
+    dbPath: t.dbPath,
+    env: { COLLECT_RATE_LIMIT: "100000000" },
+    profDir: profile ? PROF_DIR : undefined,
   });
-}
-
-const headers = (key) => ({
-  "content-type": "application/json",
-  "user-agent": HEADER_UA,
-  authorization: `Bearer ${key}`,
-});
 
 /** Batch bodies of 50 pageviews, each event a visitor never seen (the tenant's next address). */
 function newVisitorBatches(t) {
@@ -131,23 +76,23 @@ const median = (xs) => {
 
 const tenants = [];
 for (const [i, dist] of dists.entries()) {
-  const t = await freshTenant(dist, `build${i}`);
-  const server = await startServer(t);
+  const t = { ...(await freshTenant(dist, join(tmpRoot, `build${i}`))), sent: 0, payments: 0 };
+  const server = await serverOf(t);
   try {
     const started = Date.now();
     const body = newVisitorBatches(t);
-    while (countRows(t.dbPath, "events") < STORED) {
+    while (storedRows(t.dbPath, "events") < STORED) {
       await cannon({
         url: server.url,
         path: "/api/v1/events",
-        headers: headers(t.key),
+        headers: headersFor(t.key),
         bodyOf: () => body(),
         connections: CONNECTIONS,
         durationSec: 10,
       });
     }
     log(
-      `${dist}: ${countRows(t.dbPath, "events")} events stored in ${Math.round((Date.now() - started) / 1000)} s`,
+      `${dist}: ${storedRows(t.dbPath, "events")} events stored in ${Math.round((Date.now() - started) / 1000)} s`,
     );
   } finally {
     await server.stop();
@@ -158,28 +103,31 @@ for (const [i, dist] of dists.entries()) {
 const rates = new Map(dists.map((d) => [d, []]));
 for (let r = 0; r < rounds; r++) {
   for (const t of tenants) {
-    const server = await startServer(t);
+    const server = await serverOf(t, true);
     try {
-      const load = {
-        url: server.url,
-        path: "/api/v1/events",
-        headers: headers(t.key),
-        connections: CONNECTIONS,
-      };
       const body = newVisitorBatches(t);
-      await cannon({ ...load, bodyOf: () => body(), durationSec: 2 });
-      await new Promise((res) => setTimeout(res, 300));
-      const before = countRows(t.dbPath, "events");
-      const run = await cannon({ ...load, bodyOf: () => body(), durationSec: DURATION });
-      await new Promise((res) => setTimeout(res, 300));
-      const stored = countRows(t.dbPath, "events") - before;
+      const { run, stored, before } = await measureStored({
+        load: {
+          url: server.url,
+          path: "/api/v1/events",
+          headers: headersFor(t.key),
+          bodyOf: () => body(),
+          connections: CONNECTIONS,
+        },
+        dbPath: t.dbPath,
+        table: "events",
+        warmupSec: 2,
+        durationSec: DURATION,
+      });
       const rate = stored / run.durationSec;
       rates.get(t.dist)?.push(rate);
       log(
         `round ${r + 1} ${t.dist}: ${Math.round(rate)} events/s stored (${before} before), p99 ${run.latencyMs.p99} ms, non-2xx ${run.non2xx}`,
       );
     } finally {
-      await server.stop();
+      // A profiled server writes its profile at exit, after the feed moved the
+      // backlog the load left: under load that takes longer than the default wait.
+      await server.stop(PROF_DIR ? 120_000 : undefined);
     }
   }
 }
@@ -190,8 +138,9 @@ for (const [dist, xs] of rates) {
 }
 
 if (MIXED > 0) {
-  for (const t of tenants) {
-    const server = await startServer(t);
+  for (const [i, t] of tenants.entries()) {
+    if (MIXED_ONLY && !MIXED_ONLY.includes(i)) continue;
+    const server = await serverOf(t);
     try {
       const body = newVisitorBatches(t);
       const collect = collectBodies(t.siteId, 4096);
@@ -200,7 +149,7 @@ if (MIXED > 0) {
         cannon({
           url: server.url,
           path: "/api/v1/events",
-          headers: headers(t.key),
+          headers: headersFor(t.key),
           bodyOf: () => body(),
           connections: CONNECTIONS / 2,
           durationSec: MIXED,
@@ -208,7 +157,7 @@ if (MIXED > 0) {
         cannon({
           url: server.url,
           path: "/api/v1/payments",
-          headers: headers(t.key),
+          headers: headersFor(t.key),
           bodyOf: () => {
             const n = t.payments++;
             return paymentBody(`pay_${prefix}_${n}`, `cus_${prefix}_${n}`);

@@ -46,7 +46,7 @@ import { dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { create, toBinary } from "@bufbuild/protobuf";
 import Database from "better-sqlite3";
-import { batchMessages, HEADER_UA } from "./lib/bodies.mjs";
+import { batchMessages } from "./lib/bodies.mjs";
 import { cannon, grpcConnectLoad, grpcFrame, grpcRawLoad, paced } from "./lib/load.mjs";
 import { writeOldPageviews } from "./lib/old-events.mjs";
 import { loadOverviewSite, OVERVIEW_CUSTOMER, OVERVIEW_SITE } from "./lib/overview-site.mjs";
@@ -60,9 +60,17 @@ import {
 } from "./lib/procs.mjs";
 import { resultDocument, resultFileName, resultRow, round } from "./lib/report.mjs";
 import { planScenarios } from "./lib/scenarios.mjs";
+import {
+  countRows,
+  freshTenant as freshTenantOf,
+  headersFor,
+  measureStored,
+  SERVER_ENV,
+  startServer as startServerOf,
+  storedRows,
+} from "./lib/server.mjs";
 
 const ROOT = join(dirname(fileURLToPath(import.meta.url)), "..");
-const ADMIN_TOKEN = "bench-admin-token-0123456789";
 
 /** The run's settings, read once from the environment (see the header). */
 function readSettings(env) {
@@ -90,16 +98,7 @@ function readSettings(env) {
     overviewEvents: Number(env.BENCH_OVERVIEW_EVENTS ?? 10_000_000),
     overviewPayments: Number(env.BENCH_OVERVIEW_PAYMENTS ?? 100_000),
     /** Server settings of every run (the defaults, spelled out so the result file records them). */
-    serverEnv: {
-      HOST: "127.0.0.1",
-      LOG_LEVEL: "warn",
-      ADMIN_TOKEN,
-      INGEST_QUEUE_CAPACITY: "10000",
-      INGEST_BATCH_MAX: "512",
-      INGEST_FLUSH_MS: "2",
-      INGEST_BATCHES_IN_FLIGHT: "4",
-      ...extraEnv,
-    },
+    serverEnv: { ...SERVER_ENV, ...extraEnv },
   };
 }
 
@@ -112,44 +111,7 @@ const log = (msg) => process.stderr.write(`${msg}\n`);
 // ---------------------------------------------------------------- tenant and server
 
 /** A fresh data directory with one Scale account, site example.com and an events+payments key. */
-async function freshTenant(name) {
-  const { createSqliteStore } = await import(
-    join(settings.dist, "src/store/sqlite/sqlite-store.js")
-  );
-  const { createAdmin } = await import(join(settings.dist, "src/domain/admin.js"));
-  const dir = join(tmpRoot, name);
-  mkdirSync(dir, { recursive: true });
-  const dbPath = join(dir, "ingest.sqlite");
-  const store = createSqliteStore(dbPath);
-  try {
-    const admin = createAdmin({ store, clock: { now: () => Date.now() } });
-    const { accountId, ownerUserId } = await admin.createAccount({
-      name: "Bench",
-      plan: "scale",
-      ownerEmail: "bench@example.com",
-    });
-    const { siteId } = await admin.createSite({ accountId, hostnames: ["example.com"] });
-    const { key } = await admin.createKey({
-      siteId,
-      name: "bench",
-      scopes: ["events", "payments"],
-      actorUserId: ownerUserId,
-    });
-    return { dbPath, siteId, key };
-  } finally {
-    await store.close();
-  }
-}
-
-/** Rows in a table, read from the file (WAL: readers do not block the server). */
-function countRows(dbPath, table) {
-  const db = new Database(dbPath, { readonly: true, fileMustExist: true });
-  try {
-    return db.prepare(`SELECT count(*) AS n FROM ${table}`).get().n;
-  } finally {
-    db.close();
-  }
-}
+const freshTenant = (name) => freshTenantOf(settings.dist, join(tmpRoot, name));
 
 function serverSupportsWorkers() {
   try {
@@ -162,20 +124,13 @@ function serverSupportsWorkers() {
   }
 }
 
-async function startServer(tenant, { workers, profile, serverEnv } = {}) {
-  const port = await freePort();
-  const args = [];
-  if (profile && settings.profDir) args.push("--cpu-prof", `--cpu-prof-dir=${settings.profDir}`);
-  args.push(join(settings.dist, "src/main.js"));
-  return startProcess({
-    name: "server",
-    args,
-    port,
-    readyPath: "/readyz",
+function startServer(tenant, { workers, profile, serverEnv } = {}) {
+  return startServerOf({
+    dist: settings.dist,
+    dbPath: tenant.dbPath,
+    profDir: profile ? settings.profDir : undefined,
     env: {
       ...settings.serverEnv,
-      PORT: String(port),
-      STORE_URL: `sqlite:${tenant.dbPath}`,
       ...(workers ? { WORKERS: String(workers) } : {}),
       ...serverEnv,
     },
@@ -188,14 +143,6 @@ async function quiet() {
   const busy = await waitForQuiet({ maxWaitMs: settings.idleWait * 1000 });
   if (busy > 0.15) log(`  (machine still busy: ${busy} cores in use by others)`);
   return busy;
-}
-
-function headersFor(key) {
-  return {
-    "content-type": "application/json",
-    "user-agent": HEADER_UA,
-    ...(key ? { authorization: `Bearer ${key}` } : {}),
-  };
 }
 
 // ---------------------------------------------------------------- runners: a scenario in, a row out
@@ -259,14 +206,21 @@ async function runHttp(scenario) {
     const bodyOf = typeof made === "function" ? made : (i) => made[i % made.length];
     const headers = scenario.headers ?? headersFor(tenant.key);
     const load = { url: server.url, path, headers, bodyOf, connections: settings.connections };
-    if (settings.warmup > 0) await cannon({ ...load, durationSec: settings.warmup });
-    const before = countRows(tenant.dbPath, table);
-    rss.reset();
-    const cpu = cpuMeter(server.pid);
-    const max = await cannon({ ...load, durationSec: settings.duration });
-    const cpuUse = cpu.stop();
-    await new Promise((r) => setTimeout(r, 300)); // answers in flight when autocannon stopped
-    const stored = countRows(tenant.dbPath, table) - before;
+    const {
+      run: max,
+      stored,
+      measured: cpuUse,
+    } = await measureStored({
+      load,
+      dbPath: tenant.dbPath,
+      table,
+      warmupSec: settings.warmup,
+      durationSec: settings.duration,
+      between: () => {
+        rss.reset();
+        return cpuMeter(server.pid);
+      },
+    });
     const row = resultRow(scenario, {
       run: max,
       eventsPerSec: eventsPerRequest ? stored / max.durationSec : undefined,
@@ -338,13 +292,13 @@ async function runGrpc(scenario) {
       common.eventsPerCall = 50;
     }
     if (settings.warmup > 0) await grpcLoad({ ...common, durationSec: settings.warmup });
-    const before = countRows(tenant.dbPath, "events");
+    const before = storedRows(tenant.dbPath, "events");
     rss.reset();
     const cpu = cpuMeter(server.pid);
     const run = await grpcLoad({ ...common, durationSec: settings.duration });
     const cpuUse = cpu.stop();
     await new Promise((r) => setTimeout(r, 300));
-    const stored = countRows(tenant.dbPath, "events") - before;
+    const stored = storedRows(tenant.dbPath, "events") - before;
     const row = resultRow(scenario, {
       run,
       eventsPerSec: stored / run.durationSec,

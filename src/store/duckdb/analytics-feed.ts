@@ -1,16 +1,18 @@
 /**
  * The feed: SQLite → the DuckDB analytics store. SQLite stays the
  * acknowledgement store (an event is durable in its synced transaction
- * before the 204); triggers of migration 15 record every insert of an event
- * and every change of a payment, a customer's links or a visitor's stitch in
- * `analytics_feed`, in the writer's own transaction. One mover per data
- * directory replays that log in order, in bulk, and records the last applied
- * sequence number in the SAME DuckDB transaction as the rows: after a
- * `kill -9` at any moment, the next start resumes after the last committed
- * batch, so every acknowledged event reaches the engine exactly once. The
- * replay re-reads each record's current row by key and replaces it (or
- * deletes it when gone): applying an entry twice, or after later changes,
- * converges to SQLite's state. Only after DuckDB's commit are the log's head
+ * before the 204); triggers of migration 15 record every change of a
+ * payment, a customer's links or a visitor's stitch in `analytics_feed`, in
+ * the writer's own transaction. Events need no log entry (migration 23): the
+ * outbox's AUTOINCREMENT ids already order them, so a batch reads the events
+ * after the highest id moved. One mover per data directory replays the log
+ * in order and appends the events, in bulk, and records the last applied
+ * sequence number and the highest event id moved in the SAME DuckDB
+ * transaction as the rows: after a `kill -9` at any moment, the next start
+ * resumes after the last committed batch, so every acknowledged event
+ * reaches the engine exactly once. The replay re-reads each record's current
+ * row by key and replaces it (or deletes it when gone): applying an entry
+ * twice, or after later changes, converges to SQLite's state. Only after DuckDB's commit are the log's head
  * and the events it moved deleted from SQLite (migration 19: SQLite's events
  * table is an outbox), by id up to the highest one DuckDB committed, which
  * the same DuckDB transaction records: a crash before or during that delete
@@ -51,11 +53,11 @@ const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 export interface AnalyticsFeed {
   /**
-   * Applies what SQLite committed so far, in batches, until the log is
-   * drained (or `maxBatches` ran); resolves with the watermark.
+   * Applies what SQLite committed so far, in batches, until the log and
+   * the outbox are drained (or `maxBatches` ran); resolves with the watermark.
    */
   runOnce(maxBatches?: number): Promise<number>;
-  /** Resolves once every log entry committed before the call is applied (read-your-writes). */
+  /** Resolves once every log entry and event committed before the call is applied (read-your-writes). */
   catchUp(): Promise<void>;
   /** The last log sequence number applied to DuckDB. */
   watermark(): number;
@@ -103,7 +105,7 @@ export interface AnalyticsFeedOptions {
   analytics: AnalyticsStore;
   /** Time between two polls of the log (ANALYTICS_FEED_INTERVAL_MS). */
   intervalMs: number;
-  /** Log entries per DuckDB transaction. */
+  /** Log entries, and outbox events, per DuckDB transaction. */
   batchMax?: number;
   /** A failed batch (rolled back; retried at the next poll). */
   onError?: (err: unknown) => void;
@@ -163,10 +165,12 @@ const PAYMENT_COLUMNS =
   "site_id, payment_id, customer_id, currency, amount_minor, kind, status, paid_at, channel, attribution";
 
 /**
- * The log's kinds (migrations 15 and 19). 4 is only found in a log written
- * before migration 19 dropped its trigger; 5–7 are written by erasure and
- * retention in their own transaction, since the mover's deletes of what it
- * moved are no change for DuckDB.
+ * The log's kinds (migrations 15 and 19). 0 is no longer written (migration
+ * 23 dropped its trigger and its entries: events are read from the outbox by
+ * id); 4 is only found in a log written before migration 19 dropped its
+ * trigger; 5–7 are written by erasure and retention in their own
+ * transaction, since the mover's deletes of what it moved are no change for
+ * DuckDB.
  */
 const LOG_KIND = {
   event: 0,
@@ -236,7 +240,11 @@ export function createAnalyticsFeed(options: AnalyticsFeedOptions): AnalyticsFee
     ),
     lastSeq: db.prepare("SELECT seq FROM sqlite_sequence WHERE name = 'analytics_feed'"),
     freePages: db.prepare("PRAGMA freelist_count").pluck(),
-    eventsIn: db.prepare(`SELECT ${EVENT_COLUMNS} FROM events WHERE id >= ? AND id <= ?`),
+    // The outbox's events not yet moved, oldest first (a range of the primary key).
+    eventsAfter: db.prepare(`SELECT ${EVENT_COLUMNS} FROM events WHERE id > ? ORDER BY id LIMIT ?`),
+    // The highest event id ever given (AUTOINCREMENT), and the outbox's newest.
+    lastEventId: db.prepare("SELECT seq FROM sqlite_sequence WHERE name = 'events'"),
+    outboxTop: db.prepare("SELECT max(id) AS id FROM events"),
     allEvents: db.prepare(`SELECT ${EVENT_COLUMNS} FROM events ORDER BY id`),
     hostnames: db.prepare("SELECT hostnames FROM sites WHERE id = ?"),
     payment: db.prepare(
@@ -272,6 +280,8 @@ export function createAnalyticsFeed(options: AnalyticsFeedOptions): AnalyticsFee
   let mark: number | undefined;
   /** The highest event id DuckDB holds (feed_state row 2): the outbox's rows up to it can go. */
   let moved = 0;
+  /** `moved` as of DuckDB's last commit (`moved` grows while a batch appends): what reads may rely on. */
+  let committed = 0;
   let running: Promise<number> | undefined;
   let timer: NodeJS.Timeout | undefined;
   let stopped = false;
@@ -404,10 +414,19 @@ export function createAnalyticsFeed(options: AnalyticsFeedOptions): AnalyticsFee
     const state = new Map(r.getRows().map(([id, seq]) => [Number(id), Number(seq)]));
     const seq = state.get(1);
     const last = (s.lastSeq.get() as { seq: number } | undefined)?.seq ?? 0;
-    // Past SQLite's own log: the file was derived from another database (a
-    // restored backup, a copied directory), so it is rebuilt.
-    if (seq !== undefined && seq <= last) {
-      moved = state.get(2) ?? 0;
+    const lastEvent = (s.lastEventId.get() as { seq: number } | undefined)?.seq ?? 0;
+    // A file from before migration 19 has no row 2: its events came in id
+    // order, so its highest one is the highest moved.
+    const fileMoved =
+      state.get(2) ??
+      Number(
+        (await w.runAndReadAll("SELECT coalesce(max(seq), 0) FROM events")).getRows()[0]?.[0] ?? 0,
+      );
+    // Past SQLite's own log or ids: the file was derived from another database
+    // (a restored backup, a copied directory), so it is rebuilt.
+    if (seq !== undefined && seq <= last && fileMoved <= lastEvent) {
+      moved = fileMoved;
+      committed = moved;
       dirty = state.get(3);
       // What a crash left between DuckDB's commit and SQLite's delete.
       await deleteMoved(seq);
@@ -473,6 +492,7 @@ export function createAnalyticsFeed(options: AnalyticsFeedOptions): AnalyticsFee
         await rebuildVisits(w);
         await setWatermark(seq);
         await w.run("COMMIT");
+        committed = moved;
       } catch (err) {
         await w.run("ROLLBACK").catch(() => {});
         throw err;
@@ -483,11 +503,26 @@ export function createAnalyticsFeed(options: AnalyticsFeedOptions): AnalyticsFee
     }
   };
 
-  /** Applies one batch of the log; false when it was empty. */
+  /**
+   * Applies one batch: the log's next entries, then the outbox's next events;
+   * undefined when both were empty, else the log's new position. Both are
+   * read in one SQLite read transaction, and the events only once the log
+   * was read to its end there: an erasure or a pruning logged before an
+   * event was committed is applied before that event is appended (it stays),
+   * and one logged after it finds it in DuckDB (it goes), as in SQLite.
+   */
   const applyBatch = async (from: number): Promise<number | undefined> => {
-    const rows = s.log.all(from, batchMax) as LogRow[];
-    if (rows.length === 0) return undefined;
-    const last = (rows.at(-1) as LogRow).seq;
+    let rows: LogRow[];
+    let events: EventRow[];
+    db.exec("BEGIN");
+    try {
+      rows = s.log.all(from, batchMax) as LogRow[];
+      events = rows.length < batchMax ? (s.eventsAfter.all(moved, batchMax) as EventRow[]) : [];
+    } finally {
+      db.exec("COMMIT");
+    }
+    if (rows.length === 0 && events.length === 0) return undefined;
+    const last = rows.at(-1)?.seq ?? from;
     const movedBefore = moved;
     let dirtyNow: number | undefined;
     await w.run("BEGIN TRANSACTION");
@@ -495,7 +530,6 @@ export function createAnalyticsFeed(options: AnalyticsFeedOptions): AnalyticsFee
     // The visitors whose visits the batch changes: appended or deleted events.
     const touched = new TouchedVisitors();
     try {
-      ap = await w.createAppender("events");
       let i = 0;
       while (i < rows.length) {
         const kind = (rows[i] as LogRow).kind;
@@ -503,22 +537,8 @@ export function createAnalyticsFeed(options: AnalyticsFeedOptions): AnalyticsFee
         while (j < rows.length && (rows[j] as LogRow).kind === kind) j++;
         const run = rows.slice(i, j);
         i = j;
-        if (kind === LOG_KIND.event) {
-          // Rowids of one run are near each other: one range read, kept by the set.
-          const ids = new Set(run.map((r) => r.ref as number));
-          let lo = Number.POSITIVE_INFINITY;
-          let hi = 0;
-          for (const id of ids) {
-            lo = Math.min(lo, id);
-            hi = Math.max(hi, id);
-          }
-          for (const r of s.eventsIn.iterate(lo, hi) as IterableIterator<EventRow>) {
-            if (ids.has(r.id)) touched.add(r.site_id, append(ap, r), r.ts);
-          }
-          continue;
-        }
-        // Changes are applied after the events before them.
-        ap.flushSync();
+        // An entry of a log written before migration 23: its event is in the outbox still, or moved.
+        if (kind === LOG_KIND.event) continue;
         // Anything but an append leaves old rows' bytes in the file until it is
         // rewritten: noted in the same transaction, so a crash does not forget it.
         if (dirty === undefined) {
@@ -545,13 +565,18 @@ export function createAnalyticsFeed(options: AnalyticsFeedOptions): AnalyticsFee
           else for (const { site, key } of keys.values()) await applyChange(kind, site, key);
         }
       }
-      ap.closeSync();
-      ap = undefined;
+      if (events.length > 0) {
+        ap = await w.createAppender("events");
+        for (const r of events) touched.add(r.site_id, append(ap, r), r.ts);
+        ap.closeSync();
+        ap = undefined;
+      }
       // The visits change in the same transaction as the events that make them.
-      await refreshVisits(w, touched.values());
+      await refreshVisits(w, touched.values(), movedBefore);
       await setWatermark(last);
       options.faults?.beforeCommit?.();
       await w.run("COMMIT");
+      committed = moved;
     } catch (err) {
       try {
         ap?.closeSync();
@@ -716,10 +741,11 @@ export function createAnalyticsFeed(options: AnalyticsFeedOptions): AnalyticsFee
     backup,
     async catchUp() {
       const head = (s.lastSeq.get() as { seq: number } | undefined)?.seq ?? 0;
-      while (mark === undefined || mark < head) {
-        const before = mark;
+      const top = (s.outboxTop.get() as { id: number | null }).id ?? 0;
+      while (mark === undefined || mark < head || committed < top) {
+        const before = [mark, committed];
         await runOnce(1);
-        if (mark === before) break;
+        if (mark === before[0] && committed === before[1]) break;
       }
     },
     watermark: () => mark ?? 0,

@@ -185,10 +185,19 @@ export async function touchedByDeletion(
  * the first of them (or from that time) derived again. The earlier visits stay
  * as they are: more than 30 minutes separate them from anything re-derived.
  * Runs in the caller's transaction.
+ *
+ * `appendedAfter`: the events the batch appended are exactly those with a
+ * `seq` above it (the SQLite feed's outbox ids, appended in order). A touched
+ * visitor with no visit in reach (a new visitor, the common case) then has no
+ * event at or after its earliest touched time but the batch's: any such
+ * event would lie in a visit in reach. Its events are read by `seq` from the
+ * batch's rows alone, which the engine finds at the table's end, instead of
+ * scanning every event of the last 30 minutes.
  */
 export async function refreshVisits(
   conn: DuckDBConnection,
   touched: Iterable<TouchedVisitor>,
+  appendedAfter?: number,
 ): Promise<void> {
   const list = [...touched];
   if (list.length === 0) return;
@@ -209,23 +218,35 @@ export async function refreshVisits(
   } finally {
     ap.closeSync();
   }
-  // Where each touched visitor's re-derivation starts.
+  // Where each touched visitor's re-derivation starts, and whether any of its
+  // visits is in reach (`known`): without one, only the batch's events count.
   await conn.run(`CREATE OR REPLACE TEMP TABLE visit_bounds AS
-    SELECT t.site_id, t.vid, least(min(t.from_ts), coalesce(min(v.v_start), min(t.from_ts))) AS s
+    SELECT t.site_id, t.vid, least(min(t.from_ts), coalesce(min(v.v_start), min(t.from_ts))) AS s,
+      ${appendedAfter === undefined ? "true" : "count(v.vid) > 0"} AS known
     FROM visit_touched t
     LEFT JOIN visits v ON v.site_id = t.site_id AND v.vid = t.vid AND v.v_end >= t.from_ts - ${VISIT_GAP_MS}
       AND v.v_end >= ${reach}
     GROUP BY t.site_id, t.vid`);
-  await conn.run(`DELETE FROM visits USING visit_bounds b
-    WHERE visits.site_id = b.site_id AND visits.vid = b.vid AND visits.v_start >= b.s
-      AND visits.v_end >= ${reach}`);
-  const lowest = (await conn.runAndReadAll("SELECT min(s) FROM visit_bounds")).getRows()[0]?.[0];
-  // The plain bound lets DuckDB skip the row groups before it (events come in time order).
-  await conn.run(
-    `INSERT INTO visits ${visitsSql(`
-    SELECT ${VISIT_INPUT.map((c) => `e.${c}`).join(", ")} FROM events e JOIN visit_bounds b ON e.site_id = b.site_id AND e.vid = b.vid
-    WHERE e.ts >= b.s AND e.ts >= ${BigInt(lowest as bigint)}`)}`,
-  );
+  const [lowest, fresh] = (
+    await conn.runAndReadAll(
+      "SELECT min(s) FILTER (WHERE known), count(*) FILTER (WHERE NOT known) FROM visit_bounds",
+    )
+  ).getRows()[0] ?? [null, 0n];
+  const columns = VISIT_INPUT.map((c) => `e.${c}`).join(", ");
+  const sources: string[] = [];
+  if (lowest !== null) {
+    await conn.run(`DELETE FROM visits USING visit_bounds b
+      WHERE b.known AND visits.site_id = b.site_id AND visits.vid = b.vid AND visits.v_start >= b.s
+        AND visits.v_end >= ${reach}`);
+    // The plain bound lets DuckDB skip the row groups before it (events come in time order).
+    sources.push(`SELECT ${columns} FROM events e JOIN visit_bounds b ON e.site_id = b.site_id AND e.vid = b.vid
+      WHERE b.known AND e.ts >= b.s AND e.ts >= ${BigInt(lowest as bigint)}`);
+  }
+  if (Number(fresh) > 0) {
+    sources.push(`SELECT ${columns} FROM events e JOIN visit_bounds b ON e.site_id = b.site_id AND e.vid = b.vid
+      WHERE NOT b.known AND e.seq > ${BigInt(appendedAfter ?? 0)} AND e.ts >= b.s`);
+  }
+  await conn.run(`INSERT INTO visits ${visitsSql(sources.join(" UNION ALL "))}`);
   await conn.run("DROP TABLE visit_touched; DROP TABLE visit_bounds");
 }
 

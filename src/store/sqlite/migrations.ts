@@ -662,6 +662,20 @@ DROP INDEX IF EXISTS visitor_touches_ts;
 `,
   },
   {
+    version: 23,
+    description: "no feed log entry per event: the mover reads the outbox by id",
+    // Since migration 19 an event's AUTOINCREMENT id is its position: given
+    // under the write lock, in commit order, never reused. The mover reads the
+    // events after the highest id DuckDB holds (src/store/duckdb/analytics-feed.ts),
+    // so the log entry each insert wrote (kind 0, a row written, read and
+    // deleted per event) orders nothing the id does not. The entries left go
+    // with the trigger: their events are the outbox's rows past that id.
+    sql: `
+DROP TRIGGER analytics_feed_event_insert;
+DELETE FROM analytics_feed WHERE kind = 0;
+`,
+  },
+  {
     version: 24,
     description: "the analytics file's owner: one lease row per data directory",
     // The process that owns the analytics file (DuckDB, its feed and engine) is

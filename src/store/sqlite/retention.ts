@@ -18,7 +18,8 @@
  * Since migration 19 the table is the analytics feed's outbox: it holds only
  * the events not yet moved to DuckDB, so a walk is short. A pass's first step
  * logs the pruning for DuckDB (kind 7: the site's events before the horizon),
- * which the feed applies after every event logged before it.
+ * which the feed applies to the events it moved before, and before it
+ * appends those committed after it (src/store/duckdb/analytics-feed.ts).
  */
 import { STOP_AFTER_MS } from "../../domain/store/retention-port.js";
 import type { StoreRetentionPart } from "../port.js";

@@ -15,6 +15,7 @@ import {
   type AnalyticsStore,
   openAnalyticsStore,
 } from "../../../../src/store/duckdb/analytics-store.js";
+import { MIGRATIONS } from "../../../../src/store/sqlite/migrations.js";
 import { openSqlite } from "../../../../src/store/sqlite/open-sqlite.js";
 import { useTempDirs } from "../../../helpers/temp-dirs.js";
 
@@ -75,7 +76,7 @@ const once = (from: number, to: number) =>
   Array.from({ length: to - from }, (_, k) => [from + k, 1]);
 
 describe("the analytics feed", () => {
-  it("applies a batch exactly once when the process dies after DuckDB's commit, before the log is trimmed", async () => {
+  it("applies a batch exactly once when the process dies after DuckDB's commit, before the outbox is deleted", async () => {
     const t = setUp();
     const a = await t.analytics();
     await t.initialize(a);
@@ -93,9 +94,9 @@ describe("the analytics feed", () => {
     });
     await expect(crashing.runOnce()).rejects.toThrow("killed");
     await crashing.stop();
-    // The log and the outbox still hold the batch DuckDB committed; the restarted
-    // feed skips it by the watermark and deletes its events by the id DuckDB recorded.
-    expect(t.db.prepare("SELECT count(*) AS n FROM analytics_feed").get()).toEqual({ n: 30 });
+    // The outbox still holds the batch DuckDB committed (and events have no log
+    // entry: migration 23); the restarted feed skips and deletes them by the id DuckDB recorded.
+    expect(t.db.prepare("SELECT count(*) AS n FROM analytics_feed").get()).toEqual({ n: 0 });
     expect(t.outbox()).toBe(30);
     expect(await t.moved(a)).toEqual(once(0, 10));
     const restarted = createAnalyticsFeed({
@@ -181,7 +182,7 @@ describe("the analytics feed", () => {
     const t = setUp();
     const a = await t.analytics();
     await t.initialize(a);
-    // 25 log entries, 10 per batch: three batches before catchUp may resolve. No polling loop.
+    // 25 events, 10 per batch: three batches before catchUp may resolve. No polling loop.
     t.add(25);
     const feed = createAnalyticsFeed({
       sqlitePath: t.sqlitePath,
@@ -190,14 +191,42 @@ describe("the analytics feed", () => {
       batchMax: 10,
     });
     await feed.catchUp();
-    expect(feed.watermark()).toBe(25);
     expect(await t.moved(a)).toEqual(once(0, 25));
+    expect(t.outbox()).toBe(0);
     // Nothing written since: it resolves at once, and applies nothing.
     await feed.catchUp();
-    expect(feed.watermark()).toBe(25);
+    expect(await t.moved(a)).toEqual(once(0, 25));
     t.add(3, 25);
     await feed.catchUp();
     expect(await t.moved(a)).toEqual(once(0, 28));
+    await feed.stop();
+  });
+
+  it("catchUp called while a batch appends waits for that batch's commit before it resolves", async () => {
+    const t = setUp();
+    const a = await t.analytics();
+    await t.initialize(a);
+    t.add(20);
+    let committed = false;
+    let caughtUp: Promise<boolean> | undefined;
+    const feed = createAnalyticsFeed({
+      sqlitePath: t.sqlitePath,
+      analytics: a,
+      intervalMs: 60_000,
+      faults: {
+        // Every event of the outbox is appended; DuckDB has not committed them yet.
+        beforeCommit() {
+          caughtUp ??= feed.catchUp().then(() => committed);
+        },
+        afterCommit() {
+          committed = true;
+        },
+      },
+    });
+    await feed.runOnce();
+    // Resolved only once the rows a read would look for were committed.
+    expect(await caughtUp).toBe(true);
+    expect(await t.moved(a)).toEqual(once(0, 20));
     await feed.stop();
   });
 
@@ -246,18 +275,100 @@ describe("the analytics feed", () => {
       [17, 1],
       [50, 1],
     ]);
-    // A user's $identify events erased on one site only.
-    t.db
-      .prepare(
-        "INSERT INTO events (site_id, name, url, ts, received_at, visitor_id, user_id, props) VALUES ('s1', '$identify', 'https://example.com/', 5_000, 5_000, 'v9', 'u1', '{\"i\":60}')",
-      )
-      .run();
-    log.run(6, "u1", null);
+    // A user's $identify events erased on one site only: one already moved
+    // (the entry deletes it from DuckDB), one still in the outbox (the
+    // erasure's own delete takes it there, in the entry's transaction).
+    const identify = t.db.prepare(
+      "INSERT INTO events (site_id, name, url, ts, received_at, visitor_id, user_id, props) VALUES ('s1', '$identify', 'https://example.com/', 5_000, 5_000, 'v9', 'u1', ?)",
+    );
+    identify.run('{"i":60}');
+    await feed.runOnce();
+    identify.run('{"i":61}');
+    t.db.transaction(() => {
+      t.db.prepare("DELETE FROM events WHERE site_id = 's1' AND user_id = 'u1'").run();
+      log.run(6, "u1", null);
+    })();
+    // Then one more of that user: logged after the erasure, it stays.
+    identify.run('{"i":62}');
     await feed.runOnce();
     await feed.stop();
-    expect((await t.moved(a)).filter(([i]) => (i as number) >= 50)).toEqual([[50, 1]]);
+    expect((await t.moved(a)).filter(([i]) => (i as number) >= 50)).toEqual([
+      [50, 1],
+      [62, 1],
+    ]);
     expect(feed.removedRows()).toBe(true);
     expect(t.outbox()).toBe(0);
+  });
+
+  it("appends an event after every erasure logged before it, however the log is split into batches", async () => {
+    const t = setUp();
+    const a = await t.analytics();
+    await t.initialize(a);
+    t.add(7);
+    const feed = createAnalyticsFeed({
+      sqlitePath: t.sqlitePath,
+      analytics: a,
+      intervalMs: 1000,
+      batchMax: 1,
+    });
+    await feed.runOnce();
+    const log = t.db.prepare(
+      "INSERT INTO analytics_feed (kind, site_id, key, ref) VALUES (?, 's1', ?, NULL)",
+    );
+    // A payment entry (of no payment: nothing to apply), then v3's erasure, then
+    // an event of v3: one entry a batch, so the event must wait for the erasure's batch.
+    log.run(1, "pay_none");
+    log.run(5, "v3");
+    t.add(1, 10);
+    await feed.runOnce();
+    await feed.stop();
+    expect(await t.moved(a)).toEqual([...once(0, 7).filter(([i]) => i !== 3), [10, 1]]);
+    expect(t.outbox()).toBe(0);
+  });
+
+  it("moves the events of a log written before migration 23 exactly once, and the upgrade leaves no entry per event", async () => {
+    const dir = tempDir();
+    const sqlitePath = join(dir, "ingest.sqlite");
+    const old = new Database(sqlitePath);
+    for (const m of MIGRATIONS.filter((x) => x.version < 23)) {
+      old.exec(m.sql);
+      old.pragma(`user_version = ${m.version}`);
+    }
+    const insert = old.prepare(
+      "INSERT INTO events (site_id, name, url, ts, received_at, visitor_id, props) VALUES ('s1', 'pageview', 'https://example.com/', ?, ?, 'v1', ?)",
+    );
+    for (let i = 0; i < 6; i++) insert.run(1_000 + i, 1_000 + i, JSON.stringify({ i }));
+    // The old trigger logged each insert.
+    expect(old.prepare("SELECT kind, ref FROM analytics_feed ORDER BY seq").all()).toHaveLength(6);
+    old.close();
+    const db = openSqlite(sqlitePath);
+    opened.push(db);
+    expect(db.prepare("SELECT count(*) AS n FROM analytics_feed").get()).toEqual({ n: 0 });
+    expect(
+      db.prepare("SELECT name FROM sqlite_master WHERE name = 'analytics_feed_event_insert'").all(),
+    ).toEqual([]);
+    db.prepare(
+      "INSERT INTO events (site_id, name, url, ts, received_at, visitor_id, props) VALUES ('s1', 'pageview', 'https://example.com/', 2000, 2000, 'v1', '{\"i\":6}')",
+    ).run();
+    expect(db.prepare("SELECT count(*) AS n FROM analytics_feed").get()).toEqual({ n: 0 });
+    const a = await openAnalyticsStore({
+      path: join(dir, "analytics.duckdb"),
+      threads: 1,
+      memoryLimit: "256MB",
+    });
+    opened.push(a);
+    const feed = createAnalyticsFeed({ sqlitePath, analytics: a, intervalMs: 1000, batchMax: 4 });
+    await feed.runOnce();
+    db.prepare(
+      "INSERT INTO events (site_id, name, url, ts, received_at, visitor_id, props) VALUES ('s1', 'pageview', 'https://example.com/', 2001, 2001, 'v1', '{\"i\":7}')",
+    ).run();
+    await feed.catchUp();
+    await feed.stop();
+    const r = await a.writer.runAndReadAll(
+      "SELECT CAST(props->>'$.i' AS INTEGER), count(*) FROM events GROUP BY 1 ORDER BY 1",
+    );
+    expect(r.getRows().map(([i, n]) => [Number(i), Number(n)])).toEqual(once(0, 8));
+    expect((db.prepare("SELECT count(*) AS n FROM events").get() as { n: number }).n).toBe(0);
   });
 
   it("fills a new analytics file with SQLite's outbox (moved events live only in the file), then follows the log", async () => {
@@ -291,9 +402,10 @@ describe("the analytics feed", () => {
     await t.initialize(a);
     t.add(10);
     const feed = createAnalyticsFeed({ sqlitePath: t.sqlitePath, analytics: a, intervalMs: 1000 });
-    expect(await feed.runOnce()).toBe(10);
+    await feed.runOnce();
     await feed.stop();
-    // An older database in its place: its log ends before the file's watermark.
+    expect(await t.moved(a)).toEqual(once(0, 10));
+    // An older database in its place: its events end before the file's highest one.
     t.db.close();
     for (const f of ["", "-wal", "-shm"]) rmSync(`${t.sqlitePath}${f}`, { force: true });
     const older = openSqlite(t.sqlitePath);
@@ -303,7 +415,7 @@ describe("the analytics feed", () => {
     );
     for (const i of [100, 101, 102]) insert.run(JSON.stringify({ i }));
     const again = createAnalyticsFeed({ sqlitePath: t.sqlitePath, analytics: a, intervalMs: 1000 });
-    expect(await again.runOnce()).toBe(3);
+    await again.runOnce();
     await again.stop();
     expect(await t.moved(a)).toEqual(once(100, 103));
   });

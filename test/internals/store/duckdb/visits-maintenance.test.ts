@@ -281,6 +281,35 @@ describe("the visits the feed keeps", () => {
     expect(await allVisits(a)).toEqual(await derivedFromScratch(a));
   });
 
+  it("derives a batch's new visitors from its own events, beside visitors coming back within and after 30 minutes", async () => {
+    const t = setUp();
+    const a = await t.analytics();
+    const feed = t.feedOf(a);
+    t.add("back", 0, "/a");
+    t.add("again", 0, "/x");
+    t.add("again", 5, "/y");
+    await feed.runOnce();
+    // One batch: a new visitor (two events, out of order), one back after
+    // 10 minutes (its visit grows), one back after 45 (a second visit; the
+    // first stays as it was).
+    t.add("new", 12, "/n2");
+    t.add("back", 10, "/b");
+    t.add("new", 11, "/n1", { source: "newsletter", medium: "email" });
+    t.add("again", 50, "/z");
+    await feed.runOnce();
+    await feed.stop();
+    const brief = async (visitor: string) =>
+      (await visitsOf(a, visitor)).map((v) => [v.from, v.to, v.events, v.landing, v.exit]);
+    expect(await brief("new")).toEqual([[11, 12, 2, page("/n1"), page("/n2")]]);
+    expect((await visitsOf(a, "new"))[0]?.channel).toBe("Email");
+    expect(await brief("back")).toEqual([[0, 10, 2, page("/a"), page("/b")]]);
+    expect(await brief("again")).toEqual([
+      [0, 5, 2, page("/x"), page("/y")],
+      [50, 50, 1, page("/z"), page("/z")],
+    ]);
+    expect(await allVisits(a)).toEqual(await derivedFromScratch(a));
+  });
+
   it("derives the same visits in slices of visitors as per batch", async () => {
     const t = setUp();
     const a = await t.analytics();
