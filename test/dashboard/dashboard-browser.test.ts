@@ -17,6 +17,7 @@ import { DEMO, seedDashboardDemo } from "../helpers/dashboard-data.js";
 import { whenQuerySlotFree } from "../helpers/query-slots.js";
 import { ROOT } from "../helpers/rpc-clients.js";
 import { ADMIN_TOKEN, createTenant, createTestClock, TEST_NOW } from "../helpers/test-server.js";
+import { scaled } from "../helpers/timeouts.js";
 import { useTestServer } from "../helpers/use-test-server.js";
 
 // Browser globals used inside page.evaluate: the test program is compiled without the DOM lib.
@@ -27,7 +28,7 @@ declare function getComputedStyle(el: object): { backgroundColor: string };
 const ARTIFACTS = join(ROOT, "test-artifacts", "dashboard");
 /** A value the page reaches once its calls have answered: generous under a loaded machine. */
 const poll = <T>(read: () => Promise<T> | T) =>
-  expect.poll(read, { timeout: 30_000, interval: 100 });
+  expect.poll(read, { timeout: scaled(30_000), interval: 100 });
 const clock = createTestClock(TEST_NOW);
 const ctx = useTestServer({ clock });
 

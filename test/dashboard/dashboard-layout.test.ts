@@ -30,6 +30,7 @@ import {
   TEST_NOW,
   type Tenant,
 } from "../helpers/test-server.js";
+import { scaled } from "../helpers/timeouts.js";
 import { useTestServer } from "../helpers/use-test-server.js";
 
 // Browser globals used inside page.evaluate: the test program is compiled without the DOM lib.
@@ -77,7 +78,7 @@ const AXE_SOURCE = readFileSync(
 const clock = createTestClock(TEST_NOW);
 /** A value the page reaches once its calls have answered: generous under a loaded machine. */
 const poll = <T>(read: () => Promise<T> | T) =>
-  expect.poll(read, { timeout: 30_000, interval: 100 });
+  expect.poll(read, { timeout: scaled(30_000), interval: 100 });
 const ctx = useTestServer({ clock });
 const HOUR = 3_600_000;
 const VID = "journeyBrowser0001";

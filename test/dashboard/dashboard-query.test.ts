@@ -15,12 +15,13 @@ import { seedDashboardDemo } from "../helpers/dashboard-data.js";
 import { BROWSER_UA } from "../helpers/fixtures.js";
 import { whenQuerySlotFree } from "../helpers/query-slots.js";
 import { ADMIN_TOKEN, createTestClock, postJson, TEST_NOW } from "../helpers/test-server.js";
+import { scaled } from "../helpers/timeouts.js";
 import { useTestServer } from "../helpers/use-test-server.js";
 
 const clock = createTestClock(TEST_NOW);
 /** A value the page reaches once its calls have answered: generous under a loaded machine. */
 const poll = <T>(read: () => Promise<T> | T) =>
-  expect.poll(read, { timeout: 30_000, interval: 100 });
+  expect.poll(read, { timeout: scaled(30_000), interval: 100 });
 const HOUR = 3_600_000;
 const ctx = useTestServer({ clock });
 

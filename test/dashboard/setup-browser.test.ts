@@ -16,6 +16,7 @@ import { type ChildServer, startChildServer } from "../helpers/child-server.js";
 import { DESKTOP_UA, launchChromium } from "../helpers/chromium.js";
 import { ROOT } from "../helpers/rpc-clients.js";
 import { postJson } from "../helpers/test-server.js";
+import { scaled } from "../helpers/timeouts.js";
 
 declare const sessionStorage: { getItem(key: string): string | null };
 
@@ -175,7 +176,7 @@ describe("first run in Chromium", () => {
 });
 
 // Two and three starts of the real process: each takes seconds on a loaded machine.
-describe("first run across a restart", { timeout: 120_000 }, () => {
+describe("first run across a restart", { timeout: scaled(120_000) }, () => {
   it("prints a new URL when restarted with still no account; the old one is refused", async () => {
     const first = await start("restart.sqlite");
     const before = await setupUrlOf(first);

@@ -13,6 +13,7 @@ import { sendTagged } from "../helpers/events.js";
 import { postPayment } from "../helpers/payment-clients.js";
 import { minimalPayment } from "../helpers/payment-fixtures.js";
 import { ADMIN_TOKEN, TEST_NOW } from "../helpers/test-server.js";
+import { scaled } from "../helpers/timeouts.js";
 import { useTestServer, withTestServer } from "../helpers/use-test-server.js";
 
 const ctx = useTestServer();
@@ -28,7 +29,7 @@ beforeAll(() => {
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 // Each command is a process of its own (npm, tsx): a table of them takes a while on a busy machine.
-describe("admin CLI: accounts, members and sites", { timeout: 120_000 }, () => {
+describe("admin CLI: accounts, members and sites", { timeout: scaled(120_000) }, () => {
   it("lists accounts, an account's members and its sites as JSON", async () => {
     const accounts = await cli("account", "list");
     expect(accounts.exitCode).toBe(0);
@@ -177,7 +178,7 @@ describe("admin CLI: accounts, members and sites", { timeout: 120_000 }, () => {
   });
 });
 
-describe("admin CLI: export", { timeout: 120_000 }, () => {
+describe("admin CLI: export", { timeout: scaled(120_000) }, () => {
   const T = TEST_NOW - 600_000;
   const range = [`--from`, new Date(T).toISOString(), "--to", new Date(T + 10_000).toISOString()];
   const query = `site_id=${"$SITE"}&from=${new Date(T).toISOString()}&to=${new Date(T + 10_000).toISOString()}`;
@@ -351,7 +352,7 @@ describe("admin CLI: export", { timeout: 120_000 }, () => {
 });
 
 describe("admin CLI: export events from a stopped server's data directory", {
-  timeout: 120_000,
+  timeout: scaled(120_000),
 }, () => {
   it("writes events as NDJSON and CSV, byte for byte what the REST export gave, ISO times beside", async () => {
     const T = TEST_NOW - 600_000;

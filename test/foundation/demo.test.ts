@@ -11,6 +11,7 @@ import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type ChildServer, startChildServer } from "../helpers/child-server.js";
 import { runNpmScript } from "../helpers/cli.js";
 import { postJson } from "../helpers/test-server.js";
+import { scaled } from "../helpers/timeouts.js";
 
 let dir: string;
 let env: Record<string, string>;
@@ -31,7 +32,7 @@ afterAll(async () => {
 });
 
 // The demo loads a month through a server of its own: seconds alone, more on a loaded machine.
-describe("npm run demo", { timeout: 120_000 }, () => {
+describe("npm run demo", { timeout: scaled(120_000) }, () => {
   it("creates an account, site and key, loads a month, and prints one export line", async () => {
     const r = await runNpmScript("demo", [], env);
     expect(r.exitCode, r.stderr).toBe(0);

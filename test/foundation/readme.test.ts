@@ -17,6 +17,7 @@ import { promisify } from "node:util";
 import { afterAll, describe, expect, it } from "vitest";
 import { freePort } from "../helpers/child-server.js";
 import { ROOT } from "../helpers/rpc-clients.js";
+import { scaled } from "../helpers/timeouts.js";
 
 const run = promisify(execFile);
 
@@ -91,7 +92,7 @@ ${blocks.join("\n\n").replaceAll("127.0.0.1:8080", `127.0.0.1:${port}`)}
     const { stdout, stderr } = await run("bash", ["-c", script], {
       cwd: ROOT,
       env,
-      timeout: 240_000,
+      timeout: scaled(240_000),
       maxBuffer: 16 * 1024 * 1024,
     }).catch((err: { stdout?: string; stderr?: string; message: string }) => {
       throw new Error(`${err.message}\nstdout:\n${err.stdout}\nstderr:\n${err.stderr}`);

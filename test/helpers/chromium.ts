@@ -28,6 +28,7 @@ import { delimiter, dirname, join } from "node:path";
 import { fileURLToPath } from "node:url";
 import { promisify } from "node:util";
 import { type Browser, type BrowserContext, chromium } from "playwright-core";
+import { scaled } from "./timeouts.js";
 
 /** A normal desktop user agent: the default one says HeadlessChrome, which the bot filter drops. */
 export const DESKTOP_UA =
@@ -175,11 +176,19 @@ function launchFailed(binary: ChromiumBinary, err: unknown): Error {
   );
 }
 
-/** Chromium with a fresh profile per context. */
+/** Playwright's own waits (locators, navigations: 30 s by default), scaled to the machine as every other timeout. */
+const ACTION_TIMEOUT_MS = 30_000;
+
+/**
+ * Chromium with a fresh profile per context. Each context's actions and
+ * navigations wait as long as the suite's other timeouts allow on this
+ * machine now (test/helpers/timeouts.ts), not Playwright's fixed 30 s.
+ */
 export async function launchChromium(): Promise<Browser> {
   const binary = await findChromium();
+  let browser: Browser;
   try {
-    return await chromium.launch({
+    browser = await chromium.launch({
       executablePath: binary.path,
       env: { ...browserEnv(), ...binary.env },
       args: CHROMIUM_ARGS,
@@ -187,13 +196,21 @@ export async function launchChromium(): Promise<Browser> {
   } catch (err) {
     throw launchFailed(binary, err);
   }
+  const newContext = browser.newContext.bind(browser);
+  browser.newContext = async (...args) => {
+    const context = await newContext(...args);
+    context.setDefaultTimeout(scaled(ACTION_TIMEOUT_MS));
+    context.setDefaultNavigationTimeout(scaled(ACTION_TIMEOUT_MS));
+    return context;
+  };
+  return browser;
 }
 
 /** Chromium on the profile in `userDataDir` (created when missing). */
 export async function launchPersistentChromium(userDataDir: string): Promise<BrowserContext> {
   const binary = await findChromium();
   try {
-    return await chromium.launchPersistentContext(userDataDir, {
+    const context = await chromium.launchPersistentContext(userDataDir, {
       executablePath: binary.path,
       env: { ...browserEnv(), ...binary.env },
       args: CHROMIUM_ARGS,
@@ -202,6 +219,9 @@ export async function launchPersistentChromium(userDataDir: string): Promise<Bro
       viewport: { width: 1280, height: 800 },
       locale: "en-GB",
     });
+    context.setDefaultTimeout(scaled(ACTION_TIMEOUT_MS));
+    context.setDefaultNavigationTimeout(scaled(ACTION_TIMEOUT_MS));
+    return context;
   } catch (err) {
     throw launchFailed(binary, err);
   }

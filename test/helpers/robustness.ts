@@ -10,6 +10,7 @@
 import http, { type IncomingHttpHeaders } from "node:http";
 import net from "node:net";
 import fc from "fast-check";
+import { scaled } from "./timeouts.js";
 
 /** One seed per test file run, printed so any failure can be replayed. */
 export const SEED = process.env.FC_SEED ? Number(process.env.FC_SEED) : Date.now() % 2 ** 31;
@@ -25,12 +26,14 @@ export function runs(numRuns: number, timeLimitMs = 45_000): fc.Parameters<unkno
   return {
     numRuns: Math.max(1, Math.round(numRuns * factor)),
     seed: SEED,
-    plugins: [fc.interruptAfterTimeLimit(timeLimitMs * factor, { failOnInterrupt: true })],
+    // Scaled to the machine now (test/helpers/timeouts.ts): a loaded machine answers
+    // the same requests slower, which is no failure of the property.
+    plugins: [fc.interruptAfterTimeLimit(scaled(timeLimitMs * factor), { failOnInterrupt: true })],
   };
 }
 
-/** Vitest time limit of a property test (scaled with FC_RUNS_FACTOR). */
-export const TEST_TIMEOUT = 60_000 * Math.max(1, Number(process.env.FC_RUNS_FACTOR ?? 1));
+/** Vitest time limit of a property test (scaled with FC_RUNS_FACTOR and the machine, as its file starts). */
+export const TEST_TIMEOUT = scaled(60_000 * Math.max(1, Number(process.env.FC_RUNS_FACTOR ?? 1)));
 
 /** A request that takes longer than this is a hang, and fails the property. */
 export const REQUEST_TIMEOUT_MS = 8_000;

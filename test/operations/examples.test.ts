@@ -10,6 +10,7 @@ import { describe, expect, it } from "vitest";
 import type { Store } from "../../src/store/port.js";
 import { ROOT } from "../helpers/rpc-clients.js";
 import { createTenant, type Tenant } from "../helpers/test-server.js";
+import { scaled } from "../helpers/timeouts.js";
 import { useTestServer } from "../helpers/use-test-server.js";
 
 const run = promisify(execFile);
@@ -47,7 +48,7 @@ describe("client examples", () => {
     try {
       const { stdout, stderr } = await run(cmd, args, {
         cwd: ROOT,
-        timeout: 60_000,
+        timeout: scaled(60_000),
         env: {
           ...process.env,
           INGEST_URL: ctx.url,

@@ -18,12 +18,13 @@ import {
 import { engineOverData } from "../helpers/analytics-engine-over.js";
 import { type RefData, referenceFunnel, referenceQuery } from "../helpers/analytics-reference.js";
 import { useTempDirs } from "../helpers/temp-dirs.js";
+import { scaled } from "../helpers/timeouts.js";
 
 const tempDir = useTempDirs("query-semantics-");
 const engineOver = (data: RefData) => engineOverData(tempDir(), data);
 
 describe("the engine against the reference model", () => {
-  it("answers every funnel as the reference does", { timeout: 300_000 }, async () => {
+  it("answers every funnel as the reference does", { timeout: scaled(300_000) }, async () => {
     await fc.assert(
       fc.asyncProperty(funnelCaseArb, async ({ data, plan }) => {
         const { engine, close } = await engineOver(data);
@@ -37,7 +38,7 @@ describe("the engine against the reference model", () => {
     );
   });
 
-  it("answers every query as the reference does", { timeout: 300_000 }, async () => {
+  it("answers every query as the reference does", { timeout: scaled(300_000) }, async () => {
     // Fixed seed: a failure prints its seed and path (fast-check's report) to replay it.
     await fc.assert(
       fc.asyncProperty(queryCaseArb, async ({ data, plan }) => {
@@ -53,7 +54,7 @@ describe("the engine against the reference model", () => {
   });
 
   it("answers every query by currency, customer or days to first payment as the reference does", {
-    timeout: 300_000,
+    timeout: scaled(300_000),
   }, async () => {
     await fc.assert(
       fc.asyncProperty(paymentQueryCaseArb, async ({ data, plan }) => {

@@ -9,6 +9,7 @@ import { describe, expect, it } from "vitest";
 import { ReportsService } from "../../../gen/ingest/v1/reports_pb.js";
 import { type DemoSummary, loadDemoMonth } from "../../../src/cli/demo-data.js";
 import { createTestClock, TEST_NOW } from "../../helpers/test-server.js";
+import { scaled } from "../../helpers/timeouts.js";
 import { type TestServerContext, useTestServer } from "../../helpers/use-test-server.js";
 
 const DAY = 86_400_000;
@@ -79,7 +80,7 @@ async function paymentsOf(ctx: TestServerContext) {
 }
 
 // A month through the doors: seconds alone, more on a loaded machine.
-describe("the demo's month", { timeout: 120_000 }, () => {
+describe("the demo's month", { timeout: scaled(120_000) }, () => {
   const clock = createTestClock();
   const ctx = useTestServer({ clock });
   let summary: DemoSummary;
@@ -130,7 +131,7 @@ describe("the demo's month", { timeout: 120_000 }, () => {
   });
 });
 
-describe("the demo's month, again", { timeout: 120_000 }, () => {
+describe("the demo's month, again", { timeout: scaled(120_000) }, () => {
   const clock = createTestClock();
   const ctx = useTestServer({ clock });
 
