@@ -150,7 +150,10 @@ async function postAndCheck(endpoint: Endpoint, body: Uint8Array, label: string)
   let parsed: unknown;
   let parses = true;
   try {
-    parsed = JSON.parse(input);
+    // Invalid UTF-8 is malformed JSON (RFC 8259 §8.1): decoded strictly, as the
+    // server does, not with replacement characters that would make it parse; a
+    // BOM is kept (ignoreBOM), so it stays a syntax error as it is there.
+    parsed = JSON.parse(new TextDecoder("utf-8", { fatal: true, ignoreBOM: true }).decode(body));
   } catch {
     parses = false;
   }
