@@ -82,10 +82,13 @@ export interface AnalyticsFeed {
    */
   dirtySince(): number | undefined;
   /**
-   * Rewrites the file between two batches while the server runs
-   * (AnalyticsStore.rewrite): the feed pauses meanwhile (SQLite keeps
-   * acknowledging into its outbox), then resumes on the new file. Nothing
-   * to do (undefined) when no rows were removed since the last rewrite.
+   * Rewrites the file while the server runs (AnalyticsStore.rewrite). The
+   * feed goes on moving into the open file while the copy is written, but
+   * keeps in SQLite what it moved meanwhile (outbox rows, log entries); at
+   * the swap (between two batches, queries waiting) the new file, whose
+   * watermark is the copy's, replays them from SQLite: the crash recovery's
+   * own path. Nothing to do (undefined) when no rows were removed since the
+   * last rewrite.
    */
   compact(): Promise<CompactReport | undefined>;
   /**
@@ -127,6 +130,10 @@ export interface AnalyticsFeedOptions {
     afterCommit?(): void;
     duringDelete?(): void;
     duringReclaim?(): void;
+    /** The rewrite's copy is written, before the swap (may hold it, or throw: a crash before the swap). */
+    afterCopy?(): void | Promise<void>;
+    /** The new file is open, before the replay of what moved during the copy (a throw: a crash there). */
+    afterSwap?(): void;
   };
   /** The clock `dirtySince` is read from (default: the system's). */
   now?: () => number;
@@ -288,6 +295,13 @@ export function createAnalyticsFeed(options: AnalyticsFeedOptions): AnalyticsFee
   /** feed_state row 3: when rows were first removed since the last rewrite. */
   let dirty: number | undefined;
   let removals = 0;
+  /**
+   * Set while a rewrite copies the file: what the feed moves meanwhile stays
+   * in SQLite (outbox rows, log entries), for the new file to replay.
+   */
+  let deferring = false;
+  /** The rewrite in progress (AnalyticsFeed.compact). */
+  let compacting: Promise<CompactReport | undefined> | undefined;
   const now = options.now ?? Date.now;
   // The writer of the file open now: a rewrite (between two batches) opens a new one.
   let w = analytics.writer;
@@ -333,6 +347,8 @@ export function createAnalyticsFeed(options: AnalyticsFeedOptions): AnalyticsFee
    * AUTOINCREMENT never gives again). Busy: left for the next batch.
    */
   const deleteMoved = async (last: number) => {
+    // The copy being written has an older watermark: its replay needs them.
+    if (deferring) return;
     try {
       for (;;) {
         const started = performance.now();
@@ -690,8 +706,62 @@ export function createAnalyticsFeed(options: AnalyticsFeedOptions): AnalyticsFee
     // One batch at a time: a poll that finds one running waits for it, then runs.
     serial(() => drain(maxBatches));
 
-  const backup = (file: string, busyTimeoutMs: number) =>
-    serial(() => copyDataDirectory(options.sqlitePath, analytics, file, busyTimeoutMs));
+  /**
+   * Copies the data directory between two batches, and never while a
+   * rewrite copies the file (it checkpoints the file the copy reads).
+   */
+  const backup = async (file: string, busyTimeoutMs: number): Promise<DataBackupReport> => {
+    for (;;) {
+      await compacting?.catch(() => {});
+      const report = await serial(async () =>
+        compacting
+          ? undefined
+          : copyDataDirectory(options.sqlitePath, analytics, file, busyTimeoutMs),
+      );
+      if (report) return report;
+    }
+  };
+
+  /**
+   * The rewrite while running: the copy is written beside the feed's
+   * batches, which keep their SQLite rows meanwhile (`deferring`); the swap
+   * runs between two batches, and the new file replays from its own
+   * watermark (the copy's) what they moved: `loadWatermark` deletes from
+   * SQLite what the copy holds, `drain` applies the rest, exactly as after a
+   * crash. Queries wait for that replay (onSwapped runs before they resume),
+   * so none sees the new file without an event the old one showed.
+   */
+  const rewriteWhileMoving = async (): Promise<CompactReport | undefined> => {
+    const due = await serial(async () => {
+      if (mark === undefined) mark = await loadWatermark();
+      if (dirty === undefined) return false;
+      // Set between two batches: every row deleted from SQLite so far is in the copy's snapshot.
+      deferring = true;
+      return true;
+    });
+    if (!due) return undefined;
+    let report: RewriteReport;
+    try {
+      report = await analytics.rewrite({
+        ...compactedCopy,
+        onCopied: () => options.faults?.afterCopy?.(),
+        exclusive: (swap) => serial(swap),
+        onSwapped: async () => {
+          // The open file's state is read again from it, from here on (also when
+          // the replay fails: the next batch loads it).
+          w = analytics.writer;
+          mark = undefined;
+          dirty = undefined;
+          deferring = false;
+          options.faults?.afterSwap?.();
+          await drain(Number.POSITIVE_INFINITY);
+        },
+      });
+    } finally {
+      deferring = false;
+    }
+    return { ...report, sqliteWalTruncated: await truncateSqliteWal() };
+  };
 
   /**
    * Checkpoints SQLite's WAL into its file and truncates it. Until then the
@@ -752,15 +822,12 @@ export function createAnalyticsFeed(options: AnalyticsFeedOptions): AnalyticsFee
     removals: () => removals,
     removedRows: () => dirty !== undefined,
     dirtySince: () => dirty,
-    compact: () =>
-      serial(async () => {
-        if (mark === undefined) mark = await loadWatermark();
-        if (dirty === undefined) return undefined;
-        const report = await analytics.rewrite(compactedCopy);
-        w = analytics.writer;
-        dirty = undefined;
-        return { ...report, sqliteWalTruncated: await truncateSqliteWal() };
-      }),
+    compact() {
+      compacting ??= rewriteWhileMoving().finally(() => {
+        compacting = undefined;
+      });
+      return compacting;
+    },
     start() {
       if (timer || stopped) return;
       timer = setTimeout(tick, 0);
@@ -769,6 +836,8 @@ export function createAnalyticsFeed(options: AnalyticsFeedOptions): AnalyticsFee
       stopped = true;
       if (timer) clearTimeout(timer);
       timer = undefined;
+      // A rewrite in progress ends (its swap replays) before the connection closes.
+      await compacting?.catch(() => {});
       await running?.catch(() => {});
       if (db.open) db.close();
     },

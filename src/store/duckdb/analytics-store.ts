@@ -61,8 +61,11 @@ export interface AnalyticsStore {
    */
   connect(): Promise<DuckDBConnection>;
   /**
-   * Rewrites the file while it is open (see `rewrite` below): the caller
-   * makes sure no write runs meanwhile (the feed calls it between batches).
+   * Rewrites the file while it is open (see `rewrite` below). The copy reads
+   * a snapshot on a connection of its own, so the feed may go on writing
+   * meanwhile; the swap runs inside `exclusive` (the feed: between two
+   * batches), and `onSwapped` brings what the feed wrote during the copy onto
+   * the new file before queries resume.
    */
   rewrite(options?: RewriteOptions): Promise<RewriteReport>;
   close(): void;
@@ -70,10 +73,26 @@ export interface AnalyticsStore {
 
 /** What a rewrite runs on the copy before it replaces the file. */
 export interface RewriteOptions {
-  /** Statements run on the copy, attached as `compacted`, after the tables are copied. */
+  /** Statements run on the copy, attached as `compacted`, after the tables are copied (in the copy's transaction). */
   onCopy?: string[];
-  /** Called once the copy is written and synced, before the swap waits for running queries. */
-  onCopied?: () => void;
+  /**
+   * Called once the copy is written and synced, before the swap: a test
+   * holds the rewrite there (the feed keeps moving meanwhile) or stands for
+   * a crash by throwing (the old file stays open, whole).
+   */
+  onCopied?: () => void | Promise<void>;
+  /**
+   * Runs the swap when none of the caller's writes runs (the feed: between
+   * two of its batches). Default: at once.
+   */
+  exclusive?: <T>(swap: () => Promise<T>) => Promise<T>;
+  /**
+   * Called inside `exclusive` once the file is open again (the new one, or
+   * the old one when the rename failed), before new queries may connect:
+   * the feed replays onto it what it applied to the old file during the copy,
+   * so no query sees the new file without it.
+   */
+  onSwapped?: () => Promise<void>;
 }
 
 /** What a rewrite did. */
@@ -249,12 +268,14 @@ export async function openAnalyticsStore(options: AnalyticsStoreOptions): Promis
     },
     /**
      * Rewrites the open file, as `closeCompacted` does at a stop, without
-     * stopping: every table is copied into `<file>.compact` while queries
-     * go on (DuckDB reads a snapshot), the copy is synced, then new queries
-     * wait while the running ones end, the old file closes (checkpointed, so
-     * its WAL is empty and removed), the copy is renamed over it (atomic:
-     * a crash leaves either the old file or the new one, both whole; a
-     * left-over copy is removed at the next open) and the new file opens.
+     * stopping: every table is copied into `<file>.compact` from one
+     * snapshot while queries and the feed's writes go on, the copy is
+     * synced; then (inside `exclusive`) new queries wait while the running
+     * ones end, the old file closes (checkpointed, so its WAL is empty and
+     * removed), the copy is renamed over it (atomic: a crash leaves either
+     * the old file or the new one, both whole; a left-over copy is removed
+     * at the next open), the new file opens and `onSwapped` brings it up to
+     * date before queries resume.
      */
     async rewrite(rewriteOptions = {}) {
       const started = performance.now();
@@ -263,41 +284,57 @@ export async function openAnalyticsStore(options: AnalyticsStoreOptions): Promis
       }
       const next = compactPathOf(options.path);
       const bytesBefore = fileBytes(options.path);
-      await copyDatabase(state.writer, next, rewriteOptions.onCopy ?? []);
-      syncFile(next);
-      rewriteOptions.onCopied?.();
-      const swapStarted = performance.now();
-      let release = () => {};
-      swapping = new Promise<void>((r) => {
-        release = r;
-      });
+      // Its own connection, one transaction: a snapshot of every table (and of
+      // the feed's watermark with them) while the feed's writer goes on committing.
+      const copier = await state.instance.connect();
       try {
-        if (open.size > 0 || connecting > 0) {
-          await new Promise<void>((r) => {
-            drained = r;
-          });
-          drained = undefined;
-        }
-        await state.writer.run("CHECKPOINT");
-        state.writer.closeSync();
-        state.instance.closeSync();
-        rmSync(`${options.path}.wal`, { force: true });
-        try {
-          renameSync(next, options.path);
-          syncFile(dirname(options.path));
-        } finally {
-          // The new file, or the old one when the rename failed: the store stays open.
-          state = await reopen(options);
-        }
+        await copyDatabase(copier, next, rewriteOptions.onCopy ?? []);
+        syncFile(next);
+        await rewriteOptions.onCopied?.();
+      } catch (err) {
+        // The old file stays, whole and open; the copy is of no use.
+        removeFiles([next, `${next}.wal`]);
+        throw err;
       } finally {
-        swapping = undefined;
-        release();
+        copier.closeSync();
       }
+      const exclusive = rewriteOptions.exclusive ?? (<T>(swap: () => Promise<T>) => swap());
+      const swapSeconds = await exclusive(async () => {
+        const swapStarted = performance.now();
+        let release = () => {};
+        swapping = new Promise<void>((r) => {
+          release = r;
+        });
+        try {
+          if (open.size > 0 || connecting > 0) {
+            await new Promise<void>((r) => {
+              drained = r;
+            });
+            drained = undefined;
+          }
+          await state.writer.run("CHECKPOINT");
+          state.writer.closeSync();
+          state.instance.closeSync();
+          rmSync(`${options.path}.wal`, { force: true });
+          try {
+            renameSync(next, options.path);
+            syncFile(dirname(options.path));
+          } finally {
+            // The new file, or the old one when the rename failed: the store stays open.
+            state = await reopen(options);
+            await rewriteOptions.onSwapped?.();
+          }
+        } finally {
+          swapping = undefined;
+          release();
+        }
+        return (performance.now() - swapStarted) / 1000;
+      });
       return {
         bytesBefore,
         bytesAfter: fileBytes(options.path),
         seconds: (performance.now() - started) / 1000,
-        swapSeconds: (performance.now() - swapStarted) / 1000,
+        swapSeconds,
       };
     },
     close() {
@@ -325,14 +362,25 @@ async function reopen(options: AnalyticsStoreOptions) {
   }
 }
 
-/** Copies every table of the database of `conn` into a new file `dest` (DuckDB's own copy). */
+/**
+ * Copies every table of the database of `conn` into a new file `dest`
+ * (DuckDB's own copy), in one transaction: the copy is one consistent
+ * snapshot however the other connections write meanwhile.
+ */
 async function copyDatabase(conn: DuckDBConnection, dest: string, onCopy: string[]): Promise<void> {
   removeFiles([dest, `${dest}.wal`]);
   const name = (await conn.runAndReadAll("SELECT current_database()")).getRows()[0]?.[0];
   await conn.run(`ATTACH '${dest.replaceAll("'", "''")}' AS compacted`);
   try {
-    await conn.run(`COPY FROM DATABASE "${String(name).replaceAll('"', '""')}" TO compacted`);
-    for (const sql of onCopy) await conn.run(sql);
+    await conn.run("BEGIN TRANSACTION");
+    try {
+      await conn.run(`COPY FROM DATABASE "${String(name).replaceAll('"', '""')}" TO compacted`);
+      for (const sql of onCopy) await conn.run(sql);
+      await conn.run("COMMIT");
+    } catch (err) {
+      await conn.run("ROLLBACK").catch(() => {});
+      throw err;
+    }
     await conn.run("CHECKPOINT compacted");
   } finally {
     await conn.run("DETACH compacted");

@@ -6,11 +6,14 @@
  * a new DuckDB file filled from SQLite, and the pages of what it moved
  * given back to the file system in short steps.
  */
-import { rmSync, statSync } from "node:fs";
+import { readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
-import { createAnalyticsFeed } from "../../../../src/store/duckdb/analytics-feed.js";
+import {
+  type AnalyticsFeedOptions,
+  createAnalyticsFeed,
+} from "../../../../src/store/duckdb/analytics-feed.js";
 import {
   type AnalyticsStore,
   openAnalyticsStore,
@@ -69,8 +72,36 @@ function setUp() {
   };
   /** The events still in SQLite's outbox. */
   const outbox = () => (db.prepare("SELECT count(*) AS n FROM events").get() as { n: number }).n;
-  return { dir, sqlitePath, db, add, analytics, moved, initialize, outbox };
+  /** A feed of this directory (polling every second unless told; no loop is started). */
+  type Extra = Partial<Omit<AnalyticsFeedOptions, "sqlitePath" | "analytics">>;
+  const feed = (a: AnalyticsStore, extra: Extra = {}) =>
+    createAnalyticsFeed({ sqlitePath, analytics: a, intervalMs: 1000, ...extra });
+  /**
+   * A feed whose process dies where `faults` throws "killed" (in runOnce, or
+   * in `during` when given); it is stopped, as the dead process's connections would be.
+   */
+  const crash = async (
+    a: AnalyticsStore,
+    extra: Extra,
+    during: (f: ReturnType<typeof feed>) => Promise<unknown> = (f) => f.runOnce(),
+  ) => {
+    const crashing = feed(a, extra);
+    await expect(during(crashing)).rejects.toThrow("killed");
+    await crashing.stop();
+  };
+  /** The next start's feed: it runs until nothing is left, then stops. */
+  const restart = async (a: AnalyticsStore, extra: Extra = {}) => {
+    const restarted = feed(a, extra);
+    await restarted.runOnce();
+    await restarted.stop();
+  };
+  return { dir, sqlitePath, db, add, analytics, moved, initialize, outbox, feed, crash, restart };
 }
+
+/** A fault that stands for a `kill -9` at that point. */
+const killed = () => {
+  throw new Error("killed");
+};
 
 const once = (from: number, to: number) =>
   Array.from({ length: to - from }, (_, k) => [from + k, 1]);
@@ -81,32 +112,13 @@ describe("the analytics feed", () => {
     const a = await t.analytics();
     await t.initialize(a);
     t.add(30);
-    const crashing = createAnalyticsFeed({
-      sqlitePath: t.sqlitePath,
-      analytics: a,
-      intervalMs: 1000,
-      batchMax: 10,
-      faults: {
-        afterCommit() {
-          throw new Error("killed");
-        },
-      },
-    });
-    await expect(crashing.runOnce()).rejects.toThrow("killed");
-    await crashing.stop();
+    await t.crash(a, { batchMax: 10, faults: { afterCommit: killed } });
     // The outbox still holds the batch DuckDB committed (and events have no log
     // entry: migration 23); the restarted feed skips and deletes them by the id DuckDB recorded.
     expect(t.db.prepare("SELECT count(*) AS n FROM analytics_feed").get()).toEqual({ n: 0 });
     expect(t.outbox()).toBe(30);
     expect(await t.moved(a)).toEqual(once(0, 10));
-    const restarted = createAnalyticsFeed({
-      sqlitePath: t.sqlitePath,
-      analytics: a,
-      intervalMs: 1000,
-      batchMax: 10,
-    });
-    await restarted.runOnce();
-    await restarted.stop();
+    await t.restart(a, { batchMax: 10 });
     expect(await t.moved(a)).toEqual(once(0, 30));
     expect(t.db.prepare("SELECT count(*) AS n FROM analytics_feed").get()).toEqual({ n: 0 });
     expect(t.outbox()).toBe(0);
@@ -117,26 +129,11 @@ describe("the analytics feed", () => {
     const a = await t.analytics();
     await t.initialize(a);
     t.add(2_500);
-    const crashing = createAnalyticsFeed({
-      sqlitePath: t.sqlitePath,
-      analytics: a,
-      intervalMs: 1000,
-      faults: {
-        duringDelete() {
-          throw new Error("killed");
-        },
-      },
-    });
-    await expect(crashing.runOnce()).rejects.toThrow("killed");
-    await crashing.stop();
+    await t.crash(a, { faults: { duringDelete: killed } });
     // One slice of 1,000 deleted; DuckDB committed all of them.
     expect(t.outbox()).toBe(1_500);
     expect(await t.moved(a)).toEqual(once(0, 2_500));
-    const restarted = createAnalyticsFeed({
-      sqlitePath: t.sqlitePath,
-      analytics: a,
-      intervalMs: 1000,
-    });
+    const restarted = t.feed(a);
     await restarted.runOnce();
     t.add(5, 2_500);
     await restarted.runOnce();
@@ -151,29 +148,17 @@ describe("the analytics feed", () => {
     await t.initialize(a);
     t.add(25);
     let batches = 0;
-    const crashing = createAnalyticsFeed({
-      sqlitePath: t.sqlitePath,
-      analytics: a,
-      intervalMs: 1000,
+    await t.crash(a, {
       batchMax: 10,
       faults: {
         beforeCommit() {
           batches += 1;
-          if (batches === 2) throw new Error("killed");
+          if (batches === 2) killed();
         },
       },
     });
-    await expect(crashing.runOnce()).rejects.toThrow("killed");
-    await crashing.stop();
     expect(await t.moved(a)).toEqual(once(0, 10));
-    const restarted = createAnalyticsFeed({
-      sqlitePath: t.sqlitePath,
-      analytics: a,
-      intervalMs: 1000,
-      batchMax: 10,
-    });
-    await restarted.runOnce();
-    await restarted.stop();
+    await t.restart(a, { batchMax: 10 });
     expect(await t.moved(a)).toEqual(once(0, 25));
     expect(t.outbox()).toBe(0);
   });
@@ -465,32 +450,213 @@ describe("the analytics feed", () => {
     const a = await t.analytics();
     await t.initialize(a);
     const { before, pages } = fillOutbox(t);
-    const crashing = createAnalyticsFeed({
-      sqlitePath: t.sqlitePath,
-      analytics: a,
-      intervalMs: 1000,
-      freePagesKept: 0,
-      faults: {
-        duringReclaim() {
-          throw new Error("killed");
-        },
-      },
-    });
-    await expect(crashing.runOnce()).rejects.toThrow("killed");
-    await crashing.stop();
+    await t.crash(a, { freePagesKept: 0, faults: { duringReclaim: killed } });
     expect(t.outbox()).toBe(0);
     expect(t.db.pragma("freelist_count", { simple: true })).toBeGreaterThan(before.pages / 2);
-    const restarted = createAnalyticsFeed({
-      sqlitePath: t.sqlitePath,
-      analytics: a,
-      intervalMs: 1000,
-      freePagesKept: 0,
-    });
-    await restarted.runOnce();
-    await restarted.stop();
+    await t.restart(a, { freePagesKept: 0 });
     expect(t.db.pragma("freelist_count", { simple: true })).toBe(0);
     expect(pages()).toBeLessThan(before.pages / 4);
     expect(await t.moved(a)).toEqual(once(0, 4_000));
+  });
+});
+
+describe("the analytics feed while the file is rewritten", () => {
+  /** v3's events erased (a log entry as erasure writes it): the file holds removed rows' bytes. */
+  const erase = (t: ReturnType<typeof setUp>, visitor: string) =>
+    t.db
+      .prepare("INSERT INTO analytics_feed (kind, site_id, key, ref) VALUES (5, 's1', ?, NULL)")
+      .run(visitor);
+  /** A rewrite held once its copy is written: `copied` resolves there, `release()` lets it swap. */
+  const holdAtCopy = () => {
+    let release = () => {};
+    let reached = () => {};
+    const copied = new Promise<void>((r) => {
+      reached = r;
+    });
+    const held = new Promise<void>((r) => {
+      release = r;
+    });
+    return {
+      copied,
+      release: () => release(),
+      afterCopy: () => {
+        reached();
+        return held;
+      },
+    };
+  };
+  /** The events of `i` from `from` on that a query's own connection finds (not the feed's writer). */
+  const queried = async (a: AnalyticsStore, from: number) => {
+    const conn = await a.connect();
+    try {
+      const r = await conn.runAndReadAll(
+        "SELECT count(*) FROM events WHERE CAST(props->>'$.i' AS INTEGER) >= $1",
+        [from],
+      );
+      return Number(r.getRows()[0]?.[0]);
+    } finally {
+      conn.closeSync();
+    }
+  };
+  /**
+   * The events of `0..to` minus those of the visitors `erased` (by `i % 7`)
+   * moved before 20 (one added after an erasure stays).
+   */
+  const left = (to: number, erased: number[]) =>
+    once(0, to).filter(([i = 0]) => i >= 20 || !erased.includes(i % 7));
+  const dirtyRow = async (a: AnalyticsStore) =>
+    (await a.writer.runAndReadAll("SELECT seq FROM feed_state WHERE id = 3"))
+      .getRows()
+      .map(([x]) => Number(x));
+
+  it("moves events during the copy (catchUp and a query see them at once), keeps them in SQLite, and holds each once after the swap", async () => {
+    const t = setUp();
+    const a = await t.analytics();
+    await t.initialize(a);
+    t.add(20);
+    const hold = holdAtCopy();
+    const feed = t.feed(a, { now: () => 5_000, faults: { afterCopy: hold.afterCopy } });
+    await feed.runOnce();
+    erase(t, "v3");
+    await feed.runOnce();
+    expect(feed.dirtySince()).toBe(5_000);
+    const compacting = feed.compact();
+    await hold.copied;
+    // Acknowledged while the copy waits to be swapped in: read-your-writes does not wait for it.
+    t.add(5, 20);
+    await feed.catchUp();
+    expect(await queried(a, 20)).toBe(5);
+    // Moved into the open file, but kept in SQLite for the new file's replay.
+    expect(t.outbox()).toBe(5);
+    hold.release();
+    const report = await compacting;
+    expect(report?.bytesAfter).toBeGreaterThan(0);
+    const expected = left(25, [3]);
+    expect(await t.moved(a)).toEqual(expected);
+    expect(await queried(a, 20)).toBe(5);
+    expect(t.outbox()).toBe(0);
+    expect(t.db.prepare("SELECT count(*) AS n FROM analytics_feed").get()).toEqual({ n: 0 });
+    // The new file holds no removed row: it is not due again.
+    expect(feed.dirtySince()).toBeUndefined();
+    expect(await dirtyRow(a)).toEqual([]);
+    // The feed goes on with the new file.
+    t.add(2, 25);
+    await feed.catchUp();
+    await feed.stop();
+    expect(await t.moved(a)).toEqual([...expected, [25, 1], [26, 1]]);
+  });
+
+  it("applies an erasure logged during the copy to the new file, which is then due again; the next rewrite leaves none of its bytes", async () => {
+    const t = setUp();
+    const a = await t.analytics();
+    await t.initialize(a);
+    const marker = "erased-during-copy-5e1c";
+    t.db
+      .prepare(
+        "INSERT INTO events (site_id, name, url, ts, received_at, visitor_id, props) VALUES ('s1', 'pageview', ?, 900, 900, ?, '{\"i\":99}')",
+      )
+      .run(`https://example.com/${marker}`, marker);
+    t.add(10);
+    let clock = 5_000;
+    const hold = holdAtCopy();
+    const feed = t.feed(a, { now: () => clock, faults: { afterCopy: hold.afterCopy } });
+    await feed.runOnce();
+    erase(t, "v3");
+    await feed.runOnce();
+    const compacting = feed.compact();
+    await hold.copied;
+    // The copy holds the marked visitor's events; the erasure comes after its snapshot.
+    clock = 9_000;
+    erase(t, marker);
+    await feed.catchUp();
+    expect(await queried(a, 99)).toBe(0);
+    hold.release();
+    await compacting;
+    expect(await queried(a, 99)).toBe(0);
+    expect(await t.moved(a)).toEqual(left(10, [3]));
+    // The replay deleted rows of the new file: it is dirty again, since the replay.
+    expect(feed.dirtySince()).toBe(9_000);
+    expect(await dirtyRow(a)).toEqual([9_000]);
+    const again = holdAtCopy();
+    again.release();
+    expect(await feed.compact()).toBeDefined();
+    await feed.stop();
+    expect(feed.dirtySince()).toBeUndefined();
+    a.close();
+    expect(readFileSync(join(t.dir, "analytics.duckdb")).includes(marker)).toBe(false);
+  });
+
+  it("after a crash between the copy and the swap: the old file and SQLite's kept rows give every event once", async () => {
+    const t = setUp();
+    const a = await t.analytics();
+    await t.initialize(a);
+    t.add(20);
+    await t.restart(a);
+    erase(t, "v3");
+    let f: ReturnType<typeof t.feed> | undefined;
+    await t.crash(
+      a,
+      {
+        faults: {
+          async afterCopy() {
+            // Moved into the old file during the copy, then the process dies.
+            t.add(5, 20);
+            await f?.catchUp();
+            killed();
+          },
+        },
+      },
+      async (crashing) => {
+        f = crashing;
+        await crashing.runOnce();
+        return crashing.compact();
+      },
+    );
+    expect(t.outbox()).toBe(5);
+    a.close();
+    const reopened = await t.analytics();
+    expect(readdirSync(t.dir).filter((x) => x.includes("compact"))).toEqual([]);
+    t.add(1, 25);
+    await t.restart(reopened);
+    expect(await t.moved(reopened)).toEqual(left(26, [3]));
+    expect(t.outbox()).toBe(0);
+  });
+
+  it("after a crash right after the swap, before the replay: the new file replays from its own watermark, every event once", async () => {
+    const t = setUp();
+    const a = await t.analytics();
+    await t.initialize(a);
+    t.add(20);
+    await t.restart(a);
+    erase(t, "v3");
+    let f: ReturnType<typeof t.feed> | undefined;
+    await t.crash(
+      a,
+      {
+        faults: {
+          async afterCopy() {
+            t.add(5, 20);
+            erase(t, "v5");
+            await f?.catchUp();
+          },
+          afterSwap: killed,
+        },
+      },
+      async (crashing) => {
+        f = crashing;
+        await crashing.runOnce();
+        return crashing.compact();
+      },
+    );
+    // The new file is the copy: without what moved during it, and v5 not yet erased there.
+    expect(await t.moved(a)).toEqual(left(20, [3]));
+    expect(t.outbox()).toBe(5);
+    a.close();
+    const reopened = await t.analytics();
+    await t.restart(reopened);
+    expect(await t.moved(reopened)).toEqual(left(25, [3, 5]));
+    expect(t.outbox()).toBe(0);
+    expect(t.db.prepare("SELECT count(*) AS n FROM analytics_feed").get()).toEqual({ n: 0 });
   });
 });
 
