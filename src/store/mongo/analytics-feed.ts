@@ -117,7 +117,12 @@ export interface MongoAnalyticsFeedOptions {
    * Tests stand for a crash at the two edges of a page: a throw before
    * DuckDB's commit (it rolls back), or after it (before anything else).
    */
-  faults?: { beforeCommit?(): void; afterCommit?(): void };
+  faults?: {
+    beforeCommit?(): void;
+    afterCommit?(): void;
+    /** A rewrite's copy is written, before the swap (a test holds it there). */
+    afterCopy?(): void | Promise<void>;
+  };
   /**
    * Called once per page, inside its DuckDB transaction, with the (site,
    * visitor key) pairs whose events the page appended or deleted: where a
@@ -222,11 +227,28 @@ export function createMongoAnalyticsFeed(options: MongoAnalyticsFeedOptions): An
   let running: Promise<number> | undefined;
   let timer: NodeJS.Timeout | undefined;
   let stopped = false;
-  /** When rows were first removed since the last rewrite (in memory: a crash forgets it). */
+  /**
+   * When rows were first removed since the last rewrite: kept in the file
+   * (feed_state row 3, as the SQLite feed does) in the page's transaction, so
+   * a restart does not forget a rewrite that is due.
+   */
   let dirty: number | undefined;
-  const markDirty = () => {
-    dirty ??= (options.now ?? Date.now)();
+  /** The time the page in progress marked the file dirty with (kept once it commits). */
+  let dirtyNow: number | undefined;
+  const markDirty = async () => {
+    if (dirty !== undefined || dirtyNow !== undefined) return;
+    dirtyNow = (options.now ?? Date.now)();
+    await w.run("INSERT INTO feed_state VALUES (3, $1) ON CONFLICT (id) DO NOTHING", [
+      BigInt(dirtyNow),
+    ]);
   };
+  /**
+   * Set while a rewrite copies the file: the notices stay in MongoDB until
+   * the new file (whose watermarks are the copy's) has replayed them.
+   */
+  let deferring = false;
+  /** The rewrite in progress (compact). */
+  let compacting: ReturnType<AnalyticsFeed["compact"]> | undefined;
   /** Deletions of events applied (the event pager drops its read-ahead when this moves). */
   let removals = 0;
 
@@ -249,14 +271,18 @@ export function createMongoAnalyticsFeed(options: MongoAnalyticsFeedOptions): An
   /** Runs `body` in one DuckDB transaction (rolled back when it throws). */
   const transaction = async (body: () => Promise<void>) => {
     await w.run("BEGIN TRANSACTION");
+    dirtyNow = undefined;
     try {
       await body();
       options.faults?.beforeCommit?.();
       await w.run("COMMIT");
     } catch (err) {
       await w.run("ROLLBACK").catch(() => {});
+      dirtyNow = undefined;
       throw err;
     }
+    dirty ??= dirtyNow;
+    dirtyNow = undefined;
     options.faults?.afterCommit?.();
   };
 
@@ -324,7 +350,7 @@ export function createMongoAnalyticsFeed(options: MongoAnalyticsFeedOptions): An
     if (changed.length === 0) return;
     if (gone.length > 0) {
       // Anything but an append leaves old rows' bytes in the file until it is rewritten.
-      markDirty();
+      await markDirty();
       removals += 1;
       for (let k = 0; k < gone.length; k += 1000) {
         const deleted = await w.runAndReadAll(
@@ -366,21 +392,27 @@ export function createMongoAnalyticsFeed(options: MongoAnalyticsFeedOptions): An
 
   /** Replaces the rows of `docs`' payments by their current state. */
   const replacePayments = async (docs: PaymentDoc[]) => {
-    const bySite = new Map<string, string[]>();
-    for (const p of docs) bySite.set(p.site_id, [...(bySite.get(p.site_id) ?? []), p.payment_id]);
-    for (const [site, ids] of bySite) {
-      await w.run(
-        "DELETE FROM payments WHERE site_id = $1 AND list_contains($2::VARCHAR[], payment_id)",
-        [site, listValue(ids)],
-      );
-    }
-    if (docs.length > 0) markDirty();
-    const ap = await w.createAppender("payments");
+    if (docs.length === 0) return;
+    // The page's rows beside the held ones: only a payment whose row changed is
+    // replaced, so the window's re-reads of unchanged payments leave no old
+    // bytes in the file (nor mark it due for a rewrite).
+    await w.run(
+      "CREATE TEMP TABLE IF NOT EXISTS incoming_payments AS FROM payments LIMIT 0; DELETE FROM incoming_payments",
+    );
+    const ap = await w.createAppender("incoming_payments");
     try {
       for (const p of docs) appendPayment(ap, paymentRowOf(p));
     } finally {
       ap.closeSync();
     }
+    const stale = await w.runAndReadAll(
+      `DELETE FROM payments WHERE (site_id, payment_id) IN (
+         SELECT site_id, payment_id FROM (FROM payments SEMI JOIN incoming_payments USING (site_id, payment_id)
+                                          EXCEPT FROM incoming_payments))
+       RETURNING 1`,
+    );
+    if (stale.currentRowCount > 0) await markDirty();
+    await w.run("INSERT INTO payments FROM incoming_payments EXCEPT FROM payments");
   };
 
   /** Applies one notice: the named keys' current documents replace DuckDB's rows. */
@@ -407,7 +439,7 @@ export function createMongoAnalyticsFeed(options: MongoAnalyticsFeedOptions): An
         )
       )
         return;
-      markDirty();
+      await markDirty();
       await w.run(
         "DELETE FROM links WHERE site_id = $1 AND list_contains($2::VARCHAR[], customer_id)",
         keys,
@@ -426,7 +458,7 @@ export function createMongoAnalyticsFeed(options: MongoAnalyticsFeedOptions): An
       const held = await w.runAndReadAll(`SELECT vid, pvid FROM stitches WHERE ${touching}`, keys);
       const now = stitches.map((x) => [visitorKey(x.visitor_id), visitorKey(x.persistent_id)]);
       if (sameRows(held.getRowsJS(), now)) return;
-      markDirty();
+      await markDirty();
       await w.run(`DELETE FROM stitches WHERE ${touching}`, keys);
       await appendStitches(stitches);
     }
@@ -548,6 +580,9 @@ export function createMongoAnalyticsFeed(options: MongoAnalyticsFeedOptions): An
     for (const [stream, mark] of r.getRowsJS() as [Stream, bigint][]) {
       marks.set(stream, Number(mark));
     }
+    const due = await w.runAndReadAll("SELECT seq FROM feed_state WHERE id = 3");
+    const since = due.getRowsJS()[0]?.[0];
+    dirty = since === undefined ? undefined : Number(since);
     if (STREAMS.every((s) => marks.has(s.stream))) return;
     // The server's time BEFORE the collections are read: what changes while
     // they are read has a later marker, and is read again by the streams.
@@ -600,29 +635,75 @@ export function createMongoAnalyticsFeed(options: MongoAnalyticsFeedOptions): An
   /** Notices older than twice the window were applied for a whole window: they go. */
   const trimNotices = async () => {
     const mark = marks.get("notices");
-    if (mark === undefined) return;
+    if (mark === undefined || deferring) return;
     await c.analyticsLog.deleteMany({ at: { $lt: new Date(mark - 2 * settleMs) } }).catch(() => {
       // Trimmed at a later poll.
     });
   };
 
-  const drain = async (maxPages: number): Promise<number> => {
-    ready ??= load().catch((err) => {
+  /** The watermarks and the dirty time of the open file, loaded once (again after a swap). */
+  const loaded = () =>
+    (ready ??= load().catch((err) => {
       ready = undefined;
       throw err;
-    });
-    await ready;
+    }));
+
+  const drain = async (maxPages: number): Promise<number> => {
+    await loaded();
     for (const s of STREAMS) await drainStream(s, maxPages);
     await trimNotices();
     return marks.get("buckets") ?? 0;
   };
 
-  const runOnce = (maxPages = Number.POSITIVE_INFINITY): Promise<number> => {
-    // One drain at a time: a poll that finds one running waits for it, then runs.
+  /** Runs `work` between two drains: one at a time. */
+  const serial = <T>(work: () => Promise<T>): Promise<T> => {
     const prev = running ?? Promise.resolve(0);
-    const next = prev.catch(() => 0).then(() => drain(maxPages));
-    running = next;
+    const next = prev.catch(() => 0).then(work);
+    running = next.then(
+      () => marks.get("buckets") ?? 0,
+      () => marks.get("buckets") ?? 0,
+    );
     return next;
+  };
+
+  // One drain at a time: a poll that finds one running waits for it, then runs.
+  const runOnce = (maxPages = Number.POSITIVE_INFINITY): Promise<number> =>
+    serial(() => drain(maxPages));
+
+  /**
+   * The rewrite while running, as the SQLite feed does it
+   * (src/store/duckdb/analytics-feed.ts): the copy is written beside the
+   * drains, which keep the notices in MongoDB meanwhile; the swap runs
+   * between two drains, and the new file re-reads from its own watermarks
+   * (the copy's, minus the window) before queries resume. Every stream
+   * re-read converges (a bucket's events by number, a payment or a key by
+   * its current document), so the replay is the crash recovery's own path.
+   */
+  const rewriteWhileFeeding = async () => {
+    const due = await serial(async () => {
+      await loaded();
+      if (dirty === undefined) return false;
+      deferring = true;
+      return true;
+    });
+    if (!due) return undefined;
+    try {
+      return await analytics.rewrite({
+        ...compactedCopy,
+        onCopied: () => options.faults?.afterCopy?.(),
+        exclusive: (swap) => serial(swap),
+        onSwapped: async () => {
+          w = analytics.writer;
+          marks.clear();
+          dirty = undefined;
+          ready = undefined;
+          deferring = false;
+          await drain(Number.POSITIVE_INFINITY);
+        },
+      });
+    } finally {
+      deferring = false;
+    }
   };
 
   const tick = () => {
@@ -645,22 +726,10 @@ export function createMongoAnalyticsFeed(options: MongoAnalyticsFeedOptions): An
     removedRows: () => dirty !== undefined,
     dirtySince: () => dirty,
     compact() {
-      // Between two drains, as runOnce chains them.
-      const prev = running ?? Promise.resolve(0);
-      const next = prev
-        .catch(() => 0)
-        .then(async () => {
-          if (dirty === undefined) return undefined;
-          const report = await analytics.rewrite(compactedCopy);
-          w = analytics.writer;
-          dirty = undefined;
-          return report;
-        });
-      running = next.then(
-        () => marks.get("buckets") ?? 0,
-        () => marks.get("buckets") ?? 0,
-      );
-      return next;
+      compacting ??= rewriteWhileFeeding().finally(() => {
+        compacting = undefined;
+      });
+      return compacting;
     },
     removals: () => removals,
     backup: () =>
@@ -677,6 +746,8 @@ export function createMongoAnalyticsFeed(options: MongoAnalyticsFeedOptions): An
       stopped = true;
       if (timer) clearTimeout(timer);
       timer = undefined;
+      // A rewrite in progress ends (its swap replays) before the source closes.
+      await compacting?.catch(() => {});
       await running?.catch(() => {});
       await source.close();
     },

@@ -114,7 +114,7 @@ function setUp() {
   };
   const feed = (
     a: AnalyticsStore,
-    faults?: { beforeCommit?(): void; afterCommit?(): void },
+    faults?: MongoAnalyticsFeedOptions["faults"],
     more: Partial<MongoAnalyticsFeedOptions> = {},
   ) => {
     const f = createMongoAnalyticsFeed({
@@ -349,6 +349,78 @@ describe("the MongoDB analytics feed", () => {
       [1_001, 1],
       [1_004, 1],
     ]);
+  });
+
+  it("keeps when its file became due for a rewrite in the file: a restart still rewrites it; a payment re-read unchanged in the window makes nothing due", async () => {
+    const t = setUp();
+    const a = await t.analytics();
+    const f = t.feed(a, undefined, { now: () => T0 + 42 });
+    await t.append([event(0, "v_ada"), event(1, "v_bob")]);
+    await t.pay(payment("p1"));
+    await f.runOnce();
+    await f.runOnce();
+    // Only appended rows, and p1 read again within the window unchanged: no old bytes.
+    expect(f.dirtySince()).toBeUndefined();
+    expect(await f.compact()).toBeUndefined();
+    t.clock.now += 1_000;
+    await t.pay({ ...payment("p1"), status: "failed" });
+    await f.runOnce();
+    expect(f.dirtySince()).toBe(T0 + 42);
+    await f.stop();
+    a.close();
+    const b = await t.analytics();
+    const again = t.feed(b, undefined, { now: () => T0 + 99 });
+    await again.runOnce();
+    expect(again.dirtySince()).toBe(T0 + 42);
+    const report = await again.compact();
+    expect(report?.bytesAfter).toBeGreaterThan(0);
+    expect(again.dirtySince()).toBeUndefined();
+    expect(await t.rows(b, "SELECT count(*) FROM feed_state WHERE id = 3")).toEqual([[0n]]);
+    expect(await t.rows(b, "SELECT payment_id, status FROM payments")).toEqual([["p1", "failed"]]);
+    expect(await t.seqs(b)).toEqual(once(1_000, 1_002));
+  });
+
+  it("goes on feeding while the rewrite's copy is written; after the swap every event is there once", async () => {
+    const t = setUp();
+    const a = await t.analytics();
+    let reached = () => {};
+    const copied = new Promise<void>((r) => {
+      reached = r;
+    });
+    let release = () => {};
+    const held = new Promise<void>((r) => {
+      release = r;
+    });
+    const f = t.feed(a, {
+      afterCopy() {
+        reached();
+        return held;
+      },
+    });
+    await t.append([event(0, "v_ada"), event(1, "v_bob")]);
+    await t.pay(payment("p1"));
+    await f.runOnce();
+    t.clock.now += 1_000;
+    await t.pay({ ...payment("p1"), status: "failed" });
+    await f.runOnce();
+    const compacting = f.compact();
+    await copied;
+    t.clock.now += 1_000;
+    await t.append([event(2, "v_ada")]);
+    // A drain and a query during the copy: neither waits for it.
+    await f.catchUp();
+    const conn = await a.connect();
+    const during = (await conn.runAndReadAll("SELECT count(*) FROM events")).getRows();
+    conn.closeSync();
+    expect(during).toEqual([[3n]]);
+    release();
+    expect(await compacting).toBeDefined();
+    expect(await t.seqs(a)).toEqual(once(1_000, 1_003));
+    expect(f.dirtySince()).toBeUndefined();
+    t.clock.now += 1_000;
+    await t.append([event(3, "v_bob")]);
+    await f.runOnce();
+    expect(await t.seqs(a)).toEqual(once(1_000, 1_004));
   });
 
   it("tells the visits hook once per page, in the page's transaction, whose events were appended or deleted", async () => {
