@@ -1,12 +1,16 @@
 /**
  * Which process owns the analytics store, and what the owner does while it
- * runs. With SQLite in a file, the servers of one data directory choose one
- * owner by a lease in SQLite (src/store/sqlite/analytics-lease.ts): the
- * first server to start takes it and renews it; another one stands by, its
- * Query and Funnel answering unavailable, and takes over when the lease
- * lapses (the owner was killed), then opens the file, lets its feed catch up
- * and serves. A clean stop gives the lease up at once. MongoDB's owner is
- * named by ANALYTICS_OWNER (no lease: docs/mongodb.md).
+ * runs. The servers of one deployment choose one owner by a lease
+ * (src/domain/store/analytics-lease-port.ts; in SQLite's `analytics_lease`
+ * row for a data directory, in MongoDB's `analytics_lease` collection for a
+ * database): the first server to start takes it and renews it every third
+ * of ANALYTICS_LEASE_MS; another one stands by, its Query and Funnel
+ * answering unavailable, and takes over when the lease lapses (the owner was
+ * killed), then opens the file, lets its feed catch up and serves. A clean
+ * stop gives the lease up at once. An owner that cannot renew (the store
+ * unreachable or busy) closes its file before the lease could lapse, so two
+ * servers never own at once; it takes the lease again when it can.
+ * ANALYTICS_OWNER=false keeps a process out of the choice.
  *
  * The owner also rewrites its file while it runs, at most
  * ANALYTICS_COMPACT_INTERVAL_MS after a batch removed rows (an erasure, a
@@ -15,6 +19,7 @@
  */
 import type { AnalyticsEngine } from "./domain/analytics/query-plan.js";
 import { errors } from "./domain/errors.js";
+import type { AnalyticsLease } from "./domain/store/analytics-lease-port.js";
 import { scrub } from "./lib/scrub.js";
 import type { AnalyticsFeed } from "./store/duckdb/analytics-feed.js";
 import { compactedCopy } from "./store/duckdb/analytics-feed.js";
@@ -24,7 +29,6 @@ import {
   isHeldByAnotherProcess,
   removeAnalyticsFile,
 } from "./store/duckdb/analytics-store.js";
-import type { AnalyticsLease } from "./store/sqlite/analytics-lease.js";
 
 /** The analytics store of this process, its feed and its engine. */
 export interface Analytics {
@@ -52,6 +56,11 @@ export interface AnalyticsOwnership {
   /** Starts the feed (when owning), the lease's renewal or watch, and the rewrite's timer. */
   start(): void;
   /**
+   * One turn of the lease, which `start` runs every third of it: the owner
+   * renews (or gives up), a standby takes the lease if it lapsed.
+   */
+  turn(): Promise<void>;
+  /**
    * Stops: the feed applies what SQLite committed, the file closes (rewritten
    * when rows left it), then the lease is given up.
    */
@@ -59,7 +68,7 @@ export interface AnalyticsOwnership {
 }
 
 export interface AnalyticsOwnershipOptions {
-  /** The data directory's lease; absent: this process owns the store outright (MongoDB, memory). */
+  /** The deployment's lease; absent: this process owns the store outright (a store in memory). */
   lease?: AnalyticsLease;
   /** How long the lease lasts (renewed every third of it; a standby looks as often). */
   leaseMs: number;
@@ -91,22 +100,30 @@ export async function createAnalyticsOwnership(
   let compacting = false;
   let waitingSaid = false;
   const timers: NodeJS.Timeout[] = [];
+  /**
+   * When the lease this process holds lapses at the earliest: the last
+   * successful renewal's start (by `now`) plus the lease's length.
+   */
+  let leasedUntil = 0;
+  const turnMs = Math.max(100, Math.floor(options.leaseMs / 3));
 
   /** Takes the lease if it is free or lapsed, then opens the file. */
   const take = async (first: boolean) => {
     if (lease) {
       let held: boolean;
+      const asked = options.now();
       try {
-        held = lease.acquire();
+        held = await lease.acquire();
       } catch (err) {
-        // SQLite busy past its timeout: looked at again at the next turn.
+        // The store busy or unreachable: looked at again at the next turn.
         if (first) throw err;
         return;
       }
+      if (held) leasedUntil = asked + options.leaseMs;
       if (!held) {
         if (!waitingSaid) {
           waitingSaid = true;
-          const row = lease.read();
+          const row = await lease.read().catch(() => undefined);
           options
             .log()
             ?.info(
@@ -147,17 +164,15 @@ export async function createAnalyticsOwnership(
     options.log()?.info({ holder: lease?.holder }, "this server owns the analytics store");
   };
 
-  /** The lease was taken by another server (ours lapsed): the file is closed for it. */
-  const giveUp = async () => {
+  /**
+   * The lease was taken by another server (ours lapsed), or could not be
+   * renewed in time: the file is closed, for the next holder.
+   */
+  const giveUp = async (why: string) => {
     const analytics = current;
-    current = undefined;
-    options
-      .log()
-      ?.warn(
-        { holder: lease?.holder },
-        "the analytics store's lease lapsed and another server took it: closing the file here",
-      );
     if (!analytics) return;
+    current = undefined;
+    options.log()?.warn({ holder: lease?.holder }, `${why}: closing the file here`);
     await analytics.feed.stop();
     analytics.store.close();
   };
@@ -170,13 +185,21 @@ export async function createAnalyticsOwnership(
       if (!lease) {
         if (!current) await take(false);
       } else if (current) {
-        let kept = true;
+        const asked = options.now();
+        let kept: boolean;
         try {
-          kept = lease.renew();
-        } catch {
-          // SQLite busy: renewed at the next turn (a third of the lease later).
+          kept = await withinTurn(lease.renew(), turnMs);
+        } catch (err) {
+          // Renewed at the next turn, unless that could come too late: an
+          // owner must have closed its file before its lease may lapse.
+          options.log()?.warn({ err: scrub(err) }, "analytics lease not renewed; tried again");
+          if (options.now() + turnMs >= leasedUntil - turnMs / 2) {
+            await giveUp("the analytics store's lease could not be renewed before it lapses");
+          }
+          return;
         }
-        if (!kept) await giveUp();
+        if (kept) leasedUntil = asked + options.leaseMs;
+        else await giveUp("the analytics store's lease lapsed and another server took it");
       } else {
         await take(false);
       }
@@ -223,15 +246,13 @@ export async function createAnalyticsOwnership(
   return {
     current: () => current,
     engine,
+    turn: leaseTurn,
     start() {
       if (started || closed) return;
       started = true;
       current?.feed.start();
       if (lease || !current) {
-        const t = setInterval(
-          () => void leaseTurn(),
-          Math.max(100, Math.floor(options.leaseMs / 3)),
-        );
+        const t = setInterval(() => void leaseTurn(), turnMs);
         t.unref();
         timers.push(t);
       }
@@ -249,13 +270,22 @@ export async function createAnalyticsOwnership(
       if (analytics) await closeAnalytics(analytics, options.log());
       // Only once the file is closed may the next owner open it.
       try {
-        lease?.release();
+        await lease?.release();
       } catch (err) {
         options.log()?.warn({ err: scrub(err) }, "analytics lease not given up; it lapses");
       }
-      lease?.close();
+      await lease?.close().catch(() => {});
     },
   };
+}
+
+/** `call`, or a rejection when it has not answered within `ms` (a renewal that hangs counts as failed). */
+function withinTurn<T>(call: Promise<T>, ms: number): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const late = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`no answer within ${ms} ms`)), ms);
+  });
+  return Promise.race([call, late]).finally(() => clearTimeout(timer));
 }
 
 /**

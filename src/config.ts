@@ -81,16 +81,17 @@ export interface Config {
   analyticsPath: string | undefined;
   /**
    * ANALYTICS_OWNER: whether this process may own the analytics store (its
-   * file, feed and engine). Unset: yes with SQLite (the servers of one data
-   * directory choose one owner by a lease, ANALYTICS_LEASE_MS), no with
-   * MongoDB, where exactly one process of the deployment is given
-   * ANALYTICS_OWNER=true (docs/mongodb.md).
+   * file, feed and engine). Unset or true: yes; the servers of one
+   * deployment (a SQLite data directory, a MongoDB database) choose one
+   * owner by a lease, ANALYTICS_LEASE_MS. false: never (a process that only
+   * ingests; docs/mongodb.md).
    */
   analyticsOwner: boolean | undefined;
   /**
-   * ANALYTICS_LEASE_MS: how long the owner's lease on a SQLite data
-   * directory's analytics file lasts after each renewal (it renews every
-   * third of it); another server takes over that long after the owner died.
+   * ANALYTICS_LEASE_MS: how long the owner's lease on the deployment's
+   * analytics file (SQLite's data directory, MongoDB's database) lasts after
+   * each renewal (it renews every third of it); another server takes over
+   * that long after the owner died.
    */
   analyticsLeaseMs: number;
   /**

@@ -94,13 +94,11 @@ async function serve(config: Config): Promise<void> {
   const pruneEvents = firstProcess;
   // One worker may own the DuckDB file: the one that prunes (with SQLite it
   // owns it while it holds the data directory's lease, src/analytics-ownership.ts).
-  // The other workers reach its engine over the cluster's IPC: with SQLite
-  // always, with MongoDB in the process given ANALYTICS_OWNER=true (docs/mongodb.md).
+  // The other workers reach its engine over the cluster's IPC, unless
+  // ANALYTICS_OWNER=false keeps this server out of the choice (docs/mongodb.md).
   const ownsAnalytics = pruneEvents;
   const remoteAnalytics =
-    cluster.isWorker &&
-    !ownsAnalytics &&
-    (store.feedFile !== undefined || config.analyticsOwner === true)
+    cluster.isWorker && !ownsAnalytics && config.analyticsOwner !== false
       ? createRemotePort<AnalyticsEngine>(ANALYTICS_PORT, {
           timeoutMs: config.analyticsQueryTimeoutMs + ANALYTICS_IPC_MARGIN_MS,
           unavailable: (cause) => errors.analyticsUnavailable(cause),

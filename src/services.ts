@@ -34,6 +34,7 @@ import {
   type Retention,
   type RetentionPruner,
 } from "./domain/retention.js";
+import type { AnalyticsLease } from "./domain/store/analytics-lease-port.js";
 import type { DashboardBundle } from "./http/dashboard/dashboard-bundle.js";
 import type { TrackerBundle } from "./http/tracker-script.js";
 import { createReadiness, type Readiness } from "./lib/readiness.js";
@@ -50,6 +51,7 @@ import {
   type MongoFeedSource,
   openMongoFeedSource,
 } from "./store/mongo/analytics-feed.js";
+import { openMongoAnalyticsLease } from "./store/mongo/analytics-lease.js";
 import type { Store } from "./store/port.js";
 import { openAnalyticsLease } from "./store/sqlite/analytics-lease.js";
 
@@ -75,9 +77,9 @@ export interface ServiceDeps {
    */
   pruneEvents?: boolean;
   /**
-   * Whether this process owns the analytics store (the DuckDB file, its feed
-   * and its engine). Default: ANALYTICS_OWNER, else yes with a SQLite store
-   * in a file and no with MongoDB. Under WORKERS only the worker that prunes
+   * Whether this process may own the analytics store (the DuckDB file, its
+   * feed and its engine; the deployment's lease chooses one owner). Default:
+   * unless ANALYTICS_OWNER=false. Under WORKERS only the worker that prunes
    * may (main.ts).
    */
   ownsAnalytics?: boolean;
@@ -92,6 +94,11 @@ export interface ServiceDeps {
    * its own connection to STORE_URL.
    */
   mongoFeedSource?: () => Promise<MongoFeedSource>;
+  /**
+   * The MongoDB deployment's owner lease (tests pass one on in-memory
+   * collections); default: on its own connection to STORE_URL.
+   */
+  mongoLease?: (ttlMs: number) => Promise<AnalyticsLease>;
 }
 
 export type { Analytics } from "./analytics-ownership.js";
@@ -281,8 +288,9 @@ export const MONGODB_ANALYTICS_PATH = "./data/analytics.duckdb";
  * This process's ownership of the analytics store, when it may own it: with
  * SQLite, the file beside the SQLite file fed from its log, owned by the
  * server holding the data directory's lease (migration 24); with MongoDB,
- * the file of ANALYTICS_PATH fed from the collections, in the one process
- * given ANALYTICS_OWNER=true (docs/mongodb.md). Elsewhere Query and Funnel
+ * the file of ANALYTICS_PATH fed from the collections, owned by the server
+ * holding the database's lease (`analytics_lease`, docs/mongodb.md). A
+ * process given ANALYTICS_OWNER=false never owns it; there Query and Funnel
  * answer unavailable.
  */
 async function openAnalytics(
@@ -292,20 +300,26 @@ async function openAnalytics(
   const { config } = deps;
   const sqlitePath = deps.store.feedFile;
   const database = deps.store.feedDatabase;
-  // SQLite's servers may each own the file (the lease chooses); a database's owner is named.
-  if (deps.ownsAnalytics === false || !(config.analyticsOwner ?? database === undefined)) {
-    return undefined;
-  }
+  // Every server may own the file; the deployment's lease chooses one.
+  if (deps.ownsAnalytics === false || config.analyticsOwner === false) return undefined;
   if (database === undefined && sqlitePath === undefined) return undefined;
   const lease =
-    sqlitePath === undefined
-      ? undefined
-      : openAnalyticsLease({
+    sqlitePath !== undefined
+      ? openAnalyticsLease({
           sqlitePath,
           ttlMs: config.analyticsLeaseMs,
           now: deps.clock.now,
           busyTimeoutMs: config.sqliteBusyTimeoutMs,
-        });
+        })
+      : await (
+          deps.mongoLease ??
+          ((ttlMs) =>
+            openMongoAnalyticsLease(
+              database as { url: string; dbName: string },
+              config.storeTimeoutMs,
+              ttlMs,
+            ))
+        )(config.analyticsLeaseMs);
   try {
     return await createAnalyticsOwnership({
       ...(lease ? { lease } : {}),
@@ -316,7 +330,7 @@ async function openAnalytics(
       log,
     });
   } catch (err) {
-    lease?.close();
+    await lease?.close();
     throw err;
   }
 }

@@ -14,7 +14,7 @@ import Database from "better-sqlite3";
 import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
 import { createAdmin } from "../../src/domain/admin.js";
 import { utcMonth } from "../../src/domain/plans.js";
-import type { LeaseRow } from "../../src/store/sqlite/analytics-lease.js";
+import type { LeaseRow } from "../../src/domain/store/analytics-lease-port.js";
 import { createSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
 import { type ChildServer, startChildServer } from "../helpers/child-server.js";
 import { listEvents, pageview, presetUsage, sendEvents } from "../helpers/events.js";

@@ -75,6 +75,8 @@ export interface TestServerOptions {
   syncFile?: SyncFile;
   /** Where a MongoDB analytics feed reads (in-memory collections; see services.ts). */
   mongoFeedSource?: ServiceDeps["mongoFeedSource"];
+  /** A MongoDB deployment's owner lease (on in-memory collections; see services.ts). */
+  mongoLease?: ServiceDeps["mongoLease"];
 }
 
 export async function startTestServer(options: TestServerOptions = {}): Promise<TestServer> {
@@ -102,6 +104,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     metrics: options.metrics,
     logStream: options.logStream,
     ...(options.mongoFeedSource ? { mongoFeedSource: options.mongoFeedSource } : {}),
+    ...(options.mongoLease ? { mongoLease: options.mongoLease } : {}),
   });
   const port = await app.listen();
   return {

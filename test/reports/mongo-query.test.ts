@@ -1,10 +1,10 @@
 /**
- * Query on a MongoDB deployment, end to end over HTTP: the process given
- * ANALYTICS_OWNER=true opens the analytics store with the MongoDB feed and
- * the same engine, and answers from what the feed read out of the
- * collections (the store's own bucket appends and payment upserts, in
- * in-memory collections answering the driver's calls); a process without it
- * answers 503 with the exact message. The directory (tenant, site, keys)
+ * Query on a MongoDB deployment, end to end over HTTP: the process holding
+ * the deployment's lease (`analytics_lease`) opens the analytics store with
+ * the MongoDB feed and the same engine, and answers from what the feed read
+ * out of the collections (the store's own bucket appends and payment
+ * upserts, in in-memory collections answering the driver's calls); a
+ * process given ANALYTICS_OWNER=false answers 503 with the exact message. The directory (tenant, site, keys)
  * stays in the fixture's store; only the feed's side is MongoDB's.
  */
 import { mkdtempSync, rmSync } from "node:fs";
@@ -14,6 +14,7 @@ import { ObjectId } from "mongodb";
 import { afterAll, describe, expect, it } from "vitest";
 import { ReportsService } from "../../gen/ingest/v1/reports_pb.js";
 import type { MongoFeedSource } from "../../src/store/mongo/analytics-feed.js";
+import { createMongoAnalyticsLease } from "../../src/store/mongo/analytics-lease.js";
 import { planAppends } from "../../src/store/mongo/event-buckets.js";
 import { paymentUpsert } from "../../src/store/mongo/payments.js";
 import type { EventRecord, Store } from "../../src/store/port.js";
@@ -44,13 +45,21 @@ function memoryDeployment() {
     stitches: new MemoryCollection(clock),
     analyticsLog: new MemoryCollection(clock),
     sites: new MemoryCollection(clock),
+    leases: new MemoryCollection(clock),
   };
   const source: MongoFeedSource = {
     c: m as unknown as MongoFeedSource["c"],
     serverTime: async () => clock.now,
     close: async () => {},
   };
-  return { clock, m, source };
+  /** The deployment's owner lease, judged by the same server clock. */
+  const lease = async (ttlMs: number) =>
+    createMongoAnalyticsLease({
+      leases: m.leases as never,
+      serverTime: async () => clock.now,
+      ttlMs,
+    });
+  return { clock, m, source, lease };
 }
 
 const event = (siteId: string, vid: string, url: string, ts: number) =>
@@ -69,12 +78,13 @@ const dir = mkdtempSync(join(tmpdir(), "mongo-query-"));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 describe("Query on a MongoDB deployment", () => {
-  describe("the owner (ANALYTICS_OWNER=true)", () => {
+  describe("the owner (the holder of the deployment's lease)", () => {
     const mongo = memoryDeployment();
     const ctx = useTestServer({
-      env: { ANALYTICS_OWNER: "true", ANALYTICS_PATH: join(dir, "analytics.duckdb") },
+      env: { ANALYTICS_PATH: join(dir, "analytics.duckdb") },
       wrapStore: asMongo,
       mongoFeedSource: async () => mongo.source,
+      mongoLease: mongo.lease,
     });
 
     it("answers Query, RevenueByChannel and SiteOverview from the MongoDB feed with the same engine", async () => {
@@ -203,8 +213,8 @@ describe("Query on a MongoDB deployment", () => {
     });
   });
 
-  describe("a process without ANALYTICS_OWNER", () => {
-    const ctx = useTestServer({ wrapStore: asMongo });
+  describe("a process given ANALYTICS_OWNER=false", () => {
+    const ctx = useTestServer({ env: { ANALYTICS_OWNER: "false" }, wrapStore: asMongo });
 
     it("opens no analytics store and answers Query 503 with the exact message", async () => {
       expect(ctx.server.app.analytics).toBeUndefined();

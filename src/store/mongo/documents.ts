@@ -181,6 +181,17 @@ export interface AnalyticsNoticeDoc {
   keys: string[];
 }
 
+/** The analytics owner's lease (src/store/mongo/analytics-lease.ts): one document. */
+export interface AnalyticsLeaseDoc {
+  _id: string;
+  /** The holding process (host, pid and a random part). */
+  holder: string;
+  /** The server's time the holder took it. */
+  acquired_at: Date;
+  /** The server's time it lapses unless renewed. */
+  expires_at: Date;
+}
+
 export interface IdentityDoc {
   _id?: ObjectId;
   site_id: string;

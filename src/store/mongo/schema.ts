@@ -28,6 +28,7 @@ import {
 import type { ConnectorDoc, ConnectorEventDoc, ConnectorObjectDoc } from "./connectors.js";
 import type {
   AccountDoc,
+  AnalyticsLeaseDoc,
   AnalyticsNoticeDoc,
   ApiKeyDoc,
   CustomerDoc,
@@ -378,6 +379,17 @@ export const COLLECTIONS: readonly CollectionSpec[] = [
     indexes: [{ key: { at: 1, _id: 1 }, name: "at" }],
   },
   {
+    // The analytics owner's lease (src/store/mongo/analytics-lease.ts): one document.
+    name: "analytics_lease",
+    schema: object(["_id", "holder", "acquired_at", "expires_at"], {
+      _id: str,
+      holder: str,
+      acquired_at: date,
+      expires_at: date,
+    }),
+    indexes: [],
+  },
+  {
     name: "visitor_touches",
     schema: object(["site_id", "visitor_id", "ts", "internal", "channel", "landing_page"], {
       site_id: str,
@@ -669,6 +681,7 @@ export interface Collections {
   connectorObjects: Collection<ConnectorObjectDoc>;
   settings: Collection<SettingDoc>;
   analyticsLog: Collection<AnalyticsNoticeDoc>;
+  analyticsLease: Collection<AnalyticsLeaseDoc>;
 }
 
 /**
@@ -705,5 +718,6 @@ export function collections(db: Db, options: { maxTimeMS?: number } = {}): Colle
     connectorObjects: get<ConnectorObjectDoc>("connector_objects"),
     settings: get<SettingDoc>("settings"),
     analyticsLog: get<AnalyticsNoticeDoc>("analytics_log"),
+    analyticsLease: get<AnalyticsLeaseDoc>("analytics_lease"),
   };
 }

@@ -18,33 +18,9 @@
  * the predecessor learns at its next renewal that it lost the row and closes
  * the file (src/analytics-ownership.ts).
  */
-import { hostname } from "node:os";
 import Database from "better-sqlite3";
-
-/** The lease row as stored. */
-export interface LeaseRow {
-  holder: string;
-  acquiredAt: number;
-  expiresAt: number;
-}
-
-/** One process's handle on the lease of one data directory. */
-export interface AnalyticsLease {
-  /** This process's holder id (host, pid and a random part). */
-  readonly holder: string;
-  /**
-   * Takes the lease when nobody holds it, it lapsed, or this process holds
-   * it already (then it is renewed); true when this process holds it after.
-   */
-  acquire(): boolean;
-  /** Extends this process's lease; false when another holder has it now (it lapsed and was taken). */
-  renew(): boolean;
-  /** Gives the lease up (a clean stop), so another server takes over at once. */
-  release(): void;
-  /** The row as stored, if any. */
-  read(): LeaseRow | undefined;
-  close(): void;
-}
+import type { AnalyticsLease, LeaseRow } from "../../domain/store/analytics-lease-port.js";
+import { isGoneHere, newHolderId } from "../../lib/lease-holder.js";
 
 export interface AnalyticsLeaseOptions {
   /** The SQLite file of the data directory (the lease opens its own connection). */
@@ -59,26 +35,9 @@ export interface AnalyticsLeaseOptions {
   holder?: string;
 }
 
-/** Whether a holder id names a process of this host that no longer runs. */
-function isGoneHere(holderId: string): boolean {
-  const [host, pid] = holderId.split(":");
-  if (host !== hostname() || !pid || !/^\d+$/.test(pid) || Number(pid) === process.pid) {
-    return false;
-  }
-  try {
-    process.kill(Number(pid), 0);
-    return false;
-  } catch (err) {
-    // EPERM: it runs, as another user.
-    return (err as NodeJS.ErrnoException).code === "ESRCH";
-  }
-}
-
 /** Opens this process's handle on the lease of the data directory of `sqlitePath`. */
 export function openAnalyticsLease(options: AnalyticsLeaseOptions): AnalyticsLease {
-  const holder =
-    options.holder ??
-    `${hostname()}:${process.pid}:${Math.floor(Math.random() * 2 ** 32).toString(16)}`;
+  const holder = options.holder ?? newHolderId();
   const db = new Database(options.sqlitePath, { fileMustExist: true });
   db.pragma(`busy_timeout = ${options.busyTimeoutMs}`);
   const take = db.prepare(
@@ -101,25 +60,26 @@ export function openAnalyticsLease(options: AnalyticsLeaseOptions): AnalyticsLea
   const row = db.prepare(
     "SELECT holder, acquired_at AS acquiredAt, expires_at AS expiresAt FROM analytics_lease WHERE id = 1",
   );
+  // Each decision is one statement (better-sqlite3 runs them synchronously):
+  // the port's promises only carry the answer.
+  const acquire = (): boolean => {
+    const now = options.now();
+    const expires = now + options.ttlMs;
+    if (take.run({ holder, now, expires }).changes === 1) return true;
+    const current = row.get() as LeaseRow | undefined;
+    if (!current || !isGoneHere(current.holder)) return false;
+    // Compared and set in one statement: only the holder judged gone is replaced.
+    return takeFromDead.run({ holder, now, expires, dead: current.holder }).changes === 1;
+  };
   return {
     holder,
-    acquire() {
-      const now = options.now();
-      const expires = now + options.ttlMs;
-      if (take.run({ holder, now, expires }).changes === 1) return true;
-      const current = row.get() as LeaseRow | undefined;
-      if (!current || !isGoneHere(current.holder)) return false;
-      // Compared and set in one statement: only the holder judged gone is replaced.
-      return takeFromDead.run({ holder, now, expires, dead: current.holder }).changes === 1;
-    },
-    renew() {
-      return extend.run({ holder, expires: options.now() + options.ttlMs }).changes === 1;
-    },
-    release() {
+    acquire: async () => acquire(),
+    renew: async () => extend.run({ holder, expires: options.now() + options.ttlMs }).changes === 1,
+    async release() {
       if (db.open) drop.run(holder);
     },
-    read: () => row.get() as LeaseRow | undefined,
-    close() {
+    read: async () => row.get() as LeaseRow | undefined,
+    async close() {
       if (db.open) db.close();
     },
   };

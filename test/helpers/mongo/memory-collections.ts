@@ -3,12 +3,13 @@
  * driver's calls in the driver's documented shapes: `find(filter, options)`
  * returns a cursor (`sort`, `limit`, `project`, `toArray`, async iteration)
  * whose query runs when its first batch is fetched; `findOne`; `updateOne`,
- * `updateMany` and `bulkWrite` of update documents (with upsert); and
- * `deleteOne`/`deleteMany`. Filters and sort orders follow the model of the
+ * `updateMany`, `bulkWrite` and `findOneAndUpdate` of update documents
+ * (with upsert; an upsert's insert of an `_id` already there fails with the
+ * server's duplicate key error, E11000); and `deleteOne`/`deleteMany`. Filters and sort orders follow the model of the
  * server (model.ts); `$currentDate` stamps the model server's clock. A test
  * scripts the driver's own errors for the next calls of a method.
  */
-import { ObjectId } from "mongodb";
+import { MongoServerError, ObjectId } from "mongodb";
 import { compareValues, type Doc, equalityFields, isPlainObject, matches } from "./model.js";
 
 /** The server's clock of the model, in ms; tests move it. */
@@ -148,6 +149,26 @@ export class MemoryCollection {
     return this.upsert(filter, update, options.upsert === true);
   }
 
+  /** The driver's findOneAndUpdate (v6: the document, or null), `returnDocument` "before" by default. */
+  async findOneAndUpdate(
+    filter: Doc,
+    update: Doc,
+    options: { upsert?: boolean; returnDocument?: "before" | "after" } = {},
+  ) {
+    this.call("findOneAndUpdate");
+    const after = options.returnDocument === "after";
+    const i = this.docs.findIndex((d) => matches(d, filter));
+    if (i >= 0) {
+      const before = this.docs[i] as Doc;
+      const updated = applyUpdate(before, filter, update, this.clock);
+      this.docs[i] = updated;
+      return clone(after ? updated : before);
+    }
+    if (!options.upsert) return null;
+    const inserted = this.insertUnique(applyUpdate(undefined, filter, update, this.clock));
+    return after ? clone(inserted) : null;
+  }
+
   async updateMany(filter: Doc, update: Doc) {
     this.call("updateMany");
     let modifiedCount = 0;
@@ -188,8 +209,21 @@ export class MemoryCollection {
       return { matchedCount: 1, upsertedCount: 0 };
     }
     if (!upsert) return { matchedCount: 0, upsertedCount: 0 };
-    this.docs.push(applyUpdate(undefined, filter, update, this.clock));
+    this.insertUnique(applyUpdate(undefined, filter, update, this.clock));
     return { matchedCount: 0, upsertedCount: 1 };
+  }
+
+  /** Inserts `doc` unless its `_id` is taken (the server's unique `_id_` index). */
+  private insertUnique(doc: Doc): Doc {
+    if (this.docs.some((d) => compareValues(d._id, doc._id) === 0)) {
+      throw new MongoServerError({
+        ok: 0,
+        code: 11000,
+        errmsg: `E11000 duplicate key error collection: ingest.memory index: _id_ dup key: { _id: ${JSON.stringify(String(doc._id))} }`,
+      });
+    }
+    this.docs.push(doc);
+    return doc;
   }
 }
 

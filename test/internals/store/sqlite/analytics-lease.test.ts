@@ -7,8 +7,8 @@ import { spawnSync } from "node:child_process";
 import { hostname } from "node:os";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
+import type { AnalyticsLease } from "../../../../src/domain/store/analytics-lease-port.js";
 import {
-  type AnalyticsLease,
   analyticsLeaseHeld,
   openAnalyticsLease,
 } from "../../../../src/store/sqlite/analytics-lease.js";
@@ -49,61 +49,65 @@ function setUp() {
 }
 
 describe("the analytics owner's lease", () => {
-  it("has one holder: the first to ask; the other takes it only once it lapsed, and the first then learns it lost it", () => {
+  it("has one holder: the first to ask; the other takes it only once it lapsed, and the first then learns it lost it", async () => {
     const t = setUp();
     const a = t.lease();
     const b = t.lease();
     const t0 = t.now();
-    expect(a.acquire()).toBe(true);
-    expect(b.acquire()).toBe(false);
-    expect(a.read()).toEqual({ holder: a.holder, acquiredAt: t0, expiresAt: t0 + TTL });
+    expect(await a.acquire()).toBe(true);
+    expect(await b.acquire()).toBe(false);
+    expect(await a.read()).toEqual({ holder: a.holder, acquiredAt: t0, expiresAt: t0 + TTL });
     // Renewed a third of the lease later: the lapse moves with it.
     t.advance(TTL / 3);
-    expect(a.renew()).toBe(true);
-    expect(a.acquire()).toBe(true);
+    expect(await a.renew()).toBe(true);
+    expect(await a.acquire()).toBe(true);
     t.advance(TTL - 1);
-    expect(b.acquire()).toBe(false);
+    expect(await b.acquire()).toBe(false);
     expect(analyticsLeaseHeld(t.sqlitePath, t.now())).toBe(true);
     // Lapsed (the holder hangs): the other takes it, from that instant.
     t.advance(1);
     expect(analyticsLeaseHeld(t.sqlitePath, t.now())).toBe(false);
-    expect(b.acquire()).toBe(true);
-    expect(b.read()).toEqual({ holder: b.holder, acquiredAt: t.now(), expiresAt: t.now() + TTL });
-    expect(a.renew()).toBe(false);
-    expect(a.acquire()).toBe(false);
+    expect(await b.acquire()).toBe(true);
+    expect(await b.read()).toEqual({
+      holder: b.holder,
+      acquiredAt: t.now(),
+      expiresAt: t.now() + TTL,
+    });
+    expect(await a.renew()).toBe(false);
+    expect(await a.acquire()).toBe(false);
   });
 
-  it("is free at once after a clean stop gives it up", () => {
+  it("is free at once after a clean stop gives it up", async () => {
     const t = setUp();
     const a = t.lease();
     const b = t.lease();
-    expect(a.acquire()).toBe(true);
-    b.release();
-    expect(b.acquire()).toBe(false);
-    a.release();
-    expect(a.read()).toBeUndefined();
-    expect(b.acquire()).toBe(true);
+    expect(await a.acquire()).toBe(true);
+    await b.release();
+    expect(await b.acquire()).toBe(false);
+    await a.release();
+    expect(await a.read()).toBeUndefined();
+    expect(await b.acquire()).toBe(true);
   });
 
-  it("is taken over at once from a holder of this host whose process is gone, never from a live or remote one", () => {
+  it("is taken over at once from a holder of this host whose process is gone, never from a live or remote one", async () => {
     const t = setUp();
     const gone = spawnSync(process.execPath, ["-e", ""]).pid;
     const dead = t.lease(`${hostname()}:${gone}:1`);
-    expect(dead.acquire()).toBe(true);
+    expect(await dead.acquire()).toBe(true);
     const live = t.lease(`${hostname()}:${process.ppid}:2`);
     const remote = t.lease(`elsewhere.example:${gone}:3`);
     const b = t.lease();
-    expect(b.acquire()).toBe(true);
-    expect(b.read()?.holder).toBe(b.holder);
+    expect(await b.acquire()).toBe(true);
+    expect((await b.read())?.holder).toBe(b.holder);
     // A live process of this host (this one's parent) keeps it.
-    b.release();
-    expect(live.acquire()).toBe(true);
-    expect(b.acquire()).toBe(false);
+    await b.release();
+    expect(await live.acquire()).toBe(true);
+    expect(await b.acquire()).toBe(false);
     // Another host's holder is judged by the clock alone.
-    live.release();
-    expect(remote.acquire()).toBe(true);
-    expect(b.acquire()).toBe(false);
+    await live.release();
+    expect(await remote.acquire()).toBe(true);
+    expect(await b.acquire()).toBe(false);
     t.advance(TTL);
-    expect(b.acquire()).toBe(true);
+    expect(await b.acquire()).toBe(true);
   });
 });
