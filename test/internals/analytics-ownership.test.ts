@@ -45,6 +45,7 @@ function deployment() {
     customerVisitors: new MemoryCollection(clock),
     stitches: new MemoryCollection(clock),
     analyticsLog: new MemoryCollection(clock),
+    analyticsFeedState: new MemoryCollection(clock),
     sites: new MemoryCollection(clock),
   };
   const leases = new MemoryCollection(clock);

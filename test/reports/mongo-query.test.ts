@@ -44,6 +44,7 @@ function memoryDeployment() {
     customerVisitors: new MemoryCollection(clock),
     stitches: new MemoryCollection(clock),
     analyticsLog: new MemoryCollection(clock),
+    analyticsFeedState: new MemoryCollection(clock),
     sites: new MemoryCollection(clock),
     leases: new MemoryCollection(clock),
   };

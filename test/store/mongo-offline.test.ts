@@ -287,6 +287,7 @@ describe("mongodb adapter without a server", () => {
       "subscriptions",
       "payments",
       "analytics_log",
+      "analytics_feed_state",
       "analytics_lease",
       "visitor_touches",
       "customer_visitors",

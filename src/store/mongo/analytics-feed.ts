@@ -62,7 +62,13 @@ import { clientOptions } from "./time-limit.js";
 /** The collections the feed reads: the driver boundary its tests stand in for. */
 export type FeedCollections = Pick<
   Collections,
-  "events" | "payments" | "customerVisitors" | "stitches" | "analyticsLog" | "sites"
+  | "events"
+  | "payments"
+  | "customerVisitors"
+  | "stitches"
+  | "analyticsLog"
+  | "analyticsFeedState"
+  | "sites"
 >;
 
 /** Where the feed reads from: its own connection to the store's database. */
@@ -202,6 +208,9 @@ const turn = () => new Promise<void>((resolve) => setImmediate(resolve));
 
 /** Documents a rebuild appends between two turns of the event loop. */
 const REBUILD_SLICE = 5_000;
+
+/** The `analytics_feed_state` document of the notice log's trim horizon. */
+const NOTICES_STATE = "notices";
 
 /** Creates the feed of a MongoDB deployment's analytics store. */
 export function createMongoAnalyticsFeed(options: MongoAnalyticsFeedOptions): AnalyticsFeed {
@@ -583,7 +592,7 @@ export function createMongoAnalyticsFeed(options: MongoAnalyticsFeedOptions): An
     const due = await w.runAndReadAll("SELECT seq FROM feed_state WHERE id = 3");
     const since = due.getRowsJS()[0]?.[0];
     dirty = since === undefined ? undefined : Number(since);
-    if (STREAMS.every((s) => marks.has(s.stream))) return;
+    if (STREAMS.every((s) => marks.has(s.stream)) && !(await missedNotices())) return;
     // The server's time BEFORE the collections are read: what changes while
     // they are read has a later marker, and is read again by the streams.
     await rebuild(await source.serverTime());
@@ -632,13 +641,36 @@ export function createMongoAnalyticsFeed(options: MongoAnalyticsFeedOptions): An
     return pages;
   };
 
-  /** Notices older than twice the window were applied for a whole window: they go. */
+  /**
+   * Notices older than twice the window were applied for a whole window:
+   * they go. How far is recorded first (`analytics_feed_state`), for a
+   * server that takes the lease over with an older file of its own.
+   */
   const trimNotices = async () => {
     const mark = marks.get("notices");
     if (mark === undefined || deferring) return;
-    await c.analyticsLog.deleteMany({ at: { $lt: new Date(mark - 2 * settleMs) } }).catch(() => {
+    const before = new Date(mark - 2 * settleMs);
+    try {
+      await c.analyticsFeedState.updateOne(
+        { _id: NOTICES_STATE },
+        { $max: { trimmed_before: before } },
+        { upsert: true },
+      );
+      await c.analyticsLog.deleteMany({ at: { $lt: before } });
+    } catch {
       // Trimmed at a later poll.
-    });
+    }
+  };
+
+  /**
+   * Whether notices this file has not applied were trimmed (by the feed of
+   * the server that owned the analytics store meanwhile, with a file of its
+   * own): its re-read would start after them, so the file is rebuilt.
+   */
+  const missedNotices = async () => {
+    const state = await c.analyticsFeedState.findOne({ _id: NOTICES_STATE });
+    const from = (marks.get("notices") ?? 0) - settleMs;
+    return state !== null && from < state.trimmed_before.getTime();
   };
 
   /** The watermarks and the dirty time of the open file, loaded once (again after a swap). */

@@ -192,6 +192,18 @@ export interface AnalyticsLeaseDoc {
   expires_at: Date;
 }
 
+/**
+ * The analytics feed's state shared by every server of a deployment
+ * (src/store/mongo/analytics-feed.ts): `_id: "notices"`, how far the notice
+ * log was trimmed, so that a server taking the lease over with an older file
+ * of its own rebuilds it rather than miss the trimmed notices.
+ */
+export interface AnalyticsFeedStateDoc {
+  _id: string;
+  /** The notices before this time (the server's) are gone. */
+  trimmed_before: Date;
+}
+
 export interface IdentityDoc {
   _id?: ObjectId;
   site_id: string;

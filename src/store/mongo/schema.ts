@@ -28,6 +28,7 @@ import {
 import type { ConnectorDoc, ConnectorEventDoc, ConnectorObjectDoc } from "./connectors.js";
 import type {
   AccountDoc,
+  AnalyticsFeedStateDoc,
   AnalyticsLeaseDoc,
   AnalyticsNoticeDoc,
   ApiKeyDoc,
@@ -379,6 +380,12 @@ export const COLLECTIONS: readonly CollectionSpec[] = [
     indexes: [{ key: { at: 1, _id: 1 }, name: "at" }],
   },
   {
+    // How far the analytics feed trimmed the notice log (analytics-feed.ts): one document.
+    name: "analytics_feed_state",
+    schema: object(["_id", "trimmed_before"], { _id: str, trimmed_before: date }),
+    indexes: [],
+  },
+  {
     // The analytics owner's lease (src/store/mongo/analytics-lease.ts): one document.
     name: "analytics_lease",
     schema: object(["_id", "holder", "acquired_at", "expires_at"], {
@@ -682,6 +689,7 @@ export interface Collections {
   settings: Collection<SettingDoc>;
   analyticsLog: Collection<AnalyticsNoticeDoc>;
   analyticsLease: Collection<AnalyticsLeaseDoc>;
+  analyticsFeedState: Collection<AnalyticsFeedStateDoc>;
 }
 
 /**
@@ -719,5 +727,6 @@ export function collections(db: Db, options: { maxTimeMS?: number } = {}): Colle
     settings: get<SettingDoc>("settings"),
     analyticsLog: get<AnalyticsNoticeDoc>("analytics_log"),
     analyticsLease: get<AnalyticsLeaseDoc>("analytics_lease"),
+    analyticsFeedState: get<AnalyticsFeedStateDoc>("analytics_feed_state"),
   };
 }

@@ -85,6 +85,7 @@ function setUp() {
     customerVisitors: new MemoryCollection(clock),
     stitches: new MemoryCollection(clock),
     analyticsLog: new MemoryCollection(clock),
+    analyticsFeedState: new MemoryCollection(clock),
     sites: new MemoryCollection(clock),
   };
   m.sites.docs.push({ _id: "s1", hostnames: ["shop.test"] });
@@ -421,6 +422,56 @@ describe("the MongoDB analytics feed", () => {
     await t.append([event(3, "v_bob")]);
     await f.runOnce();
     expect(await t.seqs(a)).toEqual(once(1_000, 1_004));
+  });
+
+  it("rebuilds an older file of its own whose unapplied notices were trimmed meanwhile (the lease taken over from another host); its own recent file it resumes", async () => {
+    const t = setUp();
+    const rebuilds = () =>
+      t.m.events.finds.filter((f) => Object.keys(f.filter).length === 0).length;
+    let mine = await t.analytics();
+    await t.append([event(0, "v_bob")]);
+    t.clock.now += HOUR;
+    await t.append([event(1, "v_ada")]);
+    const f = t.feed(mine);
+    await f.runOnce();
+    await f.stop();
+    mine.close();
+    expect(rebuilds()).toBe(1);
+    // Another host owns the store meanwhile, with a file of its own.
+    const other = await openAnalyticsStore({
+      path: join(tempDir(), "analytics.duckdb"),
+      threads: 1,
+      memoryLimit: "256MB",
+    });
+    opened.push(other);
+    const g = t.feed(other);
+    await g.runOnce();
+    // Retention drops v_ada's bucket: a notice first, then the bucket goes.
+    t.clock.now += 1_000;
+    const [, second] = t.m.events.docs as [Doc, Doc];
+    await noteChanges(t.c, "bucket", "s1", [(second._id as ObjectId).toHexString()]);
+    await t.m.events.deleteOne({ _id: second._id });
+    await g.runOnce();
+    expect(await t.seqs(other)).toEqual([[1_000, 1]]);
+    // A later notice moves its watermark on: the bucket's notice is trimmed.
+    t.clock.now += 10 * 60_000;
+    await noteChanges(t.c, "links", "s1", ["cus_x"]);
+    await g.runOnce();
+    expect(t.m.analyticsLog.docs).toHaveLength(1);
+    await g.stop();
+    // The first host owns it again, with its older file: rebuilt, without the dropped bucket.
+    mine = await t.analytics();
+    const again = t.feed(mine);
+    await again.runOnce();
+    expect(rebuilds()).toBe(3);
+    expect(await t.seqs(mine)).toEqual([[1_000, 1]]);
+    await again.stop();
+    mine.close();
+    // Its own file, recent, after a restart: resumed, not rebuilt.
+    mine = await t.analytics();
+    await t.feed(mine).runOnce();
+    expect(rebuilds()).toBe(3);
+    expect(await t.seqs(mine)).toEqual([[1_000, 1]]);
   });
 
   it("tells the visits hook once per page, in the page's transaction, whose events were appended or deleted", async () => {
