@@ -140,8 +140,8 @@ export async function createAnalyticsOwnership(
     } catch (err) {
       // With a lease: it is ours but the last owner still has the file open (it
       // is closing, or learns at its next renewal that it lost the lease).
-      // Without (MongoDB): a second process given ANALYTICS_OWNER=true; it
-      // opens the file once the first has closed it.
+      // Without one: another process has the file open; this one opens it once
+      // that one has closed it.
       if (!isHeldByAnotherProcess(err)) throw err;
       if (!lease && !waitingSaid) {
         waitingSaid = true;

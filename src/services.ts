@@ -145,9 +145,9 @@ export interface Services {
   collectLimiter: RateLimiter;
   /**
    * Whether and when this process owns the analytics store: absent when it
-   * never may (a MongoDB process not given ANALYTICS_OWNER, a worker that
-   * does not prune); with SQLite the servers of one data directory choose
-   * one by a lease (src/analytics-ownership.ts).
+   * never may (a process given ANALYTICS_OWNER=false, a worker that does not
+   * prune); the servers of one deployment choose one by a lease
+   * (src/analytics-ownership.ts).
    */
   analytics?: AnalyticsOwnership;
   /** ReportsService.Query and Funnel: requests planned, then answered by `analytics`' engine. */
