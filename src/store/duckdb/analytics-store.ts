@@ -101,7 +101,10 @@ export interface RewriteReport {
   bytesAfter: number;
   /** The whole rewrite: the copy, then the swap. */
   seconds: number;
-  /** The swap alone: queries wait this long at most (plus the queries it waited for). */
+  /**
+   * The swap alone, with `onSwapped` (the feed's replay onto the new file):
+   * queries wait this long at most (plus the queries it waited for).
+   */
   swapSeconds: number;
 }
 
