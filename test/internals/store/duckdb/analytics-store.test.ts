@@ -135,6 +135,64 @@ describe("the analytics file", () => {
     }
   });
 
+  it("copies one snapshot while the writer goes on committing; swaps inside `exclusive`, and new queries connect only after `onSwapped`", async () => {
+    const { store } = await storeWithErasedRow();
+    try {
+      const rows = async (conn: Awaited<ReturnType<AnalyticsStore["connect"]>>) =>
+        Number((await conn.runAndReadAll("SELECT count(*) FROM events")).getRows()[0]?.[0]);
+      const steps: string[] = [];
+      let reached = () => {};
+      const copied = new Promise<void>((r) => {
+        reached = r;
+      });
+      let release = () => {};
+      const held = new Promise<void>((r) => {
+        release = r;
+      });
+      let asked: Promise<number> | undefined;
+      const rewriting = store.rewrite({
+        onCopied: () => {
+          reached();
+          return held;
+        },
+        exclusive: async (swap) => {
+          steps.push("exclusive");
+          return swap();
+        },
+        onSwapped: async () => {
+          steps.push("swapped");
+          // A query asked now waits for what the replay writes.
+          asked = store.connect().then(async (conn) => {
+            try {
+              return await rows(conn);
+            } finally {
+              conn.closeSync();
+            }
+          });
+          await store.writer.run("INSERT INTO events SELECT * FROM events WHERE seq < 5");
+          steps.push("replayed");
+        },
+      });
+      await copied;
+      // The copy is written: the writer commits, and a query sees it at once (no gate yet).
+      await store.writer.run("INSERT INTO events SELECT * FROM events WHERE seq < 10");
+      const during = await store.connect();
+      expect(await rows(during)).toBe(20_010);
+      during.closeSync();
+      expect(steps).toEqual([]);
+      release();
+      await rewriting;
+      expect(steps).toEqual(["exclusive", "swapped", "replayed"]);
+      // The new file is the copy's snapshot (without the 10 rows committed after it) plus the replay.
+      expect(await asked).toBe(20_005);
+      expect((await store.writer.runAndReadAll("SELECT count(*) FROM events")).getRows()).toEqual([
+        [20_005n],
+      ]);
+    } finally {
+      store.close();
+    }
+  });
+
   it("after a crash during a rewrite's copy, opens the old file whole and drops the half-written copy", async () => {
     const { store, path } = await storeWithErasedRow();
     store.close();
