@@ -461,11 +461,17 @@ describe("the analytics feed", () => {
 });
 
 describe("the analytics feed while the file is rewritten", () => {
-  /** v3's events erased (a log entry as erasure writes it): the file holds removed rows' bytes. */
+  /**
+   * A visitor's events erased as erasure does it, in one transaction: its
+   * events still in the outbox deleted there, and a log entry for DuckDB.
+   */
   const erase = (t: ReturnType<typeof setUp>, visitor: string) =>
-    t.db
-      .prepare("INSERT INTO analytics_feed (kind, site_id, key, ref) VALUES (5, 's1', ?, NULL)")
-      .run(visitor);
+    t.db.transaction(() => {
+      t.db.prepare("DELETE FROM events WHERE site_id = 's1' AND visitor_id = ?").run(visitor);
+      t.db
+        .prepare("INSERT INTO analytics_feed (kind, site_id, key, ref) VALUES (5, 's1', ?, NULL)")
+        .run(visitor);
+    })();
   /** A rewrite held once its copy is written: `copied` resolves there, `release()` lets it swap. */
   const holdAtCopy = () => {
     let release = () => {};
@@ -565,14 +571,22 @@ describe("the analytics feed while the file is rewritten", () => {
     await feed.runOnce();
     const compacting = feed.compact();
     await hold.copied;
-    // The copy holds the marked visitor's events; the erasure comes after its snapshot.
+    // The copy holds the marked visitor's first event; another one is moved during the
+    // copy (kept in the outbox for the replay); then the erasure, after the copy's snapshot.
+    t.db
+      .prepare(
+        "INSERT INTO events (site_id, name, url, ts, received_at, visitor_id, props) VALUES ('s1', 'pageview', ?, 950, 950, ?, '{\"i\":98}')",
+      )
+      .run(`https://example.com/${marker}/2`, marker);
+    await feed.catchUp();
+    expect(await queried(a, 98)).toBe(2);
     clock = 9_000;
     erase(t, marker);
     await feed.catchUp();
-    expect(await queried(a, 99)).toBe(0);
+    expect(await queried(a, 98)).toBe(0);
     hold.release();
     await compacting;
-    expect(await queried(a, 99)).toBe(0);
+    expect(await queried(a, 98)).toBe(0);
     expect(await t.moved(a)).toEqual(left(10, [3]));
     // The replay deleted rows of the new file: it is dirty again, since the replay.
     expect(feed.dirtySince()).toBe(9_000);
