@@ -540,6 +540,12 @@ export function createMongoAnalyticsFeed(options: MongoAnalyticsFeedOptions): An
   /** Fills an empty analytics store from the collections; the streams start at `t0`. */
   const rebuild = async (t0: number) => {
     await transaction(async () => {
+      // A file with rows (one too old to resume) keeps their bytes until it is
+      // rewritten: erased rows among them, so it is due for a rewrite.
+      const before = await w.runAndReadAll(
+        "SELECT (SELECT count(*) FROM events) + (SELECT count(*) FROM payments) + (SELECT count(*) FROM links) + (SELECT count(*) FROM stitches)",
+      );
+      if (Number(before.getRows()[0]?.[0]) > 0) await markDirty();
       await w.run(
         "DELETE FROM events; DELETE FROM payments; DELETE FROM links; DELETE FROM stitches; DELETE FROM mongo_buckets",
       );

@@ -465,6 +465,8 @@ describe("the MongoDB analytics feed", () => {
     await again.runOnce();
     expect(rebuilds()).toBe(3);
     expect(await t.seqs(mine)).toEqual([[1_000, 1]]);
+    // The dropped bucket's bytes are still in the file: it is due for a rewrite.
+    expect(again.dirtySince()).toBeDefined();
     await again.stop();
     mine.close();
     // Its own file, recent, after a restart: resumed, not rebuilt.
