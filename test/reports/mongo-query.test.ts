@@ -7,7 +7,7 @@
  * process given ANALYTICS_OWNER=false answers 503 with the exact message. The directory (tenant, site, keys)
  * stays in the fixture's store; only the feed's side is MongoDB's.
  */
-import { mkdtempSync, rmSync } from "node:fs";
+import { existsSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { ObjectId } from "mongodb";
@@ -211,6 +211,44 @@ describe("Query on a MongoDB deployment", () => {
         ["Direct", 1n, 0],
         ["Email", 1n, 1],
       ]);
+    });
+  });
+
+  describe("a server while another holds the deployment's lease", () => {
+    const mongo = memoryDeployment();
+    // Another host's live lease (the server's clock stands still until the test moves it).
+    mongo.m.leases.docs.push({
+      _id: "analytics",
+      holder: "elsewhere.example:1:other",
+      acquired_at: new Date(T0),
+      expires_at: new Date(T0 + 60_000),
+    });
+    const ctx = useTestServer({
+      env: { ANALYTICS_PATH: join(dir, "standby.duckdb"), ANALYTICS_LEASE_MS: "300" },
+      wrapStore: asMongo,
+      mongoFeedSource: async () => mongo.source,
+      mongoLease: mongo.lease,
+    });
+
+    it("stands by (Query 503, no file opened), and owns once that lease lapsed by the server's clock", async () => {
+      const query = async () =>
+        postJson(`${ctx.url}/api/v1/sites/${ctx.siteId}/query`, QUERY, {
+          key: await ctx.keyWith(["reports"]),
+        });
+      expect(ctx.server.app.analytics).toBeUndefined();
+      const refused = await query();
+      expect(refused.status).toBe(503);
+      expect(refused.body).toEqual({
+        ok: false,
+        error: { code: "unavailable", message: "the analytics store is unavailable, retry later" },
+      });
+      expect(existsSync(join(dir, "standby.duckdb"))).toBe(false);
+      mongo.m.sites.docs.push({ _id: ctx.siteId, hostnames: ["example.com"] });
+      mongo.clock.now = T0 + 60_000;
+      // Its next turn (every third of ANALYTICS_LEASE_MS) takes the lapsed lease.
+      await expect.poll(() => ctx.server.app.analytics !== undefined).toBe(true);
+      expect(mongo.m.leases.docs[0]?.holder).not.toBe("elsewhere.example:1:other");
+      expect((await query()).status).toBe(200);
     });
   });
 
