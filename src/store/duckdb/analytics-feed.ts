@@ -784,6 +784,8 @@ export function createAnalyticsFeed(options: AnalyticsFeedOptions): AnalyticsFee
 
   /** Answers the backups `admin store backup` asked of this process (analytics-backup.ts). */
   const serveBackups = async () => {
+    // Not while a rewrite copies the file: the polls go on meanwhile, and a later one serves it.
+    if (compacting) return;
     const asked = s.backupsAsked.all() as { id: number; path: string }[];
     for (const b of asked) {
       try {
