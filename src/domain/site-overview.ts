@@ -8,6 +8,7 @@
  */
 import {
   answerFixed,
+  type ChannelRevenue,
   newVisitorsOf,
   revenueBreakdownOf,
   revenueByChannelOf,
@@ -19,7 +20,6 @@ import type {
   DimensionNet,
   NewVisitorCount,
   PaymentSummary,
-  RevenueRow,
   Store,
 } from "./store/store.js";
 
@@ -41,7 +41,7 @@ export interface CurrencyAmount {
 export interface ChannelOverviewView {
   channel: string;
   newVisitors: number;
-  revenue: (RevenueRow & { netMinor: bigint })[];
+  revenue: ChannelRevenue[];
 }
 
 export interface DayOverviewView {
@@ -209,12 +209,7 @@ export async function buildSiteOverview(
     return made;
   };
   for (const v of visitors) channel(v.channel).newVisitors += v.visitors;
-  for (const r of revenue) {
-    channel(r.channel).revenue.push({
-      ...r,
-      netMinor: r.grossMinor - r.refundsMinor - r.chargebacksMinor,
-    });
-  }
+  for (const r of revenue) channel(r.channel).revenue.push(r);
   const trafficByDay = new Map(traffic.map((t) => [t.day, t]));
   const netByDay = new Map<string, Map<string, bigint>>();
   for (const d of breakdown.days) {

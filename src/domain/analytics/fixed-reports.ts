@@ -73,29 +73,42 @@ const present = (v: string | undefined): string | undefined =>
 /** Code point order, as the stores sorted (SQLite's BINARY collation). */
 const byText = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
+/** A channel's revenue in one currency, with its net as the semantic layer's `net_revenue`. */
+export interface ChannelRevenue extends RevenueRow {
+  netMinor: bigint;
+}
+
 /**
  * RevenueByChannel of [from, to): succeeded payments by first-touch channel
- * (`unattributed` without one) and currency, sorted by both.
+ * (`unattributed` without one) and currency, sorted by both. SiteOverview's
+ * channel revenue is these rows: the one plan and the one net.
  */
 export async function revenueByChannelOf(
   engine: AnalyticsEngine,
   siteId: string,
   from: number,
   to: number,
-): Promise<RevenueRow[]> {
+): Promise<ChannelRevenue[]> {
   const result = await answerFixed(
     engine,
     fixedPlan(
       siteId,
       from,
       to,
-      ["gross_revenue", "refunds", "chargebacks", "transactions", "paying_customers"],
+      [
+        "gross_revenue",
+        "refunds",
+        "chargebacks",
+        "net_revenue",
+        "transactions",
+        "paying_customers",
+      ],
       ["channel", "currency"],
     ),
   );
   return result.rows
-    .map((r): RevenueRow => {
-      const [gross, refunds, chargebacks, transactions, paying] = r.metrics;
+    .map((r): ChannelRevenue => {
+      const [gross, refunds, chargebacks, net, transactions, paying] = r.metrics;
       return {
         // A payment without a first touch is under (none) in the query layer.
         channel: present(r.dimensions[0]) ?? UNATTRIBUTED,
@@ -103,6 +116,7 @@ export async function revenueByChannelOf(
         grossMinor: minor(gross),
         refundsMinor: minor(refunds),
         chargebacksMinor: minor(chargebacks),
+        netMinor: minor(net),
         payments: count(transactions),
         payingCustomers: count(paying),
       };

@@ -165,11 +165,11 @@ describe("buildSiteOverview's seam", () => {
       rows: [
         {
           dimensions: ["Email", "EUR"],
-          metrics: [money(1000n), money(100n), money(0n), count(3), count(2)],
+          metrics: [money(1000n), money(100n), money(0n), money(900n), count(3), count(2)],
         },
         {
           dimensions: ["(none)", "EUR"],
-          metrics: [money(100n), money(0n), money(0n), count(1), count(1)],
+          metrics: [money(100n), money(0n), money(0n), money(100n), count(1), count(1)],
         },
       ],
       totals: [],
@@ -225,7 +225,14 @@ describe("buildSiteOverview's seam", () => {
       fixed(["new_visitors"], ["channel", "source", "campaign", "landing_page"]),
       fixed(["net_revenue"], ["time:day", "currency", "source", "campaign", "landing_page"]),
       fixed(
-        ["gross_revenue", "refunds", "chargebacks", "transactions", "paying_customers"],
+        [
+          "gross_revenue",
+          "refunds",
+          "chargebacks",
+          "net_revenue",
+          "transactions",
+          "paying_customers",
+        ],
         ["channel", "currency"],
       ),
     ]);
