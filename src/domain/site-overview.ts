@@ -7,7 +7,6 @@
  * answers unavailable. Amounts stay per currency: nothing here adds two currencies.
  */
 import {
-  answerFixed,
   type ChannelRevenue,
   newVisitorsOf,
   revenueBreakdownOf,
@@ -169,7 +168,7 @@ async function engineTraffic(
   from: number,
   to: number,
 ): Promise<DailyTraffic[]> {
-  const result = await answerFixed(engine, overviewTrafficPlan(siteId, from, to));
+  const result = await engine.report(overviewTrafficPlan(siteId, from, to));
   const count = (v: { kind: string; value?: number } | undefined) =>
     v?.kind === "count" ? (v.value ?? 0) : 0;
   return result.rows.map((r) => ({

@@ -75,6 +75,8 @@ export interface TestServerOptions {
   syncFile?: SyncFile;
   /** Where a MongoDB analytics feed reads (in-memory collections; see services.ts). */
   mongoFeedSource?: ServiceDeps["mongoFeedSource"];
+  /** Wraps the DuckDB engine beneath its admission rules (e.g. to hold its fixed reports). */
+  wrapAnalytics?: ServiceDeps["wrapAnalytics"];
 }
 
 export async function startTestServer(options: TestServerOptions = {}): Promise<TestServer> {
@@ -102,6 +104,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     metrics: options.metrics,
     logStream: options.logStream,
     ...(options.mongoFeedSource ? { mongoFeedSource: options.mongoFeedSource } : {}),
+    ...(options.wrapAnalytics ? { wrapAnalytics: options.wrapAnalytics } : {}),
   });
   const port = await app.listen();
   return {

@@ -6,7 +6,6 @@
  * fixed reports' days have always been), the model is first touch (the
  * stored attribution), amounts stay per currency.
  */
-import { DomainError } from "../errors.js";
 import type {
   DailyNet,
   DimensionNet,
@@ -50,21 +49,6 @@ export function fixedPlan(
   };
 }
 
-/**
- * Answers a fixed report's plan. The engine's refusal for too many queries
- * of the site (the dashboard's own Query panels may hold its slots) is
- * answered outside the slots (`report`), as the stored-event reads are: a
- * fixed report is never refused for it.
- */
-export async function answerFixed(engine: AnalyticsEngine, plan: QueryPlan): Promise<QueryResult> {
-  try {
-    return await engine.query(plan);
-  } catch (err) {
-    if (!(err instanceof DomainError) || err.kind !== "too_many_requests") throw err;
-    return engine.report(plan);
-  }
-}
-
 const count = (v: MetricValue | undefined): number => (v?.kind === "count" ? v.value : 0);
 const minor = (v: MetricValue | undefined): bigint => (v?.kind === "money" ? v.minor : 0n);
 /** A dimension value, absent for `(none)`. */
@@ -89,8 +73,7 @@ export async function revenueByChannelOf(
   from: number,
   to: number,
 ): Promise<ChannelRevenue[]> {
-  const result = await answerFixed(
-    engine,
+  const result = await engine.report(
     fixedPlan(
       siteId,
       from,
@@ -131,8 +114,7 @@ export async function newVisitorsOf(
   from: number,
   to: number,
 ): Promise<NewVisitorCount[]> {
-  const result = await answerFixed(
-    engine,
+  const result = await engine.report(
     fixedPlan(
       siteId,
       from,
@@ -167,8 +149,7 @@ export async function revenueBreakdownOf(
   from: number,
   to: number,
 ): Promise<RevenueBreakdown> {
-  const result = await answerFixed(
-    engine,
+  const result = await engine.report(
     fixedPlan(
       siteId,
       from,
