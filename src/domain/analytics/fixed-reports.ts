@@ -21,7 +21,6 @@ import {
   type MetricValue,
   NONE_VALUE,
   type QueryPlan,
-  type QueryResult,
 } from "./query-plan.js";
 
 /** Rows a fixed report's plan may give: every group (the engine pages only Query's answers). */
