@@ -147,3 +147,26 @@ export const JOURNEY_FUNNEL = {
   ],
   period: { from_day: "2026-03-11", to_day: "2026-03-11" },
 };
+
+/** JOURNEY_FUNNEL's answer (proto JSON): A and B reach pricing, A signs up. */
+export const JOURNEY_FUNNEL_ANSWER = {
+  steps: [
+    { label: "home", visitors: "2", conversionFromPrevious: 100, conversionOverall: 100 },
+    {
+      label: "https://example.com/pricing",
+      visitors: "2",
+      conversionFromPrevious: 100,
+      conversionOverall: 100,
+      medianSecondsFromPrevious: 1500,
+    },
+    {
+      label: "signup",
+      visitors: "1",
+      conversionFromPrevious: 50,
+      conversionOverall: 50,
+      medianSecondsFromPrevious: 300,
+    },
+  ],
+  period: JOURNEY_QUERY_ANSWER.period,
+  model: "first_touch",
+};

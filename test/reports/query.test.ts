@@ -13,6 +13,7 @@ import {
   JOURNEY_QUERY_ANSWER as ANSWER,
   count,
   JOURNEY_FUNNEL as FUNNEL,
+  JOURNEY_FUNNEL_ANSWER as FUNNEL_ANSWER,
   JOURNEY_QUERY as QUERY,
   sendJourney,
   usd,
@@ -94,27 +95,7 @@ describe("ReportsService.Query and Funnel", () => {
   it("answers a funnel: visitors per step, conversion and median time between steps", async () => {
     const res = await post("funnel", FUNNEL, reportsKey);
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({
-      steps: [
-        { label: "home", visitors: "2", conversionFromPrevious: 100, conversionOverall: 100 },
-        {
-          label: "https://example.com/pricing",
-          visitors: "2",
-          conversionFromPrevious: 100,
-          conversionOverall: 100,
-          medianSecondsFromPrevious: 1500,
-        },
-        {
-          label: "signup",
-          visitors: "1",
-          conversionFromPrevious: 50,
-          conversionOverall: 50,
-          medianSecondsFromPrevious: 300,
-        },
-      ],
-      period: ANSWER.period,
-      model: "first_touch",
-    });
+    expect(res.body).toEqual(FUNNEL_ANSWER);
   });
 
   it("answers by currency without a currency (each row in its own, no total across them), by customer and by days to first payment", async () => {
