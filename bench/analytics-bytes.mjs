@@ -9,8 +9,8 @@
  * analytics store built from it by the feed (the rebuild a new file gets),
  * the bytes on disk per event of every file of the data directory, where
  * they are (SQLite's tables and indexes from `dbstat`, DuckDB's tables from
- * `pragma_storage_info`), and the p50 of five runs of the dashboard's kind of
- * queries over the 90 days (QUERIES=0 skips them). LIVE=1 runs the feed after
+ * `pragma_storage_info`); bytes only (the queries' times are `npm run
+ * bench:analytics`, bench/analytics-query.mjs). LIVE=1 runs the feed after
  * each batch of events the load commits, as a running server's feed moves
  * them, instead of once after the whole load. KEEP=1 keeps the data directory.
  * VISITOR_IDS=hex gives visitors ids of 32 hex characters, as the service
@@ -24,13 +24,10 @@ import { mkdtempSync, readdirSync, rmSync, statSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import Database from "better-sqlite3";
-import { createDuckDbAnalytics } from "../src/store/duckdb/analytics-engine.ts";
 import { createAnalyticsFeed } from "../src/store/duckdb/analytics-feed.ts";
 import { openAnalyticsStore } from "../src/store/duckdb/analytics-store.ts";
 import { createSqliteStore } from "../src/store/sqlite/sqlite-store.ts";
-import { loadOverviewSite, OVERVIEW_SITE } from "./lib/overview-site.mjs";
-
-const DAY = 86_400_000;
+import { loadOverviewSite } from "./lib/overview-site.mjs";
 
 /** Rounded to one decimal. */
 const r1 = (x) => Math.round(x * 10) / 10;
@@ -133,7 +130,6 @@ const EVENTS = Number(process.env.EVENTS ?? 1_000_000);
 const PAYMENTS = Number(process.env.PAYMENTS ?? Math.floor(EVENTS / 10));
 const VISITORS = Number(process.env.VISITORS ?? Math.floor(EVENTS / 10));
 const CUSTOMERS = Number(process.env.CUSTOMERS ?? 20_000);
-const QUERIES = process.env.QUERIES !== "0";
 const LIVE = process.env.LIVE === "1";
 const HEX_IDS = process.env.VISITOR_IDS === "hex";
 const OLDEST_FIRST = process.env.ORDER !== "newest";
@@ -189,79 +185,6 @@ try {
   const sqlite = sqliteBreakdown(sqlitePath, EVENTS);
   const duckdb = await duckdbBreakdown(analytics.writer, EVENTS);
 
-  const engine = createDuckDbAnalytics({ analytics, timeoutMs: 60_000, perSite: 4 });
-  const to = Math.floor(NOW / DAY) * DAY + DAY;
-  const period = (days) => ({ from: to - days * DAY, to });
-  const plan = (o) => ({
-    siteId: OVERVIEW_SITE,
-    timeZone: "UTC",
-    metrics: ["visitors"],
-    dimensions: [],
-    filters: [],
-    period: period(90),
-    model: "first_touch",
-    orderBy: [{ field: o.metrics?.[0] ?? "visitors", desc: true }],
-    limit: 10,
-    offset: 0,
-    ...o,
-  });
-  const queries = {
-    "totals: visitors, visits, pageviews, bounce, duration (90d)": plan({
-      metrics: ["visitors", "visits", "pageviews", "bounce_rate", "visit_duration"],
-    }),
-    "visitors by day (90d)": plan({
-      dimensions: ["time:day"],
-      orderBy: [{ field: "time:day", desc: false }],
-      limit: 100,
-    }),
-    "top pages (30d)": plan({ dimensions: ["page"], period: period(30) }),
-    "sources, visitors and net revenue (90d)": plan({
-      metrics: ["visitors", "net_revenue"],
-      dimensions: ["source"],
-      currency: "USD",
-    }),
-    "pages filtered by channel is Email (90d)": plan({
-      dimensions: ["page"],
-      filters: [{ dimension: "channel", op: "is", values: ["Email"] }],
-    }),
-    "net revenue by channel, linear model (90d)": plan({
-      metrics: ["net_revenue", "payments"],
-      dimensions: ["channel"],
-      currency: "USD",
-      model: "linear",
-    }),
-  };
-  const results = {};
-  for (const [name, p] of QUERIES ? Object.entries(queries) : []) {
-    const runs = [];
-    for (let k = 0; k < 5; k++) {
-      s = performance.now();
-      await engine.query(p);
-      runs.push(Math.round(performance.now() - s));
-    }
-    runs.sort((a, b) => a - b);
-    results[name] = { p50Ms: runs[2], runsMs: runs };
-  }
-  const funnelRuns = [];
-  for (let k = 0; k < (QUERIES ? 5 : 0); k++) {
-    s = performance.now();
-    await engine.funnel({
-      siteId: OVERVIEW_SITE,
-      timeZone: "UTC",
-      steps: [
-        { kind: "page_prefix", value: "https://example.com/", filters: [], label: "any" },
-        { kind: "page", value: "https://example.com/l1", filters: [], label: "l1" },
-        { kind: "page", value: "https://example.com/l2", filters: [], label: "l2" },
-      ],
-      filters: [],
-      period: period(90),
-      windowMs: 90 * DAY,
-      model: "first_touch",
-    });
-    funnelRuns.push(Math.round(performance.now() - s));
-  }
-  funnelRuns.sort((a, b) => a - b);
-  if (QUERIES) results["three-step funnel (90d)"] = { p50Ms: funnelRuns[2], runsMs: funnelRuns };
   await feed.stop();
   analytics.close();
   console.log(
@@ -294,7 +217,6 @@ try {
         reclaimStepMs: spread(lockSteps.reclaim),
         idlePollMs: r1(idlePollMs),
         rssMiB: Math.round(process.memoryUsage().rss / 2 ** 20),
-        queries: results,
       },
       null,
       2,

@@ -1,55 +1,57 @@
 /**
  * Freshness of the analytics store (`npm run bench:freshness`, issue 30):
- * a listening server on a fresh SQLite file with its feed at the default
- * interval, LOADERS clients sending batches of 50 new-visitor pageviews as
- * fast as they are acknowledged, and PROBES probe events, each sent alone:
- * the time from its 204 to the first Query that counts it (polled every
- * 10 ms). Prints p50, p99 and max in ms, and the events/s of the load.
+ * the built server (BENCH_DIST, default dist/ of this checkout; started by
+ * bench/lib/server.mjs as bench/run.mjs does) on a fresh SQLite file with
+ * its feed at the default interval (ANALYTICS_* settings of the environment
+ * pass on to it), LOADERS clients sending batches of 50 new-visitor
+ * pageviews as fast as they are acknowledged, and PROBES probe events, each
+ * sent alone: the time from its 204 to the first Query (REST, with the admin
+ * token) that counts it (asked again 10 ms after each answer). Prints p50,
+ * p99 and max in ms, and the events/s of the load.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join } from "node:path";
-import { createApp } from "../src/app.ts";
-import { loadConfig } from "../src/config.ts";
-import { createAdmin } from "../src/domain/admin.ts";
-import { systemClock } from "../src/domain/clock.ts";
-import { createSqliteStore } from "../src/store/sqlite/sqlite-store.ts";
+import { join, resolve } from "node:path";
+import { ADMIN_TOKEN, freshTenant, headersFor, startServer } from "./lib/server.mjs";
 
 const PROBES = Number(process.env.PROBES ?? 100);
 const LOADERS = Number(process.env.LOADERS ?? 4);
 const UA =
   "Mozilla/5.0 (Windows NT 10.0; Win64; x64) AppleWebKit/537.36 Chrome/124.0 Safari/537.36";
+const DIST = resolve(process.env.BENCH_DIST ?? "dist");
 
 const dir = mkdtempSync(join(tmpdir(), "bench-freshness-"));
-const config = loadConfig({
-  PORT: "0",
-  STORE_URL: `sqlite:${join(dir, "ingest.sqlite")}`,
-  LOG_LEVEL: "silent",
-  ...process.env,
+const { dbPath, siteId, key } = await freshTenant(DIST, dir);
+const server = await startServer({
+  dist: DIST,
+  dbPath,
+  env: Object.fromEntries(
+    Object.entries(process.env).filter(([name]) => name.startsWith("ANALYTICS_")),
+  ),
 });
-const store = createSqliteStore(join(dir, "ingest.sqlite"));
-const admin = createAdmin({ store, clock: systemClock });
-const { accountId, ownerUserId } = await admin.createAccount({
-  name: "bench",
-  plan: "scale",
-  ownerEmail: "bench@example.com",
-});
-const { siteId } = await admin.createSite({ accountId, hostnames: ["example.com"] });
-const { key } = await admin.createKey({
-  siteId,
-  name: "bench",
-  scopes: ["events", "payments"],
-  actorUserId: ownerUserId,
-});
-const app = await createApp({ config, store, clock: systemClock });
-const port = await app.listen();
-const url = `http://127.0.0.1:${port}/api/v1/events`;
 const post = (body) =>
-  fetch(url, {
+  fetch(`${server.url}/api/v1/events`, {
     method: "POST",
-    headers: { "content-type": "application/json", authorization: `Bearer ${key}` },
+    headers: headersFor(key),
     body: JSON.stringify(body),
   });
+/** Events of the last hour whose property k is `value`, by Query over REST. */
+async function probeCount(value) {
+  const res = await fetch(`${server.url}/api/v1/sites/${siteId}/query`, {
+    method: "POST",
+    headers: headersFor(ADMIN_TOKEN),
+    body: JSON.stringify({
+      metrics: ["events"],
+      filters: [{ dimension: "prop:k", op: "is", values: [value] }],
+      period: {
+        from: new Date(Date.now() - 3_600_000).toISOString(),
+        to: new Date(Date.now() + 60_000).toISOString(),
+      },
+    }),
+  });
+  if (res.status !== 200) throw new Error(`Query answered ${res.status}: ${await res.text()}`);
+  return Number((await res.json()).totals[0]?.count ?? 0);
+}
 
 let stop = false;
 let loaded = 0;
@@ -82,28 +84,13 @@ for (let i = 0; i < PROBES; i++) {
   });
   if (res.status !== 204) throw new Error(`probe ${i}: ${res.status}`);
   const acked = performance.now();
-  for (;;) {
-    const r = await app.analytics.engine.query({
-      siteId,
-      timeZone: "UTC",
-      metrics: ["events"],
-      dimensions: [],
-      filters: [{ dimension: "prop:k", op: "is", values: [String(i)] }],
-      period: { from: Date.now() - 3_600_000, to: Date.now() + 60_000 },
-      model: "first_touch",
-      orderBy: [{ field: "events", desc: true }],
-      limit: 1,
-      offset: 0,
-    });
-    if (r.totals[0]?.value === 1) break;
-    await new Promise((r) => setTimeout(r, 10));
-  }
+  while ((await probeCount(String(i))) !== 1) await new Promise((r) => setTimeout(r, 10));
   lags.push(performance.now() - acked);
 }
 stop = true;
 await Promise.all(loaders);
 const seconds = (performance.now() - started) / 1000;
-await app.close();
+await server.stop();
 rmSync(dir, { recursive: true, force: true });
 lags.sort((a, b) => a - b);
 const at = (q) => Math.round(lags[Math.min(lags.length - 1, Math.floor(q * lags.length))]);

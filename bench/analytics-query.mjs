@@ -4,9 +4,10 @@
  * size) from EVENTS/10 visitors and PAYMENTS payments over 90 days, loaded
  * into SQLite through the store's commit paths (bench/lib/overview-site.mjs),
  * then the DuckDB analytics store built from it by the feed (the rebuild a
- * new file gets), its bytes per event, and the p50 of five runs of the
- * dashboard's kind of queries over the 90 days. Deterministic data at a
- * fixed date. docs/performance.md, "Analytics store".
+ * new file gets), its bytes per event, and the p50 and p99 of RUNS runs of
+ * the bench's queries over the 90 days (`directQueries` in
+ * bench/lib/analytics-site.mjs, the one list of them). Deterministic data at
+ * a fixed date. docs/performance.md, "Analytics store".
  *
  * Knobs (issue 30's site at scale): VISITORS (default EVENTS/10), PAYMENTS,
  * EVENTS; RUNS per query (default 5; p50 and p99 of them). LOAD=direct writes
@@ -30,8 +31,6 @@ import { loadOverviewSite, OVERVIEW_SITE } from "./lib/overview-site.mjs";
 const { createDuckDbAnalytics } = await import(
   `${process.env.ENGINE ? `${process.env.ENGINE}/` : "../"}src/store/duckdb/analytics-engine.ts`
 );
-
-const DAY = 86_400_000;
 
 /** SQLite's largest tables and indexes after the move, in bytes. */
 let sqliteTables = {};
@@ -204,7 +203,7 @@ async function runThroughFeed() {
         },
       },
     });
-    let s = performance.now();
+    const s = performance.now();
     sliceAt = s;
     await feed.runOnce();
     const rebuildSeconds = (performance.now() - s) / 1000;
@@ -223,78 +222,9 @@ async function runThroughFeed() {
     const allBytes = files.reduce((a, f) => a + size(f), 0);
 
     const engine = createDuckDbAnalytics({ analytics, timeoutMs: 60_000, perSite: 4 });
-    const to = Math.floor(NOW / DAY) * DAY + DAY;
-    const period = (days) => ({ from: to - days * DAY, to });
-    const plan = (o) => ({
-      siteId: OVERVIEW_SITE,
-      timeZone: "UTC",
-      metrics: ["visitors"],
-      dimensions: [],
-      filters: [],
-      period: period(90),
-      model: "first_touch",
-      orderBy: [{ field: o.metrics?.[0] ?? "visitors", desc: true }],
-      limit: 10,
-      offset: 0,
-      ...o,
-    });
-    const queries = {
-      "totals: visitors, visits, pageviews, bounce, duration (90d)": plan({
-        metrics: ["visitors", "visits", "pageviews", "bounce_rate", "visit_duration"],
-      }),
-      "visitors by day (90d)": plan({
-        dimensions: ["time:day"],
-        orderBy: [{ field: "time:day", desc: false }],
-        limit: 100,
-      }),
-      "top pages (30d)": plan({ dimensions: ["page"], period: period(30) }),
-      "sources, visitors and net revenue (90d)": plan({
-        metrics: ["visitors", "net_revenue"],
-        dimensions: ["source"],
-        currency: "USD",
-      }),
-      "pages filtered by channel is Email (90d)": plan({
-        dimensions: ["page"],
-        filters: [{ dimension: "channel", op: "is", values: ["Email"] }],
-      }),
-      "net revenue by channel, linear model (90d)": plan({
-        metrics: ["net_revenue", "payments"],
-        dimensions: ["channel"],
-        currency: "USD",
-        model: "linear",
-      }),
-    };
-    const results = {};
-    for (const [name, p] of Object.entries(queries)) {
-      const runs = [];
-      for (let k = 0; k < 5; k++) {
-        s = performance.now();
-        await engine.query(p);
-        runs.push(Math.round(performance.now() - s));
-      }
-      runs.sort((a, b) => a - b);
-      results[name] = { p50Ms: runs[2], runsMs: runs };
-    }
-    const funnelRuns = [];
-    for (let k = 0; k < 5; k++) {
-      s = performance.now();
-      await engine.funnel({
-        siteId: OVERVIEW_SITE,
-        timeZone: "UTC",
-        steps: [
-          { kind: "page_prefix", value: "https://example.com/", filters: [], label: "any" },
-          { kind: "page", value: "https://example.com/l1", filters: [], label: "l1" },
-          { kind: "page", value: "https://example.com/l2", filters: [], label: "l2" },
-        ],
-        filters: [],
-        period: period(90),
-        windowMs: 90 * DAY,
-        model: "first_touch",
-      });
-      funnelRuns.push(Math.round(performance.now() - s));
-    }
-    funnelRuns.sort((a, b) => a - b);
-    results["three-step funnel (90d)"] = { p50Ms: funnelRuns[2], runsMs: funnelRuns };
+    // The one list of the bench's queries (bench/lib/analytics-site.mjs), on this site.
+    const { queries, funnels } = directQueries(OVERVIEW_SITE, NOW);
+    const results = await timeAll(engine, queries, funnels);
     await feed.stop();
     analytics.close();
     console.log(

@@ -74,6 +74,11 @@ export interface Config {
   /** Queries of one site running at once; more answer 429. */
   analyticsQueriesPerSite: number;
   /**
+   * The longest a fixed report's plan waits for one of its site's report
+   * lanes (as many as analyticsQueriesPerSite) before it answers 429.
+   */
+  analyticsReportWaitMs: number;
+  /**
    * ANALYTICS_PATH: the analytics store's DuckDB file of a MongoDB deployment
    * (`./data/analytics.duckdb` when unset). With SQLite the file is always
    * `analytics.duckdb` beside the SQLite file (a restore removes it there).
@@ -208,6 +213,7 @@ export function loadConfig(env: Env = process.env): Config {
     sqliteFreePagesKept: int(env, "SQLITE_FREE_PAGES_KEPT", 256, 0, 1_000_000_000),
     analyticsQueryTimeoutMs: int(env, "ANALYTICS_QUERY_TIMEOUT_MS", 10_000, 100, 600_000),
     analyticsQueriesPerSite: int(env, "ANALYTICS_QUERIES_PER_SITE", 2, 1, 64),
+    analyticsReportWaitMs: int(env, "ANALYTICS_REPORT_WAIT_MS", 10_000, 0, 600_000),
     analyticsPath: env.ANALYTICS_PATH || undefined,
     analyticsOwner:
       env.ANALYTICS_OWNER === undefined || env.ANALYTICS_OWNER === ""

@@ -100,7 +100,9 @@ async function serve(config: Config): Promise<void> {
   const remoteAnalytics =
     cluster.isWorker && !ownsAnalytics && config.analyticsOwner !== false
       ? createRemotePort<AnalyticsEngine>(ANALYTICS_PORT, {
-          timeoutMs: config.analyticsQueryTimeoutMs + ANALYTICS_IPC_MARGIN_MS,
+          // A fixed report's plan may first wait for a lane (report-admission.ts).
+          timeoutMs:
+            config.analyticsQueryTimeoutMs + config.analyticsReportWaitMs + ANALYTICS_IPC_MARGIN_MS,
           unavailable: (cause) => errors.analyticsUnavailable(cause),
         })
       : undefined;

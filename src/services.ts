@@ -15,6 +15,7 @@ import { type Admin, createAdmin } from "./domain/admin.js";
 import { type AnalyticsApp, createAnalyticsApp } from "./domain/analytics/analytics-app.js";
 import { storedEventReads } from "./domain/analytics/event-reads.js";
 import type { AnalyticsEngine } from "./domain/analytics/query-plan.js";
+import { admitReports, REPORTS_QUEUED_PER_SITE } from "./domain/analytics/report-admission.js";
 import { createAttributor } from "./domain/attribution/attribute.js";
 import { type Authenticator, createAuthenticator } from "./domain/auth.js";
 import type { Clock } from "./domain/clock.js";
@@ -99,6 +100,11 @@ export interface ServiceDeps {
    * collections); default: on its own connection to STORE_URL.
    */
   mongoLease?: (ttlMs: number) => Promise<AnalyticsLease>;
+  /**
+   * Wraps the owner's DuckDB engine beneath its admission rules and
+   * read-your-writes (tests hold its fixed reports to fill their lanes).
+   */
+  wrapAnalytics?: (engine: AnalyticsEngine) => AnalyticsEngine;
 }
 
 export type { Analytics } from "./analytics-ownership.js";
@@ -387,11 +393,17 @@ async function openOwnedAnalytics(
       onError,
     });
   }
-  const engine = createDuckDbAnalytics({
+  const duckdb = createDuckDbAnalytics({
     analytics: store,
     timeoutMs: config.analyticsQueryTimeoutMs,
     perSite: config.analyticsQueriesPerSite,
     removals: feed.removals,
+  });
+  // The fixed reports' plans in lanes of their own, beside the query slots (docs/reports.md).
+  const engine = admitReports(deps.wrapAnalytics?.(duckdb) ?? duckdb, {
+    perSite: config.analyticsQueriesPerSite,
+    queuedPerSite: REPORTS_QUEUED_PER_SITE,
+    waitMs: config.analyticsReportWaitMs,
   });
   // Read-your-writes: every read first waits for the feed to apply what SQLite
   // committed before it began (an event just acknowledged, an erasure). A feed

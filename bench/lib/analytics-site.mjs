@@ -32,6 +32,7 @@ import { createAnalyticsFeed } from "../../src/store/duckdb/analytics-feed.ts";
 import { openAnalyticsStore, visitorKey } from "../../src/store/duckdb/analytics-store.ts";
 import { rebuildVisits } from "../../src/store/duckdb/visits-maintenance.ts";
 import { createSqliteStore } from "../../src/store/sqlite/sqlite-store.ts";
+import { writePayments } from "./overview-site.mjs";
 
 const DAY = 86_400_000;
 export const SITE_ACCOUNT = "acct_bench";
@@ -73,34 +74,15 @@ export async function loadAnalyticsSite(o) {
     hostnames: [HOST],
     createdAt: now,
   });
-  // Payments through the store's commit paths (as bench/lib/overview-site.mjs does).
+  // Payments through the store's commit paths, as the overview site's.
   const visits = Math.ceil(N / 3);
   const from = now - 90 * DAY;
-  const at = (j, n) => now - Math.floor(((n - j) / n) * 90 * DAY);
-  for (let i = 0; i < P; i += 5000) {
-    const writes = [];
-    for (let j = i; j < Math.min(P, i + 5000); j++) {
-      const paidAt = at(j, P);
-      const payment = {
-        siteId: SITE_ID,
-        paymentId: `pay${j}`,
-        customerId: `cus${j % customers}`,
-        currency: j % 4 ? "USD" : "EUR",
-        amountMinor: 1000 + (j % 500),
-        kind: j % 25 === 0 ? "refund" : "charge",
-        status: "succeeded",
-        paidAt,
-        metadata: {},
-        createdAt: paidAt,
-        updatedAt: paidAt,
-      };
-      writes.push({
-        payment,
-        customer: { siteId: SITE_ID, customerId: payment.customerId, at: paidAt },
-      });
-    }
-    await store.commitPayments(writes);
-  }
+  await writePayments(store, {
+    siteId: SITE_ID,
+    count: P,
+    customers,
+    at: (j) => now - Math.floor(((P - j) / P) * 90 * DAY),
+  });
   lap("payments");
   // Links (the attributor's customer_visitors rows) and first touches.
   const db = new Database(join(dir, "ingest.sqlite"));

@@ -33,6 +33,39 @@ function touchOf(v) {
 }
 
 /**
+ * Writes `count` succeeded payments of `siteId` through the store's commit
+ * path (commitPayments, in batches): payment `pay<j>` of customer
+ * `cus<j % customers>` paid at `at(j)`, 10.00 to 14.99, a quarter in EUR,
+ * one in 25 a refund. The payments of both bench sites (this one and
+ * bench/lib/analytics-site.mjs).
+ * @param {any} store
+ * @param {{ siteId: string, count: number, customers: number, at: (j: number) => number }} o
+ */
+export async function writePayments(store, { siteId, count, customers, at }) {
+  for (let i = 0; i < count; i += BATCH) {
+    const writes = [];
+    for (let j = i; j < Math.min(count, i + BATCH); j++) {
+      const paidAt = at(j);
+      const payment = {
+        siteId,
+        paymentId: `pay${j}`,
+        customerId: `cus${j % customers}`,
+        currency: j % 4 ? "USD" : "EUR",
+        amountMinor: 1000 + (j % 500),
+        kind: j % 25 === 0 ? "refund" : "charge",
+        status: "succeeded",
+        paidAt,
+        metadata: {},
+        createdAt: paidAt,
+        updatedAt: paidAt,
+      };
+      writes.push({ payment, customer: { siteId, customerId: payment.customerId, at: paidAt } });
+    }
+    await store.commitPayments(writes);
+  }
+}
+
+/**
  * Loads the site into `store` (a store of the port, empty); returns the
  * seconds each part took.
  * `afterEvents`, when given, is awaited after each batch of events committed.
@@ -105,31 +138,12 @@ export async function loadOverviewSite({
     await afterEvents?.();
   }
   const t1 = performance.now();
-  for (let i = 0; i < PAYMENTS; i += BATCH) {
-    const writes = [];
-    for (let j = i; j < Math.min(PAYMENTS, i + BATCH); j++) {
-      const paidAt = at(j, PAYMENTS);
-      const c = j % customers;
-      const payment = {
-        siteId: OVERVIEW_SITE,
-        paymentId: `pay${j}`,
-        customerId: `cus${c}`,
-        currency: j % 4 ? "USD" : "EUR",
-        amountMinor: 1000 + (j % 500),
-        kind: j % 25 === 0 ? "refund" : "charge",
-        status: "succeeded",
-        paidAt,
-        metadata: {},
-        createdAt: paidAt,
-        updatedAt: paidAt,
-      };
-      writes.push({
-        payment,
-        customer: { siteId: OVERVIEW_SITE, customerId: payment.customerId, at: paidAt },
-      });
-    }
-    await store.commitPayments(writes);
-  }
+  await writePayments(store, {
+    siteId: OVERVIEW_SITE,
+    count: PAYMENTS,
+    customers,
+    at: (j) => at(j, PAYMENTS),
+  });
   // Four customers in five credited to visitor c's first touch (its first event's time),
   // as the attributor does after a payment (setAttribution writes the customer's payments).
   for (let c = 0; c < Math.min(customers, PAYMENTS); c++) {

@@ -350,11 +350,7 @@ export function createReports(deps: {
       if (to < from) throw errors.invalid("to: must not be before from");
       // The query layer's plan; a process without the engine has no second copy of its rules.
       if (!deps.engine) throw errors.analyticsNotServed();
-      const rows = await revenueByChannelOf(deps.engine, input.siteId, from, to);
-      return rows.map((r) => ({
-        ...r,
-        netMinor: r.grossMinor - r.refundsMinor - r.chargebacksMinor,
-      }));
+      return revenueByChannelOf(deps.engine, input.siteId, from, to);
     },
 
     async mrr(input: { siteId: string; at: string }): Promise<MrrView> {

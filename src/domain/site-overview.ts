@@ -7,7 +7,7 @@
  * answers unavailable. Amounts stay per currency: nothing here adds two currencies.
  */
 import {
-  answerFixed,
+  type ChannelRevenue,
   newVisitorsOf,
   revenueBreakdownOf,
   revenueByChannelOf,
@@ -19,7 +19,6 @@ import type {
   DimensionNet,
   NewVisitorCount,
   PaymentSummary,
-  RevenueRow,
   Store,
 } from "./store/store.js";
 
@@ -41,7 +40,7 @@ export interface CurrencyAmount {
 export interface ChannelOverviewView {
   channel: string;
   newVisitors: number;
-  revenue: (RevenueRow & { netMinor: bigint })[];
+  revenue: ChannelRevenue[];
 }
 
 export interface DayOverviewView {
@@ -169,7 +168,7 @@ async function engineTraffic(
   from: number,
   to: number,
 ): Promise<DailyTraffic[]> {
-  const result = await answerFixed(engine, overviewTrafficPlan(siteId, from, to));
+  const result = await engine.report(overviewTrafficPlan(siteId, from, to));
   const count = (v: { kind: string; value?: number } | undefined) =>
     v?.kind === "count" ? (v.value ?? 0) : 0;
   return result.rows.map((r) => ({
@@ -209,12 +208,7 @@ export async function buildSiteOverview(
     return made;
   };
   for (const v of visitors) channel(v.channel).newVisitors += v.visitors;
-  for (const r of revenue) {
-    channel(r.channel).revenue.push({
-      ...r,
-      netMinor: r.grossMinor - r.refundsMinor - r.chargebacksMinor,
-    });
-  }
+  for (const r of revenue) channel(r.channel).revenue.push(r);
   const trafficByDay = new Map(traffic.map((t) => [t.day, t]));
   const netByDay = new Map<string, Map<string, bigint>>();
   for (const d of breakdown.days) {

@@ -9,10 +9,10 @@
  */
 import { mkdirSync } from "node:fs";
 import { join } from "node:path";
-import type { Browser, BrowserContext, Page } from "playwright-core";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import type { Page } from "playwright-core";
+import { beforeAll, describe, expect, it } from "vitest";
 import { ReportsService } from "../../gen/ingest/v1/reports_pb.js";
-import { launchChromium } from "../helpers/chromium.js";
+import { signIn, useDashboardBrowser } from "../helpers/dashboard-browser.js";
 import { DEMO, seedDashboardDemo } from "../helpers/dashboard-data.js";
 import { whenQuerySlotFree } from "../helpers/query-slots.js";
 import { ROOT } from "../helpers/rpc-clients.js";
@@ -32,71 +32,13 @@ const poll = <T>(read: () => Promise<T> | T) =>
 const clock = createTestClock(TEST_NOW);
 const ctx = useTestServer({ clock });
 
-let browser: Browser | undefined;
-let launchError: unknown;
-let contexts: BrowserContext[] = [];
-let pageErrors: string[] = [];
-/** Requests that left the service's origin: there must be none. */
-let foreign: string[] = [];
+/** A new tab of a new browser profile at `path`, its clock fixed at the server's. */
+const { open } = useDashboardBrowser(ctx);
 
 beforeAll(async () => {
   mkdirSync(ARTIFACTS, { recursive: true });
   await seedDashboardDemo({ url: ctx.url, siteId: ctx.siteId, key: ctx.key, clock });
-  try {
-    browser = await launchChromium();
-  } catch (err) {
-    // A missing browser fails every test with this reason (never a skip).
-    launchError = err;
-  }
 });
-afterEach(async () => {
-  for (const c of contexts) await c.close();
-  contexts = [];
-  const [errors, elsewhere] = [pageErrors, foreign];
-  pageErrors = [];
-  foreign = [];
-  expect(errors).toEqual([]);
-  expect(elsewhere).toEqual([]);
-});
-afterAll(async () => {
-  await browser?.close();
-});
-
-/** A new tab of a new browser profile at `path`, its clock fixed at the server's. */
-async function open(
-  path: string,
-  options: { width?: number; colorScheme?: "light" | "dark" } = {},
-): Promise<Page> {
-  // The launch error names the binary tried and how it was found (test/helpers/chromium.ts).
-  if (!browser) throw launchError;
-  const context = await browser.newContext({
-    viewport: { width: options.width ?? 1280, height: 900 },
-    colorScheme: options.colorScheme ?? "light",
-    locale: "en-GB",
-  });
-  contexts.push(context);
-  const page = await context.newPage();
-  await page.clock.setFixedTime(clock.now());
-  page.on("pageerror", (e) => pageErrors.push(e.message));
-  // Console errors too (a Content-Security-Policy violation is one), except
-  // Chromium's own line for an answer of status 401, which the wrong-token test expects.
-  page.on("console", (m) => {
-    if (m.type() === "error" && !m.text().startsWith("Failed to load resource")) {
-      pageErrors.push(m.text());
-    }
-  });
-  page.on("request", (r) => {
-    if (!r.url().startsWith(ctx.url)) foreign.push(r.url());
-  });
-  await page.goto(`${ctx.url}${path}`);
-  return page;
-}
-
-async function signIn(page: Page, token: string, site?: string) {
-  await page.getByLabel("Token").fill(token);
-  if (site !== undefined) await page.getByLabel("Site id").fill(site);
-  await page.getByRole("button", { name: "Sign in" }).click();
-}
 
 const reports = () => ctx.client(ReportsService);
 

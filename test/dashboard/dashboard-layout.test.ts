@@ -14,10 +14,10 @@ import { mkdirSync, readFileSync } from "node:fs";
 import { createRequire } from "node:module";
 import { join } from "node:path";
 import type { Client } from "@connectrpc/connect";
-import type { Browser, BrowserContext, Page } from "playwright-core";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import type { Page } from "playwright-core";
+import { beforeAll, describe, expect, it } from "vitest";
 import { ReportsService } from "../../gen/ingest/v1/reports_pb.js";
-import { launchChromium } from "../helpers/chromium.js";
+import { useDashboardBrowser } from "../helpers/dashboard-browser.js";
 import { DEMO, seedDashboardDemo } from "../helpers/dashboard-data.js";
 import { BROWSER_UA } from "../helpers/fixtures.js";
 import { whenQuerySlotFree } from "../helpers/query-slots.js";
@@ -83,11 +83,7 @@ const ctx = useTestServer({ clock });
 const HOUR = 3_600_000;
 const VID = "journeyBrowser0001";
 
-let browser: Browser | undefined;
-let launchError: unknown;
-let contexts: BrowserContext[] = [];
-let pageErrors: string[] = [];
-let foreign: string[] = [];
+const dashboard = useDashboardBrowser(ctx);
 /** A second site: one customer who came back on a second day in the same browser. */
 let person: Tenant;
 
@@ -147,50 +143,13 @@ beforeAll(async () => {
     { key: person.key },
   );
   expect(res.status).toBe(200);
-  try {
-    browser = await launchChromium();
-  } catch (err) {
-    launchError = err;
-  }
-});
-afterEach(async () => {
-  for (const c of contexts) await c.close();
-  contexts = [];
-  const [errors, elsewhere] = [pageErrors, foreign];
-  pageErrors = [];
-  foreign = [];
-  expect(errors).toEqual([]);
-  expect(elsewhere).toEqual([]);
-});
-afterAll(async () => {
-  await browser?.close();
 });
 
 type Scheme = "light" | "dark";
 
-/** A signed-in tab at `path`, its clock fixed at the server's. */
+/** A signed-in tab at `path`, its clock fixed at the server's, once its top row is drawn. */
 async function open(path: string, width: number, colorScheme: Scheme = "light"): Promise<Page> {
-  if (!browser) throw new Error(String(launchError));
-  const context = await browser.newContext({
-    viewport: { width, height: 900 },
-    colorScheme,
-    locale: "en-GB",
-  });
-  contexts.push(context);
-  const page = await context.newPage();
-  await page.clock.setFixedTime(clock.now());
-  page.on("pageerror", (e) => pageErrors.push(e.message));
-  page.on("console", (m) => {
-    if (m.type() === "error" && !m.text().startsWith("Failed to load resource")) {
-      pageErrors.push(m.text());
-    }
-  });
-  page.on("request", (r) => {
-    if (!r.url().startsWith(ctx.url)) foreign.push(r.url());
-  });
-  await page.goto(`${ctx.url}${path}`);
-  await page.getByLabel("Token").fill(ADMIN_TOKEN);
-  await page.getByRole("button", { name: "Sign in" }).click();
+  const page = await dashboard.open(path, { width, colorScheme, token: ADMIN_TOKEN });
   await page.locator("#top-row .tile").first().waitFor();
   return page;
 }
@@ -401,11 +360,7 @@ describe("the dashboard's layout, themes and accessibility", () => {
   }
 
   it("has no serious axe violation on the sign-in screen", async () => {
-    if (!browser) throw new Error(`Chromium could not start: ${String(launchError)}`);
-    const context = await browser.newContext({ viewport: { width: 375, height: 800 } });
-    contexts.push(context);
-    const page = await context.newPage();
-    await page.goto(`${ctx.url}/dashboard`);
+    const page = await dashboard.open("/dashboard", { width: 375, height: 800 });
     await page.getByLabel("Token").waitFor();
     expect(await seriousViolations(page)).toEqual([]);
   });

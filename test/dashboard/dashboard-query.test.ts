@@ -7,10 +7,10 @@
  * panels' tabs by keyboard. The page's clock is fixed at the server's test
  * clock, so "the last 7 days" are 2026-03-05 to 2026-03-11 at any date.
  */
-import type { Browser, BrowserContext, Page } from "playwright-core";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import type { Page } from "playwright-core";
+import { beforeAll, describe, expect, it } from "vitest";
 import { type MetricValue, ReportsService } from "../../gen/ingest/v1/reports_pb.js";
-import { launchChromium } from "../helpers/chromium.js";
+import { useDashboardBrowser } from "../helpers/dashboard-browser.js";
 import { seedDashboardDemo } from "../helpers/dashboard-data.js";
 import { BROWSER_UA } from "../helpers/fixtures.js";
 import { whenQuerySlotFree } from "../helpers/query-slots.js";
@@ -25,10 +25,7 @@ const poll = <T>(read: () => Promise<T> | T) =>
 const HOUR = 3_600_000;
 const ctx = useTestServer({ clock });
 
-let browser: Browser | undefined;
-let launchError: unknown;
-let contexts: BrowserContext[] = [];
-let pageErrors: string[] = [];
+const dashboard = useDashboardBrowser(ctx);
 
 /** Sends an event at `hoursAgo` (the clock moved there: the API stamps old events with receipt). */
 async function event(ip: string, hoursAgo: number, body: Record<string, unknown>) {
@@ -84,21 +81,6 @@ beforeAll(async () => {
   await event("198.51.100.21", 39.95, { e: "newsletter_open", u: "https://example.com/" });
   // The Direct visitor of today again, two minutes ago: the realtime count's one visitor.
   await event("198.51.100.15", 2 / 60, { e: "pageview", u: "https://example.com/pricing" });
-  try {
-    browser = await launchChromium();
-  } catch (err) {
-    launchError = err;
-  }
-});
-afterEach(async () => {
-  for (const c of contexts) await c.close();
-  contexts = [];
-  const errors = pageErrors;
-  pageErrors = [];
-  expect(errors).toEqual([]);
-});
-afterAll(async () => {
-  await browser?.close();
 });
 
 const TOP = [
@@ -170,18 +152,8 @@ function funnel(request: Parameters<ReturnType<typeof reports>["funnel"]>[0]) {
   return whenQuerySlotFree(() => reports().funnel(request, { headers: ctx.adminHeaders }));
 }
 
-async function open(path: string): Promise<Page> {
-  if (!browser) throw new Error(String(launchError));
-  const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
-  contexts.push(context);
-  const page = await context.newPage();
-  await page.clock.setFixedTime(clock.now());
-  page.on("pageerror", (e) => pageErrors.push(e.message));
-  await page.goto(`${ctx.url}${path}`);
-  await page.getByLabel("Token").fill(ADMIN_TOKEN);
-  await page.getByRole("button", { name: "Sign in" }).click();
-  return page;
-}
+/** A signed-in tab at `path`, its clock fixed at the server's. */
+const open = (path: string) => dashboard.open(path, { token: ADMIN_TOKEN });
 
 /** The top row as [label, value, change] once it has loaded. */
 async function topRow(page: Page): Promise<string[][]> {

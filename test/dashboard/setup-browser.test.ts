@@ -10,10 +10,10 @@
 import { mkdirSync, mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import type { Browser, BrowserContext, Page } from "playwright-core";
-import { afterAll, afterEach, beforeAll, describe, expect, it } from "vitest";
+import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { type ChildServer, startChildServer } from "../helpers/child-server.js";
-import { DESKTOP_UA, launchChromium } from "../helpers/chromium.js";
+import { DESKTOP_UA } from "../helpers/chromium.js";
+import { useDashboardBrowser } from "../helpers/dashboard-browser.js";
 import { ROOT } from "../helpers/rpc-clients.js";
 import { postJson } from "../helpers/test-server.js";
 import { scaled } from "../helpers/timeouts.js";
@@ -29,10 +29,7 @@ const INVALID =
 
 let dir: string;
 const children: ChildServer[] = [];
-let browser: Browser | undefined;
-let contexts: BrowserContext[] = [];
-let pageErrors: string[] = [];
-let foreign: string[] = [];
+const dashboard = useDashboardBrowser();
 
 /** The service on `db` with no ADMIN_TOKEN, its info logs on, as `npm start` runs it. */
 async function start(db: string): Promise<ChildServer> {
@@ -60,34 +57,14 @@ async function setupUrlOf(child: ChildServer): Promise<string> {
   throw new Error(`no setup URL in the output:\n${child.output()}`);
 }
 
-async function open(url: string): Promise<Page> {
-  if (!browser) browser = await launchChromium();
-  const context = await browser.newContext({ userAgent: DESKTOP_UA, locale: "en-GB" });
-  contexts.push(context);
-  const page = await context.newPage();
-  page.on("pageerror", (e) => pageErrors.push(e.message));
-  page.on("request", (r) => {
-    if (!r.url().startsWith(new URL(url).origin)) foreign.push(r.url());
-  });
-  await page.goto(url);
-  return page;
-}
+/** A new tab of a new profile at `url`, as a desktop browser. */
+const open = (url: string) => dashboard.open(url, { userAgent: DESKTOP_UA });
 
 beforeAll(() => {
   dir = mkdtempSync(join(tmpdir(), "ingest-first-run-"));
   mkdirSync(ARTIFACTS, { recursive: true });
 });
-afterEach(async () => {
-  for (const c of contexts) await c.close();
-  contexts = [];
-  const [errors, elsewhere] = [pageErrors, foreign];
-  pageErrors = [];
-  foreign = [];
-  expect(errors).toEqual([]);
-  expect(elsewhere).toEqual([]);
-});
 afterAll(async () => {
-  await browser?.close();
   for (const c of children) if (c.proc.exitCode === null) await stop(c);
   rmSync(dir, { recursive: true, force: true });
 });

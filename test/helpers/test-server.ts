@@ -77,6 +77,8 @@ export interface TestServerOptions {
   mongoFeedSource?: ServiceDeps["mongoFeedSource"];
   /** A MongoDB deployment's owner lease (on in-memory collections; see services.ts). */
   mongoLease?: ServiceDeps["mongoLease"];
+  /** Wraps the DuckDB engine beneath its admission rules (e.g. to hold its fixed reports). */
+  wrapAnalytics?: ServiceDeps["wrapAnalytics"];
 }
 
 export async function startTestServer(options: TestServerOptions = {}): Promise<TestServer> {
@@ -105,6 +107,7 @@ export async function startTestServer(options: TestServerOptions = {}): Promise<
     logStream: options.logStream,
     ...(options.mongoFeedSource ? { mongoFeedSource: options.mongoFeedSource } : {}),
     ...(options.mongoLease ? { mongoLease: options.mongoLease } : {}),
+    ...(options.wrapAnalytics ? { wrapAnalytics: options.wrapAnalytics } : {}),
   });
   const port = await app.listen();
   return {

@@ -49,4 +49,12 @@ describe("analytics settings", () => {
       new ConfigError('ANALYTICS_LEASE_MS must be an integer from 300 to 600000, got "299"'),
     );
   });
+
+  it("waits a fixed report's plan for a lane at most 10 s by default, 0 to 600 s", () => {
+    expect(loadConfig({}).analyticsReportWaitMs).toBe(10_000);
+    expect(loadConfig({ ANALYTICS_REPORT_WAIT_MS: "0" }).analyticsReportWaitMs).toBe(0);
+    expect(() => loadConfig({ ANALYTICS_REPORT_WAIT_MS: "600001" })).toThrow(
+      new ConfigError('ANALYTICS_REPORT_WAIT_MS must be an integer from 0 to 600000, got "600001"'),
+    );
+  });
 });

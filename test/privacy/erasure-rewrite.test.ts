@@ -9,13 +9,13 @@
  * directory is grepped, as the customer-erasure test does after a stop.
  */
 import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync } from "node:fs";
-import { request } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { AdminService } from "../../gen/ingest/v1/admin_pb.js";
+import { postOn, startAnalyticsWorkers } from "../helpers/analytics-workers.js";
 import { type ChildServer, startChildServer, waitForOutput } from "../helpers/child-server.js";
 import { sendEvents } from "../helpers/events.js";
 import { ADMIN_TOKEN, postJson, seedTenantFile } from "../helpers/test-server.js";
@@ -200,17 +200,13 @@ describe("the analytics file rewritten while the server runs", () => {
   it("under WORKERS: the other worker's calls reach the owner through the swap, every answer exact", {
     timeout: scaled(180_000),
   }, async () => {
-    const child = await startChildServer({
+    const { child } = await startAnalyticsWorkers({
       STORE_URL: `sqlite:${path}`,
       ADMIN_TOKEN,
-      LOG_LEVEL: "info",
-      WORKERS: "2",
       ANALYTICS_FEED_INTERVAL_MS: "50",
       ANALYTICS_COMPACT_INTERVAL_MS: "3000",
     });
     try {
-      await waitForOutput(child, /"msg":"listening"/, 2);
-      await waitForOutput(child, /"msg":"serving the analytics engine to the other workers"/, 1);
       const erased = await markedVisitor(child, "erase-me-c93e10");
       expect(await pageviewsOnNewConnection(child)).toBe(expected + 3);
       await eraseVisitor(child, erased);
@@ -242,40 +238,13 @@ describe("the analytics file rewritten while the server runs", () => {
 });
 
 /** The site's pageviews by Query, on a new connection (no keep-alive), so either worker answers. */
-function pageviewsOnNewConnection(child: ChildServer): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const req = request(
-      `${child.url}/api/v1/sites/${tenant.siteId}/query`,
-      {
-        method: "POST",
-        agent: false,
-        headers: {
-          "content-type": "application/json",
-          authorization: `Bearer ${ADMIN_TOKEN}`,
-          connection: "close",
-        },
-      },
-      (res) => {
-        let text = "";
-        res.setEncoding("utf8");
-        res.on("data", (d) => {
-          text += d;
-        });
-        res.on("end", () => {
-          if (res.statusCode !== 200) {
-            reject(new Error(`Query answered ${res.statusCode}: ${text}`));
-            return;
-          }
-          resolve(Number((JSON.parse(text) as { totals: { count: string }[] }).totals[0]?.count));
-        });
-      },
-    );
-    req.on("error", reject);
-    req.end(
-      JSON.stringify({
-        metrics: ["pageviews"],
-        period: { from_day: "2026-03-11", to_day: "2026-03-11" },
-      }),
-    );
-  });
+async function pageviewsOnNewConnection(child: ChildServer): Promise<number> {
+  const res = await postOn(
+    `${child.url}/api/v1/sites/${tenant.siteId}/query`,
+    { metrics: ["pageviews"], period: { from_day: "2026-03-11", to_day: "2026-03-11" } },
+    { key: ADMIN_TOKEN },
+  ).answer;
+  if (res.status !== 200)
+    throw new Error(`Query answered ${res.status}: ${JSON.stringify(res.body)}`);
+  return Number((res.body as { totals: { count: string }[] }).totals[0]?.count);
 }

@@ -8,13 +8,9 @@ import { describe, expect, it } from "vitest";
 import type { MetricName, QueryPlan } from "../../src/domain/analytics/query-plan.js";
 import type { Analytics } from "../../src/services.js";
 import { BROWSER_UA } from "../helpers/fixtures.js";
+import { A, MIN, sendJourney, T0 } from "../helpers/query-journey.js";
 import { createTenant, postJson, TEST_NOW } from "../helpers/test-server.js";
 import { useTestServer } from "../helpers/use-test-server.js";
-
-const T0 = TEST_NOW - 50 * 60_000;
-const MIN = 60_000;
-const A = "visitor-aaaa-000001";
-const B = "visitor-bbbb-000002";
 
 const ctx = useTestServer();
 
@@ -44,65 +40,9 @@ const count = (value: number) => ({ kind: "count", value });
 const number = (value: number) => ({ kind: "number", value });
 const usd = (minor: number) => ({ kind: "money", currency: "USD", minor: BigInt(minor) });
 
-async function send(body: unknown) {
-  const res = await postJson(`${ctx.url}/api/v1/events`, body, {
-    key: ctx.key,
-    headers: { "user-agent": BROWSER_UA },
-  });
-  expect(res.status).toBe(204);
-}
-
 describe("the analytics engine over DuckDB", () => {
   it("answers traffic and revenue metrics of a journey exactly once the feed has applied it", async () => {
-    const s = ctx.siteId;
-    await send({
-      s,
-      b: [
-        {
-          e: "pageview",
-          u: "https://example.com/?utm_source=newsletter&utm_medium=email",
-          vid: A,
-          ts: T0,
-        },
-        {
-          e: "pageview",
-          u: "https://example.com/pricing",
-          r: "https://example.com/",
-          vid: A,
-          ts: T0 + 5 * MIN,
-        },
-        {
-          e: "signup",
-          u: "https://example.com/pricing",
-          vid: A,
-          ts: T0 + 10 * MIN,
-          p: { plan: "pro" },
-        },
-        {
-          e: "pageview",
-          u: "https://example.com/",
-          r: "https://www.google.com/",
-          vid: B,
-          ts: T0 + MIN,
-        },
-        { e: "pageview", u: "https://example.com/pricing", vid: B, ts: T0 + 46 * MIN },
-      ],
-    });
-    const pay = (id: string, amount: number, kind: string) =>
-      postJson(
-        `${ctx.url}/api/v1/payments`,
-        {
-          payment_id: id,
-          customer: { id: "cus_a", visitor_id: A },
-          amount,
-          currency: "USD",
-          kind,
-          paid_at: new Date(T0 + 20 * MIN).toISOString(),
-        },
-        { key: ctx.key },
-      );
-    expect((await pay("pay_1", 29.99, "charge")).status).toBe(200);
-    expect((await pay("pay_2", 5, "refund")).status).toBe(200);
+    await sendJourney(ctx.url, ctx.siteId, ctx.key);
     await analytics().feed.runOnce();
 
     const traffic: MetricName[] = [
@@ -173,7 +113,7 @@ describe("the analytics engine over DuckDB", () => {
     ]);
 
     const funnel = await analytics().engine.funnel({
-      siteId: s,
+      siteId: ctx.siteId,
       timeZone: "UTC",
       steps: [
         { kind: "page", value: "https://example.com/", filters: [], label: "home" },

@@ -48,14 +48,18 @@ const data = (payments: RefPayment[], events: RefData["events"] = []): RefData =
   payments,
 });
 
-const row = (r: Partial<RevenueRow> & Pick<RevenueRow, "channel" | "currency">): RevenueRow => ({
-  grossMinor: 0n,
-  refundsMinor: 0n,
-  chargebacksMinor: 0n,
-  payments: 0,
-  payingCustomers: 0,
-  ...r,
-});
+/** An expected row: its net is its gross less its refunds and chargebacks. */
+const row = (r: Partial<RevenueRow> & Pick<RevenueRow, "channel" | "currency">) => {
+  const full: RevenueRow = {
+    grossMinor: 0n,
+    refundsMinor: 0n,
+    chargebacksMinor: 0n,
+    payments: 0,
+    payingCustomers: 0,
+    ...r,
+  };
+  return { ...full, netMinor: full.grossMinor - full.refundsMinor - full.chargebacksMinor };
+};
 
 const paidSearch = {
   channel: "Paid Search",
@@ -168,6 +172,7 @@ describe("the fixed reports on the query layer", () => {
           grossMinor: 10_000_000_000_000_045n,
           refundsMinor: 18_014_398_509_481_983n,
           chargebacksMinor: 18_014_398_509_481_982n,
+          netMinor: -26_028_797_018_963_920n,
           payments: 15,
           payingCustomers: 1,
         },

@@ -8,14 +8,18 @@
  * goes away the owner's query is cancelled, and the site may query again.
  */
 import { mkdtempSync, rmSync } from "node:fs";
-import { Agent, type ClientRequest, request } from "node:http";
+import { Agent } from "node:http";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
-import { createAdmin } from "../../src/domain/admin.js";
 import { createSqliteStore } from "../../src/store/sqlite/sqlite-store.js";
-import { type ChildServer, startChildServer, waitForOutput } from "../helpers/child-server.js";
-import { createTestClock, seedTenantFile, TEST_NOW } from "../helpers/test-server.js";
+import {
+  postOn,
+  seedReportsTenantFile,
+  startAnalyticsWorkers,
+} from "../helpers/analytics-workers.js";
+import { type ChildServer, waitForOutput } from "../helpers/child-server.js";
+import { TEST_NOW } from "../helpers/test-server.js";
 import { scaled } from "../helpers/timeouts.js";
 
 const DAY = 86_400_000;
@@ -50,17 +54,10 @@ let reportsKey: string;
 beforeAll(async () => {
   dir = mkdtempSync(join(tmpdir(), "ingest-query-limits-"));
   path = join(dir, "db.sqlite");
-  const seeded = await seedTenantFile(path);
-  siteId = seeded.siteId;
+  const seeded = await seedReportsTenantFile(path);
+  ({ siteId, reportsKey } = seeded);
   const store = createSqliteStore(path);
   try {
-    const admin = createAdmin({ store, clock: createTestClock() });
-    ({ key: reportsKey } = await admin.createKey({
-      siteId,
-      name: "reports",
-      scopes: ["reports"],
-      actorUserId: seeded.ownerUserId,
-    }));
     // 200,000 events over the 90 days before TEST_NOW, from 20,000 visitors.
     for (let i = 0; i < EVENTS; i += 5_000) {
       const events = Array.from({ length: 5_000 }, (_, k) => {
@@ -93,58 +90,16 @@ beforeAll(async () => {
 }, scaled(120_000));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
-interface Answer {
-  status: number;
-  body: unknown;
-  retryAfter: string | undefined;
-}
-
 /** A POST of a Query on `agent`'s one connection (so on the worker that accepted it). */
-function query(
-  child: ChildServer,
-  agent: Agent,
-  body: unknown,
-): { req: ClientRequest; answer: Promise<Answer> } {
-  let req!: ClientRequest;
-  const answer = new Promise<Answer>((resolve, reject) => {
-    req = request(
-      `${child.url}/api/v1/sites/${siteId}/query`,
-      {
-        method: "POST",
-        agent,
-        headers: { "content-type": "application/json", authorization: `Bearer ${reportsKey}` },
-      },
-      (res) => {
-        let text = "";
-        res.setEncoding("utf8");
-        res.on("data", (d) => {
-          text += d;
-        });
-        res.on("end", () => {
-          const retryAfter = res.headers["retry-after"];
-          resolve({
-            status: res.statusCode ?? 0,
-            body: text ? JSON.parse(text) : undefined,
-            retryAfter: Array.isArray(retryAfter) ? retryAfter[0] : retryAfter,
-          });
-        });
-      },
-    );
-    req.on("error", reject);
-    req.end(JSON.stringify(body));
-  });
-  return { req, answer };
-}
-
-const servingLine = /"pid":(\d+)[^\n]*"msg":"serving the analytics engine to the other workers"/g;
+const query = (child: ChildServer, agent: Agent, body: unknown) =>
+  postOn(`${child.url}/api/v1/sites/${siteId}/query`, body, { key: reportsKey, agent });
 
 describe("Query limits under WORKERS", () => {
   it("holds the per-site limit across workers and cancels the owner's query when its client goes", {
     timeout: scaled(300_000),
   }, async () => {
-    const child = await startChildServer({
+    const { child, ownerPid } = await startAnalyticsWorkers({
       STORE_URL: `sqlite:${path}`,
-      WORKERS: "2",
       LOG_LEVEL: "debug",
       ANALYTICS_THREADS: "1",
       ANALYTICS_QUERIES_PER_SITE: "1",
@@ -152,10 +107,6 @@ describe("Query limits under WORKERS", () => {
     });
     const agents: Agent[] = [];
     try {
-      await waitForOutput(child, /"msg":"listening"/, 2);
-      await waitForOutput(child, servingLine, 1);
-      const ownerPid = [...child.output().matchAll(servingLine)][0]?.[1] ?? "";
-
       // Connections pinned to a worker (one keep-alive socket each): one on the owner, two on the other.
       const queryLine = new RegExp(
         `"pid":(\\d+)[^\\n]*"url":"\\/api\\/v1\\/sites\\/${siteId}\\/query"`,

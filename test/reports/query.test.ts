@@ -9,73 +9,20 @@
 import { toJson } from "@bufbuild/protobuf";
 import { beforeAll, describe, expect, it } from "vitest";
 import { QueryResponseSchema, ReportsService } from "../../gen/ingest/v1/reports_pb.js";
-import { BROWSER_UA } from "../helpers/fixtures.js";
+import {
+  JOURNEY_QUERY_ANSWER as ANSWER,
+  count,
+  JOURNEY_FUNNEL as FUNNEL,
+  JOURNEY_FUNNEL_ANSWER as FUNNEL_ANSWER,
+  JOURNEY_QUERY as QUERY,
+  sendJourney,
+  usd,
+} from "../helpers/query-journey.js";
 import { bufCurl, grpcJsClient, PROTOCOLS, rpcError } from "../helpers/rpc-clients.js";
-import { createTenant, postJson, TEST_NOW } from "../helpers/test-server.js";
+import { createTenant, postJson } from "../helpers/test-server.js";
 import { useTestServer } from "../helpers/use-test-server.js";
 
-const MIN = 60_000;
-const T0 = TEST_NOW - 50 * MIN;
-const A = "visitor-aaaa-000001";
-const B = "visitor-bbbb-000002";
-
 const ctx = useTestServer();
-
-const QUERY = {
-  metrics: ["visitors", "visits", "pageviews", "bounce_rate", "net_revenue"],
-  dimensions: ["channel"],
-  period: { from_day: "2026-03-11", to_day: "2026-03-11" },
-  currency: "USD",
-  order_by: [{ field: "net_revenue", desc: true }],
-};
-
-const count = (n: number) => ({ count: String(n) });
-const usd = (minor: number, decimal: string) => ({
-  money:
-    minor === 0
-      ? { currency: "USD", decimal }
-      : { currency: "USD", minorUnits: String(minor), decimal },
-});
-
-/** The answer's proto JSON, as every door gives it. */
-const ANSWER = {
-  metrics: QUERY.metrics,
-  dimensions: ["channel"],
-  rows: [
-    {
-      dimensions: ["Email"],
-      metrics: [count(1), count(1), count(2), { number: 0 }, usd(2499, "24.99")],
-    },
-    {
-      dimensions: ["Direct"],
-      metrics: [count(1), count(1), count(1), { number: 100 }, usd(0, "0.00")],
-    },
-    {
-      dimensions: ["Organic Search"],
-      metrics: [count(1), count(1), count(1), { number: 100 }, usd(0, "0.00")],
-    },
-  ],
-  totals: [count(2), count(3), count(4), { number: 66.67 }, usd(2499, "24.99")],
-  period: { from: "2026-03-11T00:00:00.000Z", to: "2026-03-12T00:00:00.000Z", timeZone: "UTC" },
-  model: "first_touch",
-};
-
-const FUNNEL = {
-  steps: [
-    { kind: "page", value: "https://example.com/", label: "home" },
-    { kind: "page", value: "https://example.com/pricing" },
-    { kind: "event", value: "signup" },
-  ],
-  period: { from_day: "2026-03-11", to_day: "2026-03-11" },
-};
-
-async function send(body: unknown) {
-  const res = await postJson(`${ctx.url}/api/v1/events`, body, {
-    key: ctx.key,
-    headers: { "user-agent": BROWSER_UA },
-  });
-  expect(res.status).toBe(204);
-}
 
 /** A Query answer's body over REST. */
 const answer = (res: { body: unknown }) => res.body as { rows: unknown[]; totals: unknown[] };
@@ -89,66 +36,7 @@ describe("ReportsService.Query and Funnel", () => {
 
   beforeAll(async () => {
     reportsKey = await ctx.keyWith(["reports"]);
-    const s = ctx.siteId;
-    await send({
-      s,
-      b: [
-        {
-          e: "pageview",
-          u: "https://example.com/?utm_source=newsletter&utm_medium=email",
-          vid: A,
-          ts: T0,
-        },
-        {
-          e: "pageview",
-          u: "https://example.com/pricing",
-          r: "https://example.com/",
-          vid: A,
-          ts: T0 + 5 * MIN,
-        },
-        { e: "signup", u: "https://example.com/pricing", vid: A, ts: T0 + 10 * MIN },
-        {
-          e: "pageview",
-          u: "https://example.com/",
-          r: "https://www.google.com/",
-          vid: B,
-          ts: T0 + MIN,
-        },
-        { e: "pageview", u: "https://example.com/pricing", vid: B, ts: T0 + 46 * MIN },
-      ],
-    });
-    for (const [id, amount, kind] of [
-      ["pay_1", 29.99, "charge"],
-      ["pay_2", 5, "refund"],
-    ] as const) {
-      const res = await postJson(
-        `${ctx.url}/api/v1/payments`,
-        {
-          payment_id: id,
-          customer: { id: "cus_a", visitor_id: A },
-          amount,
-          currency: "USD",
-          kind,
-          paid_at: new Date(T0 + 20 * MIN).toISOString(),
-        },
-        { key: ctx.key },
-      );
-      expect(res.status).toBe(200);
-    }
-    // B pays 10 EUR 47 minutes after its first visit: a second currency, its first charge.
-    const eur = await postJson(
-      `${ctx.url}/api/v1/payments`,
-      {
-        payment_id: "pay_3",
-        customer: { id: "cus_b", visitor_id: B },
-        amount: 10,
-        currency: "EUR",
-        kind: "charge",
-        paid_at: new Date(T0 + 48 * MIN).toISOString(),
-      },
-      { key: ctx.key },
-    );
-    expect(eur.status).toBe(200);
+    await sendJourney(ctx.url, ctx.siteId, ctx.key, { eur: true });
     // The explicit freshness signal: resolves once the feed has applied every committed write.
     await ctx.server.app.analytics?.feed.runOnce();
   });
@@ -207,27 +95,7 @@ describe("ReportsService.Query and Funnel", () => {
   it("answers a funnel: visitors per step, conversion and median time between steps", async () => {
     const res = await post("funnel", FUNNEL, reportsKey);
     expect(res.status).toBe(200);
-    expect(res.body).toEqual({
-      steps: [
-        { label: "home", visitors: "2", conversionFromPrevious: 100, conversionOverall: 100 },
-        {
-          label: "https://example.com/pricing",
-          visitors: "2",
-          conversionFromPrevious: 100,
-          conversionOverall: 100,
-          medianSecondsFromPrevious: 1500,
-        },
-        {
-          label: "signup",
-          visitors: "1",
-          conversionFromPrevious: 50,
-          conversionOverall: 50,
-          medianSecondsFromPrevious: 300,
-        },
-      ],
-      period: ANSWER.period,
-      model: "first_touch",
-    });
+    expect(res.body).toEqual(FUNNEL_ANSWER);
   });
 
   it("answers by currency without a currency (each row in its own, no total across them), by customer and by days to first payment", async () => {

@@ -6,7 +6,6 @@
  * fixed reports' days have always been), the model is first touch (the
  * stored attribution), amounts stay per currency.
  */
-import { DomainError } from "../errors.js";
 import type {
   DailyNet,
   DimensionNet,
@@ -22,7 +21,6 @@ import {
   type MetricValue,
   NONE_VALUE,
   type QueryPlan,
-  type QueryResult,
 } from "./query-plan.js";
 
 /** Rows a fixed report's plan may give: every group (the engine pages only Query's answers). */
@@ -50,21 +48,6 @@ export function fixedPlan(
   };
 }
 
-/**
- * Answers a fixed report's plan. The engine's refusal for too many queries
- * of the site (the dashboard's own Query panels may hold its slots) is
- * answered outside the slots (`report`), as the stored-event reads are: a
- * fixed report is never refused for it.
- */
-export async function answerFixed(engine: AnalyticsEngine, plan: QueryPlan): Promise<QueryResult> {
-  try {
-    return await engine.query(plan);
-  } catch (err) {
-    if (!(err instanceof DomainError) || err.kind !== "too_many_requests") throw err;
-    return engine.report(plan);
-  }
-}
-
 const count = (v: MetricValue | undefined): number => (v?.kind === "count" ? v.value : 0);
 const minor = (v: MetricValue | undefined): bigint => (v?.kind === "money" ? v.minor : 0n);
 /** A dimension value, absent for `(none)`. */
@@ -73,29 +56,41 @@ const present = (v: string | undefined): string | undefined =>
 /** Code point order, as the stores sorted (SQLite's BINARY collation). */
 const byText = (a: string, b: string) => (a < b ? -1 : a > b ? 1 : 0);
 
+/** A channel's revenue in one currency, with its net as the semantic layer's `net_revenue`. */
+export interface ChannelRevenue extends RevenueRow {
+  netMinor: bigint;
+}
+
 /**
  * RevenueByChannel of [from, to): succeeded payments by first-touch channel
- * (`unattributed` without one) and currency, sorted by both.
+ * (`unattributed` without one) and currency, sorted by both. SiteOverview's
+ * channel revenue is these rows: the one plan and the one net.
  */
 export async function revenueByChannelOf(
   engine: AnalyticsEngine,
   siteId: string,
   from: number,
   to: number,
-): Promise<RevenueRow[]> {
-  const result = await answerFixed(
-    engine,
+): Promise<ChannelRevenue[]> {
+  const result = await engine.report(
     fixedPlan(
       siteId,
       from,
       to,
-      ["gross_revenue", "refunds", "chargebacks", "transactions", "paying_customers"],
+      [
+        "gross_revenue",
+        "refunds",
+        "chargebacks",
+        "net_revenue",
+        "transactions",
+        "paying_customers",
+      ],
       ["channel", "currency"],
     ),
   );
   return result.rows
-    .map((r): RevenueRow => {
-      const [gross, refunds, chargebacks, transactions, paying] = r.metrics;
+    .map((r): ChannelRevenue => {
+      const [gross, refunds, chargebacks, net, transactions, paying] = r.metrics;
       return {
         // A payment without a first touch is under (none) in the query layer.
         channel: present(r.dimensions[0]) ?? UNATTRIBUTED,
@@ -103,6 +98,7 @@ export async function revenueByChannelOf(
         grossMinor: minor(gross),
         refundsMinor: minor(refunds),
         chargebacksMinor: minor(chargebacks),
+        netMinor: minor(net),
         payments: count(transactions),
         payingCustomers: count(paying),
       };
@@ -117,8 +113,7 @@ export async function newVisitorsOf(
   from: number,
   to: number,
 ): Promise<NewVisitorCount[]> {
-  const result = await answerFixed(
-    engine,
+  const result = await engine.report(
     fixedPlan(
       siteId,
       from,
@@ -153,8 +148,7 @@ export async function revenueBreakdownOf(
   from: number,
   to: number,
 ): Promise<RevenueBreakdown> {
-  const result = await answerFixed(
-    engine,
+  const result = await engine.report(
     fixedPlan(
       siteId,
       from,

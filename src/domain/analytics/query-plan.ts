@@ -207,8 +207,8 @@ export interface AnalyticsEngine {
   query(plan: QueryPlan, signal?: AbortSignal): Promise<QueryResult>;
   /**
    * A fixed report's plan (SiteOverview, RevenueByChannel), answered as
-   * `query` within the time limit but outside the per-site query slots, as
-   * the stored-event reads are (src/domain/analytics/fixed-reports.ts).
+   * `query` within the time limit but outside the per-site query slots: the
+   * service admits it in lanes of its own (report-admission.ts).
    */
   report(plan: QueryPlan, signal?: AbortSignal): Promise<QueryResult>;
   funnel(plan: FunnelPlan, signal?: AbortSignal): Promise<FunnelResult>;

@@ -1,7 +1,7 @@
 /**
  * The pure parts of SiteOverview (the days of a period, the top lists, the
  * period's checks) and its one seam: every cut from the engine's plans
- * (outside the slots when they are full), unavailable without an engine.
+ * (as the engine's fixed reports, never Query's slots), unavailable without an engine.
  */
 import { describe, expect, it } from "vitest";
 import type {
@@ -165,11 +165,11 @@ describe("buildSiteOverview's seam", () => {
       rows: [
         {
           dimensions: ["Email", "EUR"],
-          metrics: [money(1000n), money(100n), money(0n), count(3), count(2)],
+          metrics: [money(1000n), money(100n), money(0n), money(900n), count(3), count(2)],
         },
         {
           dimensions: ["(none)", "EUR"],
-          metrics: [money(100n), money(0n), money(0n), count(1), count(1)],
+          metrics: [money(100n), money(0n), money(0n), money(100n), count(1), count(1)],
         },
       ],
       totals: [],
@@ -178,13 +178,14 @@ describe("buildSiteOverview's seam", () => {
   };
   const answerOf = (plan: QueryPlan) =>
     Promise.resolve(answers[plan.metrics[0] as string] as QueryResult);
-  const engineWith = (asked: QueryPlan[], query: (plan: QueryPlan) => Promise<QueryResult>) =>
+  /** An engine whose fixed reports answer by `report`; Query's slots are always full. */
+  const engineWith = (asked: QueryPlan[], report: (plan: QueryPlan) => Promise<QueryResult>) =>
     ({
-      query: (plan: QueryPlan) => {
+      query: () => Promise.reject(errors.tooManyQueries()),
+      report: (plan: QueryPlan) => {
         asked.push(plan);
-        return query(plan);
+        return report(plan);
       },
-      report: answerOf,
       funnel: () => Promise.reject(new Error("not used")),
     }) as unknown as AnalyticsEngine;
   const days = (v: Awaited<ReturnType<typeof buildSiteOverview>>) =>
@@ -225,7 +226,14 @@ describe("buildSiteOverview's seam", () => {
       fixed(["new_visitors"], ["channel", "source", "campaign", "landing_page"]),
       fixed(["net_revenue"], ["time:day", "currency", "source", "campaign", "landing_page"]),
       fixed(
-        ["gross_revenue", "refunds", "chargebacks", "transactions", "paying_customers"],
+        [
+          "gross_revenue",
+          "refunds",
+          "chargebacks",
+          "net_revenue",
+          "transactions",
+          "paying_customers",
+        ],
         ["channel", "currency"],
       ),
     ]);
@@ -275,19 +283,21 @@ describe("buildSiteOverview's seam", () => {
     ]);
   });
 
-  it("is unavailable without an engine; outside the slots when the engine is busy", async () => {
+  it("is unavailable without an engine", async () => {
     await expect(buildSiteOverview(store, "site_1", T, T + DAY, undefined)).rejects.toMatchObject({
       kind: "unavailable",
       message:
         "analytics queries are not served by this process (they are served by the process that owns the analytics store)",
     });
-    const busy = engineWith([], () => Promise.reject(errors.tooManyQueries()));
-    const view = await buildSiteOverview(store, "site_1", T, T + 2 * DAY, busy);
-    expect(days(view)).toEqual([
-      ["2026-03-09", 0, 0],
-      ["2026-03-10", 3, 5],
-    ]);
-    expect(view.newVisitors).toBe(2);
+  });
+
+  it("answers with the report lanes' refusal: every plan is the engine's report (its own admission), never a Query", async () => {
+    const refused = engineWith([], () => Promise.reject(errors.tooManyQueries()));
+    await expect(buildSiteOverview(store, "site_1", T, T + DAY, refused)).rejects.toMatchObject({
+      kind: "too_many_requests",
+      message: "too many analytics queries running for this site, retry later",
+      retryAfterSeconds: 1,
+    });
   });
 
   it("fails with the engine's error when it is unavailable (no silent answer from elsewhere)", async () => {
