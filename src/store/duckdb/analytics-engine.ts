@@ -173,6 +173,9 @@ function touchRows(siteId: string, period: Interval, p: Params): string {
   )`;
 }
 
+/** Whether a metric's aggregate counts distinct values (read from its definition). */
+const countsDistinct = (m: MetricName) => (METRICS[m].sql ?? "").includes("DISTINCT");
+
 /** Metrics that read a visit (its identity or its columns), not only its events. */
 const VISIT_METRICS: ReadonlySet<MetricName> = new Set([
   "visits",
@@ -574,13 +577,18 @@ async function runPeriod(
         );
       }
     };
-    const both = await sideStatement(conn, plan, period, side, dims, metrics, true);
-    if (both.exact || dims.length === 0) {
+    // A distinct count over grouping sets is counted once per set (DuckDB keeps
+    // a distinct table for each): the rows and the total as two statements cost
+    // about 40% less there (bench:explain, top pages at 10M). Other metrics
+    // share one pass.
+    const sets = !(side === "traffic" && metrics.some(countsDistinct));
+    const both = await sideStatement(conn, plan, period, side, dims, metrics, sets);
+    if (dims.length === 0 || (sets && both.exact)) {
       await read(both, dims.length, "both");
       continue;
     }
     await read(
-      await sideStatement(conn, plan, period, side, dims, metrics, false),
+      sets ? await sideStatement(conn, plan, period, side, dims, metrics, false) : both,
       dims.length,
       "rows",
     );
