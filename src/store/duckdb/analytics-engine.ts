@@ -814,29 +814,32 @@ export function createDuckDbAnalytics(options: DuckDbAnalyticsOptions): Analytic
 
 /** A page step's SQL test: a value starting with `/` is a path, otherwise the whole page. */
 function pageStepSql(kind: "page" | "page_prefix", value: string, p: Params): string {
-  const page = value.startsWith("/")
-    ? `CASE WHEN regexp_matches(x.page, '^[a-zA-Z][a-zA-Z0-9+.-]*://[^/]*/') THEN regexp_replace(x.page, '^[a-zA-Z][a-zA-Z0-9+.-]*://[^/]*', '') ELSE x.page END`
-    : "x.page";
-  const test =
-    kind === "page" ? `${page} = ${p.add(value)}` : `starts_with(${page}, ${p.add(value)})`;
-  return `(x.name = 'pageview' AND ${test})`;
+  const v = p.add(value);
+  if (!value.startsWith("/")) {
+    const test = kind === "page" ? `x.page = ${v}` : `starts_with(x.page, ${v})`;
+    return `(x.name = 'pageview' AND ${test})`;
+  }
+  const path = `CASE WHEN starts_with(x.page, '/') THEN x.page WHEN regexp_matches(x.page, '^[a-zA-Z][a-zA-Z0-9+.-]*://[^/]*/') THEN regexp_replace(x.page, '^[a-zA-Z][a-zA-Z0-9+.-]*://[^/]*', '') ELSE x.page END`;
+  const test = kind === "page" ? `${path} = ${v}` : `starts_with(${path}, ${v})`;
+  // A URL's path is its end: a page that does not end with (contain) the value
+  // cannot match, and is ruled out before the regular expressions run (most pages).
+  const cheap = kind === "page" ? `ends_with(x.page, ${v})` : `contains(x.page, ${v})`;
+  return `(x.name = 'pageview' AND ${cheap} AND ${test})`;
 }
 
 const round2 = (x: number) => Math.round(x * 100) / 100;
 
-function median(xs: number[]): number | undefined {
-  if (xs.length === 0) return undefined;
-  const s = [...xs].sort((a, b) => a - b);
-  const m = Math.floor(s.length / 2);
-  return s.length % 2 ? (s[m] as number) : ((s[m - 1] as number) + (s[m] as number)) / 2;
-}
-
 /**
- * The funnel. DuckDB narrows the period's events to those matching a step
- * (with the filters), each with the steps it matches, in each visitor's
- * order; the walk then takes, from every step-1 event, the earliest event of
- * each next step after the previous one within the window of that step-1
- * event, and keeps the visitor's run that reaches furthest (the earliest such).
+ * The funnel, walked in SQL. Each step's events of the period (with the
+ * filters), each with its place `o` in its visitor's order (time, then the
+ * order stored). From every step-1 event, the earliest event of each next
+ * step after the previous one is found by an ASOF join on that order, and
+ * kept while it lies within the window of the step-1 event; each visitor's
+ * run that reaches furthest (the earliest such) gives the step times. With a
+ * window as long as the period, a visitor's first step-1 event reaches
+ * furthest (a later start finds each step no earlier), so only that one is
+ * walked. Measured at 10M events (bench:analytics' three-step funnel): 7.8 s
+ * of CPU for the walk in JavaScript, about 3 s for this.
  */
 async function runFunnel(conn: DuckDBConnection, plan: FunnelPlan): Promise<FunnelResult> {
   const p = new Params();
@@ -849,74 +852,68 @@ async function runFunnel(conn: DuckDBConnection, plan: FunnelPlan): Promise<Funn
     ].join(" AND "),
   );
   const conds = [...common, ...stepConds];
-  // The events matching a step (each with its steps as bits). Every visitor with a
-  // step-1 event reaches step 1: counted here (the first row, `vk` NULL). Only the
-  // visitors with a step-2 event no earlier than a step-1 event can go further:
-  // only their events are read back and walked.
-  const sql = `WITH ${trafficRows(plan.siteId, plan.period, p, conds.some(readsVisit) ? "all" : "none")},
-    m AS MATERIALIZED (
-      SELECT x.vk, x.ts, x.seq,
-        ${stepConds.map((c, i) => `(CASE WHEN (${c}) THEN ${2 ** i} ELSE 0 END)`).join(" + ")} AS m
-      FROM x WHERE ${[...common, `(${stepConds.map((c) => `(${c})`).join(" OR ")})`].join(" AND ")}
-    ),
-    walkers AS (
-      SELECT vk FROM m GROUP BY vk
-      HAVING min(ts) FILTER (WHERE m & 1 <> 0) <= max(ts) FILTER (WHERE m & 2 <> 0)
-    )
-    SELECT NULL::BIGINT AS vk, count(DISTINCT vk)::DOUBLE AS ts, 0 AS m, NULL::BIGINT AS seq
-    FROM m WHERE m & 1 <> 0
-    UNION ALL
-    SELECT m.vk, m.ts::DOUBLE, m.m, m.seq FROM m SEMI JOIN walkers USING (vk)
-    ORDER BY vk NULLS FIRST, ts, seq`;
-  // Read by columns, each event's steps as bits: no object per event.
-  const [vkCol = [], tsCol = [], maskCol = []] = (
-    await conn.runAndReadAll(sql, p.values)
-  ).getColumns() as [(bigint | null)[], number[], number[]];
-  const vks = vkCol.slice(1) as bigint[];
-  const tss = tsCol.slice(1);
-  const masks = maskCol.slice(1);
   const n = plan.steps.length;
-  const reached = plan.steps.map(() => 0);
-  reached[0] = tsCol[0] ?? 0;
-  const gaps: number[][] = plan.steps.map(() => []);
-  const completers = new Set<bigint>();
-  /** The visitor of the events [lo, hi). */
-  const walk = (lo: number, hi: number, vk: bigint) => {
-    let best: number[] = [];
-    for (let s = lo; s < hi; s++) {
-      if (((masks[s] as number) & 1) === 0) continue;
-      const t0 = tss[s] as number;
-      const times = [t0];
-      let at = s;
-      for (let step = 1; step < n; step++) {
-        let next = -1;
-        for (let j = at + 1; j < hi; j++) {
-          if ((tss[j] as number) - t0 > plan.windowMs) break;
-          if (((masks[j] as number) & (1 << step)) !== 0) {
-            next = j;
-            break;
-          }
-        }
-        if (next < 0) break;
-        times.push(tss[next] as number);
-        at = next;
+  const window = p.add(BigInt(plan.windowMs));
+  const firstOnly = plan.windowMs >= plan.period.to - plan.period.from;
+  // Step k's events: read once per step rather than every step's events kept
+  // together (materializing millions of step-1 rows cost more than the scans).
+  const events = (k: number) =>
+    `SELECT x.vk, x.ts, (x.ts::HUGEINT << 64) + x.seq AS o FROM x
+      WHERE ${[...common, `(${stepConds[k]})`].join(" AND ")}`;
+  // Run columns: the order `o{k}` and time `t{k}` of its step-k event (0-based).
+  const steps = [
+    `r0 AS (
+      ${
+        firstOnly
+          ? `SELECT vk, min(o) AS o0, arg_min(ts, o) AS t0 FROM (${events(0)}) GROUP BY vk`
+          : `SELECT vk, o AS o0, ts AS t0 FROM (${events(0)})`
       }
-      if (times.length > best.length) best = times;
-    }
-    best.forEach((t, i) => {
-      // Step 1's visitors are counted in SQL, walked or not.
-      if (i > 0) reached[i] = (reached[i] as number) + 1;
-      if (i > 0) gaps[i]?.push((t - (best[i - 1] as number)) / 1000);
-    });
-    if (best.length === n) completers.add(vk);
-  };
-  let lo = 0;
-  for (let i = 1; i <= vks.length; i++) {
-    if (i === vks.length || vks[i] !== vks[lo]) {
-      walk(lo, i, vks[lo] as bigint);
-      lo = i;
-    }
+    )`,
+  ];
+  for (let k = 1; k < n; k++) {
+    steps.push(`r${k} AS (
+      SELECT r.*, CASE WHEN b.ts - r.t0 <= ${window} THEN b.o END AS o${k},
+        CASE WHEN b.ts - r.t0 <= ${window} THEN b.ts END AS t${k}
+      FROM r${k - 1} r ASOF LEFT JOIN (${events(k)}) b ON r.vk = b.vk AND b.o > r.o${k - 1}
+    )`);
   }
+  const reach = plan.steps
+    .slice(1)
+    .map((_, i) => ` + (o${i + 1} IS NOT NULL)::INTEGER`)
+    .join("");
+  await conn.run(
+    `CREATE OR REPLACE TEMP TABLE funnel_runs AS
+    WITH ${trafficRows(plan.siteId, plan.period, p, conds.some(readsVisit) ? "all" : "none")},
+    ${steps.join(",\n    ")}
+    SELECT vk, 1${reach} AS len, ${plan.steps.map((_, i) => `t${i}`).join(", ")}
+    FROM r${n - 1}
+    ${firstOnly ? "" : "QUALIFY row_number() OVER (PARTITION BY vk ORDER BY len DESC, o0) = 1"}`,
+    p.values,
+  );
+  // Each step's count, and the two middle gaps (ms) from the previous step: the
+  // lower middle (DuckDB's discrete median) and the upper one (the lower of the
+  // negated gaps), averaged here as the domain's median does.
+  const agg = plan.steps.flatMap((_, i) => {
+    const runs = `FILTER (WHERE len > ${i})`;
+    const gap = `t${i} - t${i - 1}`;
+    return i === 0
+      ? [`count(*) ${runs}`, "NULL", "NULL"]
+      : [
+          `count(*) ${runs}`,
+          `quantile_disc(${gap}, 0.5) ${runs}`,
+          `-quantile_disc(-(${gap}), 0.5) ${runs}`,
+        ];
+  });
+  const row =
+    (await conn.runAndReadAll(`SELECT ${agg.join(", ")} FROM funnel_runs`)).getRows()[0] ?? [];
+  const reached = plan.steps.map((_, i) => num(row[3 * i]));
+  /** Step i's median gap from the previous step, in seconds. */
+  const medianGap = (i: number): number | undefined => {
+    const count = reached[i] as number;
+    if (i === 0 || count === 0) return undefined;
+    const lower = num(row[3 * i + 1]) / 1000;
+    return count % 2 ? lower : (lower + num(row[3 * i + 2]) / 1000) / 2;
+  };
   const first = reached[0] as number;
   const result: FunnelResult = {
     steps: plan.steps.map((step, i) => {
@@ -928,8 +925,8 @@ async function runFunnel(conn: DuckDBConnection, plan: FunnelPlan): Promise<Funn
         conversionFromPrevious: i === 0 ? 100 : prev ? round2((visitors / prev) * 100) : 0,
         conversionOverall: first ? round2((visitors / first) * 100) : 0,
       };
-      const m = median(gaps[i] as number[]);
-      if (i > 0 && m !== undefined) out.medianSecondsFromPrevious = round2(m);
+      const m = medianGap(i);
+      if (m !== undefined) out.medianSecondsFromPrevious = round2(m);
       return out;
     }),
   };
@@ -942,20 +939,14 @@ async function runFunnel(conn: DuckDBConnection, plan: FunnelPlan): Promise<Funn
       plan.model !== "first_touch",
       false,
     );
-    // Visitor keys are integers: listed in the statement.
-    const r =
-      completers.size === 0
-        ? []
-        : (
-            await conn.runAndReadAll(
-              `SELECT touch_vk, kind, share FROM ${table} WHERE touch_vk IN (${[...completers].join(", ")})`,
-            )
-          ).getRows();
-    let net = 0n;
-    for (const [, kind, share] of r) {
-      net += kind === "charge" ? BigInt(share as bigint) : -BigInt(share as bigint);
-    }
-    result.completersNetMinor = net;
+    const [net] = (
+      await conn.runAndReadAll(
+        `SELECT coalesce(sum(CASE WHEN kind = 'charge' THEN share ELSE -share END), 0)::BIGINT
+         FROM ${table} WHERE touch_vk IN (SELECT vk FROM funnel_runs WHERE len = ${n})`,
+      )
+    ).getRows()[0] ?? [0n];
+    result.completersNetMinor = BigInt(net as bigint);
   }
+  await conn.run("DROP TABLE funnel_runs");
   return result;
 }
