@@ -230,4 +230,58 @@ describe("the engine against the reference model", () => {
       close();
     }
   });
+
+  it("buckets by the zone's wall clock on both sides of a change of its offset", async () => {
+    // Random periods seldom hold a daylight-saving change: Berlin goes from +1 h to +2 h
+    // at 2026-03-29T01:00Z, so 22:30Z that day is 00:30 on the 30th there.
+    const event = (visitorId: string, ts: number) => ({
+      siteId: "site_1",
+      visitorId,
+      ts,
+      name: "pageview",
+      url: "https://example.com/",
+    });
+    const data: RefData = {
+      sites: [{ id: "site_1", hostnames: ["example.com"] }],
+      events: [
+        event("d0", Date.UTC(2026, 2, 28, 22, 30)),
+        event("d1", Date.UTC(2026, 2, 29, 22, 30)),
+        event("d2", Date.UTC(2026, 9, 24, 22, 30)),
+        event("d3", Date.UTC(2026, 9, 25, 22, 30)),
+      ],
+      identities: [],
+      stitches: [],
+      customers: [],
+      payments: [],
+    };
+    const plan: QueryPlan = {
+      siteId: "site_1",
+      timeZone: "Europe/Berlin",
+      metrics: ["visitors"],
+      dimensions: ["time:day"],
+      filters: [],
+      period: { from: Date.UTC(2026, 2, 27, 23), to: Date.UTC(2026, 9, 27, 23) },
+      model: "first_touch",
+      orderBy: [{ field: "time:day", desc: false }],
+      limit: 1000,
+      offset: 0,
+    };
+    const { engine, close } = await engineOver(data);
+    try {
+      const answer = await engine.query(plan);
+      expect(answer.rows.map((r) => r.dimensions[0])).toEqual(
+        ["2026-03-28", "2026-03-30", "2026-10-25", "2026-10-25"].filter(
+          (d, i, a) => a.indexOf(d) === i,
+        ),
+      );
+      expect(answer.rows.map((r) => r.metrics[0])).toEqual([
+        { kind: "count", value: 1 },
+        { kind: "count", value: 1 },
+        { kind: "count", value: 2 },
+      ]);
+      expect(answer).toEqual(referenceQuery(data, plan));
+    } finally {
+      close();
+    }
+  });
 });
