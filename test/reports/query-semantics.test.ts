@@ -8,7 +8,7 @@
  */
 import fc from "fast-check";
 import { describe, expect, it } from "vitest";
-import type { QueryPlan } from "../../src/domain/analytics/query-plan.js";
+import type { FunnelPlan, QueryPlan } from "../../src/domain/analytics/query-plan.js";
 import { visitorKey } from "../../src/store/duckdb/analytics-store.js";
 import {
   funnelCaseArb,
@@ -173,6 +173,111 @@ describe("the engine against the reference model", () => {
           dimensions: [`https://example.com/${last}`],
           metrics: [{ kind: "money", currency: "EUR", minor: 100n }],
         },
+      ]);
+      expect(answer).toEqual(referenceQuery(data, plan));
+    } finally {
+      close();
+    }
+  });
+
+  it("walks a funnel from a later step-1 event when the earlier one's window closes first", async () => {
+    // Random data seldom has a visitor whose second start reaches further within a short window.
+    const at = Date.UTC(2026, 2, 27, 10);
+    const event = (ts: number, path: string) => ({
+      siteId: "site_1",
+      visitorId: "d0",
+      ts,
+      name: "pageview",
+      url: `https://example.com${path}`,
+    });
+    const data: RefData = {
+      sites: [{ id: "site_1", hostnames: ["example.com"] }],
+      events: [
+        event(at, "/a"),
+        event(at + 3_600_000, "/a"),
+        event(at + 3_660_000, "/b"),
+        event(at + 3_690_000, "/c"),
+      ],
+      identities: [],
+      stitches: [],
+      customers: [],
+      payments: [],
+    };
+    const plan: FunnelPlan = {
+      siteId: "site_1",
+      timeZone: "UTC",
+      steps: ["/a", "/b", "/c"].map((value) => ({
+        kind: "page" as const,
+        value,
+        filters: [],
+        label: value,
+      })),
+      filters: [],
+      period: { from: Date.UTC(2026, 2, 27), to: Date.UTC(2026, 2, 28) },
+      windowMs: 600_000,
+      model: "first_touch",
+    };
+    const { engine, close } = await engineOver(data);
+    try {
+      const answer = await engine.funnel(plan);
+      expect(answer.steps.map((s) => [s.visitors, s.medianSecondsFromPrevious])).toEqual([
+        [1, undefined],
+        [1, 60],
+        [1, 30],
+      ]);
+      expect(answer).toEqual(referenceFunnel(data, plan));
+    } finally {
+      close();
+    }
+  });
+
+  it("buckets by the zone's wall clock on both sides of a change of its offset", async () => {
+    // Random periods seldom hold a daylight-saving change: Berlin goes from +1 h to +2 h
+    // at 2026-03-29T01:00Z, so 22:30Z that day is 00:30 on the 30th there.
+    const event = (visitorId: string, ts: number) => ({
+      siteId: "site_1",
+      visitorId,
+      ts,
+      name: "pageview",
+      url: "https://example.com/",
+    });
+    const data: RefData = {
+      sites: [{ id: "site_1", hostnames: ["example.com"] }],
+      events: [
+        event("d0", Date.UTC(2026, 2, 28, 22, 30)),
+        event("d1", Date.UTC(2026, 2, 29, 22, 30)),
+        event("d2", Date.UTC(2026, 9, 24, 22, 30)),
+        event("d3", Date.UTC(2026, 9, 25, 22, 30)),
+      ],
+      identities: [],
+      stitches: [],
+      customers: [],
+      payments: [],
+    };
+    const plan: QueryPlan = {
+      siteId: "site_1",
+      timeZone: "Europe/Berlin",
+      metrics: ["visitors"],
+      dimensions: ["time:day"],
+      filters: [],
+      period: { from: Date.UTC(2026, 2, 27, 23), to: Date.UTC(2026, 9, 27, 23) },
+      model: "first_touch",
+      orderBy: [{ field: "time:day", desc: false }],
+      limit: 1000,
+      offset: 0,
+    };
+    const { engine, close } = await engineOver(data);
+    try {
+      const answer = await engine.query(plan);
+      expect(answer.rows.map((r) => r.dimensions[0])).toEqual([
+        "2026-03-28",
+        "2026-03-30",
+        "2026-10-25",
+      ]);
+      expect(answer.rows.map((r) => r.metrics[0])).toEqual([
+        { kind: "count", value: 1 },
+        { kind: "count", value: 1 },
+        { kind: "count", value: 2 },
       ]);
       expect(answer).toEqual(referenceQuery(data, plan));
     } finally {

@@ -57,17 +57,21 @@ export const DIMENSIONS: Record<PlainDimensionName, DimensionDef> = {
 };
 
 /**
- * A time grain's bucket: its start as a local TIMESTAMP of the zone `tz`
- * (SQL text) for an instant column in ms. Grouped on as is (8 bytes), and
- * labelled only once per group ({@link timeLabel}); UTC needs no zone
- * conversion per row.
+ * The wall-clock time of an instant column in ms, as SQL, in the zone a
+ * query reads (engine's `zoneClock`): the instant plus the zone's offset.
  */
-export function timeBucketStart(grain: TimeGrain, ms: string, tz: string): string {
-  const local =
-    tz === "'UTC'"
-      ? `make_timestamp(${ms} * 1000)`
-      : `timezone(${tz}, make_timestamptz(${ms} * 1000))`;
-  return `date_trunc('${grain}', ${local})`;
+export type WallClock = (ms: string) => string;
+
+/** UTC's wall clock: the instant itself. */
+export const UTC_CLOCK: WallClock = (ms) => ms;
+
+/**
+ * A time grain's bucket: its start as a local TIMESTAMP on the wall clock
+ * `clock` for an instant column in ms. Grouped on as is (8 bytes), and
+ * labelled only once per group ({@link timeLabel}); no zone conversion per row.
+ */
+export function timeBucketStart(grain: TimeGrain, ms: string, clock: WallClock): string {
+  return `date_trunc('${grain}', make_timestamp((${clock(ms)}) * 1000))`;
 }
 
 /** The label of a bucket start (SQL). */
@@ -78,9 +82,9 @@ export function timeLabel(grain: TimeGrain, start: string): string {
   return `strftime(${start}, '${format}')`;
 }
 
-/** A time grain's label of an instant column in ms, in the zone `tz` (SQL). */
-export function timeBucket(grain: TimeGrain, ms: string, tz: string): string {
-  return timeLabel(grain, timeBucketStart(grain, ms, tz));
+/** A time grain's label of an instant column in ms, on the wall clock `clock` (SQL). */
+export function timeBucket(grain: TimeGrain, ms: string, clock: WallClock): string {
+  return timeLabel(grain, timeBucketStart(grain, ms, clock));
 }
 
 /** Where a metric is computed and how its value is read back. */
