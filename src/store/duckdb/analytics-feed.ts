@@ -678,17 +678,50 @@ export function createAnalyticsFeed(options: AnalyticsFeedOptions): AnalyticsFee
     }
   };
 
-  const drain = async (maxBatches: number): Promise<number> => {
+  /**
+   * One batch (loading the watermark first when the file's is not known);
+   * whether it found anything to apply. A first batch that finds nothing
+   * checkpoints an idle WAL.
+   */
+  const step = async (first: boolean): Promise<boolean> => {
     if (mark === undefined) mark = await loadWatermark();
-    for (let b = 0; b < maxBatches; b++) {
-      const next = await applyBatch(mark);
-      if (next === undefined) {
-        if (b === 0) checkpointWhenIdle();
-        break;
-      }
-      mark = next;
+    const next = await applyBatch(mark);
+    if (next === undefined) {
+      if (first) checkpointWhenIdle();
+      return false;
     }
-    return mark;
+    mark = next;
+    return true;
+  };
+
+  /** What SQLite committed so far: the log's head and the outbox's newest event. */
+  const committedInSqlite = () => ({
+    head: (s.lastSeq.get() as { seq: number } | undefined)?.seq ?? 0,
+    top: (s.outboxTop.get() as { id: number | null }).id ?? 0,
+  });
+  type Target = ReturnType<typeof committedInSqlite>;
+  const reached = (t: Target) => mark !== undefined && mark >= t.head && committed >= t.top;
+
+  /**
+   * Applies batches until `target` (what SQLite had committed when the
+   * caller looked) is in DuckDB, and no further: under a steady flow of
+   * events the outbox is never empty, and a drain "until nothing is left"
+   * would never end, holding every read that waits for it. With `serialized`
+   * each batch takes its own turn (`serial`): reads' catch-ups, backups and
+   * a rewrite's swap get in between two batches. Without it the caller
+   * already holds the turn (the swap's replay). Resolves with whether a
+   * batch found anything.
+   */
+  const applyUpTo = async (target: Target, serialized: boolean): Promise<boolean> => {
+    let worked = false;
+    for (let first = true; !(serialized && stopped) && !reached(target); first = false) {
+      const before = [mark, committed];
+      const found = serialized ? await turnStep(first) : await step(first);
+      if (found) worked = true;
+      // Nothing new (another caller's batch applied it meanwhile): the target is in.
+      if (!found || (mark === before[0] && committed === before[1])) break;
+    }
+    return worked;
   };
 
   /** Runs `work` after the batch (or backup) in progress: one at a time. */
@@ -702,9 +735,16 @@ export function createAnalyticsFeed(options: AnalyticsFeedOptions): AnalyticsFee
     return next;
   };
 
-  const runOnce = (maxBatches = Number.POSITIVE_INFINITY): Promise<number> =>
-    // One batch at a time: a poll that finds one running waits for it, then runs.
-    serial(() => drain(maxBatches));
+  /** One batch in its turn (`serial`); none once the feed is stopped (its connection closes). */
+  const turnStep = (first: boolean) => serial(async () => !stopped && step(first));
+
+  /** Up to `maxBatches` batches, each its own turn; stops at the first that finds nothing. */
+  const runOnce = async (maxBatches = Number.POSITIVE_INFINITY): Promise<number> => {
+    for (let b = 0; b < maxBatches; b++) {
+      if (!(await turnStep(b === 0))) break;
+    }
+    return mark ?? 0;
+  };
 
   /**
    * Copies the data directory between two batches, and never while a
@@ -727,7 +767,7 @@ export function createAnalyticsFeed(options: AnalyticsFeedOptions): AnalyticsFee
    * batches, which keep their SQLite rows meanwhile (`deferring`); the swap
    * runs between two batches, and the new file replays from its own
    * watermark (the copy's) what they moved: `loadWatermark` deletes from
-   * SQLite what the copy holds, `drain` applies the rest, exactly as after a
+   * SQLite what the copy holds, `applyUpTo` applies the rest, exactly as after a
    * crash. Queries wait for that replay (onSwapped runs before they resume),
    * so none sees the new file without an event the old one showed.
    */
@@ -754,7 +794,9 @@ export function createAnalyticsFeed(options: AnalyticsFeedOptions): AnalyticsFee
           dirty = undefined;
           deferring = false;
           options.faults?.afterSwap?.();
-          await drain(Number.POSITIVE_INFINITY);
+          // What SQLite holds now, no further: a steady flow would keep the
+          // queries waiting for ever; the ticks move the rest.
+          await applyUpTo(committedInSqlite(), false);
         },
       });
     } finally {
@@ -797,14 +839,25 @@ export function createAnalyticsFeed(options: AnalyticsFeedOptions): AnalyticsFee
     }
   };
 
+  /**
+   * A poll: applies what SQLite committed before it, serves the backups
+   * asked, then polls again at once when it found work (a backlog, a steady
+   * flow), else after `intervalMs`.
+   */
   const tick = () => {
     timer = undefined;
     if (stopped) return;
-    runOnce()
+    let busy = false;
+    applyUpTo(committedInSqlite(), true)
+      .then(async (worked) => {
+        busy = worked;
+        // Nothing to apply: a grown WAL is checkpointed.
+        if (!worked) await serial(async () => !stopped && checkpointWhenIdle());
+      })
       .then(serveBackups)
       .catch((err) => options.onError?.(err))
       .finally(() => {
-        if (!stopped) timer = setTimeout(tick, options.intervalMs);
+        if (!stopped) timer = setTimeout(tick, busy ? 0 : options.intervalMs);
       });
   };
 
@@ -812,13 +865,7 @@ export function createAnalyticsFeed(options: AnalyticsFeedOptions): AnalyticsFee
     runOnce,
     backup,
     async catchUp() {
-      const head = (s.lastSeq.get() as { seq: number } | undefined)?.seq ?? 0;
-      const top = (s.outboxTop.get() as { id: number | null }).id ?? 0;
-      while (mark === undefined || mark < head || committed < top) {
-        const before = [mark, committed];
-        await runOnce(1);
-        if (mark === before[0] && committed === before[1]) break;
-      }
+      await applyUpTo(committedInSqlite(), true);
     },
     watermark: () => mark ?? 0,
     removals: () => removals,

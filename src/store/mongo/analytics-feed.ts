@@ -604,8 +604,14 @@ export function createMongoAnalyticsFeed(options: MongoAnalyticsFeedOptions): An
     await rebuild(await source.serverTime());
   };
 
-  /** Applies one stream from its watermark minus the window, page by page; returns the pages. */
-  const drainStream = async (s: (typeof STREAMS)[number], maxPages: number) => {
+  /**
+   * Applies one stream from its watermark minus the window, page by page;
+   * returns the pages. With `until` (the server's time when the caller
+   * looked) it stops after the page that reaches past it: under a steady
+   * flow of writes a stream is never read to its end, and a drain that waits
+   * for an empty page would hold every read that waits for it.
+   */
+  const drainStream = async (s: (typeof STREAMS)[number], maxPages: number, until?: number) => {
     const from = new Date((marks.get(s.stream) ?? 0) - settleMs);
     let after: { at: Date; id: ObjectId } | undefined;
     let pages = 0;
@@ -641,7 +647,7 @@ export function createMongoAnalyticsFeed(options: MongoAnalyticsFeedOptions): An
       });
       marks.set(s.stream, mark);
       pages++;
-      if (docs.length < pageSize) break;
+      if (docs.length < pageSize || (until !== undefined && at.getTime() > until)) break;
       after = { at, id: last._id as ObjectId };
     }
     return pages;
@@ -686,9 +692,9 @@ export function createMongoAnalyticsFeed(options: MongoAnalyticsFeedOptions): An
       throw err;
     }));
 
-  const drain = async (maxPages: number): Promise<number> => {
+  const drain = async (maxPages: number, until?: number): Promise<number> => {
     await loaded();
-    for (const s of STREAMS) await drainStream(s, maxPages);
+    for (const s of STREAMS) await drainStream(s, maxPages, until);
     await trimNotices();
     return marks.get("buckets") ?? 0;
   };
@@ -707,6 +713,12 @@ export function createMongoAnalyticsFeed(options: MongoAnalyticsFeedOptions): An
   // One drain at a time: a poll that finds one running waits for it, then runs.
   const runOnce = (maxPages = Number.POSITIVE_INFINITY): Promise<number> =>
     serial(() => drain(maxPages));
+
+  /** One drain, in its turn, of what MongoDB made visible before the call (and no further). */
+  const drainToNow = async (): Promise<number> => {
+    const until = await source.serverTime();
+    return serial(() => drain(Number.POSITIVE_INFINITY, until));
+  };
 
   /**
    * The rewrite while running, as the SQLite feed does it
@@ -736,7 +748,7 @@ export function createMongoAnalyticsFeed(options: MongoAnalyticsFeedOptions): An
           dirty = undefined;
           ready = undefined;
           deferring = false;
-          await drain(Number.POSITIVE_INFINITY);
+          await drain(Number.POSITIVE_INFINITY, await source.serverTime());
         },
       });
     } finally {
@@ -747,7 +759,7 @@ export function createMongoAnalyticsFeed(options: MongoAnalyticsFeedOptions): An
   const tick = () => {
     timer = undefined;
     if (stopped) return;
-    runOnce()
+    drainToNow()
       .catch((err) => options.onError?.(err))
       .finally(() => {
         if (!stopped) timer = setTimeout(tick, options.intervalMs);
@@ -756,9 +768,9 @@ export function createMongoAnalyticsFeed(options: MongoAnalyticsFeedOptions): An
 
   return {
     runOnce,
-    // What MongoDB made visible before the call is read by the next drain.
+    // What MongoDB made visible before the call is read by the next drain, up to then.
     async catchUp() {
-      await runOnce();
+      await drainToNow();
     },
     watermark: () => marks.get("buckets") ?? 0,
     removedRows: () => dirty !== undefined,

@@ -215,6 +215,40 @@ describe("the analytics feed", () => {
     await feed.stop();
   });
 
+  it("catchUp resolves under a steady flow of events once what was committed before the call is in, not when the outbox is empty", async () => {
+    const t = setUp();
+    const a = await t.analytics();
+    await t.initialize(a);
+    t.add(20);
+    // Ingestion never pauses: every batch's commit finds 10 more events in
+    // the outbox (batches of 10), for 200 batches; the polling loop runs.
+    let batches = 0;
+    let next = 20;
+    const feed = t.feed(a, {
+      intervalMs: 10,
+      batchMax: 10,
+      faults: {
+        afterCommit() {
+          batches += 1;
+          if (batches < 200) {
+            t.add(10, next);
+            next += 10;
+          }
+        },
+      },
+    });
+    feed.start();
+    while (batches < 3) await new Promise((r) => setTimeout(r, 5));
+    t.add(1, 10_000);
+    const asked = batches;
+    await feed.catchUp();
+    const answered = batches;
+    expect(await t.moved(a)).toContainEqual([10_000, 1]);
+    // The outbox held at most 21 events then: a few batches, not the flow's end.
+    expect(answered - asked).toBeLessThanOrEqual(5);
+    await feed.stop();
+  });
+
   it("never gives a moved event's id again, even once the outbox is empty", async () => {
     const t = setUp();
     t.add(5);

@@ -424,6 +424,34 @@ describe("the MongoDB analytics feed", () => {
     expect(await t.seqs(a)).toEqual(once(1_000, 1_004));
   });
 
+  it("catchUp under a steady flow of writes reads up to the server's time of the call, not until a page comes back short", async () => {
+    const t = setUp();
+    const a = await t.analytics();
+    await t.pay(payment("p0"));
+    await t.pay(payment("p1"));
+    let pages = 0;
+    let next = 2;
+    const f = t.feed(a, {
+      // Payments never pause: every page's commit is followed by two more
+      // payments, a millisecond later, for 200 pages (pages of 2).
+      afterCommit() {
+        pages += 1;
+        if (pages < 200) {
+          t.clock.now += 1;
+          void t.pay(payment(`p${next++}`));
+          void t.pay(payment(`p${next++}`));
+        }
+      },
+    });
+    await f.runOnce(1);
+    const asked = pages;
+    t.clock.now += 1;
+    await t.append([event(0)]);
+    await f.catchUp();
+    expect(pages - asked).toBeLessThanOrEqual(6);
+    expect(await t.seqs(a)).toEqual(once(1_000, 1_001));
+  });
+
   it("rebuilds an older file of its own whose unapplied notices were trimmed meanwhile (the lease taken over from another host); its own recent file it resumes", async () => {
     const t = setUp();
     const rebuilds = () =>
