@@ -407,12 +407,25 @@ async function openOwnedAnalytics(
   });
   // Read-your-writes: every read first waits for the feed to apply what SQLite
   // committed before it began (an event just acknowledged, an erasure). A feed
-  // that cannot apply its log (DuckDB failing) makes the read unavailable, never a 500.
+  // that cannot apply its log (DuckDB failing) makes the read unavailable, never a 500;
+  // one that has more to apply than the query's time limit allows (a backlog at
+  // start, a burst) answers so then, rather than holding the request: the feed
+  // goes on applying it, and the retry finds it in.
   const catchUp = async () => {
+    const limitMs = config.analyticsQueryTimeoutMs;
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(errors.analyticsBehind(limitMs)), limitMs);
+    });
     try {
-      await feed.catchUp();
-    } catch (err) {
-      throw errors.analyticsUnavailable(err);
+      await Promise.race([
+        feed.catchUp().catch((err: unknown) => {
+          throw errors.analyticsUnavailable(err);
+        }),
+        late,
+      ]);
+    } finally {
+      clearTimeout(timer);
     }
   };
   return {

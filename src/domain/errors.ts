@@ -146,6 +146,13 @@ export const errors = {
       `the query ran past its time limit of ${limitMs / 1000} s and was cancelled; narrow the period or the dimensions`,
       { retryAfterSeconds: 2, cause },
     ),
+  /** A read waited its whole time limit for the feed to apply what was committed before it. */
+  analyticsBehind: (limitMs: number) =>
+    new DomainError(
+      "unavailable",
+      `the analytics store did not catch up with the writes before this read within its time limit of ${limitMs / 1000} s; retry shortly`,
+      { retryAfterSeconds: 2 },
+    ),
   analyticsNotServed: () =>
     new DomainError(
       "unavailable",

@@ -1,0 +1,77 @@
+/**
+ * A read waits for the analytics feed to apply what was committed before it
+ * (read-your-writes), but no longer than the query's time limit: past it, a
+ * clear 503 (and the feed goes on, so a retry finds the writes in).
+ */
+import { describe, expect, it } from "vitest";
+import type { EventRecord } from "../../src/domain/store/records.js";
+import { postJson, TEST_NOW } from "../helpers/test-server.js";
+import { useTestServer } from "../helpers/use-test-server.js";
+
+/** A backlog the feed cannot move in the 100 ms limit, on any machine (about a second here). */
+const EVENTS = 100_000;
+
+describe("a Query behind a backlog of the feed", () => {
+  // The feed polls once at start, then not for a minute: only the reads' catch-ups move events.
+  const ctx = useTestServer({
+    env: { ANALYTICS_FEED_INTERVAL_MS: "60000", ANALYTICS_QUERY_TIMEOUT_MS: "100" },
+  });
+
+  const query = () =>
+    postJson(
+      `${ctx.url}/api/v1/sites/${ctx.siteId}/query`,
+      {
+        metrics: ["events"],
+        period: {
+          from: new Date(TEST_NOW - EVENTS - 1).toISOString(),
+          to: new Date(TEST_NOW + 1).toISOString(),
+        },
+      },
+      { headers: ctx.adminHeaders },
+    );
+
+  it("answers 503 with the exact message once its time limit passes, and the retry after the feed caught up counts every event", async () => {
+    // Straight through the store's commit path: HTTP would take minutes to send them.
+    const site = await ctx.store.getSite(ctx.siteId);
+    for (let i = 0; i < EVENTS; i += 5000) {
+      const events: EventRecord[] = [];
+      for (let j = i; j < i + 5000; j++) {
+        const ts = TEST_NOW - EVENTS + j;
+        events.push({
+          siteId: ctx.siteId,
+          name: "pageview",
+          url: `https://example.com/p${j % 100}`,
+          ts,
+          receivedAt: ts,
+          visitorId: `v${j % 10_000}`,
+        });
+      }
+      await ctx.store.commitEvents([
+        {
+          accountId: site?.accountId ?? "",
+          month: "2026-03",
+          ceiling: 1e15,
+          countable: 0,
+          events,
+          links: [],
+        },
+      ]);
+    }
+    const late = await query();
+    expect(late.status).toBe(503);
+    expect(late.headers.get("retry-after")).toBe("2");
+    expect(late.body).toEqual({
+      ok: false,
+      error: {
+        code: "unavailable",
+        message:
+          "the analytics store did not catch up with the writes before this read within its time limit of 0.1 s; retry shortly",
+      },
+    });
+    // The catch-up the read started goes on without it.
+    await ctx.server.app.analytics?.feed.catchUp();
+    const retried = await query();
+    expect(retried.status).toBe(200);
+    expect(retried.body).toMatchObject({ totals: [{ count: String(EVENTS) }] });
+  }, 120_000);
+});
