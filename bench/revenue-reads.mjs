@@ -9,7 +9,8 @@
  * RUNS times (default 7) after one warm-up; the median and the slowest are
  * printed, with the four together, for the dashboard's 90 whole UTC days and
  * for 90 days from noon to noon (partial days at both ends). No events: the traffic reads are
- * bench/site-overview.mjs's. Deterministic data at a fixed date.
+ * query plans now, timed through the server by row o of `npm run bench`.
+ * Deterministic data at a fixed date.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";

@@ -5,9 +5,9 @@
  * said), each with a first touch, and PAYMENTS succeeded payments from
  * `customers` customers (20,000 unless said; at most PAYMENTS), four in five
  * of them credited to a first touch, spread evenly over the 90 days before
- * `now`. Deterministic. Used by `npm run
- * bench:overview` (the store's reads, in process) and row o of `npm run
- * bench` (the RPCs behind the dashboard, through a listening server).
+ * `now`. Deterministic. Used by row o of `npm run bench` (the RPCs behind
+ * the dashboard, through a listening server) and the analytics benches
+ * (`npm run bench:analytics`, `bench:bytes`, `bench:rewrite`).
  */
 
 import { createHash } from "node:crypto";
