@@ -548,6 +548,35 @@ describe("the analytics feed while the file is rewritten", () => {
     (await a.writer.runAndReadAll("SELECT seq FROM feed_state WHERE id = 3"))
       .getRows()
       .map(([x]) => Number(x));
+  /**
+   * A rewrite whose process dies at `faults(t, catchUp)`: 20 events moved and
+   * v3 erased, then a feed that runs once and compacts (`catchUp` is that
+   * feed's, for what moves into the old file during the copy). The dead
+   * process's feed is stopped; `a` is the file it left.
+   */
+  const crashAroundSwap = async (
+    faults: (
+      t: ReturnType<typeof setUp>,
+      catchUp: () => Promise<void>,
+    ) => AnalyticsFeedOptions["faults"],
+  ) => {
+    const t = setUp();
+    const a = await t.analytics();
+    await t.initialize(a);
+    t.add(20);
+    await t.restart(a);
+    erase(t, "v3");
+    let f: ReturnType<typeof t.feed> | undefined;
+    const catchUp = async () => {
+      await f?.catchUp();
+    };
+    await t.crash(a, { faults: faults(t, catchUp) }, async (crashing) => {
+      f = crashing;
+      await crashing.runOnce();
+      return crashing.compact();
+    });
+    return { t, a };
+  };
 
   it("moves events during the copy (catchUp and a query see them at once), keeps them in SQLite, and holds each once after the swap", async () => {
     const t = setUp();
@@ -635,31 +664,14 @@ describe("the analytics feed while the file is rewritten", () => {
   });
 
   it("after a crash between the copy and the swap: the old file and SQLite's kept rows give every event once", async () => {
-    const t = setUp();
-    const a = await t.analytics();
-    await t.initialize(a);
-    t.add(20);
-    await t.restart(a);
-    erase(t, "v3");
-    let f: ReturnType<typeof t.feed> | undefined;
-    await t.crash(
-      a,
-      {
-        faults: {
-          async afterCopy() {
-            // Moved into the old file during the copy, then the process dies.
-            t.add(5, 20);
-            await f?.catchUp();
-            killed();
-          },
-        },
+    const { t, a } = await crashAroundSwap((t, catchUp) => ({
+      async afterCopy() {
+        // Moved into the old file during the copy, then the process dies.
+        t.add(5, 20);
+        await catchUp();
+        killed();
       },
-      async (crashing) => {
-        f = crashing;
-        await crashing.runOnce();
-        return crashing.compact();
-      },
-    );
+    }));
     expect(t.outbox()).toBe(5);
     a.close();
     const reopened = await t.analytics();
@@ -671,31 +683,14 @@ describe("the analytics feed while the file is rewritten", () => {
   });
 
   it("after a crash right after the swap, before the replay: the new file replays from its own watermark, every event once", async () => {
-    const t = setUp();
-    const a = await t.analytics();
-    await t.initialize(a);
-    t.add(20);
-    await t.restart(a);
-    erase(t, "v3");
-    let f: ReturnType<typeof t.feed> | undefined;
-    await t.crash(
-      a,
-      {
-        faults: {
-          async afterCopy() {
-            t.add(5, 20);
-            erase(t, "v5");
-            await f?.catchUp();
-          },
-          afterSwap: killed,
-        },
+    const { t, a } = await crashAroundSwap((t, catchUp) => ({
+      async afterCopy() {
+        t.add(5, 20);
+        erase(t, "v5");
+        await catchUp();
       },
-      async (crashing) => {
-        f = crashing;
-        await crashing.runOnce();
-        return crashing.compact();
-      },
-    );
+      afterSwap: killed,
+    }));
     // The new file is the copy: without what moved during it, and v5 not yet erased there.
     expect(await t.moved(a)).toEqual(left(20, [3]));
     expect(t.outbox()).toBe(5);
