@@ -18,13 +18,9 @@ import {
 } from "../../src/analytics-ownership.js";
 import { createDuckDbAnalytics } from "../../src/store/duckdb/analytics-engine.js";
 import { openAnalyticsStore } from "../../src/store/duckdb/analytics-store.js";
-import {
-  createMongoAnalyticsFeed,
-  type FeedCollections,
-} from "../../src/store/mongo/analytics-feed.js";
-import { createMongoAnalyticsLease } from "../../src/store/mongo/analytics-lease.js";
+import { createMongoAnalyticsFeed } from "../../src/store/mongo/analytics-feed.js";
 import { networkError } from "../helpers/mongo/driver-errors.js";
-import { MemoryCollection, type ServerClock } from "../helpers/mongo/memory-collections.js";
+import { memoryDeployment } from "../helpers/mongo/memory-deployment.js";
 import { useTempDirs } from "../helpers/temp-dirs.js";
 
 const T0 = Date.UTC(2026, 2, 2, 10);
@@ -38,17 +34,7 @@ afterEach(async () => {
 });
 
 function deployment() {
-  const clock: ServerClock = { now: T0 };
-  const c = {
-    events: new MemoryCollection(clock),
-    payments: new MemoryCollection(clock),
-    customerVisitors: new MemoryCollection(clock),
-    stitches: new MemoryCollection(clock),
-    analyticsLog: new MemoryCollection(clock),
-    analyticsFeedState: new MemoryCollection(clock),
-    sites: new MemoryCollection(clock),
-  };
-  const leases = new MemoryCollection(clock);
+  const { clock, leases, source, lease } = memoryDeployment(T0);
   /** Servers whose connection to the database is cut: each driver call of their lease fails. */
   const cut = new Set<string>();
   const leasesOf = (name: string) =>
@@ -65,9 +51,8 @@ function deployment() {
   const server = async (name: string) => {
     const dir = tempDir();
     const o = await createAnalyticsOwnership({
-      lease: createMongoAnalyticsLease({
-        leases: leasesOf(name) as never,
-        serverTime: async () => clock.now,
+      lease: lease({
+        leases: leasesOf(name),
         ttlMs: LEASE_MS,
         holder: `${name}.example:1:${name}`,
       }),
@@ -79,11 +64,7 @@ function deployment() {
           memoryLimit: "256MB",
         });
         const feed = createMongoAnalyticsFeed({
-          source: {
-            c: c as unknown as FeedCollections,
-            serverTime: async () => clock.now,
-            close: async () => {},
-          },
+          source,
           analytics: store,
           intervalMs: 60_000,
         });

@@ -13,12 +13,10 @@ import { join } from "node:path";
 import { ObjectId } from "mongodb";
 import { afterAll, describe, expect, it } from "vitest";
 import { ReportsService } from "../../gen/ingest/v1/reports_pb.js";
-import type { MongoFeedSource } from "../../src/store/mongo/analytics-feed.js";
-import { createMongoAnalyticsLease } from "../../src/store/mongo/analytics-lease.js";
 import { planAppends } from "../../src/store/mongo/event-buckets.js";
 import { paymentUpsert } from "../../src/store/mongo/payments.js";
 import type { EventRecord, Store } from "../../src/store/port.js";
-import { MemoryCollection, type ServerClock } from "../helpers/mongo/memory-collections.js";
+import { memoryDeployment } from "../helpers/mongo/memory-deployment.js";
 import { describeRpcError } from "../helpers/rpc-clients.js";
 import { postJson, TEST_NOW } from "../helpers/test-server.js";
 import { useTestServer } from "../helpers/use-test-server.js";
@@ -35,33 +33,6 @@ const asMongo = (store: Store): Store =>
       return Reflect.get(target, p, receiver);
     },
   });
-
-function memoryDeployment() {
-  const clock: ServerClock = { now: T0 };
-  const m = {
-    events: new MemoryCollection(clock),
-    payments: new MemoryCollection(clock),
-    customerVisitors: new MemoryCollection(clock),
-    stitches: new MemoryCollection(clock),
-    analyticsLog: new MemoryCollection(clock),
-    analyticsFeedState: new MemoryCollection(clock),
-    sites: new MemoryCollection(clock),
-    leases: new MemoryCollection(clock),
-  };
-  const source: MongoFeedSource = {
-    c: m as unknown as MongoFeedSource["c"],
-    serverTime: async () => clock.now,
-    close: async () => {},
-  };
-  /** The deployment's owner lease, judged by the same server clock. */
-  const lease = async (ttlMs: number) =>
-    createMongoAnalyticsLease({
-      leases: m.leases as never,
-      serverTime: async () => clock.now,
-      ttlMs,
-    });
-  return { clock, m, source, lease };
-}
 
 const event = (siteId: string, vid: string, url: string, ts: number) =>
   ({ siteId, name: "pageview", url, ts, receivedAt: ts, visitorId: vid }) as EventRecord;
@@ -80,12 +51,12 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 
 describe("Query on a MongoDB deployment", () => {
   describe("the owner (the holder of the deployment's lease)", () => {
-    const mongo = memoryDeployment();
+    const mongo = memoryDeployment(T0);
     const ctx = useTestServer({
       env: { ANALYTICS_PATH: join(dir, "analytics.duckdb") },
       wrapStore: asMongo,
       mongoFeedSource: async () => mongo.source,
-      mongoLease: mongo.lease,
+      mongoLease: async (ttlMs) => mongo.lease({ ttlMs }),
     });
 
     it("answers Query, RevenueByChannel and SiteOverview from the MongoDB feed with the same engine", async () => {
@@ -215,9 +186,9 @@ describe("Query on a MongoDB deployment", () => {
   });
 
   describe("a server while another holds the deployment's lease", () => {
-    const mongo = memoryDeployment();
+    const mongo = memoryDeployment(T0);
     // Another host's live lease (the server's clock stands still until the test moves it).
-    mongo.m.leases.docs.push({
+    mongo.leases.docs.push({
       _id: "analytics",
       holder: "elsewhere.example:1:other",
       acquired_at: new Date(T0),
@@ -227,7 +198,7 @@ describe("Query on a MongoDB deployment", () => {
       env: { ANALYTICS_PATH: join(dir, "standby.duckdb"), ANALYTICS_LEASE_MS: "300" },
       wrapStore: asMongo,
       mongoFeedSource: async () => mongo.source,
-      mongoLease: mongo.lease,
+      mongoLease: async (ttlMs) => mongo.lease({ ttlMs }),
     });
 
     it("stands by (Query 503, no file opened), and owns once that lease lapsed by the server's clock", async () => {
@@ -247,7 +218,7 @@ describe("Query on a MongoDB deployment", () => {
       mongo.clock.now = T0 + 60_000;
       // Its next turn (every third of ANALYTICS_LEASE_MS) takes the lapsed lease.
       await expect.poll(() => ctx.server.app.analytics !== undefined).toBe(true);
-      expect(mongo.m.leases.docs[0]?.holder).not.toBe("elsewhere.example:1:other");
+      expect(mongo.leases.docs[0]?.holder).not.toBe("elsewhere.example:1:other");
       expect((await query()).status).toBe(200);
     });
   });

@@ -23,7 +23,6 @@ import {
 import { rebuildVisits } from "../../../../src/store/duckdb/visits-maintenance.js";
 import {
   createMongoAnalyticsFeed,
-  type FeedCollections,
   type MongoAnalyticsFeedOptions,
 } from "../../../../src/store/mongo/analytics-feed.js";
 import { noteChanges } from "../../../../src/store/mongo/analytics-log.js";
@@ -31,7 +30,7 @@ import { planAppends } from "../../../../src/store/mongo/event-buckets.js";
 import { paymentUpsert } from "../../../../src/store/mongo/payments.js";
 import type { EventRecord, PaymentRecord } from "../../../../src/store/port.js";
 import { networkError } from "../../../helpers/mongo/driver-errors.js";
-import { MemoryCollection, type ServerClock } from "../../../helpers/mongo/memory-collections.js";
+import { memoryDeployment } from "../../../helpers/mongo/memory-deployment.js";
 import type { Doc } from "../../../helpers/mongo/model.js";
 import { useTempDirs } from "../../../helpers/temp-dirs.js";
 
@@ -78,18 +77,8 @@ function payment(id: string, customerId = "cus_1"): PaymentRecord {
 
 function setUp() {
   const dir = tempDir();
-  const clock: ServerClock = { now: T0 };
-  const m = {
-    events: new MemoryCollection(clock),
-    payments: new MemoryCollection(clock),
-    customerVisitors: new MemoryCollection(clock),
-    stitches: new MemoryCollection(clock),
-    analyticsLog: new MemoryCollection(clock),
-    analyticsFeedState: new MemoryCollection(clock),
-    sites: new MemoryCollection(clock),
-  };
+  const { clock, m, c, source } = memoryDeployment(T0);
   m.sites.docs.push({ _id: "s1", hostnames: ["shop.test"] });
-  const c = m as unknown as FeedCollections;
   let q = 1_000;
   let receipts = 0;
   /** What the store's commitEvents writes: the real appends, with their marker. */
@@ -120,7 +109,7 @@ function setUp() {
   ) => {
     const f = createMongoAnalyticsFeed({
       ...more,
-      source: { c, serverTime: async () => clock.now, close: async () => {} },
+      source,
       analytics: a,
       intervalMs: 1_000,
       settleMs: SETTLE,

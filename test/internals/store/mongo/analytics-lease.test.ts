@@ -9,24 +9,16 @@
  * real server when MONGODB_URI is set.
  */
 import { describe, expect, it } from "vitest";
-import { createMongoAnalyticsLease } from "../../../../src/store/mongo/analytics-lease.js";
 import { analyticsLeaseContract } from "../../../helpers/analytics-lease-contract.js";
 import { networkError } from "../../../helpers/mongo/driver-errors.js";
-import { MemoryCollection, type ServerClock } from "../../../helpers/mongo/memory-collections.js";
+import { memoryDeployment } from "../../../helpers/mongo/memory-deployment.js";
 
 const T0 = Date.UTC(2026, 2, 2, 10);
 const TTL = 15_000;
 
 function setUp() {
-  const clock: ServerClock = { now: T0 };
-  const leases = new MemoryCollection(clock);
-  const lease = (holder?: string) =>
-    createMongoAnalyticsLease({
-      leases: leases as never,
-      serverTime: async () => clock.now,
-      ttlMs: TTL,
-      ...(holder ? { holder } : {}),
-    });
+  const { clock, leases, lease: leaseOf } = memoryDeployment(T0);
+  const lease = (holder?: string) => leaseOf({ ttlMs: TTL, ...(holder ? { holder } : {}) });
   return { clock, leases, lease };
 }
 
