@@ -1,9 +1,12 @@
 /**
  * Checks of the MongoDB adapter that need no server: URL parsing, the shape
  * of the update documents it sends, and that the documents those updates
- * produce pass the collection validators. A small model of the server's
- * upsert rules (equality fields of the filter, $set, $setOnInsert, $unset,
- * $inc, $min, $max, $push/$each) applies the updates; the contract suite
+ * produce pass the collection validators. The model of the server in
+ * test/helpers/mongo/ applies the updates (memory-collections.ts
+ * `applyUpdate`: equality fields of the filter, $set, $setOnInsert, $unset,
+ * $inc, $min, $max, $push/$each, update pipelines) and stands for the
+ * collections the attribution and erasure code read (MemoryCollection, each
+ * stored document checked against its validator); the contract suite
  * (mongodb.test.ts) is the real check when MONGODB_URI is set.
  */
 import { Binary, Long, MongoServerSelectionError, ObjectId } from "mongodb";
@@ -56,71 +59,17 @@ import type {
   SubscriptionPatch,
   VisitorTouch,
 } from "../../src/store/port.js";
-import { aggregate, applyPipeline, type Doc, matches } from "../helpers/mongo/model.js";
+import { applyUpdate, MemoryCollection } from "../helpers/mongo/memory-collections.js";
+import { type Doc, isPlainObject } from "../helpers/mongo/model.js";
 import { fakeAnalyticsLog } from "../helpers/mongo/notices.js";
 
 const T0 = Date.UTC(2025, 5, 1);
-
-function isPlainObject(v: unknown): v is Doc {
-  return typeof v === "object" && v !== null && Object.getPrototypeOf(v) === Object.prototype;
-}
+/** The model server's clock (`$currentDate`): T0. */
+const SERVER_CLOCK = { now: T0 };
 
 function compare(a: unknown, b: unknown): number {
   const n = (v: unknown) => (v instanceof Date ? v.getTime() : Number(v));
   return n(a) - n(b);
-}
-
-/** What the server does with one upsert, on `existing` (or on insert when undefined). */
-function applyUpsert(existing: Doc | undefined, filter: Doc, update: Doc): Doc {
-  const doc: Doc = existing ? { ...existing } : {};
-  if (!existing) {
-    for (const [k, v] of Object.entries(filter)) {
-      if (!(isPlainObject(v) && Object.keys(v).some((key) => key.startsWith("$")))) doc[k] = v;
-    }
-  }
-  const touched = new Set<string>();
-  for (const [op, fields] of Object.entries(update)) {
-    for (const [k, v] of Object.entries(fields as Doc)) {
-      // The server refuses one path in two operators ("would create a conflict").
-      if (touched.has(k)) throw new Error(`conflict on ${k}`);
-      touched.add(k);
-      if (k.startsWith("$") || k.includes(".")) throw new Error(`bad field ${k}`);
-      if (v === undefined) throw new Error(`undefined value for ${k}`);
-      switch (op) {
-        case "$set":
-          doc[k] = v;
-          break;
-        case "$setOnInsert":
-          if (!existing) doc[k] = v;
-          break;
-        case "$unset":
-          delete doc[k];
-          break;
-        case "$inc":
-          doc[k] = ((doc[k] as number | undefined) ?? 0) + (v as number);
-          break;
-        case "$min":
-          if (doc[k] === undefined || compare(v, doc[k]) < 0) doc[k] = v;
-          break;
-        case "$max":
-          if (doc[k] === undefined || compare(v, doc[k]) > 0) doc[k] = v;
-          break;
-        case "$currentDate":
-          // The server's clock: the model's is T0.
-          doc[k] = new Date(T0);
-          break;
-        case "$push":
-          doc[k] = [
-            ...((doc[k] as unknown[] | undefined) ?? []),
-            ...(v as { $each: unknown[] }).$each,
-          ];
-          break;
-        default:
-          throw new Error(`operator ${op} not modelled`);
-      }
-    }
-  }
-  return doc;
 }
 
 function bsonTypeOf(v: unknown): string[] {
@@ -191,9 +140,25 @@ function schemaOf(collection: string): Doc {
 function run(collection: string, existing: Doc | undefined, operation: unknown): Doc {
   const { updateOne } = operation as { updateOne: { filter: Doc; update: Doc; upsert: boolean } };
   expect(updateOne.upsert).toBe(true);
-  const doc = applyUpsert(existing, updateOne.filter, updateOne.update);
+  const doc = applyUpdate(existing, updateOne.filter, updateOne.update, SERVER_CLOCK);
   expect(validate(schemaOf(collection), doc)).toEqual([]);
   return doc;
+}
+
+/** A check that a document about to be stored in `collection` passes its validator. */
+const passesValidator = (collection: string) => (doc: Doc) => {
+  expect(validate(schemaOf(collection), doc), collection).toEqual([]);
+};
+
+/**
+ * A collection of the model (test/helpers/mongo/memory-collections.ts) whose
+ * server clock is T0, holding `docs`, that checks every document it stores
+ * against the collection's validator.
+ */
+function checkedCollection(collection: string, docs: Doc[] = []): MemoryCollection {
+  const c = new MemoryCollection(SERVER_CLOCK, { check: passesValidator(collection) });
+  c.docs = docs;
+  return c;
 }
 
 describe("mongodb adapter without a server", () => {
@@ -352,7 +317,7 @@ describe("mongodb adapter without a server", () => {
         expect(options).toEqual({ upsert: true });
         writes.push(update);
         // $setOnInsert: only the insert writes the secret.
-        stored = stored ?? applyUpsert(undefined, filter, update);
+        stored = stored ?? applyUpdate(undefined, filter, update, SERVER_CLOCK);
         expect(validate(schemaOf("settings"), stored)).toEqual([]);
       },
       async findOne(filter: Doc) {
@@ -369,36 +334,9 @@ describe("mongodb adapter without a server", () => {
   });
 
   it("erasing visitors deletes their first touches, after telling the analytics feed of their stitches", async () => {
-    /** A collection of the model with what eraseVisitors calls, each write checked by the validator. */
-    const coll = (name: string, docs: Doc[] = []) => ({
-      docs,
-      find: (filter: Doc) => ({
-        toArray: async () => docs.filter((d) => matches(d, filter)).map((d) => ({ ...d })),
-      }),
-      async distinct(field: string, filter: Doc) {
-        return [...new Set(docs.filter((d) => matches(d, filter)).map((d) => d[field]))];
-      },
-      aggregate: () => ({ toArray: async () => [] }),
-      async deleteMany(filter: Doc) {
-        const before = docs.length;
-        docs.splice(0, docs.length, ...docs.filter((d) => !matches(d, filter)));
-        return { deletedCount: before - docs.length };
-      },
-      async updateMany() {
-        return { modifiedCount: 0 };
-      },
-      async bulkWrite(ops: { updateOne: { filter: Doc; update: Doc; upsert: boolean } }[]) {
-        for (const { updateOne } of ops) {
-          const i = docs.findIndex((d) => matches(d, updateOne.filter));
-          const doc = run(name, docs[i], { updateOne });
-          if (i < 0) docs.push(doc);
-          else docs[i] = doc;
-        }
-      },
-    });
     const EMAIL = "ada@example.com";
     const day = new Date(T0);
-    const touches = coll("visitor_touches", [
+    const touches = checkedCollection("visitor_touches", [
       {
         site_id: "site_1",
         visitor_id: "v_ada",
@@ -420,12 +358,12 @@ describe("mongodb adapter without a server", () => {
     ]);
     const c = {
       touches,
-      customerVisitors: coll("customer_visitors"),
-      events: coll("events"),
-      identities: coll("identities"),
-      stitches: coll("visitor_stitches"),
-      customers: coll("customers"),
-      payments: coll("payments"),
+      customerVisitors: checkedCollection("customer_visitors"),
+      events: checkedCollection("events"),
+      identities: checkedCollection("identities"),
+      stitches: checkedCollection("visitor_stitches"),
+      customers: checkedCollection("customers"),
+      payments: checkedCollection("payments"),
       analyticsLog: fakeAnalyticsLog(),
     };
     const erasure = createMongoErasure(c as unknown as Collections);
@@ -541,11 +479,7 @@ describe("mongodb adapter without a server", () => {
       pay("re_key", { metadata: { polar_order: "ch_1" } }),
       pay("re_value", { metadata: { stripe_charge: "ch_2" } }),
     );
-    const payments = {
-      find: (filter: Doc) => ({
-        toArray: async () => docs.filter((d) => matches(d, filter)),
-      }),
-    };
+    const payments = checkedCollection("payments", docs);
     const store = createMongoPayments({ payments } as unknown as Collections);
     const found = await store.refundsOfCharge("site_1", "cus_1", "stripe_charge", "ch_1");
     expect(found.map((p) => p.paymentId).sort()).toEqual(["dp_1", "re_1"]);
@@ -844,99 +778,35 @@ describe("mongodb adapter without a server", () => {
     });
 
     /**
-     * A collection of the model: the operations the attribution code uses,
-     * each checking what it writes against the collection's validator.
+     * A collection of the model at T0 checked against its validator
+     * (passesValidator), and how the attribution code calls it: every
+     * bulk write an upsert, findOneAndUpdate an upsert answering the
+     * document before, aggregations keeping longs.
      */
-    class FakeCollection {
-      docs: Doc[] = [];
-      constructor(private readonly name: string) {}
-
-      private check(doc: Doc): Doc {
-        expect(validate(schemaOf(this.name), doc), this.name).toEqual([]);
-        return doc;
+    class FakeCollection extends MemoryCollection {
+      constructor(name: string) {
+        super(SERVER_CLOCK, { check: passesValidator(name) });
       }
 
-      private classic(doc: Doc, update: Doc): Doc {
-        const out = { ...doc };
-        for (const [op, fields] of Object.entries(update)) {
-          for (const [k, v] of Object.entries(fields as Doc)) {
-            if (op === "$set") out[k] = v;
-            else if (op === "$unset") delete out[k];
-            else if (op === "$inc") out[k] = ((out[k] as number | undefined) ?? 0) + (v as number);
-            else if (op === "$currentDate") out[k] = new Date(T0);
-            else throw new Error(`operator ${op} not modelled`);
-          }
-        }
-        return this.check(out);
-      }
-
-      private upsertOne(filter: Doc, update: Doc | Doc[]): Doc | undefined {
-        const i = this.docs.findIndex((d) => matches(d, filter));
-        const before = this.docs[i];
-        if (!Array.isArray(update)) {
-          if (i < 0) {
-            // An insert takes the filter's equality fields (the rollups' $inc upserts).
-            this.docs.push(this.classic({ ...filter }, update));
-            return undefined;
-          }
-          this.docs[i] = this.classic(before as Doc, update);
-          return before;
-        }
-        const after = this.check(applyPipeline(before, filter, update));
-        if (i < 0) this.docs.push(after);
-        else this.docs[i] = after;
-        return before;
-      }
-
-      async findOneAndUpdate(
+      override async findOneAndUpdate(
         filter: Doc,
-        update: Doc[],
-        options: { upsert: boolean; returnDocument: string; projection: Doc },
+        update: Doc | Doc[],
+        options: { upsert?: boolean; returnDocument?: "before" | "after"; projection?: Doc } = {},
       ) {
         expect(options).toMatchObject({ upsert: true, returnDocument: "before" });
-        const before = this.upsertOne(filter, update);
-        if (!before) return null;
-        const projected: Doc = {};
-        for (const [k, v] of Object.entries(options.projection))
-          if (v === 1) projected[k] = before[k];
-        return projected;
+        return super.findOneAndUpdate(filter, update, options);
       }
 
-      async bulkWrite(ops: { updateOne: { filter: Doc; update: Doc | Doc[]; upsert: boolean } }[]) {
-        for (const { updateOne } of ops) {
-          expect(updateOne.upsert).toBe(true);
-          this.upsertOne(updateOne.filter, updateOne.update);
-        }
+      override async bulkWrite(
+        ops: { updateOne: { filter: Doc; update: Doc | Doc[]; upsert?: boolean } }[],
+      ) {
+        for (const { updateOne } of ops) expect(updateOne.upsert).toBe(true);
+        return super.bulkWrite(ops);
       }
 
-      async updateOne(filter: Doc, update: Doc) {
-        const i = this.docs.findIndex((d) => matches(d, filter));
-        if (i >= 0) this.docs[i] = this.classic(this.docs[i] as Doc, update);
-      }
-
-      async updateMany(filter: Doc, update: Doc) {
-        this.docs = this.docs.map((d) => (matches(d, filter) ? this.classic(d, update) : d));
-      }
-
-      find(filter: Doc) {
-        let found = this.docs.filter((d) => matches(d, filter));
-        const cursor = {
-          sort: (spec: Doc) => {
-            found = aggregate(found, [{ $sort: spec }]);
-            return cursor;
-          },
-          toArray: async () => found.map((d) => ({ ...d })),
-        };
-        return cursor;
-      }
-
-      async distinct(field: string, filter: Doc) {
-        return [...new Set(this.docs.filter((d) => matches(d, filter)).map((d) => d[field]))];
-      }
-
-      aggregate(pipeline: Doc[], options: Doc) {
+      override aggregate(pipeline: Doc[], options: Doc = {}) {
         expect(options).toEqual({ promoteLongs: false });
-        return { toArray: async () => aggregate(this.docs, pipeline) };
+        return super.aggregate(pipeline, options);
       }
     }
 
@@ -975,8 +845,10 @@ describe("mongodb adapter without a server", () => {
       const internal = touch("v", { ts: T0 + 100, internal: true, channel: "Direct" });
       expect(await put(internal)).toEqual(["v"]);
       expect(f.touches.docs).toHaveLength(1);
+      // The fields the pipeline writes, and the `_id` the server gives an upserted document.
       expect(Object.keys(f.touches.docs[0] ?? {}).sort()).toEqual(
         [
+          "_id",
           "site_id",
           "visitor_id",
           "ts",

@@ -1,16 +1,28 @@
 /**
- * In-memory collections for the analytics feed's tests, answering the
+ * In-memory collections for the MongoDB adapter's tests, answering the
  * driver's calls in the driver's documented shapes: `find(filter, options)`
  * returns a cursor (`sort`, `limit`, `project`, `toArray`, async iteration)
- * whose query runs when its first batch is fetched; `findOne`; `updateOne`,
- * `updateMany`, `bulkWrite` and `findOneAndUpdate` of update documents
- * (with upsert; an upsert's insert of an `_id` already there fails with the
- * server's duplicate key error, E11000); and `deleteOne`/`deleteMany`. Filters and sort orders follow the model of the
- * server (model.ts); `$currentDate` stamps the model server's clock. A test
- * scripts the driver's own errors for the next calls of a method.
+ * whose query runs when its first batch is fetched; `findOne`; `distinct`;
+ * `aggregate(pipeline).toArray()`; `updateOne`, `updateMany`, `bulkWrite`
+ * and `findOneAndUpdate` (with `projection`) of update documents or update
+ * pipelines (with upsert; an upsert's insert of an `_id` already there fails
+ * with the server's duplicate key error, E11000); and
+ * `deleteOne`/`deleteMany`. Filters, sort orders, pipelines and
+ * aggregations follow the model of the server (model.ts); `$currentDate`
+ * stamps the model server's clock. A test scripts the driver's own errors
+ * for the next calls of a method, and may check every document the
+ * collection stores (against its validator, say).
  */
 import { MongoServerError, ObjectId } from "mongodb";
-import { compareValues, type Doc, equalityFields, isPlainObject, matches } from "./model.js";
+import {
+  aggregate,
+  applyPipeline,
+  compareValues,
+  type Doc,
+  equalityFields,
+  isPlainObject,
+  matches,
+} from "./model.js";
 
 /** The server's clock of the model, in ms; tests move it. */
 export interface ServerClock {
@@ -27,17 +39,30 @@ function compareBy(spec: Doc) {
   };
 }
 
-/** An update document applied as the server does ($set, $setOnInsert, $unset, $inc, $min, $max, $push/$each, $currentDate). */
+/**
+ * An update applied as the server does, to `existing` or, on upsert, to a
+ * new document seeded from the filter's equality fields: an update document
+ * ($set, $setOnInsert, $unset, $inc, $min, $max, $push/$each, $currentDate)
+ * or an update pipeline (model.ts). Refused as the server refuses them: one
+ * path in two operators, and an undefined value; refused as not modelled: a
+ * field name with `$` or `.` (the adapter writes whole top-level fields).
+ */
 export function applyUpdate(
   existing: Doc | undefined,
   filter: Doc,
-  update: Doc,
+  update: Doc | Doc[],
   clock: ServerClock,
 ): Doc {
-  if (Array.isArray(update)) throw new Error("update pipelines are not modelled here");
+  if (Array.isArray(update)) return applyPipeline(existing, filter, update);
   const doc: Doc = existing ? { ...existing } : { ...equalityFields(filter) };
+  const touched = new Set<string>();
   for (const [op, fields] of Object.entries(update)) {
     for (const [k, v] of Object.entries(fields as Doc)) {
+      // The server refuses one path in two operators ("would create a conflict").
+      if (touched.has(k)) throw new Error(`conflict on ${k}`);
+      touched.add(k);
+      if (k.startsWith("$") || k.includes(".")) throw new Error(`bad field ${k}`);
+      if (v === undefined) throw new Error(`undefined value for ${k}`);
       switch (op) {
         case "$set":
           doc[k] = v;
@@ -71,10 +96,19 @@ export function applyUpdate(
       }
     }
   }
-  if (!existing && doc._id === undefined) doc._id = new ObjectId();
   return doc;
 }
 
+/** What a test adds to a collection of the model. */
+export interface MemoryCollectionOptions {
+  /** Called with every document the collection is about to store (an insert or an update's result). */
+  check?: (doc: Doc) => void;
+}
+
+/** Update documents or pipelines, as the driver takes them. */
+type Update = Doc | Doc[];
+
+/** One collection of the model server: its documents, and the calls it was asked. */
 export class MemoryCollection {
   docs: Doc[] = [];
   /** Every call by method name, in order. */
@@ -83,7 +117,21 @@ export class MemoryCollection {
   readonly finds: { filter: Doc; projection?: Doc }[] = [];
   private readonly failures = new Map<string, Error[]>();
 
-  constructor(private readonly clock: ServerClock) {}
+  constructor(
+    private readonly clock: ServerClock,
+    private readonly options: MemoryCollectionOptions = {},
+  ) {}
+
+  /**
+   * `update` applied to `existing` (or inserted, with the `_id` the server
+   * gives a document without one), checked before it is stored.
+   */
+  private updated(existing: Doc | undefined, filter: Doc, update: Update): Doc {
+    const doc = applyUpdate(existing, filter, update, this.clock);
+    if (!existing && doc._id === undefined) doc._id = new ObjectId();
+    this.options.check?.(doc);
+    return doc;
+  }
 
   /** The next calls of `method` throw these errors, in order (a cursor throws when it fetches). */
   failNext(method: string, ...errors: Error[]): void {
@@ -144,43 +192,62 @@ export class MemoryCollection {
     return d ? project(clone(d), options.projection) : null;
   }
 
-  async updateOne(filter: Doc, update: Doc, options: { upsert?: boolean } = {}) {
+  /** The distinct values of `field` among the documents `filter` matches. */
+  async distinct(field: string, filter: Doc = {}) {
+    this.call("distinct");
+    return [...new Set(this.docs.filter((d) => matches(d, filter)).map((d) => d[field]))];
+  }
+
+  /** An aggregation of the model (model.ts), run when its result is fetched. */
+  aggregate(pipeline: Doc[], _options: Doc = {}) {
+    return {
+      toArray: async () => {
+        this.call("aggregate");
+        return aggregate(this.docs.map(clone), pipeline);
+      },
+    };
+  }
+
+  async updateOne(filter: Doc, update: Update, options: { upsert?: boolean } = {}) {
     this.call("updateOne");
     return this.upsert(filter, update, options.upsert === true);
   }
 
-  /** The driver's findOneAndUpdate (v6: the document, or null), `returnDocument` "before" by default. */
+  /**
+   * The driver's findOneAndUpdate (v6: the document, or null), `returnDocument`
+   * "before" by default, only the `projection`'s fields when given.
+   */
   async findOneAndUpdate(
     filter: Doc,
-    update: Doc,
-    options: { upsert?: boolean; returnDocument?: "before" | "after" } = {},
+    update: Update,
+    options: { upsert?: boolean; returnDocument?: "before" | "after"; projection?: Doc } = {},
   ) {
     this.call("findOneAndUpdate");
     const after = options.returnDocument === "after";
     const i = this.docs.findIndex((d) => matches(d, filter));
     if (i >= 0) {
       const before = this.docs[i] as Doc;
-      const updated = applyUpdate(before, filter, update, this.clock);
+      const updated = this.updated(before, filter, update);
       this.docs[i] = updated;
-      return clone(after ? updated : before);
+      return project(clone(after ? updated : before), options.projection);
     }
     if (!options.upsert) return null;
-    const inserted = this.insertUnique(applyUpdate(undefined, filter, update, this.clock));
-    return after ? clone(inserted) : null;
+    const inserted = this.insertUnique(this.updated(undefined, filter, update));
+    return after ? project(clone(inserted), options.projection) : null;
   }
 
-  async updateMany(filter: Doc, update: Doc) {
+  async updateMany(filter: Doc, update: Update) {
     this.call("updateMany");
     let modifiedCount = 0;
     this.docs = this.docs.map((d) => {
       if (!matches(d, filter)) return d;
       modifiedCount++;
-      return applyUpdate(d, filter, update, this.clock);
+      return this.updated(d, filter, update);
     });
     return { modifiedCount };
   }
 
-  async bulkWrite(ops: { updateOne: { filter: Doc; update: Doc; upsert?: boolean } }[]) {
+  async bulkWrite(ops: { updateOne: { filter: Doc; update: Update; upsert?: boolean } }[]) {
     this.call("bulkWrite");
     for (const { updateOne } of ops) {
       this.upsert(updateOne.filter, updateOne.update, updateOne.upsert === true);
@@ -202,14 +269,14 @@ export class MemoryCollection {
     return { deletedCount: before - this.docs.length };
   }
 
-  private upsert(filter: Doc, update: Doc, upsert: boolean) {
+  private upsert(filter: Doc, update: Update, upsert: boolean) {
     const i = this.docs.findIndex((d) => matches(d, filter));
     if (i >= 0) {
-      this.docs[i] = applyUpdate(this.docs[i], filter, update, this.clock);
+      this.docs[i] = this.updated(this.docs[i], filter, update);
       return { matchedCount: 1, upsertedCount: 0 };
     }
     if (!upsert) return { matchedCount: 0, upsertedCount: 0 };
-    this.insertUnique(applyUpdate(undefined, filter, update, this.clock));
+    this.insertUnique(this.updated(undefined, filter, update));
     return { matchedCount: 0, upsertedCount: 1 };
   }
 

@@ -401,6 +401,22 @@ export function aggregate(docs: readonly Doc[], pipeline: readonly Doc[]): Doc[]
           return 0;
         });
         break;
+      case "$unwind": {
+        // The short form, "$field": a document per element; no array, no document.
+        const field = (spec as unknown as string).slice(1);
+        out = out.flatMap((d) => {
+          const items = d[field];
+          return Array.isArray(items) ? items.map((item) => ({ ...d, [field]: item })) : [];
+        });
+        break;
+      }
+      case "$replaceRoot":
+        out = out.map((d) => evaluate(spec.newRoot, d) as Doc);
+        break;
+      case "$count":
+        // No document at all when nothing is counted, as the server answers.
+        out = out.length > 0 ? [{ [spec as unknown as string]: out.length }] : [];
+        break;
       default:
         throw new Error(`stage ${name} not modelled`);
     }
