@@ -21,50 +21,58 @@ import { useTempDirs } from "../helpers/temp-dirs.js";
 import { scaled } from "../helpers/timeouts.js";
 
 const tempDir = useTempDirs("query-semantics-");
-const engineOver = (data: RefData) => engineOverData(tempDir(), data);
+type Engine = Awaited<ReturnType<typeof engineOverData>>["engine"];
+
+/** What `ask` gets of an engine over `data` (written, then moved by the feed), closed after. */
+async function overData<T>(data: RefData, ask: (engine: Engine) => Promise<T>): Promise<T> {
+  const { engine, close } = await engineOverData(tempDir(), data);
+  try {
+    return await ask(engine);
+  } finally {
+    close();
+  }
+}
+
+/** The property that on every case of `cases` the engine's answer (`ask`) equals the reference's. */
+function agreesWithReference<Plan, Answer>(
+  cases: fc.Arbitrary<{ data: RefData; plan: Plan }>,
+  ask: (engine: Engine, plan: Plan) => Promise<Answer>,
+  reference: (data: RefData, plan: Plan) => Answer,
+  params: fc.Parameters<[{ data: RefData; plan: Plan }]>,
+) {
+  return fc.assert(
+    fc.asyncProperty(cases, async ({ data, plan }) => {
+      expect(await overData(data, (engine) => ask(engine, plan))).toEqual(reference(data, plan));
+    }),
+    params,
+  );
+}
 
 describe("the engine against the reference model", () => {
   it("answers every funnel as the reference does", { timeout: scaled(300_000) }, async () => {
-    await fc.assert(
-      fc.asyncProperty(funnelCaseArb, async ({ data, plan }) => {
-        const { engine, close } = await engineOver(data);
-        try {
-          expect(await engine.funnel(plan)).toEqual(referenceFunnel(data, plan));
-        } finally {
-          close();
-        }
-      }),
+    await agreesWithReference(
+      funnelCaseArb,
+      (engine, plan) => engine.funnel(plan),
+      referenceFunnel,
       { numRuns: 30, seed: 30 },
     );
   });
 
   it("answers every query as the reference does", { timeout: scaled(300_000) }, async () => {
     // Fixed seed: a failure prints its seed and path (fast-check's report) to replay it.
-    await fc.assert(
-      fc.asyncProperty(queryCaseArb, async ({ data, plan }) => {
-        const { engine, close } = await engineOver(data);
-        try {
-          expect(await engine.query(plan)).toEqual(referenceQuery(data, plan));
-        } finally {
-          close();
-        }
-      }),
-      { numRuns: 100, seed: 3030 },
-    );
+    await agreesWithReference(queryCaseArb, (engine, plan) => engine.query(plan), referenceQuery, {
+      numRuns: 100,
+      seed: 3030,
+    });
   });
 
   it("answers every query by currency, customer or days to first payment as the reference does", {
     timeout: scaled(300_000),
   }, async () => {
-    await fc.assert(
-      fc.asyncProperty(paymentQueryCaseArb, async ({ data, plan }) => {
-        const { engine, close } = await engineOver(data);
-        try {
-          expect(await engine.query(plan)).toEqual(referenceQuery(data, plan));
-        } finally {
-          close();
-        }
-      }),
+    await agreesWithReference(
+      paymentQueryCaseArb,
+      (engine, plan) => engine.query(plan),
+      referenceQuery,
       { numRuns: 60, seed: 3333 },
     );
   });
@@ -110,17 +118,12 @@ describe("the engine against the reference model", () => {
       limit: 100,
       offset: 0,
     };
-    const { engine, close } = await engineOver(data);
-    try {
-      const answer = await engine.query(plan);
-      expect(answer.totals).toEqual([
-        { kind: "money", currency: "EUR", minor: -2n },
-        { kind: "count", value: 2 },
-      ]);
-      expect(answer).toEqual(referenceQuery(data, plan));
-    } finally {
-      close();
-    }
+    const answer = await overData(data, (engine) => engine.query(plan));
+    expect(answer.totals).toEqual([
+      { kind: "money", currency: "EUR", minor: -2n },
+      { kind: "count", value: 2 },
+    ]);
+    expect(answer).toEqual(referenceQuery(data, plan));
   });
 
   it("orders a customer's touches at the same instant by stored visitor key", async () => {
@@ -165,19 +168,14 @@ describe("the engine against the reference model", () => {
       offset: 0,
     };
     const last = visitorKey("d0") > visitorKey("d1") ? "d0" : "d1";
-    const { engine, close } = await engineOver(data);
-    try {
-      const answer = await engine.query(plan);
-      expect(answer.rows).toEqual([
-        {
-          dimensions: [`https://example.com/${last}`],
-          metrics: [{ kind: "money", currency: "EUR", minor: 100n }],
-        },
-      ]);
-      expect(answer).toEqual(referenceQuery(data, plan));
-    } finally {
-      close();
-    }
+    const answer = await overData(data, (engine) => engine.query(plan));
+    expect(answer.rows).toEqual([
+      {
+        dimensions: [`https://example.com/${last}`],
+        metrics: [{ kind: "money", currency: "EUR", minor: 100n }],
+      },
+    ]);
+    expect(answer).toEqual(referenceQuery(data, plan));
   });
 
   it("walks a funnel from a later step-1 event when the earlier one's window closes first", async () => {
@@ -217,18 +215,13 @@ describe("the engine against the reference model", () => {
       windowMs: 600_000,
       model: "first_touch",
     };
-    const { engine, close } = await engineOver(data);
-    try {
-      const answer = await engine.funnel(plan);
-      expect(answer.steps.map((s) => [s.visitors, s.medianSecondsFromPrevious])).toEqual([
-        [1, undefined],
-        [1, 60],
-        [1, 30],
-      ]);
-      expect(answer).toEqual(referenceFunnel(data, plan));
-    } finally {
-      close();
-    }
+    const answer = await overData(data, (engine) => engine.funnel(plan));
+    expect(answer.steps.map((s) => [s.visitors, s.medianSecondsFromPrevious])).toEqual([
+      [1, undefined],
+      [1, 60],
+      [1, 30],
+    ]);
+    expect(answer).toEqual(referenceFunnel(data, plan));
   });
 
   it("buckets by the zone's wall clock on both sides of a change of its offset", async () => {
@@ -266,22 +259,17 @@ describe("the engine against the reference model", () => {
       limit: 1000,
       offset: 0,
     };
-    const { engine, close } = await engineOver(data);
-    try {
-      const answer = await engine.query(plan);
-      expect(answer.rows.map((r) => r.dimensions[0])).toEqual([
-        "2026-03-28",
-        "2026-03-30",
-        "2026-10-25",
-      ]);
-      expect(answer.rows.map((r) => r.metrics[0])).toEqual([
-        { kind: "count", value: 1 },
-        { kind: "count", value: 1 },
-        { kind: "count", value: 2 },
-      ]);
-      expect(answer).toEqual(referenceQuery(data, plan));
-    } finally {
-      close();
-    }
+    const answer = await overData(data, (engine) => engine.query(plan));
+    expect(answer.rows.map((r) => r.dimensions[0])).toEqual([
+      "2026-03-28",
+      "2026-03-30",
+      "2026-10-25",
+    ]);
+    expect(answer.rows.map((r) => r.metrics[0])).toEqual([
+      { kind: "count", value: 1 },
+      { kind: "count", value: 1 },
+      { kind: "count", value: 2 },
+    ]);
+    expect(answer).toEqual(referenceQuery(data, plan));
   });
 });
