@@ -1,16 +1,18 @@
 /**
- * The revenue reads behind a 90-day SiteOverview on SQLite
- * (`npm run bench:revenue`, issue 25): revenueBreakdown, revenueByChannel,
- * recentPayments and mrrTotals on a site of PAYMENTS payments (default
+ * The payment reads of the store behind the dashboard on SQLite
+ * (`npm run bench:revenue`, issue 25): recentPayments (SiteOverview's list)
+ * and mrrTotals (the MRR report) on a site of PAYMENTS payments (default
  * 100,000) from CUSTOMERS customers (default 20,000) spread evenly over 90
  * days, in two currencies, with refunds, chargebacks and failed payments, 80%
  * of the customers attributed (5 channels, 20 sources, 7 campaigns, 30
  * landing pages) and one customer in four subscribed. Each read is timed
  * RUNS times (default 7) after one warm-up; the median and the slowest are
- * printed, with the four together, for the dashboard's 90 whole UTC days and
- * for 90 days from noon to noon (partial days at both ends). No events: the traffic reads are
- * query plans now, timed through the server by row o of `npm run bench`.
- * Deterministic data at a fixed date.
+ * printed, with both together, for the dashboard's 90 whole UTC days and
+ * for 90 days from noon to noon (partial days at both ends). No events.
+ * The revenue cuts (per day, per dimension, per channel) are query plans of
+ * the analytics engine since migration 20, timed by `npm run
+ * bench:analytics` in process and by row o of `npm run bench` through the
+ * server. Deterministic data at a fixed date.
  */
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
@@ -83,11 +85,9 @@ try {
   }
   const t2 = performance.now();
 
-  /** Each read of [from, to) timed RUNS times after a warm-up: median and slowest, and the four together. */
+  /** Each read of [from, to) timed RUNS times after a warm-up: median and slowest, and both together. */
   async function time(from, to) {
     const reads = {
-      revenueBreakdown: () => store.revenueBreakdown(SITE, from, to),
-      revenueByChannel: () => store.revenueByChannel(SITE, from, to),
       recentPayments: () => store.recentPayments(SITE, from, to, 20),
       mrrTotals: () => store.mrrTotals(SITE, to),
     };
@@ -117,7 +117,7 @@ try {
   // The dashboard's 90-day view: whole UTC days, today included.
   const end = Math.floor(NOW / DAY) * DAY + DAY;
   const wholeDays = await time(end - 90 * DAY, end);
-  // Any other caller's period: 90 days from noon to noon (two half days read from payments).
+  // Any other caller's period: 90 days from noon to noon (partial days at both ends).
   const noonToNoon = await time(NOW - 90 * DAY, NOW);
   console.log(
     JSON.stringify({
