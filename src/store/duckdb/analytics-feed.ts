@@ -840,24 +840,26 @@ export function createAnalyticsFeed(options: AnalyticsFeedOptions): AnalyticsFee
   };
 
   /**
-   * A poll: applies what SQLite committed before it, serves the backups
-   * asked, then polls again at once when it found work (a backlog, a steady
-   * flow), else after `intervalMs`.
+   * A poll: applies what SQLite committed before it (a backlog too, batch
+   * after batch), serves the backups asked, and polls again after
+   * `intervalMs`. Not at once when it found work: under a steady flow the
+   * next batch is then a poll's worth of events, not the few that arrived
+   * during this one, and each batch's fixed cost (its transactions, the
+   * visits' statements, the outbox's delete) is paid that much less often
+   * (row n of bench/new-visitors.mjs: 1.42× against 1.27× today's build).
    */
   const tick = () => {
     timer = undefined;
     if (stopped) return;
-    let busy = false;
     applyUpTo(committedInSqlite(), true)
       .then(async (worked) => {
-        busy = worked;
         // Nothing to apply: a grown WAL is checkpointed.
         if (!worked) await serial(async () => !stopped && checkpointWhenIdle());
       })
       .then(serveBackups)
       .catch((err) => options.onError?.(err))
       .finally(() => {
-        if (!stopped) timer = setTimeout(tick, busy ? 0 : options.intervalMs);
+        if (!stopped) timer = setTimeout(tick, options.intervalMs);
       });
   };
 
