@@ -60,7 +60,7 @@ export interface Config {
   exportsPerSite: number;
   /** DuckDB worker threads of the analytics store (docs/operations.md). */
   analyticsThreads: number;
-  /** DuckDB's memory limit for the analytics store, e.g. `512MB`. */
+  /** DuckDB's memory limit for the analytics store (default `384MB`: under 1 GiB at 10M events). */
   analyticsMemoryLimit: string;
   /** Time between two polls of the analytics feed (SQLite → DuckDB). */
   analyticsFeedIntervalMs: number;
@@ -130,7 +130,7 @@ function bool(env: Env, name: string, fallback: boolean): boolean {
 
 /** ANALYTICS_MEMORY_LIMIT: a number and a unit DuckDB reads (KB, MB, GB, …). */
 function memoryLimit(raw: string | undefined): string {
-  const value = raw || "512MB";
+  const value = raw || "384MB";
   if (!/^[0-9]+(\.[0-9]+)?\s*(KB|MB|GB|TB|KiB|MiB|GiB|TiB)$/i.test(value)) {
     throw new Error(
       `ANALYTICS_MEMORY_LIMIT must be a size such as 512MB or 2GB, got ${JSON.stringify(value)}`,
