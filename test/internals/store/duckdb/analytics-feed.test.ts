@@ -558,6 +558,7 @@ describe("the analytics feed while the file is rewritten", () => {
     faults: (
       t: ReturnType<typeof setUp>,
       catchUp: () => Promise<void>,
+      a: AnalyticsStore,
     ) => AnalyticsFeedOptions["faults"],
   ) => {
     const t = setUp();
@@ -570,7 +571,7 @@ describe("the analytics feed while the file is rewritten", () => {
     const catchUp = async () => {
       await f?.catchUp();
     };
-    await t.crash(a, { faults: faults(t, catchUp) }, async (crashing) => {
+    await t.crash(a, { faults: faults(t, catchUp, a) }, async (crashing) => {
       f = crashing;
       await crashing.runOnce();
       return crashing.compact();
@@ -664,11 +665,12 @@ describe("the analytics feed while the file is rewritten", () => {
   });
 
   it("after a crash between the copy and the swap: the old file and SQLite's kept rows give every event once", async () => {
-    const { t, a } = await crashAroundSwap((t, catchUp) => ({
+    const { t, a } = await crashAroundSwap((t, catchUp, open) => ({
       async afterCopy() {
         // Moved into the old file during the copy, then the process dies.
         t.add(5, 20);
         await catchUp();
+        expect(await t.moved(open)).toEqual(left(25, [3]));
         killed();
       },
     }));
@@ -683,11 +685,13 @@ describe("the analytics feed while the file is rewritten", () => {
   });
 
   it("after a crash right after the swap, before the replay: the new file replays from its own watermark, every event once", async () => {
-    const { t, a } = await crashAroundSwap((t, catchUp) => ({
+    const { t, a } = await crashAroundSwap((t, catchUp, open) => ({
       async afterCopy() {
         t.add(5, 20);
         erase(t, "v5");
         await catchUp();
+        // In the open file during the copy: the five events, v5 erased.
+        expect(await t.moved(open)).toEqual(left(25, [3, 5]));
       },
       afterSwap: killed,
     }));
