@@ -13,9 +13,8 @@ import { Metadata } from "@grpc/grpc-js";
 import { beforeAll, describe, expect, it } from "vitest";
 import { ReportsService, StoredEventSchema } from "../../gen/ingest/v1/reports_pb.js";
 import { EXPORT_PAGE } from "../../src/domain/reports.js";
-import type { EventRecord } from "../../src/domain/store/records.js";
 import type { Store } from "../../src/store/port.js";
-import { BROWSER_UA, sendTagged, tagOf } from "../helpers/events.js";
+import { BROWSER_UA, commitStraight, sendTagged, tagOf } from "../helpers/events.js";
 import { expectRefusals, type Refusal } from "../helpers/refusals.js";
 import { describeRpcError, grpcJsClient, type Protocol } from "../helpers/rpc-clients.js";
 import { postJson, TEST_NOW } from "../helpers/test-server.js";
@@ -44,35 +43,17 @@ const iso = (ms: number) => new Date(ms).toISOString();
 const send = (tags: number[], ts?: (tag: number) => number) =>
   sendTagged(ctx.url, ctx.tenant, tags, ts);
 
-/** Writes `n` events straight to the store at times [t, t + n) ms, in batches. */
-async function seed(store: Store, siteId: string, n: number, t: number) {
-  const site = await store.getSite(siteId);
-  for (let i = 0; i < n; i += 5000) {
-    const events: EventRecord[] = [];
-    for (let j = i; j < Math.min(n, i + 5000); j++) {
-      events.push({
-        siteId,
-        name: "pageview",
-        url: `https://example.com/${j}`,
-        ts: t + j,
-        receivedAt: t + j,
-        visitorId: `v${j % 1000}`,
-        // 200 characters: the body is far larger than the heap may grow by.
-        title: `${j}`.padEnd(200, "."),
-      });
-    }
-    await store.commitEvents([
-      {
-        accountId: site?.accountId ?? "",
-        month: "2026-03",
-        ceiling: 1e15,
-        countable: 0,
-        events,
-        links: [],
-      },
-    ]);
-  }
-}
+/** Writes `n` events straight to the store at times [t, t + n) ms. */
+const seed = (store: Store, siteId: string, n: number, t: number) =>
+  commitStraight(store, siteId, n, (j) => ({
+    name: "pageview",
+    url: `https://example.com/${j}`,
+    ts: t + j,
+    receivedAt: t + j,
+    visitorId: `v${j % 1000}`,
+    // 200 characters: the body is far larger than the heap may grow by.
+    title: `${j}`.padEnd(200, "."),
+  }));
 
 /** A full garbage collection (V8's own, exposed for this test), so the heap shows what is held. */
 setFlagsFromString("--expose-gc");

@@ -3,6 +3,7 @@ import { createClient } from "@connectrpc/connect";
 import { createConnectTransport } from "@connectrpc/connect-node";
 import { expect } from "vitest";
 import { ReportsService, type StoredEvent } from "../../gen/ingest/v1/reports_pb.js";
+import type { EventRecord } from "../../src/domain/store/records.js";
 import type { Store } from "../../src/store/port.js";
 import { BROWSER_UA, IPHONE_UA } from "./fixtures.js";
 import { ADMIN_TOKEN, postJson, TEST_NOW, type Tenant } from "./test-server.js";
@@ -76,6 +77,35 @@ export async function presetUsage(store: Store, accountId: string, month: string
     { accountId, month, ceiling: Number.MAX_SAFE_INTEGER, countable: n, events: [], links: [] },
   ]);
   expect(r?.ok).toBe(true);
+}
+
+/**
+ * Writes `n` events of a site straight through the store's commit path, 5,000
+ * per commit (HTTP would take minutes for the hundreds of thousands some tests
+ * need), `event(j)` giving the j-th; no quota counted. They reach the analytics
+ * engine by the feed, as any other write.
+ */
+export async function commitStraight(
+  store: Store,
+  siteId: string,
+  n: number,
+  event: (j: number) => Omit<EventRecord, "siteId">,
+): Promise<void> {
+  const site = await store.getSite(siteId);
+  for (let i = 0; i < n; i += 5000) {
+    const events: EventRecord[] = [];
+    for (let j = i; j < Math.min(n, i + 5000); j++) events.push({ siteId, ...event(j) });
+    await store.commitEvents([
+      {
+        accountId: site?.accountId ?? "",
+        month: "2026-03",
+        ceiling: 1e15,
+        countable: 0,
+        events,
+        links: [],
+      },
+    ]);
+  }
 }
 
 /**

@@ -4,7 +4,7 @@
  * clear 503 (and the feed goes on, so a retry finds the writes in).
  */
 import { describe, expect, it } from "vitest";
-import type { EventRecord } from "../../src/domain/store/records.js";
+import { commitStraight } from "../helpers/events.js";
 import { postJson, TEST_NOW } from "../helpers/test-server.js";
 import { useTestServer } from "../helpers/use-test-server.js";
 
@@ -32,31 +32,16 @@ describe("a Query behind a backlog of the feed", () => {
 
   it("answers 503 with the exact message once its time limit passes, and the retry after the feed caught up counts every event", async () => {
     // Straight through the store's commit path: HTTP would take minutes to send them.
-    const site = await ctx.store.getSite(ctx.siteId);
-    for (let i = 0; i < EVENTS; i += 5000) {
-      const events: EventRecord[] = [];
-      for (let j = i; j < i + 5000; j++) {
-        const ts = TEST_NOW - EVENTS + j;
-        events.push({
-          siteId: ctx.siteId,
-          name: "pageview",
-          url: `https://example.com/p${j % 100}`,
-          ts,
-          receivedAt: ts,
-          visitorId: `v${j % 10_000}`,
-        });
-      }
-      await ctx.store.commitEvents([
-        {
-          accountId: site?.accountId ?? "",
-          month: "2026-03",
-          ceiling: 1e15,
-          countable: 0,
-          events,
-          links: [],
-        },
-      ]);
-    }
+    await commitStraight(ctx.store, ctx.siteId, EVENTS, (j) => {
+      const ts = TEST_NOW - EVENTS + j;
+      return {
+        name: "pageview",
+        url: `https://example.com/p${j % 100}`,
+        ts,
+        receivedAt: ts,
+        visitorId: `v${j % 10_000}`,
+      };
+    });
     const late = await query();
     expect(late.status).toBe(503);
     expect(late.headers.get("retry-after")).toBe("2");
