@@ -714,9 +714,10 @@ export function createAnalyticsFeed(options: AnalyticsFeedOptions): AnalyticsFee
    */
   const applyUpTo = async (target: Target, serialized: boolean): Promise<boolean> => {
     let worked = false;
-    for (let first = true; !(serialized && stopped) && !reached(target); first = false) {
+    // No idle checkpoint here (a read's path): the poll does it when it found nothing.
+    while (!(serialized && stopped) && !reached(target)) {
       const before = [mark, committed];
-      const found = serialized ? await turnStep(first) : await step(first);
+      const found = serialized ? await turnStep(false) : await step(false);
       if (found) worked = true;
       // Nothing new (another caller's batch applied it meanwhile): the target is in.
       if (!found || (mark === before[0] && committed === before[1])) break;
