@@ -11,6 +11,10 @@ import { useTestServer } from "../helpers/use-test-server.js";
 /** A backlog the feed cannot move in the 100 ms limit, on any machine (about a second here). */
 const EVENTS = 100_000;
 
+/** Whether an answer is the query's own time limit (not the catch-up's). */
+const isQueryTimeout = (body: unknown) =>
+  JSON.stringify(body).includes("the query ran past its time limit");
+
 describe("a Query behind a backlog of the feed", () => {
   // The feed polls once at start, then not for a minute: only the reads' catch-ups move events.
   const ctx = useTestServer({
@@ -55,7 +59,10 @@ describe("a Query behind a backlog of the feed", () => {
     });
     // The catch-up the read started goes on without it.
     await ctx.server.app.analytics?.feed.catchUp();
-    const retried = await query();
+    // Nothing left to catch up; on a loaded machine the count itself may still pass the
+    // 100 ms limit, which answers its own 503: retried as Retry-After tells a client to.
+    let retried = await query();
+    for (let n = 0; n < 10 && isQueryTimeout(retried.body); n++) retried = await query();
     expect(retried.status).toBe(200);
     expect(retried.body).toMatchObject({ totals: [{ count: String(EVENTS) }] });
   }, 120_000);
