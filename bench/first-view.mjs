@@ -14,7 +14,7 @@
  * (e.g. ANALYTICS_QUERY_TIMEOUT_MS to time calls past the default 10 s).
  */
 import { spawn } from "node:child_process";
-import { readFileSync } from "node:fs";
+import { readFileSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { launchChromium } from "../test/helpers/chromium.ts";
@@ -155,6 +155,13 @@ try {
       callsOfFirstRunMs: sample.requests.map((r) => `${r.method} ${r.ms}`),
     };
     // Each call alone through HTTP, as the page sent it.
+    if (process.env.BODIES_FILE) {
+      // The page's request bodies, to replay or explain one call at a time.
+      writeFileSync(
+        `${process.env.BODIES_FILE}.${name.split(" ")[0]}.json`,
+        JSON.stringify(sample.requests, null, 2),
+      );
+    }
     const byCall = [];
     for (const r of sample.requests) {
       const times = [];
