@@ -272,4 +272,57 @@ describe("the engine against the reference model", () => {
     ]);
     expect(answer).toEqual(referenceQuery(data, plan));
   });
+
+  it("counts a visitor as new in the period that holds its best pageview, whatever lies outside it", async () => {
+    // Random data seldom has a visitor whose pageviews in the period are all internal
+    // navigations and whose only pageview with a channel comes after the period.
+    const day = Date.UTC(2026, 2, 27);
+    const hour = 3_600_000;
+    const pageview = (visitorId: string, ts: number, referrerHost: string) => ({
+      siteId: "site_1",
+      visitorId,
+      ts,
+      name: "pageview",
+      url: "https://example.com/",
+      referrerHost,
+    });
+    const data: RefData = {
+      sites: [{ id: "site_1", hostnames: ["example.com"] }],
+      events: [
+        // New: internal navigations only, nothing before or after (its best is its first).
+        pageview("d0", day + 10 * hour, "example.com"),
+        // Not new: its best is the pageview with a channel the day after.
+        pageview("d1", day + 10 * hour, "example.com"),
+        pageview("d1", day + 34 * hour, "www.google.com"),
+        // Not new: a pageview with a channel the day before.
+        pageview("d2", day - 14 * hour, "www.google.com"),
+        pageview("d2", day + 10 * hour, "www.bing.com"),
+        // New: only an internal navigation before, its first pageview with a channel in the period.
+        pageview("d3", day - 14 * hour, "example.com"),
+        pageview("d3", day + 10 * hour, "www.google.com"),
+      ],
+      identities: [],
+      stitches: [],
+      customers: [],
+      payments: [],
+    };
+    const plan: QueryPlan = {
+      siteId: "site_1",
+      timeZone: "UTC",
+      metrics: ["new_visitors"],
+      dimensions: ["channel"],
+      filters: [],
+      period: { from: day, to: day + 24 * hour },
+      model: "first_touch",
+      orderBy: [{ field: "channel", desc: false }],
+      limit: 1000,
+      offset: 0,
+    };
+    const answer = await overData(data, (engine) => engine.query(plan));
+    expect(answer.rows.map((r) => [r.dimensions[0], r.metrics[0]])).toEqual([
+      ["Direct", { kind: "count", value: 1 }],
+      ["Organic Search", { kind: "count", value: 1 }],
+    ]);
+    expect(answer).toEqual(referenceQuery(data, plan));
+  });
 });

@@ -200,15 +200,42 @@ function touchRows(siteId: string, period: Interval, p: Params): string {
   const site = p.add(siteId);
   const from = p.add(BigInt(period.from));
   const to = p.add(BigInt(period.to));
+  // Which visitors' best pageview lies in the period, from the period's
+  // pageviews and only a yes/no of those before and after it (not a sort of
+  // every pageview of every visitor of the period, all time: 4.9 s against
+  // 1.1 s over 90 days at 10M events). A visitor with a pageview with a
+  // channel in the period is new when none before the period has a channel
+  // (its best is then its first in the period with a channel); one whose
+  // pageviews in the period are all internal, when it has no pageview before
+  // the period and none with a channel after it (its best is then its first).
   return `
-  cand AS (
-    SELECT DISTINCT vid FROM events
+  inp AS (
+    SELECT vid, min(ts) FILTER (WHERE channel IS NOT NULL) AS tc, min(ts) AS ta FROM events
     WHERE site_id = ${site} AND name = 'pageview' AND ts >= ${from} AND ts < ${to}
+    GROUP BY vid
+  ),
+  pre AS (
+    SELECT vid, bool_or(channel IS NOT NULL) AS chb FROM events
+    WHERE site_id = ${site} AND name = 'pageview' AND ts < ${from} AND vid IN (SELECT vid FROM inp)
+    GROUP BY vid
+  ),
+  post AS (
+    SELECT DISTINCT vid FROM events
+    WHERE site_id = ${site} AND name = 'pageview' AND ts >= ${to} AND channel IS NOT NULL
+      AND vid IN (SELECT vid FROM inp WHERE tc IS NULL)
+  ),
+  keep AS (
+    SELECT inp.vid, coalesce(inp.tc, inp.ta) AS bt, inp.tc IS NOT NULL AS ch
+    FROM inp LEFT JOIN pre USING (vid)
+    WHERE CASE WHEN inp.tc IS NOT NULL THEN coalesce(NOT pre.chb, true)
+      ELSE pre.vid IS NULL AND inp.vid NOT IN (SELECT vid FROM post) END
   ),
   best AS (
-    SELECT e.* FROM events e
-    WHERE e.site_id = ${site} AND e.name = 'pageview' AND e.vid IN (SELECT vid FROM cand)
-    QUALIFY row_number() OVER (PARTITION BY e.vid ORDER BY e.channel IS NULL, e.ts, e.seq) = 1
+    -- The best pageview itself: at that time and of that kind, the first stored.
+    SELECT e.* FROM events e JOIN keep k ON e.vid = k.vid AND e.ts = k.bt
+    WHERE e.site_id = ${site} AND e.name = 'pageview' AND e.ts >= ${from} AND e.ts < ${to}
+      AND (e.channel IS NOT NULL OR NOT k.ch)
+    QUALIFY row_number() OVER (PARTITION BY e.vid ORDER BY e.seq) = 1
   ),
   x AS (
     SELECT b.*, b.vid AS vk, coalesce(b.channel, 'Direct') AS v_channel, b.source AS v_source,
