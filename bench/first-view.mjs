@@ -9,9 +9,11 @@
  * makes them (its own queue, two at a time): the time from the navigation to
  * the last of those answers. Then each call the page made, replayed alone
  * through HTTP (Connect JSON, as the page sends it) RUNS times: its p50 and
- * p99 (a call that did not answer 200 is listed by its status). The
- * server's peak RSS (VmHWM) at the end. The server takes the environment
- * (e.g. ANALYTICS_QUERY_TIMEOUT_MS to time calls past the default 10 s).
+ * p99 (a call that did not answer 200 is listed by its status). Then
+ * SiteOverview (the API's call behind the old dashboard) over the last 90
+ * whole UTC days, RUNS times. The server's peak RSS (VmHWM) at the end. The
+ * server takes the environment (e.g. ANALYTICS_QUERY_TIMEOUT_MS to time
+ * calls past the default 10 s).
  */
 import { spawn } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
@@ -184,6 +186,23 @@ try {
     }
     replays[name] = byCall;
   }
+  // SiteOverview (the API's call behind the old dashboard, row o's), the last 90 whole UTC days.
+  const today = Math.floor(Date.now() / 86_400_000) * 86_400_000;
+  const overview = [];
+  for (let k = 0; k < RUNS; k++) {
+    const s = performance.now();
+    const res = await fetch(`${base}/ingest.v1.ReportsService/SiteOverview`, {
+      method: "POST",
+      headers: { "content-type": "application/json", authorization: `Bearer ${TOKEN}` },
+      body: JSON.stringify({
+        siteId: SITE,
+        from: new Date(today - 90 * 86_400_000).toISOString(),
+        to: new Date(today).toISOString(),
+      }),
+    });
+    await res.arrayBuffer();
+    overview.push(res.status === 200 ? ms(performance.now() - s) : `${res.status}`);
+  }
   console.log(
     JSON.stringify(
       {
@@ -191,6 +210,7 @@ try {
         runs: RUNS,
         firstView: views,
         eachCallAloneThroughHttp: replays,
+        siteOverview90Days: percentiles(overview),
         serverRss: serverRss(),
         loadavg: readFileSync("/proc/loadavg", "utf8").trim(),
       },
