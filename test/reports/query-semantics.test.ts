@@ -23,6 +23,16 @@ import { scaled } from "../helpers/timeouts.js";
 const tempDir = useTempDirs("query-semantics-");
 type Engine = Awaited<ReturnType<typeof engineOverData>>["engine"];
 
+/** One site's events alone: no identity, stitch, customer or payment. */
+const trafficOnly = (events: RefData["events"]): RefData => ({
+  sites: [{ id: "site_1", hostnames: ["example.com"] }],
+  events,
+  identities: [],
+  stitches: [],
+  customers: [],
+  payments: [],
+});
+
 /** What `ask` gets of an engine over `data` (written, then moved by the feed), closed after. */
 async function overData<T>(data: RefData, ask: (engine: Engine) => Promise<T>): Promise<T> {
   const { engine, close } = await engineOverData(tempDir(), data);
@@ -188,19 +198,12 @@ describe("the engine against the reference model", () => {
       name: "pageview",
       url: `https://example.com${path}`,
     });
-    const data: RefData = {
-      sites: [{ id: "site_1", hostnames: ["example.com"] }],
-      events: [
-        event(at, "/a"),
-        event(at + 3_600_000, "/a"),
-        event(at + 3_660_000, "/b"),
-        event(at + 3_690_000, "/c"),
-      ],
-      identities: [],
-      stitches: [],
-      customers: [],
-      payments: [],
-    };
+    const data = trafficOnly([
+      event(at, "/a"),
+      event(at + 3_600_000, "/a"),
+      event(at + 3_660_000, "/b"),
+      event(at + 3_690_000, "/c"),
+    ]);
     const plan: FunnelPlan = {
       siteId: "site_1",
       timeZone: "UTC",
@@ -234,19 +237,12 @@ describe("the engine against the reference model", () => {
       name: "pageview",
       url: "https://example.com/",
     });
-    const data: RefData = {
-      sites: [{ id: "site_1", hostnames: ["example.com"] }],
-      events: [
-        event("d0", Date.UTC(2026, 2, 28, 22, 30)),
-        event("d1", Date.UTC(2026, 2, 29, 22, 30)),
-        event("d2", Date.UTC(2026, 9, 24, 22, 30)),
-        event("d3", Date.UTC(2026, 9, 25, 22, 30)),
-      ],
-      identities: [],
-      stitches: [],
-      customers: [],
-      payments: [],
-    };
+    const data = trafficOnly([
+      event("d0", Date.UTC(2026, 2, 28, 22, 30)),
+      event("d1", Date.UTC(2026, 2, 29, 22, 30)),
+      event("d2", Date.UTC(2026, 9, 24, 22, 30)),
+      event("d3", Date.UTC(2026, 9, 25, 22, 30)),
+    ]);
     const plan: QueryPlan = {
       siteId: "site_1",
       timeZone: "Europe/Berlin",
@@ -286,26 +282,19 @@ describe("the engine against the reference model", () => {
       url: "https://example.com/",
       referrerHost,
     });
-    const data: RefData = {
-      sites: [{ id: "site_1", hostnames: ["example.com"] }],
-      events: [
-        // New: internal navigations only, nothing before or after (its best is its first).
-        pageview("d0", day + 10 * hour, "example.com"),
-        // Not new: its best is the pageview with a channel the day after.
-        pageview("d1", day + 10 * hour, "example.com"),
-        pageview("d1", day + 34 * hour, "www.google.com"),
-        // Not new: a pageview with a channel the day before.
-        pageview("d2", day - 14 * hour, "www.google.com"),
-        pageview("d2", day + 10 * hour, "www.bing.com"),
-        // New: only an internal navigation before, its first pageview with a channel in the period.
-        pageview("d3", day - 14 * hour, "example.com"),
-        pageview("d3", day + 10 * hour, "www.google.com"),
-      ],
-      identities: [],
-      stitches: [],
-      customers: [],
-      payments: [],
-    };
+    const data = trafficOnly([
+      // New: internal navigations only, nothing before or after (its best is its first).
+      pageview("d0", day + 10 * hour, "example.com"),
+      // Not new: its best is the pageview with a channel the day after.
+      pageview("d1", day + 10 * hour, "example.com"),
+      pageview("d1", day + 34 * hour, "www.google.com"),
+      // Not new: a pageview with a channel the day before.
+      pageview("d2", day - 14 * hour, "www.google.com"),
+      pageview("d2", day + 10 * hour, "www.bing.com"),
+      // New: only an internal navigation before, its first pageview with a channel in the period.
+      pageview("d3", day - 14 * hour, "example.com"),
+      pageview("d3", day + 10 * hour, "www.google.com"),
+    ]);
     const plan: QueryPlan = {
       siteId: "site_1",
       timeZone: "UTC",
