@@ -14,7 +14,7 @@ import { ConnectError } from "@connectrpc/connect";
 import { beforeAll, describe, expect, it } from "vitest";
 import { ReportsService } from "../../gen/ingest/v1/reports_pb.js";
 import { EXPORT_PAGE } from "../../src/domain/reports.js";
-import { commitStraight, envelope } from "../helpers/events.js";
+import { commitStraight, envelope, pageviewsUntil } from "../helpers/events.js";
 import { validPayment } from "../helpers/fixtures.js";
 import { postJson, TEST_NOW } from "../helpers/test-server.js";
 import { useTestServer } from "../helpers/use-test-server.js";
@@ -28,16 +28,7 @@ const exportUrl = () =>
 
 beforeAll(async () => {
   // Straight through the store's commit path: HTTP would take minutes to load a million.
-  await commitStraight(ctx.store, ctx.siteId, EVENTS, (j) => {
-    const ts = TEST_NOW - EVENTS + j;
-    return {
-      name: "pageview",
-      url: `https://example.com/p${j % 100}`,
-      ts,
-      receivedAt: ts,
-      visitorId: `v${j % 50_000}`,
-    };
-  });
+  await commitStraight(ctx.store, ctx.siteId, EVENTS, pageviewsUntil(TEST_NOW, EVENTS, 50_000));
   // The events leave SQLite for the analytics store, where the exports read them (migration 19).
   await ctx.server.app.analytics?.feed.catchUp();
 }, 900_000);

@@ -109,6 +109,27 @@ export async function commitStraight(
 }
 
 /**
+ * For {@link commitStraight}: `n` pageviews one millisecond apart, the last
+ * just before `end`, over 100 pages, from `visitors` visitors in turn.
+ */
+export function pageviewsUntil(
+  end: number,
+  n: number,
+  visitors: number,
+): (j: number) => Omit<EventRecord, "siteId"> {
+  return (j) => {
+    const ts = end - n + j;
+    return {
+      name: "pageview",
+      url: `https://example.com/p${j % 100}`,
+      ts,
+      receivedAt: ts,
+      visitorId: `v${j % visitors}`,
+    };
+  };
+}
+
+/**
  * Sends pageviews tagged `tags` (path `/<tag>`) in one request with the
  * tenant's key, each at the time `ts(tag)` (TEST_NOW by default), from one
  * browser; expects 204.

@@ -4,7 +4,7 @@
  * clear 503 (and the feed goes on, so a retry finds the writes in).
  */
 import { describe, expect, it } from "vitest";
-import { commitStraight } from "../helpers/events.js";
+import { commitStraight, pageviewsUntil } from "../helpers/events.js";
 import { postJson, TEST_NOW } from "../helpers/test-server.js";
 import { useTestServer } from "../helpers/use-test-server.js";
 
@@ -36,16 +36,7 @@ describe("a Query behind a backlog of the feed", () => {
 
   it("answers 503 with the exact message once its time limit passes, and the retry after the feed caught up counts every event", async () => {
     // Straight through the store's commit path: HTTP would take minutes to send them.
-    await commitStraight(ctx.store, ctx.siteId, EVENTS, (j) => {
-      const ts = TEST_NOW - EVENTS + j;
-      return {
-        name: "pageview",
-        url: `https://example.com/p${j % 100}`,
-        ts,
-        receivedAt: ts,
-        visitorId: `v${j % 10_000}`,
-      };
-    });
+    await commitStraight(ctx.store, ctx.siteId, EVENTS, pageviewsUntil(TEST_NOW, EVENTS, 10_000));
     const late = await query();
     expect(late.status).toBe(503);
     expect(late.headers.get("retry-after")).toBe("2");
