@@ -990,8 +990,6 @@ async function runFunnel(conn: DuckDBConnection, plan: FunnelPlan): Promise<Funn
     const where = (k: number) => [...common, `(${stepConds[k]})`].join(" AND ");
     return { x: trafficRows(plan.siteId, plan.period, p, visits), where };
   };
-  const read = async (p: Params, sql: string) =>
-    (await conn.runAndReadAll(sql, p.values)).getRows()[0] ?? [];
   // Only a visitor with a step-2 event can reach past step 1. When step 2 is
   // a custom event (a goal, which a small share of visitors reach), the walk
   // starts from those visitors' step-1 events alone and step 1 is one distinct
@@ -1004,10 +1002,13 @@ async function runFunnel(conn: DuckDBConnection, plan: FunnelPlan): Promise<Funn
   if (narrow) {
     const p1 = new Params();
     const one = stepRows(p1, 1);
-    [step1] = await read(
-      p1,
-      `WITH ${one.x} SELECT count(DISTINCT x.vk) FROM x WHERE ${one.where(0)}`,
-    );
+    [step1] =
+      (
+        await conn.runAndReadAll(
+          `WITH ${one.x} SELECT count(DISTINCT x.vk) FROM x WHERE ${one.where(0)}`,
+          p1.values,
+        )
+      ).getRows()[0] ?? [];
   }
   const p = new Params();
   const { x, where } = stepRows(p);
