@@ -12,6 +12,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { openAnalyticsStore } from "../src/store/duckdb/analytics-store.ts";
 import { directQueries, SITE_ID } from "./lib/analytics-site.mjs";
+import { recordingStore } from "./lib/recording-store.mjs";
 
 const { createDuckDbAnalytics } = await import(
   `${process.env.ENGINE ? `${process.env.ENGINE}/` : "../"}src/store/duckdb/analytics-engine.ts`
@@ -28,24 +29,7 @@ const analytics = await openAnalyticsStore({
 });
 const statements = [];
 // Every statement the engine sends, recorded on its way to DuckDB.
-const recording = {
-  ...analytics,
-  connect: async () => {
-    const conn = await analytics.connect();
-    return new Proxy(conn, {
-      get(target, prop) {
-        const f = Reflect.get(target, prop);
-        if (prop === "runAndReadAll" || prop === "run") {
-          return (sql, values) => {
-            statements.push({ sql, values });
-            return f.call(target, sql, values);
-          };
-        }
-        return typeof f === "function" ? f.bind(target) : f;
-      },
-    });
-  },
-};
+const recording = recordingStore(analytics, (st) => statements.push(st));
 const engine = createDuckDbAnalytics({ analytics: recording, timeoutMs: 600_000, perSite: 4 });
 const { queries, funnels } = directQueries(SITE_ID, NOW);
 const [name, plan] =
@@ -57,14 +41,18 @@ else await engine.query(plan);
 console.log(`${name}: ${Math.round(performance.now() - s)} ms through the engine`);
 const conn = await analytics.connect();
 for (const st of statements) {
-  // Temporary tables of the engine's own connection: made again here.
-  if (/^\s*CREATE TEMP TABLE/i.test(st.sql)) {
-    await conn.run(st.sql, st.values);
-    const name = /CREATE TEMP TABLE (\w+)/i.exec(st.sql)[1];
-    await conn.run(`DROP TABLE ${name}`);
-    const body = st.sql.replace(/^\s*CREATE TEMP TABLE \w+ AS/i, "");
+  // Tables the engine made: a temporary one (its own connection's) is made
+  // again here; a shared one (read-memo.ts: `read_memo.…`, every connection
+  // sees it) is there already. Each one's SELECT is profiled.
+  const made = /^\s*CREATE (?:OR REPLACE )?(TEMP )?TABLE ([\w.]+) AS/i.exec(st.sql);
+  if (made) {
+    const body = st.sql.slice(made[0].length);
     const r = await conn.runAndReadAll(`EXPLAIN ANALYZE ${body}`, st.values);
-    await conn.run(st.sql, st.values);
+    if (made[1])
+      await conn.run(
+        st.sql.replace(/^\s*CREATE (TEMP )?TABLE/i, "CREATE OR REPLACE TEMP TABLE"),
+        st.values,
+      );
     console.log(`\n--- ${st.sql.slice(0, 80).replace(/\s+/g, " ")}…`);
     console.log(String(r.getRows()[0]?.[1] ?? ""));
     continue;

@@ -2,7 +2,8 @@
  * The analytics engine over DuckDB: a QueryPlan or FunnelPlan becomes SQL
  * generated from the semantic layer (semantic-layer.ts), run on a connection
  * of its own, cancelled (DuckDB's interrupt) past the time limit, at most
- * `perSite` at once for one site.
+ * `perSite` at once for one site. Queries of the same write generation share
+ * what they compute alike (read-memo.ts).
  */
 import type { DuckDBConnection, DuckDBValue } from "@duckdb/node-api";
 import {
@@ -25,6 +26,7 @@ import { errors } from "../../domain/errors.js";
 import { UNATTRIBUTED } from "../../domain/vocabulary.js";
 import type { AnalyticsStore } from "./analytics-store.js";
 import { countEvents, createEventPager, pageEvents } from "./event-reads.js";
+import { createReadMemo, directReads, type QueryReads } from "./read-memo.js";
 import {
   DIMENSIONS,
   IS_COUNTED,
@@ -317,18 +319,19 @@ const CREDITED_VISIT_COLUMNS = [
   ...VISIT_TOUCH_COLUMNS,
 ];
 
-/** The share tables made on a query's connection, by period. */
-const shareTables = new WeakMap<DuckDBConnection, Map<string, string>>();
+/** The share tables a query read, by period, model and columns. */
+const shareTables = new WeakMap<QueryReads, Map<string, string>>();
 
 /**
- * The revenue rows of a period under the plan's model, in a temporary table
- * of the query's connection: each payment split across its customer's
+ * The revenue rows of a period under the plan's model, in a table the
+ * query reads (read-memo.ts: made once per write generation for every
+ * query that reads the same): each payment split across its customer's
  * touches (the starts of the visits of every visitor linked to it, up to
  * its paid_at) by the domain's rule (attribution-models.ts: exact minor
  * units, largest remainder). First touch keeps the stored attribution.
  */
 async function shares(
-  conn: DuckDBConnection,
+  q: QueryReads,
   plan: Pick<QueryPlan, "siteId" | "currency" | "model">,
   period: Interval,
   /** Whether the customers' touches are read (multi-touch models and the medians need them). */
@@ -343,14 +346,13 @@ async function shares(
    */
   visitColumns: readonly string[] = [...CREDITED_VISIT_COLUMNS],
 ): Promise<string> {
-  const tables = shareTables.get(conn) ?? new Map<string, string>();
-  shareTables.set(conn, tables);
+  const tables = shareTables.get(q) ?? new Map<string, string>();
+  shareTables.set(q, tables);
   // The credited visit is looked up only for the columns the query reads.
   const read = new Set(visitColumns);
   const key = `${period.from}-${period.to}-${touches}-${[...read].sort().join(",")}`;
   const known = tables.get(key);
   if (known) return known;
-  const name = `r_shares_${tables.size}`;
   const p = new Params();
   const site = plan.siteId;
   // First touch: each payment whole, with the values of the visit its stored
@@ -368,9 +370,8 @@ async function shares(
   const visitValues = (v: string) =>
     VISIT_TOUCH_COLUMNS.map((c) => `${visitValue(v, c)} AS t_${c}`).join(", ");
   if (plan.model === "first_touch" && !touches) {
-    await conn.run(
-      `CREATE TEMP TABLE ${name} AS
-       WITH ${paymentRows(site, plan.currency, period, p)}
+    const name = await q.table(
+      `WITH ${paymentRows(site, plan.currency, period, p)}
        SELECT pay.payment_id, pay.customer_id, pay.kind, pay.currency, pay.amount_minor AS share, pay.paid_at,
          pay.first_payment, pay.first_paid_at, NULL::BIGINT AS first_seen_at, NULL::BIGINT AS visits_before,
          -- A payment without a touch is one share under (none) in every touch dimension.
@@ -418,9 +419,8 @@ async function shares(
   const tail =
     "pay.paid_at, pay.first_payment, pay.first_paid_at, s.first_seen_at, s.visits_before";
   if (plan.model === "first_touch") {
-    await conn.run(
-      `CREATE TEMP TABLE ${name} AS
-       WITH ${touchRows}
+    const name = await q.table(
+      `WITH ${touchRows}
        SELECT ${head}, pay.amount_minor AS share, ${tail},
          CASE WHEN pay.channel = ${p.add(UNATTRIBUTED)} THEN NULL ELSE pay.channel END AS channel,
          pay.source, pay.medium, pay.campaign, pay.landing_page, ${visitValues("v")},
@@ -451,9 +451,8 @@ async function shares(
   // Largest remainder (attribution-models.ts, largestRemainder): each part of the
   // amount's magnitude rounded toward zero, the units left over one each to the
   // largest remainders (ties: the earlier touch), the sign put back.
-  await conn.run(
-    `CREATE TEMP TABLE ${name} AS
-     WITH ${touchRows},
+  const name = await q.table(
+    `WITH ${touchRows},
      tb AS (
        -- Only the keys and the channel go through the windows (a visit's other
        -- columns, joined back at the end, made its sorts three times slower).
@@ -537,7 +536,7 @@ const grouping = (exprs: string[], sets: boolean) =>
  * visit's per-visit rows fall in several groups and a metric counts visits).
  */
 async function sideStatement(
-  conn: DuckDBConnection,
+  q: QueryReads,
   plan: QueryPlan,
   period: Interval,
   side: Side,
@@ -586,7 +585,7 @@ async function sideStatement(
       return col !== undefined && [...dimSql, ...where].some((x) => x.includes(`r.${col}`));
     };
     const visitColumns = CREDITED_VISIT_COLUMNS.filter(reads);
-    const rows = `r AS (SELECT * FROM ${await shares(conn, plan, period, touches, visitColumns)})`;
+    const rows = `r AS (SELECT * FROM ${await shares(q, plan, period, touches, visitColumns)})`;
     // A share is one payment's part: payments are counted distinct, amounts summed.
     return {
       sql: `WITH ${rows}
@@ -653,7 +652,7 @@ async function sideStatement(
 
 /** Runs one plan's period: its rows by their dimension key, and its totals. */
 async function runPeriod(
-  conn: DuckDBConnection,
+  q: QueryReads,
   plan: QueryPlan,
   period: Interval,
 ): Promise<{ rows: Merged; totals: Merged }> {
@@ -680,8 +679,7 @@ async function runPeriod(
       n: number,
       into: "both" | "rows" | "totals",
     ) => {
-      const reader = await conn.runAndReadAll(st.sql, st.values);
-      for (const row of reader.getRows()) {
+      for (const row of await q.rows(st.sql, st.values)) {
         const values: Record<string, number> = {};
         const exact: Record<string, bigint> = {};
         metrics.forEach((m, i) => {
@@ -706,17 +704,17 @@ async function runPeriod(
         );
       }
     };
-    const both = await sideStatement(conn, plan, period, side, dims, metrics, true);
+    const both = await sideStatement(q, plan, period, side, dims, metrics, true);
     if (dims.length === 0 || (both.sets && both.exact)) {
       await read(both, dims.length, "both");
       continue;
     }
     await read(
-      both.sets ? await sideStatement(conn, plan, period, side, dims, metrics, false) : both,
+      both.sets ? await sideStatement(q, plan, period, side, dims, metrics, false) : both,
       dims.length,
       "rows",
     );
-    await read(await sideStatement(conn, plan, period, side, [], metrics, false), 0, "totals");
+    await read(await sideStatement(q, plan, period, side, [], metrics, false), 0, "totals");
   }
   return { rows, totals };
 }
@@ -726,16 +724,16 @@ type Merged = Map<string, MergedRow>;
 
 /** Every bucket label of a time grain over a period, in order (hours stepped, the zone's calendar). */
 async function bucketLabels(
-  conn: DuckDBConnection,
+  q: QueryReads,
   grain: TimeGrain,
   period: Interval,
   timeZone: string,
 ): Promise<string[]> {
   const bucket = timeBucket(grain, "t.ms", zoneClock(timeZone, period));
-  const r = await conn.runAndReadAll(
+  const r = await q.rows(
     `SELECT DISTINCT ${bucket} AS b FROM (SELECT unnest(range(${BigInt(period.from)}, ${BigInt(period.to)}, 3600000)) AS ms) t ORDER BY b`,
   );
-  return r.getRows().map((x) => String(x[0]));
+  return r.map((x) => String(x[0]));
 }
 
 /**
@@ -743,7 +741,7 @@ async function bucketLabels(
  * dimension values, a time bucket replaced by its position in its period.
  */
 async function positionalKeys(
-  conn: DuckDBConnection,
+  q: QueryReads,
   plan: QueryPlan,
   period: Interval,
   comparison: Interval,
@@ -752,7 +750,7 @@ async function positionalKeys(
     const maps = new Map<number, Map<string, number>>();
     for (const [i, d] of plan.dimensions.entries()) {
       if (!d.startsWith("time:")) continue;
-      const labels = await bucketLabels(conn, d.slice(5) as TimeGrain, p, plan.timeZone);
+      const labels = await bucketLabels(q, d.slice(5) as TimeGrain, p, plan.timeZone);
       maps.set(i, new Map(labels.map((l, k) => [l, k])));
     }
     return (dims: string[]) =>
@@ -791,6 +789,12 @@ const sortValue = (v: MetricValue | undefined): number | undefined =>
 /** Creates the engine. */
 export function createDuckDbAnalytics(options: DuckDbAnalyticsOptions): AnalyticsEngine {
   const running = new Map<string, number>();
+  // The pieces that queries of one write generation share (read-memo.ts); a
+  // store that tells no generation (a test's stand-in) shares none.
+  const memo =
+    typeof options.analytics.generation === "number"
+      ? createReadMemo(options.analytics)
+      : undefined;
   const pager = options.removals ? createEventPager(options.removals) : undefined;
 
   /**
@@ -800,7 +804,7 @@ export function createDuckDbAnalytics(options: DuckDbAnalyticsOptions): Analytic
   const withConnection = async <T>(
     siteId: string,
     signal: AbortSignal | undefined,
-    work: (conn: DuckDBConnection) => Promise<T>,
+    work: (q: QueryReads) => Promise<T>,
     slotted = true,
   ): Promise<T> => {
     const n = running.get(siteId) ?? 0;
@@ -816,7 +820,9 @@ export function createDuckDbAnalytics(options: DuckDbAnalyticsOptions): Analytic
     signal?.addEventListener("abort", onAbort);
     try {
       conn = await options.analytics.connect();
-      return await work(conn);
+      // A query past its limit or whose caller left runs no statement more.
+      const alive = () => !timedOut && !signal?.aborted;
+      return await work(memo ? memo.reads(conn, alive) : directReads(conn));
     } catch (err) {
       if (timedOut) throw errors.queryTimeout(options.timeoutMs, err);
       if (err instanceof Error && err.name === "DomainError") throw err;
@@ -824,6 +830,7 @@ export function createDuckDbAnalytics(options: DuckDbAnalyticsOptions): Analytic
     } finally {
       clearTimeout(timer);
       signal?.removeEventListener("abort", onAbort);
+      if (conn) await memo?.release(conn);
       conn?.closeSync();
       const left = (running.get(siteId) ?? 1) - 1;
       if (left === 0) running.delete(siteId);
@@ -844,16 +851,16 @@ export function createDuckDbAnalytics(options: DuckDbAnalyticsOptions): Analytic
     }
   };
 
-  /** A query plan's answer on `conn`. */
-  const answer = async (conn: DuckDBConnection, plan: QueryPlan): Promise<QueryResult> => {
-    const { rows, totals } = await runPeriod(conn, plan, plan.period);
-    const compared_ = plan.comparison ? await runPeriod(conn, plan, plan.comparison) : undefined;
+  /** A query plan's answer through `q`. */
+  const answer = async (q: QueryReads, plan: QueryPlan): Promise<QueryResult> => {
+    const { rows, totals } = await runPeriod(q, plan, plan.period);
+    const compared_ = plan.comparison ? await runPeriod(q, plan, plan.comparison) : undefined;
     const comparison = compared_?.rows;
     const comparisonTotals = compared_?.totals;
     // A time dimension's bucket is matched with the bucket at the same position.
     const match =
       comparison && plan.comparison
-        ? await positionalKeys(conn, plan, plan.period, plan.comparison)
+        ? await positionalKeys(q, plan, plan.period, plan.comparison)
         : undefined;
     const compared = new Map<string, Partial<MergedRow>>();
     for (const row of comparison?.values() ?? []) {
@@ -877,32 +884,40 @@ export function createDuckDbAnalytics(options: DuckDbAnalyticsOptions): Analytic
         });
       return out;
     });
+    // Each row's sort values and tie key computed once, not in every comparison
+    // (a breakdown by customer sorts its 20,000 rows at 10M events).
+    const keys = new Map(
+      all.map((row) => [
+        row,
+        {
+          by: plan.orderBy.map((o) => {
+            const di = plan.dimensions.indexOf(o.field as DimensionName);
+            return di >= 0
+              ? (row.dimensions[di] ?? "")
+              : sortValue(row.metrics[plan.metrics.indexOf(o.field as MetricName)]);
+          }),
+          tie: JSON.stringify(row.dimensions),
+        },
+      ]),
+    );
     all.sort((a, b) => {
-      for (const o of plan.orderBy) {
-        const di = plan.dimensions.indexOf(o.field as DimensionName);
-        let c: number;
-        if (di >= 0) {
-          const x = a.dimensions[di] ?? "";
-          const y = b.dimensions[di] ?? "";
-          c = x < y ? -1 : x > y ? 1 : 0;
-        } else {
-          const mi = plan.metrics.indexOf(o.field as MetricName);
-          const x = sortValue(a.metrics[mi]);
-          const y = sortValue(b.metrics[mi]);
-          // A metric with no value sorts last either way.
-          if (x === undefined || y === undefined) {
-            c = x === y ? 0 : x === undefined ? 1 : -1;
-            if (c !== 0) return c;
-            continue;
-          }
-          c = x - y;
+      const ka = keys.get(a);
+      const kb = keys.get(b);
+      if (!ka || !kb) return 0;
+      for (let i = 0; i < plan.orderBy.length; i++) {
+        const o = plan.orderBy[i] as QueryPlan["orderBy"][number];
+        const x = ka.by[i];
+        const y = kb.by[i];
+        // A metric with no value sorts last either way.
+        if (x === undefined || y === undefined) {
+          if (x !== y) return x === undefined ? 1 : -1;
+          continue;
         }
+        const c = x < y ? -1 : x > y ? 1 : 0;
         if (c !== 0) return o.desc ? -c : c;
       }
       // Ties in a stable order: by the dimension values.
-      const x = JSON.stringify(a.dimensions);
-      const y = JSON.stringify(b.dimensions);
-      return x < y ? -1 : x > y ? 1 : 0;
+      return ka.tie < kb.tie ? -1 : ka.tie > kb.tie ? 1 : 0;
     });
     const page = all.slice(plan.offset, plan.offset + plan.limit);
     const result: QueryResult = {
@@ -918,13 +933,13 @@ export function createDuckDbAnalytics(options: DuckDbAnalyticsOptions): Analytic
 
   return {
     query(plan, signal) {
-      return withConnection(plan.siteId, signal, (conn) => answer(conn, plan));
+      return withConnection(plan.siteId, signal, (q) => answer(q, plan));
     },
     report(plan, signal) {
-      return withConnection(plan.siteId, signal, (conn) => answer(conn, plan), false);
+      return withConnection(plan.siteId, signal, (q) => answer(q, plan), false);
     },
     funnel(plan: FunnelPlan, signal) {
-      return withConnection(plan.siteId, signal, (conn) => runFunnel(conn, plan));
+      return withConnection(plan.siteId, signal, (q) => runFunnel(q, plan));
     },
     // The stored events' reads: outside the per-site query slots (a ListEvents or
     // an export page is small and bounded), on a connection of their own.
@@ -966,7 +981,8 @@ const round2 = (x: number) => Math.round(x * 100) / 100;
  * of CPU for the walk in JavaScript, about 3 s for the walk of every visitor
  * in SQL.
  */
-async function runFunnel(conn: DuckDBConnection, plan: FunnelPlan): Promise<FunnelResult> {
+async function runFunnel(q: QueryReads, plan: FunnelPlan): Promise<FunnelResult> {
+  const conn = q.conn;
   const tz = zoneClock(plan.timeZone, plan.period);
   const n = plan.steps.length;
   const firstOnly = plan.windowMs >= plan.period.to - plan.period.from;
@@ -1004,11 +1020,11 @@ async function runFunnel(conn: DuckDBConnection, plan: FunnelPlan): Promise<Funn
     const one = stepRows(p1, 1);
     [step1] =
       (
-        await conn.runAndReadAll(
+        await q.rows(
           `WITH ${one.x} SELECT count(DISTINCT x.vk) FROM x WHERE ${one.where(0)}`,
           p1.values,
         )
-      ).getRows()[0] ?? [];
+      )[0] ?? [];
   }
   const p = new Params();
   const { x, where } = stepRows(p);
@@ -1090,7 +1106,7 @@ async function runFunnel(conn: DuckDBConnection, plan: FunnelPlan): Promise<Funn
   if (plan.currency !== undefined) {
     // The completers' net revenue of the period, by the model: the shares credited to their touches.
     const table = await shares(
-      conn,
+      q,
       { ...plan, currency: plan.currency },
       plan.period,
       plan.model !== "first_touch",

@@ -36,6 +36,7 @@ import {
 import { dirname } from "node:path";
 import { type DuckDBConnection, DuckDBInstance } from "@duckdb/node-api";
 import { ensureVisitsTable } from "./visits-maintenance.js";
+import { createWriteGeneration } from "./write-generation.js";
 
 /** What the analytics store is opened with (src/config.ts). */
 export interface AnalyticsStoreOptions {
@@ -55,6 +56,13 @@ export interface AnalyticsStore {
   readonly instance: DuckDBInstance;
   /** The feed's connection (its transactions append and apply changes); a new one after each `rewrite`. */
   readonly writer: DuckDBConnection;
+  /**
+   * Moves whenever the data may change: each call on `writer` (at its start
+   * and its end) and each `rewrite`'s swap (write-generation.ts).
+   */
+  readonly generation: number;
+  /** Whether a call on `writer` is in progress. */
+  readonly writing: boolean;
   /**
    * A new connection for one query (each can be interrupted on its own).
    * During the swap of a `rewrite` it waits until the new file is open.
@@ -210,7 +218,13 @@ async function openInstance(options: AnalyticsStoreOptions) {
 /** Opens (creating when needed) the analytics store and its schema. */
 export async function openAnalyticsStore(options: AnalyticsStoreOptions): Promise<AnalyticsStore> {
   if (options.path !== ":memory:") mkdirSync(dirname(options.path), { recursive: true });
-  let state = await openInstance(options);
+  const generation = createWriteGeneration();
+  /** An instance and its writer, watched: every write moves the generation. */
+  const watched = (opened: Awaited<ReturnType<typeof openInstance>>) => ({
+    instance: opened.instance,
+    writer: generation.watch(opened.writer),
+  });
+  let state = watched(await openInstance(options));
   if (options.path !== ":memory:") {
     // A rewrite that a crash interrupted before its rename: the file itself is
     // the old one, whole; the copy is dropped (we hold DuckDB's lock now, so
@@ -248,6 +262,12 @@ export async function openAnalyticsStore(options: AnalyticsStoreOptions): Promis
     },
     get writer() {
       return state.writer;
+    },
+    get generation() {
+      return generation.value;
+    },
+    get writing() {
+      return generation.writing;
     },
     async connect() {
       while (swapping) await swapping;
@@ -324,7 +344,9 @@ export async function openAnalyticsStore(options: AnalyticsStoreOptions): Promis
             syncFile(dirname(options.path));
           } finally {
             // The new file, or the old one when the rename failed: the store stays open.
-            state = await reopen(options);
+            state = watched(await reopen(options));
+            // A new instance: what reads kept of the old one (its memo tables) is gone.
+            generation.bump();
             await rewriteOptions.onSwapped?.();
           }
         } finally {

@@ -1,0 +1,229 @@
+/**
+ * What the engine's reads computed, kept for the other reads of the same
+ * write generation (write-generation.ts): the dashboard's first view sends a
+ * dozen queries that compute the same pieces (the period's visitors as each
+ * breakdown's total, the period's payment shares under the model for each
+ * panel's revenue, a funnel's first step). Within one generation the data is
+ * the same, so the same statement has the same answer: it runs once, and a
+ * read that asks for it while it runs waits for it. Any write moves the
+ * generation and the next read computes again, so an answer never lags the
+ * data: nothing here is a cache with an age.
+ *
+ * Two kinds of piece: a statement's rows (`rows`, small answers: at most
+ * `maxRows` rows are kept), and a table made from a SELECT (`table`: the
+ * payment shares, read by several statements) in an in-memory database
+ * attached to the instance (`read_memo`), which every connection sees, as a
+ * temporary table is not. A table is dropped once its generation has passed
+ * (or it is the least recently used past `maxTables`) and no running query
+ * holds it.
+ */
+import type { DuckDBConnection, DuckDBValue } from "@duckdb/node-api";
+
+/** The generation the memo follows (the analytics store). */
+export interface GenerationSource {
+  readonly generation: number;
+  readonly writing: boolean;
+}
+
+/** One query's reads on its connection, through the memo. */
+export interface QueryReads {
+  readonly conn: DuckDBConnection;
+  /** The statement's rows: computed once per generation. */
+  rows(sql: string, values?: DuckDBValue[]): Promise<DuckDBValue[][]>;
+  /** A table holding `select`'s rows, made once per generation: its name, to read in this query. */
+  table(select: string, values?: DuckDBValue[]): Promise<string>;
+}
+
+export interface ReadMemo {
+  /**
+   * The reads of a query running on `conn`. `alive` says whether the query
+   * may still run a statement: one that waited on another query's
+   * computation and finds it failed computes its own only while alive (its
+   * time limit not passed, its caller still there).
+   */
+  reads(conn: DuckDBConnection, alive?: () => boolean): QueryReads;
+  /** The query on `conn` ended: the tables it read may go (before the connection closes). */
+  release(conn: DuckDBConnection): Promise<void>;
+}
+
+export interface ReadMemoOptions {
+  /** Statements' answers kept (least recently used out). */
+  maxEntries?: number;
+  /** A statement's answer longer than this is not kept. */
+  maxRows?: number;
+  /** Tables kept in the current generation. */
+  maxTables?: number;
+}
+
+interface TableEntry {
+  name: string;
+  /** Set once the table was made and holds its generation's rows. */
+  made: Promise<void>;
+  holders: number;
+  /** No new reader: its generation passed, it was evicted, or its making failed. */
+  retired: boolean;
+}
+
+/** The key of a statement and its parameters (bigints as strings). */
+const keyOf = (sql: string, values: DuckDBValue[] | undefined) =>
+  `${sql}\u0000${JSON.stringify(values ?? [], (_k, v) => (typeof v === "bigint" ? `${v}n` : v))}`;
+
+/** Memos made in this process: each names its tables apart (several may share an instance). */
+let memos = 0;
+
+/** Creates a memo over `source`'s generations. */
+export function createReadMemo(source: GenerationSource, options: ReadMemoOptions = {}): ReadMemo {
+  memos += 1;
+  const prefix = `read_memo.m${memos}_`;
+  const maxEntries = options.maxEntries ?? 256;
+  const maxRows = options.maxRows ?? 10_000;
+  const maxTables = options.maxTables ?? 16;
+  let generation = source.generation;
+  /** Statements' answers of `generation`, in use order (a Map keeps insertion order). */
+  let answers = new Map<string, Promise<DuckDBValue[][]>>();
+  /** Tables by their SELECT's key (the current generation's), and every table still in the database. */
+  let tables = new Map<string, TableEntry>();
+  const live = new Set<TableEntry>();
+  /** The tables each running query holds. */
+  const held = new Map<DuckDBConnection, TableEntry[]>();
+  let made = 0;
+
+  /** Whether a read may use or keep pieces now: the generation it follows, or none while a write runs. */
+  const current = (): number | undefined => {
+    if (source.writing) return undefined;
+    if (source.generation !== generation) {
+      generation = source.generation;
+      answers = new Map();
+      for (const t of tables.values()) t.retired = true;
+      tables = new Map();
+    }
+    return generation;
+  };
+
+  const drop = async (conn: DuckDBConnection) => {
+    for (const t of [...live]) {
+      if (!t.retired || t.holders > 0) continue;
+      live.delete(t);
+      // Gone with its instance when a rewrite swapped the file.
+      await conn.run(`DROP TABLE IF EXISTS ${t.name}`).catch(() => {});
+    }
+  };
+
+  return {
+    reads(conn, alive = () => true) {
+      const hold = (t: TableEntry) => {
+        t.holders += 1;
+        held.set(conn, [...(held.get(conn) ?? []), t]);
+      };
+      return {
+        conn,
+        async rows(sql, values) {
+          const run = async () => {
+            if (!alive()) throw new Error("INTERRUPT Error: the query ended while it waited");
+            return (await conn.runAndReadAll(sql, values)).getRows();
+          };
+          const g = current();
+          if (g === undefined) return run();
+          const key = keyOf(sql, values);
+          const known = answers.get(key);
+          if (known) {
+            answers.delete(key);
+            answers.set(key, known);
+            // Another query's computation: when it fails (its query was cancelled), this one computes.
+            return known.catch(run);
+          }
+          const mine = run();
+          answers.set(key, mine);
+          if (answers.size > maxEntries) answers.delete(answers.keys().next().value as string);
+          const forget = () => {
+            if (answers.get(key) === mine) answers.delete(key);
+          };
+          // A write that ran meanwhile moved the generation: the next read starts a new map.
+          mine.then((r) => {
+            if (r.length > maxRows) forget();
+          }, forget);
+          return mine;
+        },
+        async table(select, values) {
+          const g = current();
+          const key = keyOf(select, values);
+          let t = g === undefined ? undefined : tables.get(key);
+          if (t) {
+            tables.delete(key);
+            tables.set(key, t);
+            hold(t);
+            try {
+              await t.made;
+              return t.name;
+            } catch (err) {
+              // Its query was cancelled while making it: this one makes its own, if still running.
+              if (!alive()) throw err;
+              t = undefined;
+            }
+          }
+          await drop(conn);
+          made += 1;
+          const name = `${prefix}${made}`;
+          let done: () => void = () => {};
+          let failed: (err: unknown) => void = () => {};
+          const entry: TableEntry = {
+            name,
+            made: new Promise<void>((resolve, reject) => {
+              done = resolve;
+              failed = reject;
+            }),
+            holders: 0,
+            // Made during a write: for this query alone.
+            retired: g === undefined,
+          };
+          entry.made.catch(() => {});
+          live.add(entry);
+          hold(entry);
+          if (g !== undefined) {
+            tables.set(key, entry);
+            if (tables.size > maxTables) {
+              const [oldest, o] = tables.entries().next().value as [string, TableEntry];
+              tables.delete(oldest);
+              o.retired = true;
+            }
+          }
+          try {
+            // In memory, beside the file; attached once per instance (a rewrite opens a new one).
+            await conn.run("ATTACH IF NOT EXISTS ':memory:' AS read_memo");
+            await conn.run(`CREATE TABLE ${name} AS ${select}`, values);
+            done();
+          } catch (err) {
+            entry.retired = true;
+            if (tables.get(key) === entry) tables.delete(key);
+            failed(err);
+            throw err;
+          }
+          return name;
+        },
+      };
+    },
+    async release(conn) {
+      for (const t of held.get(conn) ?? []) t.holders -= 1;
+      held.delete(conn);
+      current();
+      await drop(conn);
+    },
+  };
+}
+
+const directTables = new WeakMap<DuckDBConnection, number>();
+
+/** A query's reads without a memo (a store that tells no generation): its tables are temporary ones of `conn`. */
+export function directReads(conn: DuckDBConnection): QueryReads {
+  return {
+    conn,
+    rows: async (sql, values) => (await conn.runAndReadAll(sql, values)).getRows(),
+    async table(select, values) {
+      const n = directTables.get(conn) ?? 0;
+      directTables.set(conn, n + 1);
+      const name = `r_shares_${n}`;
+      await conn.run(`CREATE TEMP TABLE ${name} AS ${select}`, values);
+      return name;
+    },
+  };
+}

@@ -1,0 +1,146 @@
+/**
+ * The read memo (src/store/duckdb/read-memo.ts) over a real in-memory store:
+ * a statement runs once per write generation, a write (or a write still
+ * running) makes the next read compute again, a shared table is read by every
+ * connection and dropped once its generation passed and no query holds it,
+ * and a read that waited on a cancelled computation computes its own.
+ */
+import type { DuckDBConnection } from "@duckdb/node-api";
+import { afterEach, describe, expect, it } from "vitest";
+import {
+  type AnalyticsStore,
+  openAnalyticsStore,
+} from "../../../../src/store/duckdb/analytics-store.js";
+import { createReadMemo } from "../../../../src/store/duckdb/read-memo.js";
+
+const stores: AnalyticsStore[] = [];
+afterEach(() => {
+  for (const s of stores.splice(0)) s.close();
+});
+
+async function store() {
+  const s = await openAnalyticsStore({ path: ":memory:", threads: 1, memoryLimit: "256MB" });
+  stores.push(s);
+  await s.writer.run("CREATE TABLE t (x INTEGER)");
+  await s.writer.run("INSERT INTO t VALUES (1), (2)");
+  return s;
+}
+
+/** `conn` counting the statements it runs. */
+function counted(conn: DuckDBConnection) {
+  const ran: string[] = [];
+  const c = new Proxy(conn, {
+    get(target, prop) {
+      const f = Reflect.get(target, prop, target);
+      if (prop === "runAndReadAll" || prop === "run") {
+        return (sql: string, values?: unknown) => {
+          ran.push(sql);
+          return f.call(target, sql, values);
+        };
+      }
+      return typeof f === "function" ? f.bind(target) : f;
+    },
+  });
+  return { conn: c, ran };
+}
+
+const SUM = "SELECT sum(x)::INTEGER FROM t";
+
+/** The tables of the memo's database. */
+async function memoTables(conn: DuckDBConnection): Promise<string[]> {
+  const r = await conn.runAndReadAll(
+    "SELECT table_name FROM duckdb_tables() WHERE database_name = 'read_memo' ORDER BY table_name",
+  );
+  return r.getRows().map((row) => String(row[0]));
+}
+
+describe("the read memo", () => {
+  it("runs a statement once per write generation, on any connection, and again after a write", async () => {
+    const s = await store();
+    const memo = createReadMemo(s);
+    const a = counted(await s.connect());
+    const b = counted(await s.connect());
+    expect(await memo.reads(a.conn).rows(SUM)).toEqual([[3]]);
+    expect(await memo.reads(b.conn).rows(SUM)).toEqual([[3]]);
+    expect(a.ran).toEqual([SUM]);
+    expect(b.ran).toEqual([]);
+    await s.writer.run("INSERT INTO t VALUES (4)");
+    expect(await memo.reads(b.conn).rows(SUM)).toEqual([[7]]);
+    expect(b.ran).toEqual([SUM]);
+    // The same text with other parameters is another statement.
+    expect(
+      await memo.reads(a.conn).rows("SELECT count(*)::INTEGER FROM t WHERE x > $1", [1]),
+    ).toEqual([[2]]);
+    expect(
+      await memo.reads(b.conn).rows("SELECT count(*)::INTEGER FROM t WHERE x > $1", [3]),
+    ).toEqual([[1]]);
+  });
+
+  it("keeps nothing read while a write runs, and nothing past a write that ran meanwhile", async () => {
+    const source = { generation: 1, writing: true };
+    const s = await store();
+    const memo = createReadMemo(source);
+    const a = counted(await s.connect());
+    await memo.reads(a.conn).rows(SUM);
+    await memo.reads(a.conn).rows(SUM);
+    expect(a.ran).toEqual([SUM, SUM]);
+    source.writing = false;
+    // A write starts and ends while the statement runs: its answer may be of either generation.
+    const first = memo.reads(a.conn).rows(SUM);
+    source.generation = 3;
+    await first;
+    await memo.reads(a.conn).rows(SUM);
+    expect(a.ran).toEqual([SUM, SUM, SUM, SUM]);
+    await memo.reads(a.conn).rows(SUM);
+    expect(a.ran).toHaveLength(4);
+  });
+
+  it("shares a table between connections, and drops it once its generation passed and no query holds it", async () => {
+    const s = await store();
+    const memo = createReadMemo(s);
+    const a = await s.connect();
+    const b = await s.connect();
+    const name = await memo.reads(a).table("SELECT x * 10 AS y FROM t");
+    expect(await memo.reads(b).table("SELECT x * 10 AS y FROM t")).toBe(name);
+    expect((await b.runAndReadAll(`SELECT sum(y)::INTEGER FROM ${name}`)).getRows()).toEqual([
+      [30],
+    ]);
+    await memo.release(a);
+    await s.writer.run("INSERT INTO t VALUES (4)");
+    // b still reads it: it stays until b's query ends.
+    const after = await memo.reads(a).table("SELECT x * 10 AS y FROM t");
+    expect(after).not.toBe(name);
+    expect((await a.runAndReadAll(`SELECT sum(y)::INTEGER FROM ${after}`)).getRows()).toEqual([
+      [70],
+    ]);
+    expect(await memoTables(a)).toHaveLength(2);
+    await memo.release(b);
+    expect(await memoTables(a)).toEqual([after.split(".")[1]]);
+    await memo.release(a);
+  });
+
+  it("lets a query that waited on another's cancelled computation compute its own, unless it ended meanwhile", async () => {
+    const s = await store();
+    const memo = createReadMemo(s);
+    // The first query's connection: its statement runs until the test cancels it.
+    let cancel: (err: Error) => void = () => {};
+    const a = {
+      runAndReadAll: () =>
+        new Promise((_resolve, reject) => {
+          cancel = reject;
+        }),
+    } as unknown as DuckDBConnection;
+    const b = counted(await s.connect());
+    const c = counted(await s.connect());
+    const owner = memo.reads(a).rows(SUM);
+    const waiter = memo.reads(b.conn).rows(SUM);
+    // Past its own time limit by the time the owner fails.
+    const ended = memo.reads(c.conn, () => false).rows(SUM);
+    cancel(new Error("INTERRUPT Error: Interrupted!"));
+    await expect(owner).rejects.toThrow("INTERRUPT Error: Interrupted!");
+    expect(await waiter).toEqual([[3]]);
+    expect(b.ran).toEqual([SUM]);
+    await expect(ended).rejects.toThrow("INTERRUPT Error: the query ended while it waited");
+    expect(c.ran).toEqual([]);
+  });
+});
