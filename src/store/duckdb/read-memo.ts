@@ -10,7 +10,7 @@
  * data: nothing here is a cache with an age.
  *
  * Two kinds of piece: a statement's rows (`rows`, small answers: at most
- * `maxRows` rows are kept), and a table made from a SELECT (`table`: the
+ * `maxRows` rows each and `maxTotalRows` in all are kept), and a table made from a SELECT (`table`: the
  * payment shares, read by several statements) in an in-memory database
  * attached to the instance (`read_memo`), which every connection sees, as a
  * temporary table is not. A table is dropped once its generation has passed
@@ -51,6 +51,8 @@ export interface ReadMemoOptions {
   maxEntries?: number;
   /** A statement's answer longer than this is not kept. */
   maxRows?: number;
+  /** Rows kept in all (least recently used answers out past it): what the memo holds in memory. */
+  maxTotalRows?: number;
   /** Tables kept in the current generation. */
   maxTables?: number;
 }
@@ -77,10 +79,21 @@ export function createReadMemo(source: GenerationSource, options: ReadMemoOption
   const prefix = `read_memo.m${memos}_`;
   const maxEntries = options.maxEntries ?? 256;
   const maxRows = options.maxRows ?? 10_000;
+  const maxTotalRows = options.maxTotalRows ?? 50_000;
   const maxTables = options.maxTables ?? 16;
   let generation = source.generation;
   /** Statements' answers of `generation`, in use order (a Map keeps insertion order). */
   let answers = new Map<string, Promise<DuckDBValue[][]>>();
+  /** The rows of each answer that came (a running one has none yet), and their sum. */
+  const kept = new Map<Promise<DuckDBValue[][]>, number>();
+  let keptRows = 0;
+  const evict = (key: string) => {
+    const p = answers.get(key);
+    if (!p) return;
+    answers.delete(key);
+    keptRows -= kept.get(p) ?? 0;
+    kept.delete(p);
+  };
   /** Tables by their SELECT's key (the current generation's), and every table still in the database. */
   let tables = new Map<string, TableEntry>();
   const live = new Set<TableEntry>();
@@ -94,6 +107,8 @@ export function createReadMemo(source: GenerationSource, options: ReadMemoOption
     if (source.generation !== generation) {
       generation = source.generation;
       answers = new Map();
+      kept.clear();
+      keptRows = 0;
       for (const t of tables.values()) t.retired = true;
       tables = new Map();
     }
@@ -134,13 +149,21 @@ export function createReadMemo(source: GenerationSource, options: ReadMemoOption
           }
           const mine = run();
           answers.set(key, mine);
-          if (answers.size > maxEntries) answers.delete(answers.keys().next().value as string);
+          if (answers.size > maxEntries) evict(answers.keys().next().value as string);
           const forget = () => {
-            if (answers.get(key) === mine) answers.delete(key);
+            if (answers.get(key) === mine) evict(key);
           };
           // A write that ran meanwhile moved the generation: the next read starts a new map.
           mine.then((r) => {
-            if (r.length > maxRows) forget();
+            if (answers.get(key) !== mine) return;
+            if (r.length > maxRows) return forget();
+            kept.set(mine, r.length);
+            keptRows += r.length;
+            // The least recently used answers go until the rows kept fit.
+            for (const k of answers.keys()) {
+              if (keptRows <= maxTotalRows) break;
+              evict(k);
+            }
           }, forget);
           return mine;
         },

@@ -76,6 +76,24 @@ describe("the read memo", () => {
     ).toEqual([[1]]);
   });
 
+  it("keeps at most maxTotalRows rows in all, the least recently used answer out first", async () => {
+    const s = await store();
+    const memo = createReadMemo(s, { maxTotalRows: 3 });
+    const a = counted(await s.connect());
+    const two = "SELECT x FROM t ORDER BY x";
+    const one = "SELECT max(x) FROM t";
+    const other = "SELECT min(x) FROM t";
+    await memo.reads(a.conn).rows(two);
+    await memo.reads(a.conn).rows(one);
+    // 3 rows kept; a fourth pushes out the least recently used (the two rows).
+    await memo.reads(a.conn).rows(other);
+    await memo.reads(a.conn).rows(one);
+    await memo.reads(a.conn).rows(other);
+    expect(a.ran).toEqual([two, one, other]);
+    expect(await memo.reads(a.conn).rows(two)).toEqual([[1], [2]]);
+    expect(a.ran).toEqual([two, one, other, two]);
+  });
+
   it("keeps nothing read while a write runs, and nothing past a write that ran meanwhile", async () => {
     const source = { generation: 1, writing: true };
     const s = await store();
