@@ -63,6 +63,8 @@ export interface AnalyticsStore {
   readonly generation: number;
   /** Whether a call on `writer` is in progress. */
   readonly writing: boolean;
+  /** Calls `listener` each time the generation moves (synchronously, inside the write's call). */
+  onGeneration(listener: () => void): void;
   /**
    * A new connection for one query (each can be interrupted on its own).
    * During the swap of a `rewrite` it waits until the new file is open.
@@ -269,6 +271,7 @@ export async function openAnalyticsStore(options: AnalyticsStoreOptions): Promis
     get writing() {
       return generation.writing;
     },
+    onGeneration: (listener) => generation.onChange(listener),
     async connect() {
       while (swapping) await swapping;
       connecting += 1;

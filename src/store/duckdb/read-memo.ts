@@ -23,6 +23,13 @@ import type { DuckDBConnection, DuckDBValue } from "@duckdb/node-api";
 export interface GenerationSource {
   readonly generation: number;
   readonly writing: boolean;
+  /**
+   * With these the memo lets go of a passed generation's pieces as soon as
+   * it passes, not at the next read: an erasure's rows do not stay in memory
+   * on a server nobody queries.
+   */
+  onGeneration?(listener: () => void): void;
+  connect?(): Promise<DuckDBConnection>;
 }
 
 /** One query's reads on its connection, through the memo. */
@@ -44,6 +51,8 @@ export interface ReadMemo {
   reads(conn: DuckDBConnection, alive?: () => boolean): QueryReads;
   /** The query on `conn` ended: the tables it read may go (before the connection closes). */
   release(conn: DuckDBConnection): Promise<void>;
+  /** Resolves once the tables of passed generations that no query holds are dropped. */
+  idle(): Promise<void>;
 }
 
 export interface ReadMemoOptions {
@@ -101,21 +110,28 @@ export function createReadMemo(source: GenerationSource, options: ReadMemoOption
   const held = new Map<DuckDBConnection, TableEntry[]>();
   let made = 0;
 
+  /** Whether a retired table may be waiting for its drop (set on retiring or releasing one). */
+  let passedTables = false;
+  /** Lets go of what the generation before kept: its answers now, its tables once no query reads them. */
+  const pass = () => {
+    generation = source.generation;
+    answers = new Map();
+    kept.clear();
+    keptRows = 0;
+    for (const t of tables.values()) t.retired = true;
+    if (tables.size > 0) passedTables = true;
+    tables = new Map();
+  };
+
   /** Whether a read may use or keep pieces now: the generation it follows, or none while a write runs. */
   const current = (): number | undefined => {
     if (source.writing) return undefined;
-    if (source.generation !== generation) {
-      generation = source.generation;
-      answers = new Map();
-      kept.clear();
-      keptRows = 0;
-      for (const t of tables.values()) t.retired = true;
-      tables = new Map();
-    }
+    if (source.generation !== generation) pass();
     return generation;
   };
 
   const drop = async (conn: DuckDBConnection) => {
+    passedTables = false;
     for (const t of [...live]) {
       if (!t.retired || t.holders > 0) continue;
       live.delete(t);
@@ -123,6 +139,31 @@ export function createReadMemo(source: GenerationSource, options: ReadMemoOption
       await conn.run(`DROP TABLE IF EXISTS ${t.name}`).catch(() => {});
     }
   };
+
+  /** The drop of passed tables in progress, on a connection of its own. */
+  let dropping: Promise<void> | undefined;
+  const dropPassed = () => {
+    const connect = source.connect?.bind(source);
+    if (!connect || dropping || !passedTables) return;
+    dropping = (async () => {
+      // After the write's call that moved the generation.
+      await new Promise((r) => setImmediate(r));
+      let conn: DuckDBConnection | undefined;
+      try {
+        conn = await connect();
+        await drop(conn);
+      } catch {
+        // The store closing: its instance (and the tables with it) goes.
+      } finally {
+        conn?.closeSync();
+        dropping = undefined;
+      }
+    })();
+  };
+  source.onGeneration?.(() => {
+    if (answers.size > 0 || tables.size > 0) pass();
+    dropPassed();
+  });
 
   return {
     reads(conn, alive = () => true) {
@@ -208,6 +249,7 @@ export function createReadMemo(source: GenerationSource, options: ReadMemoOption
               const [oldest, o] = tables.entries().next().value as [string, TableEntry];
               tables.delete(oldest);
               o.retired = true;
+              passedTables = true;
             }
           }
           try {
@@ -225,8 +267,12 @@ export function createReadMemo(source: GenerationSource, options: ReadMemoOption
         },
       };
     },
+    idle: () => dropping ?? Promise.resolve(),
     async release(conn) {
-      for (const t of held.get(conn) ?? []) t.holders -= 1;
+      for (const t of held.get(conn) ?? []) {
+        t.holders -= 1;
+        if (t.retired && t.holders === 0) passedTables = true;
+      }
       held.delete(conn);
       current();
       await drop(conn);

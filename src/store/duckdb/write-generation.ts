@@ -18,66 +18,90 @@ export interface WriteGeneration {
   readonly writing: boolean;
   /** Moves the generation (a write not made through a watched object: a rewrite's swap). */
   bump(): void;
+  /** Calls `listener` each time the generation moves (synchronously: keep it short). */
+  onChange(listener: () => void): void;
   /**
    * `target` with each method call counted as a write: its start and its end
    * (a promise's settling) move the generation; an object it returns (an
-   * appender, a prepared statement) is watched too.
+   * appender, a prepared statement) is watched too. The methods are wrapped
+   * on the object itself (no proxy in the way of every property read), all
+   * but an appender's `append…` ones: those fill the appender's buffer, and
+   * rows reach the table (and, outside a transaction, become visible) only in
+   * `endRow`, `flush…` or `close…`, which are watched. The feed appends tens
+   * of values per event, so they stay plain calls.
    */
   watch<T extends object>(target: T): T;
+}
+
+/** A class instance (an appender, a statement, a result), not plain data. */
+const isInstance = (x: unknown): x is object =>
+  typeof x === "object" &&
+  x !== null &&
+  !(x instanceof Promise) &&
+  !Array.isArray(x) &&
+  Object.getPrototypeOf(x) !== Object.prototype;
+
+/** The names of the methods `target`'s classes define. */
+function methodNames(target: object): string[] {
+  const names = new Set<string>();
+  for (
+    let p = Object.getPrototypeOf(target);
+    p && p !== Object.prototype;
+    p = Object.getPrototypeOf(p)
+  ) {
+    for (const name of Object.getOwnPropertyNames(p)) {
+      const d = Object.getOwnPropertyDescriptor(p, name);
+      if (name !== "constructor" && typeof d?.value === "function") names.add(name);
+    }
+  }
+  return [...names];
 }
 
 /** Creates a generation at 0 with no write in progress. */
 export function createWriteGeneration(): WriteGeneration {
   let value = 0;
   let inProgress = 0;
+  const listeners: (() => void)[] = [];
   const bump = () => {
     value += 1;
+    for (const l of listeners) l();
   };
-  // Class instances only (an appender, a statement, a result): not plain data.
-  const watched = (result: unknown): unknown =>
-    typeof result === "object" &&
-    result !== null &&
-    !(result instanceof Promise) &&
-    !Array.isArray(result) &&
-    Object.getPrototypeOf(result) !== Object.prototype
-      ? watch(result)
-      : result;
-  const watch = <T extends object>(target: T): T =>
-    new Proxy(target, {
-      get(obj, prop) {
-        const f = Reflect.get(obj, prop, obj) as unknown;
-        if (typeof f !== "function") return f;
-        return (...args: unknown[]) => {
+  const watched = new WeakSet<object>();
+  const watch = <T extends object>(target: T): T => {
+    if (watched.has(target)) return target;
+    watched.add(target);
+    const ended = (result: unknown) => {
+      inProgress -= 1;
+      bump();
+      return isInstance(result) ? watch(result) : result;
+    };
+    for (const name of methodNames(target)) {
+      if (name.startsWith("append")) continue;
+      const f = (target as Record<string, (...a: unknown[]) => unknown>)[name];
+      if (typeof f !== "function") continue;
+      Object.defineProperty(target, name, {
+        configurable: true,
+        writable: true,
+        value: (...args: unknown[]) => {
           bump();
           inProgress += 1;
           let result: unknown;
           try {
-            result = (f as (...a: unknown[]) => unknown).apply(obj, args);
+            result = f.apply(target, args);
           } catch (err) {
-            inProgress -= 1;
-            bump();
+            ended(undefined);
             throw err;
           }
-          if (!(result instanceof Promise)) {
-            inProgress -= 1;
-            bump();
-            return watched(result);
-          }
-          return result.then(
-            (r: unknown) => {
-              inProgress -= 1;
-              bump();
-              return watched(r);
-            },
-            (err: unknown) => {
-              inProgress -= 1;
-              bump();
-              throw err;
-            },
-          );
-        };
-      },
-    });
+          if (!(result instanceof Promise)) return ended(result);
+          return result.then(ended, (err: unknown) => {
+            ended(undefined);
+            throw err;
+          });
+        },
+      });
+    }
+    return target;
+  };
   return {
     get value() {
       return value;
@@ -86,6 +110,9 @@ export function createWriteGeneration(): WriteGeneration {
       return inProgress > 0;
     },
     bump,
+    onChange(listener) {
+      listeners.push(listener);
+    },
     watch,
   };
 }

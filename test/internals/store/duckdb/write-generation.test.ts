@@ -2,14 +2,19 @@
  * The write generation (src/store/duckdb/write-generation.ts): each call on
  * a watched object moves it at its start and at its end, a promise's call
  * counts as writing until it settles (failed too), and what a call returns
- * (an appender) is watched as well.
+ * (an appender) is watched as well, but for the `append…` calls that only
+ * fill its buffer (a row reaches the table in `endRow`).
  */
 import { describe, expect, it } from "vitest";
 import { createWriteGeneration } from "../../../../src/store/duckdb/write-generation.js";
 
 class Appender {
+  values = 0;
   rows = 0;
-  appendRow() {
+  appendVarchar() {
+    this.values += 1;
+  }
+  endRow() {
     this.rows += 1;
   }
 }
@@ -38,11 +43,16 @@ describe("the write generation", () => {
     expect([g.value, g.writing]).toEqual([4, false]);
     const ap = await w.createAppender();
     expect(g.value).toBe(6);
-    ap.appendRow();
+    ap.appendVarchar();
+    expect([g.value, ap.values]).toEqual([6, 1]);
+    ap.endRow();
     expect([g.value, g.writing, ap.rows]).toEqual([8, false, 1]);
     // A property that is not a method moves nothing.
     expect(w.name).toBe("writer");
+    const seen: number[] = [];
+    g.onChange(() => seen.push(g.value));
     g.bump();
     expect(g.value).toBe(9);
+    expect(seen).toEqual([9]);
   });
 });
