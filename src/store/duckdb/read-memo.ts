@@ -10,12 +10,12 @@
  * data: nothing here is a cache with an age.
  *
  * Two kinds of piece: a statement's rows (`rows`, small answers: at most
- * `maxRows` rows each and `maxTotalRows` in all are kept), and a table made from a SELECT (`table`: the
- * payment shares, read by several statements) in an in-memory database
- * attached to the instance (`read_memo`), which every connection sees, as a
- * temporary table is not. A table is dropped once its generation has passed
- * (or it is the least recently used past `maxTables`) and no running query
- * holds it.
+ * `maxRows` rows each and `maxTotalRows` in all are kept), and a table made
+ * from a SELECT (`table`: the payment shares, read by several statements) in
+ * an in-memory database attached to the instance (`read_memo`), which every
+ * connection sees, as a temporary table is not. A table is dropped once its
+ * generation has passed (or it is the least recently used past `maxTables`)
+ * and no running query holds it.
  */
 import type { DuckDBConnection, DuckDBValue } from "@duckdb/node-api";
 
