@@ -64,10 +64,19 @@ export interface ReadMemoOptions {
   maxTotalRows?: number;
   /** Tables kept in the current generation. */
   maxTables?: number;
+  /**
+   * Rows of the tables kept, in all (least recently used out past it); a
+   * larger table serves its own query alone. They live in DuckDB's memory,
+   * within its limit (the shares of a 100M-event site's month: about
+   * 330,000 rows).
+   */
+  maxTableRows?: number;
 }
 
 interface TableEntry {
   name: string;
+  /** Its rows, once made. */
+  rows: number;
   /** Set once the table was made and holds its generation's rows. */
   made: Promise<void>;
   holders: number;
@@ -90,6 +99,7 @@ export function createReadMemo(source: GenerationSource, options: ReadMemoOption
   const maxRows = options.maxRows ?? 10_000;
   const maxTotalRows = options.maxTotalRows ?? 50_000;
   const maxTables = options.maxTables ?? 16;
+  const maxTableRows = options.maxTableRows ?? 200_000;
   let generation = source.generation;
   /** Statements' answers of `generation`, in use order (a Map keeps insertion order). */
   let answers = new Map<string, Promise<DuckDBValue[][]>>();
@@ -232,6 +242,7 @@ export function createReadMemo(source: GenerationSource, options: ReadMemoOption
           let failed: (err: unknown) => void = () => {};
           const entry: TableEntry = {
             name,
+            rows: 0,
             made: new Promise<void>((resolve, reject) => {
               done = resolve;
               failed = reject;
@@ -243,25 +254,35 @@ export function createReadMemo(source: GenerationSource, options: ReadMemoOption
           entry.made.catch(() => {});
           live.add(entry);
           hold(entry);
-          if (g !== undefined) {
-            tables.set(key, entry);
-            if (tables.size > maxTables) {
-              const [oldest, o] = tables.entries().next().value as [string, TableEntry];
-              tables.delete(oldest);
-              o.retired = true;
-              passedTables = true;
-            }
-          }
+          /** Retires `key`'s table: no new reader, dropped once none holds it. */
+          const retire = (k: string) => {
+            const o = tables.get(k);
+            if (!o) return;
+            tables.delete(k);
+            o.retired = true;
+            passedTables = true;
+          };
+          if (g !== undefined) tables.set(key, entry);
           try {
             // In memory, beside the file; attached once per instance (a rewrite opens a new one).
             await conn.run("ATTACH IF NOT EXISTS ':memory:' AS read_memo");
-            await conn.run(`CREATE TABLE ${name} AS ${select}`, values);
+            const count = await conn.runAndReadAll(`CREATE TABLE ${name} AS ${select}`, values);
+            entry.rows = Number(count.getRows()[0]?.[0] ?? 0);
             done();
           } catch (err) {
+            if (tables.get(key) === entry) retire(key);
             entry.retired = true;
-            if (tables.get(key) === entry) tables.delete(key);
             failed(err);
             throw err;
+          }
+          if (tables.get(key) === entry) {
+            // Too large to keep: this query's alone. Otherwise the least recently used go past the bounds.
+            if (entry.rows > maxTableRows) retire(key);
+            const rowsKept = () => [...tables.values()].reduce((n, t) => n + t.rows, 0);
+            for (const k of tables.keys()) {
+              if (tables.size <= maxTables && rowsKept() <= maxTableRows) break;
+              if (k !== key) retire(k);
+            }
           }
           return name;
         },

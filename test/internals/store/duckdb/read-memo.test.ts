@@ -138,6 +138,24 @@ describe("the read memo", () => {
     await memo.release(a);
   });
 
+  it("keeps tables up to maxTableRows rows in all, and a larger one for its own query alone", async () => {
+    const s = await store();
+    const memo = createReadMemo(s, { maxTableRows: 3 });
+    const a = await s.connect();
+    const b = await s.connect();
+    const first = await memo.reads(a).table("SELECT x FROM t");
+    const second = await memo.reads(a).table("SELECT x + 1 AS y FROM t");
+    // 4 rows kept would pass 3: the least recently used (the first) goes once released.
+    expect(await memo.reads(b).table("SELECT x + 1 AS y FROM t")).toBe(second);
+    expect(await memo.reads(b).table("SELECT x FROM t")).not.toBe(first);
+    const big = "SELECT x FROM t, range(3)";
+    const own = await memo.reads(a).table(big);
+    expect(await memo.reads(b).table(big)).not.toBe(own);
+    await memo.release(a);
+    await memo.release(b);
+    expect(await memoTables(a)).toHaveLength(1);
+  });
+
   it("drops a passed generation's tables when a write passes it, without waiting for another read", async () => {
     const s = await store();
     const memo = createReadMemo(s);
