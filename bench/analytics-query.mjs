@@ -26,6 +26,7 @@ import { createAnalyticsFeed } from "../src/store/duckdb/analytics-feed.ts";
 import { openAnalyticsStore } from "../src/store/duckdb/analytics-store.ts";
 import { createSqliteStore } from "../src/store/sqlite/sqlite-store.ts";
 import { directQueries, loadAnalyticsSite, SITE_ID } from "./lib/analytics-site.mjs";
+import { newGeneration } from "./lib/new-generation.mjs";
 import { loadOverviewSite, OVERVIEW_SITE } from "./lib/overview-site.mjs";
 
 const { createDuckDbAnalytics } = await import(
@@ -87,13 +88,17 @@ function percentiles(runs) {
   return { p50Ms: at(0.5), p99Ms: at(0.99), runsMs: runs };
 }
 
-/** Times each query and funnel RUNS times, interleaved round by round. */
-async function timeAll(engine, queries, funnels) {
+/**
+ * Times each query and funnel RUNS times, interleaved round by round, each
+ * alone: a new write generation before each (bench/lib/new-generation.mjs).
+ */
+async function timeAll(engine, queries, funnels, analytics) {
   const runs = Object.fromEntries(
     [...Object.keys(queries), ...Object.keys(funnels)].map((k) => [k, []]),
   );
   for (let k = 0; k < RUNS; k++) {
     for (const [name, p] of Object.entries(queries)) {
+      await newGeneration(analytics);
       const s = performance.now();
       await engine.query(p);
       runs[name].push(Math.round(performance.now() - s));
@@ -101,6 +106,7 @@ async function timeAll(engine, queries, funnels) {
       process.stderr.write(`${name}: ${runs[name].at(-1)} ms\n`);
     }
     for (const [name, p] of Object.entries(funnels)) {
+      await newGeneration(analytics);
       const s = performance.now();
       await engine.funnel(p);
       runs[name].push(Math.round(performance.now() - s));
@@ -145,7 +151,9 @@ async function runDirect() {
       .reduce((a, f) => a + size(f), 0);
     const engine = createDuckDbAnalytics({ analytics, timeoutMs: 120_000, perSite: 4 });
     const { queries, funnels } = directQueries(SITE_ID, NOW);
-    const { out: results, rssPeakMiB } = await withRssPeak(() => timeAll(engine, queries, funnels));
+    const { out: results, rssPeakMiB } = await withRssPeak(() =>
+      timeAll(engine, queries, funnels, analytics),
+    );
     console.log(
       JSON.stringify(
         {
@@ -224,7 +232,7 @@ async function runThroughFeed() {
     const engine = createDuckDbAnalytics({ analytics, timeoutMs: 60_000, perSite: 4 });
     // The one list of the bench's queries (bench/lib/analytics-site.mjs), on this site.
     const { queries, funnels } = directQueries(OVERVIEW_SITE, NOW);
-    const results = await timeAll(engine, queries, funnels);
+    const results = await timeAll(engine, queries, funnels, analytics);
     await feed.stop();
     analytics.close();
     console.log(

@@ -4,9 +4,10 @@
  * NOW=… npm run bench:analytics` wrote, its 90 days ending at NOW): the
  * fourteen Query and Funnel plans the page sends on load for the last DAYS
  * days (30 by default) ending at NOW's day, run one after another in one
- * process, as one page view, and RUNS such views. With ENGINE=<checkout> the
- * views alternate between that build's engine and this one (a new engine
- * per view: nothing one view computed is reused by the next). Per view: each
+ * process, as one page view, and RUNS such views, each in a new write
+ * generation (bench/lib/new-generation.mjs: nothing one view computed serves
+ * the next). With ENGINE=<checkout> the views alternate between that build's
+ * engine and this one. Per view: each
  * call's time, the sum, and the time spent outside DuckDB's statements; the
  * median sum per build at the end. DETAIL=1 lists each view's statements by
  * total time, identical ones (same SQL, same parameters) counted together.
@@ -15,6 +16,7 @@ import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { openAnalyticsStore } from "../src/store/duckdb/analytics-store.ts";
 import { SITE_ID } from "./lib/analytics-site.mjs";
+import { newGeneration } from "./lib/new-generation.mjs";
 import { recordingStore } from "./lib/recording-store.mjs";
 
 const dir = process.env.DATA_DIR;
@@ -137,9 +139,13 @@ const funnels = Object.fromEntries(
 
 const sums = Object.fromEntries(Object.keys(engines).map((k) => [k, []]));
 const builds = Object.keys(engines);
+const made = Object.fromEntries(
+  builds.map((b) => [b, engines[b]({ analytics: timed, timeoutMs: 600_000, perSite: 4 })]),
+);
 for (let r = 0; r < RUNS * builds.length; r++) {
   const build = builds[r % builds.length];
-  const engine = engines[build]({ analytics: timed, timeoutMs: 600_000, perSite: 4 });
+  const engine = made[build];
+  await newGeneration(analytics);
   statements.length = 0;
   const calls = {};
   for (const [name, p] of [...Object.entries(queries), ...Object.entries(funnels)]) {

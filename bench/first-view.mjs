@@ -26,6 +26,7 @@ import { readFileSync, writeFileSync } from "node:fs";
 import { createServer } from "node:net";
 import { join } from "node:path";
 import { launchChromium } from "../test/helpers/chromium.ts";
+import { writePageview } from "./lib/new-generation.mjs";
 
 const DATA_DIR = process.env.DATA_DIR;
 if (!DATA_DIR) throw new Error("DATA_DIR: a data directory written by LOAD=direct bench:analytics");
@@ -88,52 +89,10 @@ try {
   }
   browser = await launchChromium();
 
-  let written = 0;
-  /** One pageview through the browser's endpoint: a write, so the view after it computes afresh. */
-  const write = async () => {
-    written += 1;
-    const res = await fetch(`${base}/api/v1/collect`, {
-      method: "POST",
-      headers: {
-        "content-type": "text/plain;charset=UTF-8",
-        "user-agent":
-          "Mozilla/5.0 (X11; Linux x86_64) AppleWebKit/537.36 (KHTML, like Gecko) Chrome/120.0.0.0 Safari/537.36",
-        origin: "https://example.com",
-      },
-      body: JSON.stringify({
-        s: SITE,
-        e: "pageview",
-        u: `https://example.com/bench-write-${written}`,
-      }),
-    });
-    if (res.status >= 300) throw new Error(`collect answered ${res.status}: ${await res.text()}`);
-  };
-
-  /**
-   * A write applied before a timed call: one pageview, then a Query of the
-   * last minute, which waits for the feed to apply it (read-your-writes).
-   */
-  const settledWrite = async () => {
-    await write();
-    const now = Date.now();
-    const res = await fetch(`${base}/ingest.v1.ReportsService/Query`, {
-      method: "POST",
-      headers: { "content-type": "application/json", authorization: `Bearer ${TOKEN}` },
-      body: JSON.stringify({
-        siteId: SITE,
-        metrics: ["visitors"],
-        period: {
-          from: new Date(now - 60_000).toISOString(),
-          to: new Date(now + 1000).toISOString(),
-        },
-      }),
-    });
-    await res.arrayBuffer();
-  };
-
   /** One first view: every data call of the page's load, its requests and the time to the last answer. */
   const firstView = async (query) => {
-    await write();
+    // A pageview first, not awaited through a Query: the page's first call waits for the feed.
+    await writePageview(base, TOKEN, SITE, { settle: false });
     const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
     await context.addInitScript(
       ([t]) => sessionStorage.setItem("ingest.dashboard.token", t),
@@ -218,7 +177,7 @@ try {
     for (const r of sample.requests) {
       const times = [];
       for (let k = 0; k < RUNS; k++) {
-        await settledWrite();
+        await writePageview(base, TOKEN, SITE);
         const s = performance.now();
         const res = await fetch(`${base}/ingest.v1.ReportsService/${r.method}`, {
           method: "POST",
@@ -241,7 +200,7 @@ try {
   const today = Math.floor(Date.now() / 86_400_000) * 86_400_000;
   const overview = [];
   for (let k = 0; k < RUNS; k++) {
-    await settledWrite();
+    await writePageview(base, TOKEN, SITE);
     const s = performance.now();
     const res = await fetch(`${base}/ingest.v1.ReportsService/SiteOverview`, {
       method: "POST",

@@ -13,6 +13,7 @@ export function recordingStore(analytics, record) {
     get writing() {
       return analytics.writing;
     },
+    onGeneration: (listener) => analytics.onGeneration(listener),
     connect: async () => {
       const conn = await analytics.connect();
       return new Proxy(conn, {
