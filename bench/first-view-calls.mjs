@@ -7,10 +7,10 @@
  * process, as one page view, and RUNS such views, each in a new write
  * generation (bench/lib/new-generation.mjs: nothing one view computed serves
  * the next). With ENGINE=<checkout> the views alternate between that build's
- * engine and this one. Per view: each
- * call's time, the sum, and the time spent outside DuckDB's statements; the
- * median sum per build at the end. DETAIL=1 lists each view's statements by
- * total time, identical ones (same SQL, same parameters) counted together.
+ * engine and this one. Per view: each call's time, the sum, and the time
+ * spent outside DuckDB's statements; the median sum per build at the end.
+ * DETAIL=1 lists each view's statements by total time, identical ones (same
+ * SQL, same parameters) counted together.
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
