@@ -14,6 +14,7 @@
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
+import { TOP_METRICS } from "../dashboard/src/query.ts";
 import { openAnalyticsStore } from "../src/store/duckdb/analytics-store.ts";
 import { SITE_ID } from "./lib/analytics-site.mjs";
 import { newGeneration } from "./lib/new-generation.mjs";
@@ -77,20 +78,8 @@ const queries = {
     period: { from: NOW - 300_000, to: NOW },
     currency: undefined,
   }),
-  summary: plan({
-    metrics: [
-      "visitors",
-      "visits",
-      "pageviews",
-      "bounce_rate",
-      "visit_duration",
-      "net_revenue",
-      "paying_customers",
-      "conversion_rate",
-      "revenue_per_visitor",
-    ],
-    comparison,
-  }),
+  // The page's own top row (dashboard/src/query.ts).
+  summary: plan({ metrics: TOP_METRICS.map((m) => m.name), comparison }),
   "visitors by day": plan({
     metrics: ["visitors"],
     dimensions: ["time:day"],

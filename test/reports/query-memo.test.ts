@@ -6,7 +6,7 @@
  * queries sent together answer exactly as each alone.
  */
 import { describe, expect, it } from "vitest";
-import { BROWSER_UA } from "../helpers/fixtures.js";
+import { recordPayment, sendFrom } from "../helpers/events.js";
 import {
   JOURNEY_QUERY_ANSWER as ANSWER,
   count,
@@ -58,35 +58,25 @@ describe("queries of one write generation", () => {
     expect((await ask("funnel", FUNNEL)).body).toEqual(FUNNEL_ANSWER);
 
     // Visitor C lands from the newsletter (one pageview: a bounce) and pays 19.99 USD.
-    const events = await postJson(
-      `${ctx.url}/api/v1/events`,
+    const c = "visitor-cccc-000003";
+    await sendFrom(
+      ctx,
       {
-        s: ctx.siteId,
-        b: [
-          {
-            e: "pageview",
-            u: "https://example.com/?utm_source=newsletter&utm_medium=email",
-            vid: "visitor-cccc-000003",
-            ts: T0 + 30 * MIN,
-          },
-        ],
+        e: "pageview",
+        u: "https://example.com/?utm_source=newsletter&utm_medium=email",
+        vid: c,
+        ts: T0 + 30 * MIN,
       },
-      { key: ctx.key, headers: { "user-agent": BROWSER_UA } },
+      "198.51.100.30",
     );
-    expect(events.status, events.text).toBe(204);
-    const paid = await postJson(
-      `${ctx.url}/api/v1/payments`,
-      {
-        payment_id: "pay_c",
-        customer: { id: "cus_c", visitor_id: "visitor-cccc-000003" },
-        amount: 19.99,
-        currency: "USD",
-        kind: "charge",
-        paid_at: new Date(T0 + 31 * MIN).toISOString(),
-      },
-      { key: ctx.key },
-    );
-    expect(paid.status, paid.text).toBe(200);
+    await recordPayment(ctx, {
+      payment_id: "pay_c",
+      customer: { id: "cus_c", visitor_id: c },
+      amount: 19.99,
+      currency: "USD",
+      kind: "charge",
+      paid_at: new Date(T0 + 31 * MIN).toISOString(),
+    });
 
     // The same requests, four of each at once: every answer counts C.
     const answers = await Promise.all([

@@ -41,20 +41,24 @@ const isInstance = (x: unknown): x is object =>
   !Array.isArray(x) &&
   Object.getPrototypeOf(x) !== Object.prototype;
 
+/** The method names of each class seen, found once: the writer returns a result per statement. */
+const namesByPrototype = new WeakMap<object, string[]>();
+
 /** The names of the methods `target`'s classes define. */
 function methodNames(target: object): string[] {
+  const proto = Object.getPrototypeOf(target) as object;
+  const known = namesByPrototype.get(proto);
+  if (known) return known;
   const names = new Set<string>();
-  for (
-    let p = Object.getPrototypeOf(target);
-    p && p !== Object.prototype;
-    p = Object.getPrototypeOf(p)
-  ) {
+  for (let p = proto; p && p !== Object.prototype; p = Object.getPrototypeOf(p)) {
     for (const name of Object.getOwnPropertyNames(p)) {
       const d = Object.getOwnPropertyDescriptor(p, name);
       if (name !== "constructor" && typeof d?.value === "function") names.add(name);
     }
   }
-  return [...names];
+  const list = [...names];
+  namesByPrototype.set(proto, list);
+  return list;
 }
 
 /** Creates a generation at 0 with no write in progress. */
