@@ -10,7 +10,8 @@
  * engine and this one. Per view: each call's time, the sum, and the time
  * spent outside DuckDB's statements; the median sum per build at the end.
  * DETAIL=1 lists each view's statements by total time, identical ones (same
- * SQL, same parameters) counted together.
+ * SQL, same parameters) counted together; FULL=<call> prints that call's
+ * statements whole, with their parameters.
  */
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
@@ -152,6 +153,12 @@ for (let r = 0; r < RUNS * builds.length; r++) {
   console.log(
     `${build}: sum ${sum} ms (outside statements ${Math.round(outside)} ms) ${JSON.stringify(calls)}`,
   );
+  if (process.env.FULL) {
+    for (const st of statements.filter((x) => x.call === process.env.FULL)) {
+      const values = JSON.stringify(st.values, (_k, v) => (typeof v === "bigint" ? String(v) : v));
+      console.log(`-- ${Math.round(st.ms)} ms ${values}\n${st.sql}\n`);
+    }
+  }
   if (!process.env.DETAIL) continue;
   const same = new Map();
   for (const st of statements) {

@@ -8,6 +8,8 @@
  */
 import type { DuckDBConnection } from "@duckdb/node-api";
 import { afterEach, describe, expect, it } from "vitest";
+import type { QueryPlan } from "../../../../src/domain/analytics/query-plan.js";
+import { createDuckDbAnalytics } from "../../../../src/store/duckdb/analytics-engine.js";
 import {
   type AnalyticsStore,
   openAnalyticsStore,
@@ -195,5 +197,53 @@ describe("the read memo", () => {
     expect(b.ran).toEqual([SUM]);
     expect(await ended).toEqual(new Error("INTERRUPT Error: the query ended while it waited"));
     expect(c.ran).toEqual([]);
+  });
+
+  it("gives the country, device, browser and OS breakdowns of revenue one share table, and the exit page its own", async () => {
+    const s = await store();
+    const ran: string[] = [];
+    // The engine over the real store, each statement it sends recorded.
+    const recording = {
+      get generation() {
+        return s.generation;
+      },
+      get writing() {
+        return s.writing;
+      },
+      onGeneration: (listener: () => void) => s.onGeneration(listener),
+      connect: async () => {
+        return new Proxy(await s.connect(), {
+          get(target, prop) {
+            const f = Reflect.get(target, prop, target);
+            if (prop === "runAndReadAll" || prop === "run") {
+              return (sql: string, values?: unknown) => {
+                ran.push(sql);
+                return f.call(target, sql, values);
+              };
+            }
+            return typeof f === "function" ? f.bind(target) : f;
+          },
+        });
+      },
+    } as unknown as AnalyticsStore;
+    const engine = createDuckDbAnalytics({ analytics: recording, timeoutMs: 60_000, perSite: 4 });
+    const plan = (dimension: QueryPlan["dimensions"][number]): QueryPlan => ({
+      siteId: "s1",
+      timeZone: "UTC",
+      metrics: ["net_revenue"],
+      dimensions: [dimension],
+      filters: [],
+      period: { from: 0, to: 86_400_000 },
+      model: "first_touch",
+      currency: "USD",
+      orderBy: [{ field: "net_revenue", desc: true }],
+      limit: 10,
+      offset: 0,
+    });
+    const made = () => ran.filter((sql) => sql.startsWith("CREATE TABLE read_memo.")).length;
+    for (const d of ["country", "device", "browser", "os"] as const) await engine.query(plan(d));
+    expect(made()).toBe(1);
+    await engine.query(plan("exit_page"));
+    expect(made()).toBe(2);
   });
 });
