@@ -17,6 +17,7 @@
  * generation has passed (or it is the least recently used past `maxTables`)
  * and no running query holds it.
  */
+import { randomBytes } from "node:crypto";
 import type { DuckDBConnection, DuckDBValue } from "@duckdb/node-api";
 
 /** The generation the memo follows (the analytics store). */
@@ -88,13 +89,18 @@ interface TableEntry {
 const keyOf = (sql: string, values: DuckDBValue[] | undefined) =>
   `${sql}\u0000${JSON.stringify(values ?? [], (_k, v) => (typeof v === "bigint" ? `${v}n` : v))}`;
 
-/** Memos made in this process: each names its tables apart (several may share an instance). */
+/**
+ * Memos made by this module: each names its tables apart (several may share
+ * an instance), and apart from another copy of this module's (a bench that
+ * loads two builds' engines over one store), by a random part.
+ */
 let memos = 0;
+const moduleTag = randomBytes(3).toString("hex");
 
 /** Creates a memo over `source`'s generations. */
 export function createReadMemo(source: GenerationSource, options: ReadMemoOptions = {}): ReadMemo {
   memos += 1;
-  const prefix = `read_memo.m${memos}_`;
+  const prefix = `read_memo.m${moduleTag}_${memos}_`;
   const maxEntries = options.maxEntries ?? 256;
   const maxRows = options.maxRows ?? 10_000;
   const maxTotalRows = options.maxTotalRows ?? 50_000;
