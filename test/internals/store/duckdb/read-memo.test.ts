@@ -29,9 +29,8 @@ async function store() {
   return s;
 }
 
-/** `conn` counting the statements it runs. */
-function counted(conn: DuckDBConnection) {
-  const ran: string[] = [];
+/** `conn` counting the statements it runs, in `ran` (its own unless given). */
+function counted(conn: DuckDBConnection, ran: string[] = []) {
   const c = new Proxy(conn, {
     get(target, prop) {
       const f = Reflect.get(target, prop, target);
@@ -211,20 +210,7 @@ describe("the read memo", () => {
         return s.writing;
       },
       onGeneration: (listener: () => void) => s.onGeneration(listener),
-      connect: async () => {
-        return new Proxy(await s.connect(), {
-          get(target, prop) {
-            const f = Reflect.get(target, prop, target);
-            if (prop === "runAndReadAll" || prop === "run") {
-              return (sql: string, values?: unknown) => {
-                ran.push(sql);
-                return f.call(target, sql, values);
-              };
-            }
-            return typeof f === "function" ? f.bind(target) : f;
-          },
-        });
-      },
+      connect: async () => counted(await s.connect(), ran).conn,
     } as unknown as AnalyticsStore;
     const engine = createDuckDbAnalytics({ analytics: recording, timeoutMs: 60_000, perSite: 4 });
     const plan = (dimension: QueryPlan["dimensions"][number]): QueryPlan => ({
