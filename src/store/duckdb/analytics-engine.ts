@@ -347,7 +347,8 @@ async function shares(
   /**
    * The credited visit's columns the query reads (by name without `v_`): its
    * own (`t_*`: exit page, country…), and under a multi-touch model its
-   * source, medium, campaign and landing page; the others are left NULL.
+   * source, medium, campaign and landing page (one of the country, device,
+   * browser and OS brings the four: CHEAP_VISIT_COLUMNS); the others are left NULL.
    * Without any, the credited visit is not looked up: under first touch the
    * payment carries the touch's channel, source, campaign and landing page; a
    * multi-touch share carries its touch's channel.
