@@ -227,6 +227,58 @@ describe("the engine against the reference model", () => {
     expect(answer).toEqual(referenceFunnel(data, plan));
   });
 
+  it("counts a funnel's completers' revenue in the funnel's currency alone", async () => {
+    // Under first touch the shares of every currency are one table, read through a filter.
+    const at = Date.UTC(2026, 2, 27, 10);
+    const data: RefData = {
+      sites: [{ id: "site_1", hostnames: ["example.com"] }],
+      events: ["/a", "/b"].map((path, i) => ({
+        siteId: "site_1",
+        visitorId: "d0",
+        ts: at + i * 60_000,
+        name: "pageview",
+        url: `https://example.com${path}`,
+      })),
+      identities: [],
+      stitches: [],
+      customers: [{ siteId: "site_1", customerId: "c0", visitorIds: ["d0"] }],
+      payments: (["EUR", "USD"] as const).map((currency, i) => ({
+        siteId: "site_1",
+        paymentId: `p${i}`,
+        customerId: "c0",
+        kind: "charge" as const,
+        status: "succeeded" as const,
+        amountMinor: 100 + i * 50,
+        currency,
+        paidAt: at + 600_000,
+        attribution: {
+          channel: "Direct",
+          landingPage: "https://example.com/a",
+          visitorId: "d0",
+          touchedAt: at,
+        },
+      })),
+    };
+    const plan: FunnelPlan = {
+      siteId: "site_1",
+      timeZone: "UTC",
+      steps: ["/a", "/b"].map((value) => ({
+        kind: "page" as const,
+        value,
+        filters: [],
+        label: value,
+      })),
+      filters: [],
+      period: { from: Date.UTC(2026, 2, 27), to: Date.UTC(2026, 2, 28) },
+      windowMs: 3_600_000,
+      model: "first_touch",
+      currency: "EUR",
+    };
+    const answer = await overData(data, (engine) => engine.funnel(plan));
+    expect(answer.completersNetMinor).toBe(100n);
+    expect(answer).toEqual(referenceFunnel(data, plan));
+  });
+
   it("buckets by the zone's wall clock on both sides of a change of its offset", async () => {
     // Random periods seldom hold a daylight-saving change: Berlin goes from +1 h to +2 h
     // at 2026-03-29T01:00Z, so 22:30Z that day is 00:30 on the 30th there.

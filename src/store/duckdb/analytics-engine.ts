@@ -327,8 +327,28 @@ const CREDITED_VISIT_COLUMNS = [
   ...VISIT_TOUCH_COLUMNS,
 ];
 
+/** A share table, and whether it holds every currency (read in one through {@link sharesOf}). */
+interface ShareTable {
+  name: string;
+  allCurrencies: boolean;
+}
+
 /** The share tables a query read, by period, model and columns. */
-const shareTables = new WeakMap<QueryReads, Map<string, string>>();
+const shareTables = new WeakMap<QueryReads, Map<string, ShareTable>>();
+
+/**
+ * The rows of `table` in `currency` (every currency when undefined): a table
+ * of every currency is read through a filter, `add` giving its placeholder.
+ */
+function sharesOf(
+  table: ShareTable,
+  currency: string | undefined,
+  add: (v: DuckDBValue) => string,
+): string {
+  return table.allCurrencies && currency !== undefined
+    ? `(SELECT * FROM ${table.name} WHERE currency = ${add(currency)})`
+    : table.name;
+}
 
 /**
  * The revenue rows of a period under the plan's model, in a table the
@@ -354,8 +374,8 @@ async function shares(
    * multi-touch share carries its touch's channel.
    */
   visitColumns: readonly string[] = [...CREDITED_VISIT_COLUMNS],
-): Promise<string> {
-  const tables = shareTables.get(q) ?? new Map<string, string>();
+): Promise<ShareTable> {
+  const tables = shareTables.get(q) ?? new Map<string, ShareTable>();
   shareTables.set(q, tables);
   // The credited visit is looked up only for the columns the query reads.
   // In one order, so that queries reading the same columns send the same statement.
@@ -385,10 +405,20 @@ async function shares(
   const visitValues = (v: string) =>
     VISIT_TOUCH_COLUMNS.map((c) => `${visitValue(v, c)} AS t_${c}`).join(", ");
   if (plan.model === "first_touch" && !touches) {
+    // Every currency in one table: the payments are whole, and what only a
+    // customer's first charge in a currency carries (time to convert, the
+    // medians) is read with the touches (below), so the currencies call and
+    // every query in one currency share this table (a query reads its
+    // currency's rows through sharesOf).
     const name = await q.table(
-      `WITH ${paymentRows(site, plan.currency, period, p)}
+      `WITH pay AS (
+         SELECT * FROM payments
+         WHERE site_id = ${p.add(site)} AND status = 'succeeded'
+           AND paid_at >= ${p.add(BigInt(period.from))} AND paid_at < ${p.add(BigInt(period.to))}
+       )
        SELECT pay.payment_id, pay.customer_id, pay.kind, pay.currency, pay.amount_minor AS share, pay.paid_at,
-         pay.first_payment, pay.first_paid_at, NULL::BIGINT AS first_seen_at, NULL::BIGINT AS visits_before,
+         NULL::BOOLEAN AS first_payment, NULL::BIGINT AS first_paid_at, NULL::BIGINT AS first_seen_at,
+         NULL::BIGINT AS visits_before,
          -- A payment without a touch is one share under (none) in every touch dimension.
          CASE WHEN pay.channel = ${p.add(UNATTRIBUTED)} THEN NULL ELSE pay.channel END AS channel,
          pay.source, pay.medium, pay.campaign, pay.landing_page, ${visitValues("v")},
@@ -396,8 +426,9 @@ async function shares(
        FROM pay ${attributedVisit()}`,
       p.values,
     );
-    tables.set(key, name);
-    return name;
+    const table = { name, allCurrencies: true };
+    tables.set(key, table);
+    return table;
   }
   // The customers' touches (the starts of the visits of every visitor linked to
   // it, its persistent id and the daily ids stitched to that), in time order,
@@ -443,8 +474,9 @@ async function shares(
        FROM pay ${attributedVisit()} LEFT JOIN seen s ON s.customer_id = pay.customer_id`,
       p.values,
     );
-    tables.set(key, name);
-    return name;
+    const table = { name, allCurrencies: false };
+    tables.set(key, table);
+    return table;
   }
   // The model's weights over each payment's touches before its paid_at, as
   // integer numerators over one denominator (attribution-models.ts, modelWeights).
@@ -507,8 +539,9 @@ async function shares(
      WHERE x.payment_id IS NULL OR x.w > 0`,
     p.values,
   );
-  tables.set(key, name);
-  return name;
+  const table = { name, allCurrencies: false };
+  tables.set(key, table);
+  return table;
 }
 
 /** One side's aggregate rows: dimension values then the metrics, by name. */
@@ -600,7 +633,8 @@ async function sideStatement(
       return col !== undefined && [...dimSql, ...where].some((x) => x.includes(`r.${col}`));
     };
     const visitColumns = CREDITED_VISIT_COLUMNS.filter(reads);
-    const rows = `r AS (SELECT * FROM ${await shares(q, plan, period, touches, visitColumns)})`;
+    const table = await shares(q, plan, period, touches, visitColumns);
+    const rows = `r AS (SELECT * FROM ${sharesOf(table, plan.currency, (v) => p.add(v))})`;
     // A share is one payment's part: payments are counted distinct, amounts summed.
     return {
       sql: `WITH ${rows}
@@ -1127,10 +1161,13 @@ async function runFunnel(q: QueryReads, plan: FunnelPlan): Promise<FunnelResult>
       plan.model !== "first_touch",
       [],
     );
+    const p = new Params();
     const [net] = (
       await conn.runAndReadAll(
         `SELECT coalesce(sum(CASE WHEN kind = 'charge' THEN share ELSE -share END), 0)::BIGINT
-         FROM ${table} WHERE touch_vk IN (SELECT vk FROM funnel_runs WHERE len = ${n})`,
+         FROM ${sharesOf(table, plan.currency, (v) => p.add(v))}
+         WHERE touch_vk IN (SELECT vk FROM funnel_runs WHERE len = ${n})`,
+        p.values,
       )
     ).getRows()[0] ?? [0n];
     result.completersNetMinor = BigInt(net as bigint);

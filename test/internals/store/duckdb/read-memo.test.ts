@@ -198,7 +198,7 @@ describe("the read memo", () => {
     expect(c.ran).toEqual([]);
   });
 
-  it("gives the country, device, browser and OS breakdowns of revenue one share table, and the exit page its own", async () => {
+  it("gives the country, device, browser and OS breakdowns of revenue one share table, the exit page its own, and every currency one", async () => {
     const s = await store();
     const ran: string[] = [];
     // The engine over the real store, each statement it sends recorded.
@@ -231,5 +231,12 @@ describe("the read memo", () => {
     expect(made()).toBe(1);
     await engine.query(plan("exit_page"));
     expect(made()).toBe(2);
+    // Under first touch without the touches, every currency is one table: the
+    // currencies call (no currency) and a query in USD and one in EUR read it.
+    await engine.query({ ...plan("currency"), currency: undefined });
+    expect(made()).toBe(3);
+    await engine.query(plan("channel"));
+    await engine.query({ ...plan("channel"), currency: "EUR" });
+    expect(made()).toBe(3);
   });
 });
