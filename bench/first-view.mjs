@@ -20,6 +20,10 @@
  * whole UTC days, RUNS times. The server's peak RSS (VmHWM) at the end. The
  * server takes the environment (e.g. ANALYTICS_QUERY_TIMEOUT_MS to time
  * calls past the default 10 s).
+ * TRICKLE=<n> sends n pageviews a second through the collect endpoint during
+ * each first view (a live site: the feed commits while the page loads, each
+ * commit a new write generation); REPLAYS=0 leaves out the calls alone and
+ * SiteOverview.
  */
 import { spawn } from "node:child_process";
 import { readFileSync, writeFileSync } from "node:fs";
@@ -31,6 +35,8 @@ import { writePageview } from "./lib/new-generation.mjs";
 const DATA_DIR = process.env.DATA_DIR;
 if (!DATA_DIR) throw new Error("DATA_DIR: a data directory written by LOAD=direct bench:analytics");
 const RUNS = Number(process.env.RUNS ?? 5);
+const TRICKLE = Number(process.env.TRICKLE ?? 0);
+const REPLAYS = process.env.REPLAYS !== "0";
 const SITE = "site_bench";
 const TOKEN = "bench-first-view-token-0123456789";
 
@@ -89,10 +95,31 @@ try {
   }
   browser = await launchChromium();
 
+  /** Pageviews at TRICKLE a second until `stop()`, which resolves to how many were sent. */
+  const trickle = () => {
+    let on = TRICKLE > 0;
+    let sent = 0;
+    const loop = (async () => {
+      while (on) {
+        const next = performance.now() + 1000 / TRICKLE;
+        await writePageview(base, TOKEN, SITE, { settle: false });
+        sent++;
+        const wait = next - performance.now();
+        if (wait > 0) await new Promise((r) => setTimeout(r, wait));
+      }
+    })();
+    return async () => {
+      on = false;
+      await loop;
+      return sent;
+    };
+  };
+
   /** One first view: every data call of the page's load, its requests and the time to the last answer. */
   const firstView = async (query) => {
     // A pageview first, not awaited through a Query: the page's first call waits for the feed.
     await writePageview(base, TOKEN, SITE, { settle: false });
+    const stopTrickle = trickle();
     const context = await browser.newContext({ viewport: { width: 1280, height: 900 } });
     await context.addInitScript(
       ([t]) => sessionStorage.setItem("ingest.dashboard.token", t),
@@ -121,6 +148,7 @@ try {
         break;
       }
     }
+    const trickled = await stopTrickle();
     const list = [...calls.values()];
     const statuses = await Promise.all(
       [...calls.keys()].map(async (r) => (await r.response())?.status() ?? 0),
@@ -130,6 +158,7 @@ try {
       ms: ms(Math.max(...list.map((c) => c.end)) - t0),
       firstCallMs: ms(Math.min(...list.map((c) => c.start)) - t0),
       calls: list.length,
+      trickled,
       failed: list.filter((c) => c.failed).length + statuses.filter((s) => s !== 200).length,
       requests: list.map((c) => ({
         method: c.method,
@@ -148,6 +177,7 @@ try {
     const runs = [];
     const firstCalls = [];
     const failedCalls = [];
+    const trickled = [];
     let sample;
     for (let k = 0; k < RUNS; k++) {
       const v = await firstView(query);
@@ -155,10 +185,13 @@ try {
       firstCalls.push(v.firstCallMs);
       sample ??= v;
       failedCalls.push(v.failed);
+      trickled.push(v.trickled);
     }
     views[name] = {
       ...percentiles(runs),
       calls: sample.calls,
+      // Pageviews sent during each run (TRICKLE a second).
+      ...(TRICKLE > 0 ? { trickled } : {}),
       // Calls that did not answer 200 (a query past ANALYTICS_QUERY_TIMEOUT_MS answers 503), per run.
       failedCalls,
       // From the navigation to the page's first Query or Funnel request, per run.
@@ -174,7 +207,7 @@ try {
       );
     }
     const byCall = [];
-    for (const r of sample.requests) {
+    for (const r of REPLAYS ? sample.requests : []) {
       const times = [];
       for (let k = 0; k < RUNS; k++) {
         await writePageview(base, TOKEN, SITE);
@@ -199,7 +232,7 @@ try {
   // SiteOverview (the API's call behind the old dashboard, row o's), the last 90 whole UTC days.
   const today = Math.floor(Date.now() / 86_400_000) * 86_400_000;
   const overview = [];
-  for (let k = 0; k < RUNS; k++) {
+  for (let k = 0; k < (REPLAYS ? RUNS : 0); k++) {
     await writePageview(base, TOKEN, SITE);
     const s = performance.now();
     const res = await fetch(`${base}/ingest.v1.ReportsService/SiteOverview`, {
