@@ -43,6 +43,20 @@ async function overData<T>(data: RefData, ask: (engine: Engine) => Promise<T>): 
   }
 }
 
+/** A first-touch funnel of site_1 over 2026-03-27 (UTC) whose steps are these pages. */
+function pageFunnel(paths: string[], over: Partial<FunnelPlan>): FunnelPlan {
+  return {
+    siteId: "site_1",
+    timeZone: "UTC",
+    steps: paths.map((value) => ({ kind: "page" as const, value, filters: [], label: value })),
+    filters: [],
+    period: { from: Date.UTC(2026, 2, 27), to: Date.UTC(2026, 2, 28) },
+    windowMs: 600_000,
+    model: "first_touch",
+    ...over,
+  };
+}
+
 /** The property that on every case of `cases` the engine's answer (`ask`) equals the reference's. */
 function agreesWithReference<Plan, Answer>(
   cases: fc.Arbitrary<{ data: RefData; plan: Plan }>,
@@ -204,20 +218,7 @@ describe("the engine against the reference model", () => {
       event(at + 3_660_000, "/b"),
       event(at + 3_690_000, "/c"),
     ]);
-    const plan: FunnelPlan = {
-      siteId: "site_1",
-      timeZone: "UTC",
-      steps: ["/a", "/b", "/c"].map((value) => ({
-        kind: "page" as const,
-        value,
-        filters: [],
-        label: value,
-      })),
-      filters: [],
-      period: { from: Date.UTC(2026, 2, 27), to: Date.UTC(2026, 2, 28) },
-      windowMs: 600_000,
-      model: "first_touch",
-    };
+    const plan = pageFunnel(["/a", "/b", "/c"], { windowMs: 600_000 });
     const answer = await overData(data, (engine) => engine.funnel(plan));
     expect(answer.steps.map((s) => [s.visitors, s.medianSecondsFromPrevious])).toEqual([
       [1, undefined],
@@ -259,21 +260,7 @@ describe("the engine against the reference model", () => {
         },
       })),
     };
-    const plan: FunnelPlan = {
-      siteId: "site_1",
-      timeZone: "UTC",
-      steps: ["/a", "/b"].map((value) => ({
-        kind: "page" as const,
-        value,
-        filters: [],
-        label: value,
-      })),
-      filters: [],
-      period: { from: Date.UTC(2026, 2, 27), to: Date.UTC(2026, 2, 28) },
-      windowMs: 3_600_000,
-      model: "first_touch",
-      currency: "EUR",
-    };
+    const plan = pageFunnel(["/a", "/b"], { windowMs: 3_600_000, currency: "EUR" });
     const answer = await overData(data, (engine) => engine.funnel(plan));
     expect(answer.completersNetMinor).toBe(100n);
     expect(answer).toEqual(referenceFunnel(data, plan));
