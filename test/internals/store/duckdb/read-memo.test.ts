@@ -8,6 +8,7 @@
  */
 import type { DuckDBConnection } from "@duckdb/node-api";
 import { afterEach, describe, expect, it } from "vitest";
+import { recordingStore } from "../../../../bench/lib/recording-store.mjs";
 import type { QueryPlan } from "../../../../src/domain/analytics/query-plan.js";
 import { createDuckDbAnalytics } from "../../../../src/store/duckdb/analytics-engine.js";
 import {
@@ -29,8 +30,9 @@ async function store() {
   return s;
 }
 
-/** `conn` counting the statements it runs, in `ran` (its own unless given). */
-function counted(conn: DuckDBConnection, ran: string[] = []) {
+/** `conn` counting the statements it runs. */
+function counted(conn: DuckDBConnection) {
+  const ran: string[] = [];
   const c = new Proxy(conn, {
     get(target, prop) {
       const f = Reflect.get(target, prop, target);
@@ -202,16 +204,7 @@ describe("the read memo", () => {
     const s = await store();
     const ran: string[] = [];
     // The engine over the real store, each statement it sends recorded.
-    const recording = {
-      get generation() {
-        return s.generation;
-      },
-      get writing() {
-        return s.writing;
-      },
-      onGeneration: (listener: () => void) => s.onGeneration(listener),
-      connect: async () => counted(await s.connect(), ran).conn,
-    } as unknown as AnalyticsStore;
+    const recording = recordingStore(s, (st) => ran.push(st.sql));
     const engine = createDuckDbAnalytics({ analytics: recording, timeoutMs: 60_000, perSite: 4 });
     const plan = (dimension: QueryPlan["dimensions"][number]): QueryPlan => ({
       siteId: "s1",
