@@ -29,16 +29,20 @@ import { countEvents, createEventPager, pageEvents } from "./event-reads.js";
 import { createReadMemo, directReads, type QueryReads } from "./read-memo.js";
 import {
   DIMENSIONS,
+  HASHED_VISITORS,
   IS_COUNTED,
   IS_GOAL,
   IS_PAGEVIEW,
+  isBitmapRangeError,
   METRICS,
+  metricSql,
   timeBucket,
   timeBucketStart,
   timeLabel,
   UTC_CLOCK,
   type WallClock,
 } from "./semantic-layer.js";
+import { visitorCount } from "./visitor-count.js";
 
 export interface DuckDbAnalyticsOptions {
   analytics: AnalyticsStore;
@@ -170,7 +174,7 @@ function trafficRows(
   }
   return `
   x AS (
-    SELECT e.*, e.vid AS vk, v.v_start AS vn, v.* EXCLUDE (site_id, vid)
+    SELECT e.*, e.vid AS vk, v.v_start AS vn, v.* EXCLUDE (site_id, vid, dv)
     FROM events e JOIN visits v ON v.vid = e.vid AND e.ts >= v.v_start AND e.ts <= v.v_end
     WHERE ${events} AND v.site_id = ${site} AND v.v_end >= ${from} AND v.v_start < ${to}
       ${visits === "straddling" ? `AND (v.v_start < ${from} OR v.v_end >= ${to})` : ""}
@@ -247,8 +251,8 @@ function touchRows(siteId: string, period: Interval, p: Params): string {
   )`;
 }
 
-/** Whether a metric's aggregate over event rows counts distinct values (read from its definition). */
-const countsDistinct = (m: MetricName) => (METRICS[m].eventSql ?? "").includes("DISTINCT");
+/** Whether a metric counts distinct visitors (its SQL is then a function of how). */
+const countsDistinct = (m: MetricName) => typeof METRICS[m].eventSql === "function";
 
 /** Metrics that read a visit (its identity or its columns), not only its events. */
 const VISIT_METRICS: ReadonlySet<MetricName> = new Set([
@@ -567,6 +571,18 @@ function num(v: unknown): number {
   return typeof v === "bigint" ? Number(v) : Number(v);
 }
 
+/** A side's statement (sideStatement). */
+interface Statement {
+  sql: string;
+  values: DuckDBValue[];
+  /** Whether the grand total's row is the period's total (see sideStatement). */
+  exact: boolean;
+  /** Whether it has the grand total's row beside the groups (grouping sets). */
+  sets: boolean;
+  /** Whether it counts visitors by bitmaps of their numbers. */
+  bitmaps?: boolean;
+}
+
 /** The rows and the totals in one statement: the groups and the grand total as two grouping sets. */
 const groupBy = (exprs: string[], sets: boolean) =>
   exprs.length === 0
@@ -591,7 +607,9 @@ async function sideStatement(
   dims: DimensionName[],
   metrics: MetricName[],
   sets: boolean,
-): Promise<{ sql: string; values: DuckDBValue[]; exact: boolean; sets: boolean }> {
+  /** Visitors counted by key whatever the statement's size (its bitmaps failed). */
+  byKey = false,
+): Promise<Statement> {
   const p = new Params();
   const tz = zoneClock(plan.timeZone, period);
   // Grouped on: a time dimension by its bucket's start, labelled once per group (`label`).
@@ -606,7 +624,7 @@ async function sideStatement(
     // One row per visitor whose first touch is in the period: each counts in one group.
     return {
       sql: `WITH ${touchRows(plan.siteId, period, p)}
-        SELECT ${[...outSql, ...metrics.map((m) => METRICS[m].sql), "count(*)", grouping(dimSql, sets)].join(", ")}
+        SELECT ${[...outSql, ...metrics.map((m) => metricSql(METRICS[m].sql, HASHED_VISITORS)), "count(*)", grouping(dimSql, sets)].join(", ")}
         FROM x ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ${groupBy(dimSql, sets)}`,
       values: p.values,
       exact: true,
@@ -638,7 +656,7 @@ async function sideStatement(
     // A share is one payment's part: payments are counted distinct, amounts summed.
     return {
       sql: `WITH ${rows}
-        SELECT ${[...outSql, ...metrics.map((m) => METRICS[m].sql), "count(*)", grouping(dimSql, sets)].join(", ")}
+        SELECT ${[...outSql, ...metrics.map((m) => metricSql(METRICS[m].sql, HASHED_VISITORS)), "count(*)", grouping(dimSql, sets)].join(", ")}
         FROM r ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ${groupBy(dimSql, sets)}`,
       values: p.values,
       exact: true,
@@ -657,6 +675,12 @@ async function sideStatement(
   const whole = mode === "all" && visitSql.every(readsVisitOnly);
   // Metrics of events alone (visitors, pageviews…): aggregated straight from the
   // event rows, without grouping them into per-visit rows first.
+  // Visitors counted by bitmaps of their numbers where those stay small (visitorCount).
+  const visitors =
+    metrics.some(countsDistinct) && !byKey
+      ? await visitorCount(q, plan, period, dims)
+      : HASHED_VISITORS;
+  const bitmaps = visitors !== HASHED_VISITORS;
   if (!whole && metrics.every((m) => METRICS[m].eventSql !== undefined)) {
     // A distinct count over grouping sets is counted once per set (DuckDB keeps a
     // distinct table for each): over all of the period's events, the rows and the
@@ -667,14 +691,15 @@ async function sideStatement(
     const eventSets = sets && (plan.filters.length > 0 || !metrics.some(countsDistinct));
     return {
       sql: `WITH ${trafficRows(plan.siteId, period, p, mode)}
-        SELECT ${[...outSql, ...metrics.map((m) => METRICS[m].eventSql), "count(*)", grouping(dimSql, eventSets)].join(", ")}
+        SELECT ${[...outSql, ...metrics.map((m) => metricSql(METRICS[m].eventSql, visitors)), "count(*)", grouping(dimSql, eventSets)].join(", ")}
         FROM x ${filter} ${groupBy(dimSql, eventSets)}`,
       values: p.values,
       exact: true,
       sets: eventSets,
+      bitmaps,
     };
   }
-  const eventRows = `SELECT ${[...groupDims, "x.vk", ...(mode === "all" ? ["x.vn"] : [])].join(", ")},
+  const eventRows = `SELECT ${[...groupDims, "x.vk", "x.dv", ...(mode === "all" ? ["x.vn"] : [])].join(", ")},
         count(*) FILTER (WHERE ${IS_PAGEVIEW}) AS pv,
         count(*) FILTER (WHERE ${IS_COUNTED}) AS ev,
         bool_or(${IS_GOAL}) AS conv
@@ -682,7 +707,7 @@ async function sideStatement(
       FROM x ${filter}
       GROUP BY ALL`;
   const visitRows = whole
-    ? `UNION ALL SELECT ${[...groupDims, "x.vk", "x.vn"].join(", ")},
+    ? `UNION ALL SELECT ${[...groupDims, "x.vk", "x.dv", "x.vn"].join(", ")},
         x.v_pageviews AS pv, x.v_counted AS ev, x.v_converted AS conv, x.v_events, x.v_seconds
       FROM ${wholeVisits(plan.siteId, period, p)} ${filter}`
     : "";
@@ -690,12 +715,13 @@ async function sideStatement(
   return {
     sql: `WITH ${trafficRows(plan.siteId, period, p, whole ? "straddling" : mode)},
       v AS (${eventRows} ${visitRows})
-      SELECT ${[...vd.map(label), ...metrics.map((m) => METRICS[m].sql), "count(*)", grouping(vd, sets)].join(", ")}
+      SELECT ${[...vd.map(label), ...metrics.map((m) => metricSql(METRICS[m].sql, visitors)), "count(*)", grouping(vd, sets)].join(", ")}
       FROM v ${groupBy(vd, sets)}`,
     values: p.values,
     // Dimensions of the visit alone put each visit in one group: the sum of the groups' visits is the total's.
     exact: dimSql.every(readsVisitOnly),
     sets,
+    bitmaps,
   };
 }
 
@@ -723,12 +749,24 @@ async function runPeriod(
   for (const side of ["traffic", "revenue", "touches"] as const) {
     if (need[side].size === 0) continue;
     const metrics = [...need[side]];
+    /** A statement's rows; by key when its bitmaps met a number past their top (visitorCount). */
+    const rowsOf = async (st: Statement, over: DimensionName[], sets: boolean) => {
+      try {
+        return await q.rows(st.sql, st.values);
+      } catch (err) {
+        if (!st.bitmaps || !isBitmapRangeError(err)) throw err;
+        const again = await sideStatement(q, plan, period, side, over, metrics, sets, true);
+        return q.rows(again.sql, again.values);
+      }
+    };
     const read = async (
-      st: { sql: string; values: DuckDBValue[] },
-      n: number,
+      st: Statement,
+      over: DimensionName[],
+      sets: boolean,
       into: "both" | "rows" | "totals",
     ) => {
-      for (const row of await q.rows(st.sql, st.values)) {
+      const n = over.length;
+      for (const row of await rowsOf(st, over, sets)) {
         const values: Record<string, number> = {};
         const exact: Record<string, bigint> = {};
         metrics.forEach((m, i) => {
@@ -755,15 +793,16 @@ async function runPeriod(
     };
     const both = await sideStatement(q, plan, period, side, dims, metrics, true);
     if (dims.length === 0 || (both.sets && both.exact)) {
-      await read(both, dims.length, "both");
+      await read(both, dims, true, "both");
       continue;
     }
     await read(
       both.sets ? await sideStatement(q, plan, period, side, dims, metrics, false) : both,
-      dims.length,
+      dims,
+      !both.sets,
       "rows",
     );
-    await read(await sideStatement(q, plan, period, side, [], metrics, false), 0, "totals");
+    await read(await sideStatement(q, plan, period, side, [], metrics, false), [], false, "totals");
   }
   return { rows, totals };
 }

@@ -38,6 +38,12 @@ import {
   visitorKey,
 } from "./analytics-store.js";
 import {
+  forgetSiteVisitorNumbers,
+  forgetVisitorNumbers,
+  moveStagedEvents,
+  openEventStage,
+} from "./visitor-numbers.js";
+import {
   rebuildVisits,
   refreshVisits,
   TouchedVisitors,
@@ -461,20 +467,26 @@ export function createAnalyticsFeed(options: AnalyticsFeedOptions): AnalyticsFee
       await w.run("BEGIN TRANSACTION");
       try {
         await w.run(
-          "DELETE FROM events; DELETE FROM payments; DELETE FROM links; DELETE FROM stitches",
+          "DELETE FROM events; DELETE FROM payments; DELETE FROM links; DELETE FROM stitches; DELETE FROM visitor_numbers",
         );
         moved = 0;
         removals += 1;
-        const ap = await w.createAppender("events");
+        let ap = await openEventStage(w);
         let n = 0;
         for (const r of s.allEvents.iterate() as IterableIterator<EventRow>) {
           append(ap, r);
-          if (++n % 50_000 === 0) ap.flushSync();
+          if (++n % 50_000 === 0) {
+            // Numbered and moved a slice at a time: the stage stays small.
+            ap.closeSync();
+            await moveStagedEvents(w);
+            ap = await openEventStage(w);
+          }
           // A rebuild of millions of rows runs at start, beside ingestion: the
           // event loop gets a turn every few thousand rows (probes, requests).
           if (n % REBUILD_SLICE === 0) await turn();
         }
         ap.closeSync();
+        await moveStagedEvents(w);
         const payments = await w.createAppender("payments");
         for (const p of s.allPayments.iterate() as IterableIterator<PaymentRow>) {
           appendPayment(payments, p);
@@ -581,11 +593,14 @@ export function createAnalyticsFeed(options: AnalyticsFeedOptions): AnalyticsFee
           else for (const { site, key } of keys.values()) await applyChange(kind, site, key);
         }
       }
+      // So far only removals touched visitors: those left without events lose their numbers.
+      await forgetVisitorNumbers(w, touched.values());
       if (events.length > 0) {
-        ap = await w.createAppender("events");
+        ap = await openEventStage(w);
         for (const r of events) touched.add(r.site_id, append(ap, r), r.ts);
         ap.closeSync();
         ap = undefined;
+        await moveStagedEvents(w);
       }
       // The visits change in the same transaction as the events that make them.
       await refreshVisits(w, touched.values(), movedBefore);
@@ -635,6 +650,7 @@ export function createAnalyticsFeed(options: AnalyticsFeedOptions): AnalyticsFee
       await w.run("DELETE FROM visits WHERE site_id = $1 AND v_end < $2", [site, before]);
       await touchedWhere("visits", "site_id = $1 AND v_start < $2", [site, before], touched);
       await w.run("DELETE FROM events WHERE site_id = $1 AND ts < $2", [site, before]);
+      await forgetSiteVisitorNumbers(w, site);
       return;
     } else {
       return;

@@ -13,6 +13,8 @@
  *   (zonemaps) on `ts` skip what a period does not cover;
  * - visitor ids are 64-bit integers (`vid`, the first 8 bytes of SHA-256 of
  *   the stored id): 8 bytes instead of 32 characters, and joins on integers;
+ *   each also has a dense number per site (`dv`, visitor-numbers.ts) that
+ *   distinct counts use;
  * - low-cardinality strings (site, name, channel, source, country, device,
  *   browser, os…) are plain VARCHAR: DuckDB's dictionary and FSST
  *   compression store each distinct value once per row group, which an ENUM
@@ -35,6 +37,7 @@ import {
 } from "node:fs";
 import { dirname } from "node:path";
 import { type DuckDBConnection, DuckDBInstance } from "@duckdb/node-api";
+import { ensureVisitorNumbers } from "./visitor-numbers.js";
 import { ensureVisitsTable } from "./visits-maintenance.js";
 import { createWriteGeneration } from "./write-generation.js";
 
@@ -159,7 +162,9 @@ CREATE TABLE IF NOT EXISTS events (
   utm_campaign VARCHAR,
   utm_term VARCHAR,
   utm_content VARCHAR,
-  click_ids VARCHAR
+  click_ids VARCHAR,
+  -- The visitor's dense number on its site (visitor-numbers.ts): the engine counts visitors by it.
+  dv INTEGER NOT NULL
 );
 CREATE TABLE IF NOT EXISTS payments (
   site_id VARCHAR NOT NULL,
@@ -246,6 +251,7 @@ export async function openAnalyticsStore(options: AnalyticsStoreOptions): Promis
     await writer.run("DROP TABLE events; DROP TABLE IF EXISTS feed_state");
   }
   await writer.run(SCHEMA);
+  await ensureVisitorNumbers(writer, SCHEMA);
   await ensureVisitsTable(writer);
   let closed = false;
   // The queries' connections, so that a rewrite swaps the file only once they ended.

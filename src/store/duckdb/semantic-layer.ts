@@ -97,6 +97,42 @@ export function timeBucket(grain: TimeGrain, ms: string, clock: WallClock): stri
   return timeLabel(grain, timeBucketStart(grain, ms, clock));
 }
 
+/**
+ * How a statement counts the distinct visitors of its rows `row` (`v`
+ * per-visit rows or `x` event rows, both carrying `vk` the visitor's key and
+ * `dv` its dense number) that `where` selects: SQL of a BIGINT aggregate.
+ */
+export type VisitorCount = (row: "v" | "x", where?: string) => string;
+
+/** By the visitors' keys: a hash table of them per group. */
+export const HASHED_VISITORS: VisitorCount = (row, where) =>
+  `count(DISTINCT ${row}.vk)${where ? ` FILTER (WHERE ${where})` : ""}`;
+
+/**
+ * By the visitors' dense numbers (visitor-numbers.ts): a bitmap of the
+ * numbers 0 to `top` per group, one bit each, counted. A number past `top`
+ * fails the statement (DuckDB's "Out of Range Error"): the engine then counts
+ * by key ({@link isBitmapRangeError}).
+ */
+export function bitmapVisitors(top: number): VisitorCount {
+  const n = Math.max(0, Math.floor(top));
+  return (row, where) =>
+    `coalesce(bit_count(bitstring_agg(${row}.dv, 0, ${n})${where ? ` FILTER (WHERE ${where})` : ""}), 0)`;
+}
+
+/** Whether a statement failed on a visitor number past its bitmaps' top. */
+export function isBitmapRangeError(err: unknown): boolean {
+  return /Out of Range Error: Value \d+ is outside of provided min and max range/.test(String(err));
+}
+
+/** A metric's SQL: text, or (a count of distinct visitors) text given how visitors are counted. */
+export type MetricSql = string | ((visitors: VisitorCount) => string);
+
+/** The SQL of a metric's aggregate, with visitors counted by `visitors`. */
+export function metricSql(sql: MetricSql | undefined, visitors: VisitorCount): string {
+  return typeof sql === "function" ? sql(visitors) : (sql ?? "NULL");
+}
+
 /** Where a metric is computed and how its value is read back. */
 export interface MetricDef {
   /**
@@ -105,14 +141,17 @@ export interface MetricDef {
    * period, read with the traffic dimensions' SQL); both: from traffic and revenue.
    */
   source: "traffic" | "revenue" | "touches" | "both";
-  /** The aggregate (traffic or revenue), or the expression of the merged row (both). */
-  sql?: string;
+  /**
+   * The aggregate (traffic or revenue). A function for the metrics that count
+   * distinct visitors, and only those (the engine chooses how to count them).
+   */
+  sql?: MetricSql;
   /**
    * A traffic metric's aggregate straight over event rows `x` (one row per
    * event, no per-visit rows), for a metric that reads no visit: the same
    * value as {@link sql} over the per-visit rows, with one grouping fewer.
    */
-  eventSql?: string;
+  eventSql?: MetricSql;
   kind: "count" | "number" | "money";
   /** For `both`: the value from the traffic and revenue aggregates by name. */
   combine?: (t: Record<string, number>, r: Record<string, number>) => number | undefined;
@@ -145,8 +184,8 @@ function divHalfAway(a: number, b: number): number {
 export const METRICS: Record<MetricName, MetricDef> = {
   visitors: {
     source: "traffic",
-    sql: "count(DISTINCT v.vk)",
-    eventSql: "count(DISTINCT x.vk)",
+    sql: (visitors) => visitors("v"),
+    eventSql: (visitors) => visitors("x"),
     kind: "count",
   },
   visits: { source: "traffic", sql: "count(*)", kind: "count" },
@@ -175,14 +214,14 @@ export const METRICS: Record<MetricName, MetricDef> = {
   visit_duration: { source: "traffic", sql: "round(avg(v.v_seconds))", kind: "number" },
   conversions: {
     source: "traffic",
-    sql: "count(DISTINCT v.vk) FILTER (WHERE v.conv)",
-    eventSql: `count(DISTINCT x.vk) FILTER (WHERE ${IS_GOAL})`,
+    sql: (visitors) => visitors("v", "v.conv"),
+    eventSql: (visitors) => visitors("x", IS_GOAL),
     kind: "count",
   },
   conversion_rate: {
     source: "traffic",
-    sql: "round(100.0 * count(DISTINCT v.vk) FILTER (WHERE v.conv) / count(DISTINCT v.vk), 2)",
-    eventSql: `round(100.0 * count(DISTINCT x.vk) FILTER (WHERE ${IS_GOAL}) / count(DISTINCT x.vk), 2)`,
+    sql: (visitors) => `round(100.0 * ${visitors("v", "v.conv")} / ${visitors("v")}, 2)`,
+    eventSql: (visitors) => `round(100.0 * ${visitors("x", IS_GOAL)} / ${visitors("x")}, 2)`,
     kind: "number",
   },
   // A visitor's first touch is its best pageview by the domain's ranking

@@ -43,7 +43,9 @@ CREATE TABLE IF NOT EXISTS visits (
   v_country VARCHAR,
   v_device VARCHAR,
   v_browser VARCHAR,
-  v_os VARCHAR
+  v_os VARCHAR,
+  -- The visitor's dense number (visitor-numbers.ts).
+  dv INTEGER NOT NULL
 );
 `;
 
@@ -66,6 +68,7 @@ const VISIT_INPUT = [
   "device",
   "browser",
   "os",
+  "dv",
 ];
 
 /**
@@ -104,7 +107,8 @@ export function visitsSql(src: string): string {
     arg_min_null(country, (ts, seq)) AS v_country,
     arg_min_null(device, (ts, seq)) AS v_device,
     arg_min_null(browser, (ts, seq)) AS v_browser,
-    arg_min_null(os, (ts, seq)) AS v_os
+    arg_min_null(os, (ts, seq)) AS v_os,
+    any_value(dv) AS dv
   FROM numbered GROUP BY site_id, vid, vn`;
 }
 

@@ -46,6 +46,11 @@ import {
   type PaymentRow,
 } from "../duckdb/analytics-rows.js";
 import { type AnalyticsStore, visitorKey } from "../duckdb/analytics-store.js";
+import {
+  forgetVisitorNumbers,
+  moveStagedEvents,
+  openEventStage,
+} from "../duckdb/visitor-numbers.js";
 import { rebuildVisits, refreshVisits, type TouchedVisitor } from "../duckdb/visits-maintenance.js";
 import type {
   AnalyticsNoticeDoc,
@@ -361,6 +366,7 @@ export function createMongoAnalyticsFeed(options: MongoAnalyticsFeedOptions): An
       // Anything but an append leaves old rows' bytes in the file until it is rewritten.
       await markDirty();
       removals += 1;
+      const left: { siteId: string; vid: bigint }[] = [];
       for (let k = 0; k < gone.length; k += 1000) {
         const deleted = await w.runAndReadAll(
           "DELETE FROM events WHERE list_contains($1::BIGINT[], seq) RETURNING site_id, vid",
@@ -368,20 +374,24 @@ export function createMongoAnalyticsFeed(options: MongoAnalyticsFeedOptions): An
         );
         for (const [site, vid] of deleted.getRowsJS() as [string, bigint][]) {
           visitorChanged(site, vid);
+          left.push({ siteId: site, vid });
         }
       }
+      // Those left without events (erased, pruned) lose their numbers.
+      await forgetVisitorNumbers(w, left);
     }
     await w.run("DELETE FROM mongo_buckets WHERE list_contains($1::VARCHAR[], bucket)", [
       listValue(changed.map((x) => x.id)),
     ]);
     for (const { siteId, e } of added) visitorChanged(siteId, visitorKey(e.visitor_id));
-    const events = await w.createAppender("events");
+    const events = await openEventStage(w);
     try {
       for (const { siteId, e } of added)
         appendEvent(events, eventRowOf(siteId, e), await hostsOf(siteId));
     } finally {
       events.closeSync();
     }
+    await moveStagedEvents(w);
     const rows = changed.filter((x) => x.seqs.length > 0);
     if (rows.length > 0) {
       const ap = await w.createAppender("mongo_buckets");
@@ -547,10 +557,11 @@ export function createMongoAnalyticsFeed(options: MongoAnalyticsFeedOptions): An
       );
       if (Number(before.getRows()[0]?.[0]) > 0) await markDirty();
       await w.run(
-        "DELETE FROM events; DELETE FROM payments; DELETE FROM links; DELETE FROM stitches; DELETE FROM mongo_buckets",
+        "DELETE FROM events; DELETE FROM payments; DELETE FROM links; DELETE FROM stitches; DELETE FROM mongo_buckets; DELETE FROM visitor_numbers",
       );
       let n = 0;
-      const events = await w.createAppender("events");
+      let staged = 0;
+      let events = await openEventStage(w);
       const held = await w.createAppender("mongo_buckets");
       try {
         for await (const b of c.events.find({}).sort({ _id: 1 })) {
@@ -562,6 +573,14 @@ export function createMongoAnalyticsFeed(options: MongoAnalyticsFeedOptions): An
           held.appendList(listValue(b.events.map((e) => BigInt(e.q))));
           held.endRow();
           n += b.events.length;
+          staged += b.events.length;
+          if (staged >= 50_000) {
+            // Numbered and moved a slice at a time: the stage stays small.
+            staged = 0;
+            events.closeSync();
+            await moveStagedEvents(w);
+            events = await openEventStage(w);
+          }
           if (n >= REBUILD_SLICE) {
             n = 0;
             await turn();
@@ -571,6 +590,7 @@ export function createMongoAnalyticsFeed(options: MongoAnalyticsFeedOptions): An
         events.closeSync();
         held.closeSync();
       }
+      await moveStagedEvents(w);
       const payments = await w.createAppender("payments");
       try {
         for await (const p of c.payments.find({}).sort({ _id: 1 })) {

@@ -6,9 +6,14 @@
  */
 import type { DuckDBConnection } from "@duckdb/node-api";
 import { describe, expect, it } from "vitest";
+import { recordingStore } from "../../../../bench/lib/recording-store.mjs";
 import type { QueryPlan } from "../../../../src/domain/analytics/query-plan.js";
 import { createDuckDbAnalytics } from "../../../../src/store/duckdb/analytics-engine.js";
-import type { AnalyticsStore } from "../../../../src/store/duckdb/analytics-store.js";
+import {
+  type AnalyticsStore,
+  openAnalyticsStore,
+} from "../../../../src/store/duckdb/analytics-store.js";
+import { BITMAP_HEADROOM } from "../../../../src/store/duckdb/visitor-count.js";
 
 /** A store whose connections answer only when the test says, and reject when interrupted. */
 function heldStore() {
@@ -100,5 +105,67 @@ describe("the analytics engine's guards", () => {
     await waiting(held.pending, 1);
     await answerUntil(held.pending, again);
     await expect(again).resolves.toMatchObject({ more: false });
+  });
+});
+
+describe("how the engine counts visitors", () => {
+  it("by bitmaps of their numbers while the groups times the site's numbers stay within 32 MiB and nothing filters, else by their keys; by key again when a number passed the bitmaps' top", async () => {
+    const s = await openAnalyticsStore({ path: ":memory:", threads: 1, memoryLimit: "256MB" });
+    try {
+      const add = (seq: number, vid: number, dv: number) =>
+        s.writer.run(`INSERT INTO events BY NAME
+          SELECT ${seq} AS seq, 's1' AS site_id, ${seq} * 60000 AS ts, ${vid} AS vid, 'pageview' AS name,
+            '/p' || ${seq} AS page, 'https://example.com/' AS url, 0 AS received_at, 'v${vid}' AS visitor_id, ${dv} AS dv`);
+      for (const i of [0, 1, 2]) await add(i, i, i);
+      await s.writer.run("INSERT INTO visitor_numbers SELECT 's1', i, i FROM range(3) t(i)");
+      const ran: string[] = [];
+      const recording = recordingStore(s, (st) => ran.push(st.sql));
+      const engine = createDuckDbAnalytics({ analytics: recording, timeoutMs: 60_000, perSite: 4 });
+      /** How each of a query's traffic statements counted visitors, in order, and its total. */
+      const counted = async (
+        dimensions: QueryPlan["dimensions"],
+        days = 1,
+        filters: QueryPlan["filters"] = [],
+      ) => {
+        ran.length = 0;
+        const r = await engine.query({
+          ...plan("s1"),
+          dimensions,
+          filters,
+          period: { from: 0, to: days * 86_400_000 },
+        });
+        const ways = ran
+          .filter((sql) => sql.includes("FROM events e"))
+          .map((sql) => (sql.includes("bitstring_agg(x.dv, 0, ") ? "bitmap" : "hash"));
+        return { ways, total: r.totals };
+      };
+      const three = [{ kind: "count", value: 3 }];
+      // A total alone: by key (the bitmap is no faster for one group).
+      expect(await counted([])).toEqual({ ways: ["hash"], total: three });
+      // The rows' statements (the period's total, the same statement as the
+      // first query's, comes from the memo).
+      expect(await counted(["page"])).toEqual({ ways: ["bitmap"], total: three });
+      // A property's values are not bounded beforehand.
+      expect(await counted(["prop:plan"])).toEqual({ ways: ["hash"], total: three });
+      // A filter: one statement, by key.
+      const slash = [{ dimension: "page" as const, op: "contains" as const, values: ["/p"] }];
+      expect(await counted(["page"], 1, slash)).toEqual({ ways: ["hash"], total: three });
+      // 10,000,001 numbers: 11 groups of days fit (110M bits), 722 hours do not.
+      await s.writer.run("INSERT INTO visitor_numbers VALUES ('s1', 99, 10000000)");
+      // (A write: the memo starts again; the rows' statement, then the total's.)
+      expect((await counted(["time:day"], 7)).ways).toEqual(["bitmap", "hash"]);
+      expect((await counted(["time:hour"], 30)).ways).toEqual(["hash", "hash"]);
+      expect((await counted(["page", "time:day"], 7)).ways).toEqual(["hash"]);
+      // An event numbered past the highest number plus BITMAP_HEADROOM (as
+      // when the feed numbers many visitors after the highest was read): the
+      // bitmaps fail, the statement runs again by key.
+      await add(3, 3, 10_000_000 + BITMAP_HEADROOM + 1);
+      expect(await counted(["page"])).toEqual({
+        ways: ["bitmap", "hash", "hash"],
+        total: [{ kind: "count", value: 4 }],
+      });
+    } finally {
+      s.close();
+    }
   });
 });

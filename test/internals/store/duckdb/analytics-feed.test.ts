@@ -319,6 +319,70 @@ describe("the analytics feed", () => {
     expect(t.outbox()).toBe(0);
   });
 
+  it("numbers each site's visitors in the order it first saw them, events and visits carrying the number; an erased or pruned-away visitor's number goes, the top one given again", async () => {
+    const t = setUp();
+    const a = await t.analytics();
+    await t.initialize(a);
+    const rows = async (sql: string) => (await a.writer.runAndReadAll(sql)).getRowsJS();
+    /** Each visitor's number, as its events carry it, by site. */
+    const numbers = () =>
+      rows("SELECT DISTINCT site_id, visitor_id, dv FROM events ORDER BY site_id, dv");
+    /** Events and visits whose number is not their visitor's, and numbers without a visitor. */
+    const astray = () =>
+      rows(`SELECT
+        (SELECT count(*) FROM events e ANTI JOIN visitor_numbers n ON n.site_id = e.site_id AND n.vid = e.vid AND n.dv = e.dv),
+        (SELECT count(*) FROM visits v ANTI JOIN visitor_numbers n ON n.site_id = v.site_id AND n.vid = v.vid AND n.dv = v.dv),
+        (SELECT count(*) FROM visitor_numbers n ANTI JOIN events e ON n.site_id = e.site_id AND n.vid = e.vid)`);
+    const f = t.feed(a, { batchMax: 4 });
+    // v0…v6 over several batches, each seen again in a later batch.
+    t.add(14);
+    t.db
+      .prepare(
+        "INSERT INTO events (site_id, name, url, ts, received_at, visitor_id, props) VALUES ('s2', 'pageview', 'https://example.com/', 1, 1, 'v5', '{\"i\":80}')",
+      )
+      .run();
+    await f.runOnce();
+    t.add(7, 14);
+    // A new visitor whose only event is older than the others'.
+    t.db
+      .prepare(
+        "INSERT INTO events (site_id, name, url, ts, received_at, visitor_id, props) VALUES ('s1', 'pageview', 'https://example.com/', 500, 500, 'old', '{\"i\":70}')",
+      )
+      .run();
+    await f.runOnce();
+    const s1 = ["v0", "v1", "v2", "v3", "v4", "v5", "v6", "old"];
+    expect(await numbers()).toEqual([
+      ...s1.map((v, dv) => ["s1", v, dv]),
+      // Another site numbers its own visitors from 0.
+      ["s2", "v5", 0],
+    ]);
+    expect(await astray()).toEqual([[0n, 0n, 0n]]);
+    // v3 erased, and everything before ts 1_000 pruned (the visitor "old").
+    const log = t.db.prepare(
+      "INSERT INTO analytics_feed (kind, site_id, key, ref) VALUES (?, 's1', ?, ?)",
+    );
+    log.run(5, "v3", null);
+    log.run(7, null, 1_000);
+    await f.runOnce();
+    expect(await rows("SELECT dv FROM visitor_numbers WHERE site_id = 's1' ORDER BY dv")).toEqual([
+      [0],
+      [1],
+      [2],
+      [4],
+      [5],
+      [6],
+    ]);
+    expect(await astray()).toEqual([[0n, 0n, 0n]]);
+    // v3 comes back: the next number after the highest left, 7 again.
+    t.add(1, 17);
+    await f.runOnce();
+    await f.stop();
+    expect((await numbers()).filter(([site]) => site === "s1")).toEqual(
+      ["v0", "v1", "v2", "v4", "v5", "v6", "v3"].map((v, k) => ["s1", v, k < 3 ? k : k + 1]),
+    );
+    expect(await astray()).toEqual([[0n, 0n, 0n]]);
+  });
+
   it("appends an event after every erasure logged before it, however the log is split into batches", async () => {
     const t = setUp();
     const a = await t.analytics();

@@ -9,6 +9,7 @@ import {
 } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
+import { DuckDBInstance } from "@duckdb/node-api";
 import { afterEach, describe, expect, it } from "vitest";
 import {
   type AnalyticsStore,
@@ -33,7 +34,7 @@ async function storeWithErasedRow(): Promise<{ store: AnalyticsStore; path: stri
   await store.writer.run("PRAGMA force_compression='uncompressed'");
   const row = (seq: string, page: string) =>
     `${seq}, 'site_1', 1, 1, 'pageview', ${page}, NULL, 'Direct', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-     ${page}, NULL, NULL, NULL, NULL, 1, 'v1', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL`;
+     ${page}, NULL, NULL, NULL, NULL, 1, 'v1', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0`;
   await store.writer.run(
     `INSERT INTO events SELECT ${row("i", "'https://example.com/p/' || md5(i::varchar)")} FROM range(20000) t(i)`,
   );
@@ -64,6 +65,57 @@ describe("the analytics file", () => {
     } finally {
       again.close();
     }
+  });
+
+  it("numbers the visitors of a file written before the numbers when it opens, derives its visits again with them, and marks it due for a rewrite", async () => {
+    const dir = mkdtempSync(join(tmpdir(), "analytics-store-"));
+    dirs.push(dir);
+    const path = join(dir, "analytics.duckdb");
+    const store = await openAnalyticsStore({ path, threads: 1, memoryLimit: "256MB" });
+    // Visitors 30, 10, 20 first seen in that order on s1 (seq), 10 again; 20 on s2.
+    await store.writer.run(`INSERT INTO events BY NAME
+      SELECT seq, site AS site_id, ts, vid, 'pageview' AS name, '/' AS page, 'https://example.com/' AS url,
+        ts AS received_at, 'v' || vid AS visitor_id, 0 AS dv
+      FROM (VALUES (1, 's1', 1000, 30), (2, 's1', 2000, 10), (3, 's1', 900, 20), (4, 's1', 3000, 10),
+                   (5, 's2', 1000, 20)) t(seq, site, ts, vid)`);
+    store.close();
+    // The schema before the numbers.
+    const old = await DuckDBInstance.create(path);
+    const c = await old.connect();
+    await c.run(`ALTER TABLE events DROP COLUMN dv; ALTER TABLE visits DROP COLUMN dv;
+      DROP TABLE visitor_numbers; DELETE FROM feed_state`);
+    c.closeSync();
+    old.closeSync();
+    const before = Date.now();
+    const reopened = await openAnalyticsStore({ path, threads: 1, memoryLimit: "256MB" });
+    const rows = async (sql: string) => (await reopened.writer.runAndReadAll(sql)).getRowsJS();
+    expect(await rows("SELECT seq, dv FROM events ORDER BY seq")).toEqual([
+      [1n, 0],
+      [2n, 1],
+      [3n, 2],
+      [4n, 1],
+      [5n, 0],
+    ]);
+    expect(await rows("SELECT site_id, vid, dv FROM visitor_numbers ORDER BY site_id, dv")).toEqual(
+      [
+        ["s1", 30n, 0],
+        ["s1", 10n, 1],
+        ["s1", 20n, 2],
+        ["s2", 20n, 0],
+      ],
+    );
+    expect(
+      await rows("SELECT site_id, vid, v_start, dv FROM visits ORDER BY site_id, dv, v_start"),
+    ).toEqual([
+      ["s1", 30n, 1000n, 0],
+      ["s1", 10n, 2000n, 1],
+      ["s1", 20n, 900n, 2],
+      ["s2", 20n, 1000n, 0],
+    ]);
+    const [[due]] = (await rows("SELECT seq FROM feed_state WHERE id = 3")) as [[bigint]];
+    expect(Number(due)).toBeGreaterThanOrEqual(before);
+    expect(Number(due)).toBeLessThanOrEqual(Date.now());
+    reopened.close();
   });
 
   it("tells a lock held by another process from other failures", () => {

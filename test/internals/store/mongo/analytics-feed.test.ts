@@ -268,6 +268,16 @@ describe("the MongoDB analytics feed", () => {
     );
     await f.runOnce();
     expect(await t.seqs(a)).toEqual(once(1_000, 1_004));
+    // Each visitor numbered in the order first seen, its events and visits carrying it.
+    const numbers = () =>
+      t.rows(
+        a,
+        "SELECT n.vid, n.dv, (SELECT list(DISTINCT e.dv) FROM events e WHERE e.vid = n.vid), (SELECT list(DISTINCT v.dv) FROM visits v WHERE v.vid = n.vid) FROM visitor_numbers n ORDER BY n.dv",
+      );
+    expect(await numbers()).toEqual([
+      [visitorKey("v_ada"), 0, [0], [0]],
+      [visitorKey("v_bob"), 1, [1], [1]],
+    ]);
     // The visits (issue 30) are kept with the events, in the page's transaction.
     expect(await visitsOf(a, "v_ada")).toBe(1);
     let visits = await keptAndDerivedVisits(a);
@@ -311,6 +321,8 @@ describe("the MongoDB analytics feed", () => {
     );
     await f.runOnce();
     expect(await t.seqs(a)).toEqual([[1_001, 1]]);
+    // Her number went with her events; his stays.
+    expect(await numbers()).toEqual([[visitorKey("v_bob"), 1, [1], [1]]]);
     expect(await visitsOf(a, "v_ada")).toBe(0);
     expect(await visitsOf(a, "v_bob")).toBe(1);
     visits = await keptAndDerivedVisits(a);
