@@ -44,8 +44,10 @@ export async function openEventStage(conn: DuckDBConnection): Promise<DuckDBAppe
  *
  * One scan of `visitor_numbers` finds the batch's known visitors (the stage
  * is the join's small side); the sites' highest numbers come from a second,
- * of two columns. Measured per batch of 1,000 visitors (half new): about
- * 13 ms at 1M visitors, 85 ms at 10M (docs/performance.md).
+ * of two columns. Measured at 1M numbered visitors (`bench:visitor-numbers`,
+ * half of each batch new): about 32 ms a batch more than a plain copy of the
+ * stage, whatever the batch's size; the scans cost about 8× more at 10M
+ * (docs/performance.md, "Dense visitor numbers").
  */
 export async function moveStagedEvents(conn: DuckDBConnection): Promise<void> {
   await conn.run(`CREATE OR REPLACE TEMP TABLE stage_numbers AS
@@ -113,8 +115,10 @@ export async function forgetSiteVisitorNumbers(
 /**
  * Brings a file written before the numbers to them, at open, in one
  * transaction: every visitor numbered in the order of its first event, the
- * events copied into a table with the numbers (in their order, so the time
- * ranges of the row groups stay narrow), and the visits dropped for
+ * events copied into a table with the numbers (nearly in their order, which
+ * keeps the time ranges of the row groups narrow: a join keeps its probe
+ * side's order within each thread's chunks, 18 breaks in 10M rows measured,
+ * where a sort of every column would cost far more), and the visits dropped for
  * `ensureVisitsTable` to derive again with them; the file marked due for a
  * rewrite since `now`. At 10M events: 61 s with the visits, the file 389 MB
  * → 800 MB until rewritten (399 MB). Returns whether it ran.

@@ -384,14 +384,16 @@ export function createMongoAnalyticsFeed(options: MongoAnalyticsFeedOptions): An
       listValue(changed.map((x) => x.id)),
     ]);
     for (const { siteId, e } of added) visitorChanged(siteId, visitorKey(e.visitor_id));
-    const events = await openEventStage(w);
-    try {
-      for (const { siteId, e } of added)
-        appendEvent(events, eventRowOf(siteId, e), await hostsOf(siteId));
-    } finally {
-      events.closeSync();
+    if (added.length > 0) {
+      const events = await openEventStage(w);
+      try {
+        for (const { siteId, e } of added)
+          appendEvent(events, eventRowOf(siteId, e), await hostsOf(siteId));
+      } finally {
+        events.closeSync();
+      }
+      await moveStagedEvents(w);
     }
-    await moveStagedEvents(w);
     const rows = changed.filter((x) => x.seqs.length > 0);
     if (rows.length > 0) {
       const ap = await w.createAppender("mongo_buckets");
