@@ -102,7 +102,11 @@ export function timeBucket(grain: TimeGrain, ms: string, clock: WallClock): stri
  * per-visit rows or `x` event rows, both carrying `vk` the visitor's key and
  * `dv` its dense number) that `where` selects: SQL of a BIGINT aggregate.
  */
-export type VisitorCount = (row: "v" | "x", where?: string) => string;
+export interface VisitorCount {
+  (row: "v" | "x", where?: string): string;
+  /** By bitmaps only: the aggregate of a group's bitmap of numbers (a BIT value). */
+  bitmap?: (row: "v" | "x") => string;
+}
 
 /** By the visitors' keys: a hash table of them per group. */
 export const HASHED_VISITORS: VisitorCount = (row, where) =>
@@ -116,8 +120,11 @@ export const HASHED_VISITORS: VisitorCount = (row, where) =>
  */
 export function bitmapVisitors(top: number): VisitorCount {
   const n = Math.max(0, Math.floor(top));
-  return (row, where) =>
-    `coalesce(bit_count(bitstring_agg(${row}.dv, 0, ${n})${where ? ` FILTER (WHERE ${where})` : ""}), 0)`;
+  const bitmap = (row: "v" | "x") => `bitstring_agg(${row}.dv, 0, ${n})`;
+  const count: VisitorCount = (row, where) =>
+    `coalesce(bit_count(${bitmap(row)}${where ? ` FILTER (WHERE ${where})` : ""}), 0)`;
+  count.bitmap = bitmap;
+  return count;
 }
 
 /** Whether a statement failed on a visitor number past its bitmaps' top. */
