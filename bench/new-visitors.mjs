@@ -182,6 +182,12 @@ if (MIXED > 0) {
       console.log(
         `m) mixed ${MIXED} s (batches of new visitors, new payments, collect): ${t.dist}: ${Math.round(all)} requests/s (batches ${Math.round(batches.okPerSec)}, payments ${Math.round(payments.okPerSec)}, collect ${Math.round(pageviews.okPerSec)}); payments p99 ${payments.latencyMs.p99} ms; non-2xx ${batches.non2xx + payments.non2xx + pageviews.non2xx}`,
       );
+      // Which answers were not 2xx, per stream (status: count).
+      for (const [name, r] of Object.entries({ batches, payments, collect: pageviews })) {
+        const other = Object.entries(r.statusCodes ?? {}).filter(([code]) => !code.startsWith("2"));
+        if (other.length > 0)
+          console.log(`   ${name}: ${JSON.stringify(Object.fromEntries(other))}`);
+      }
     } finally {
       await server.stop();
     }

@@ -42,6 +42,14 @@ export async function freshTenant(dist, dir) {
       ownerEmail: "bench@example.com",
     });
     const { siteId } = await admin.createSite({ accountId, hostnames: ["example.com"] });
+    // The collect door's per-site ceiling (where the build has one) at its largest,
+    // so a bench's collect stream measures the server, not the ceiling.
+    const limits = await import(join(dist, "src/domain/collect-limits.js")).catch(() => undefined);
+    if (limits?.createCollectLimits) {
+      await limits
+        .createCollectLimits({ store })
+        .setSiteCollectLimit({ siteId, perMinute: 1_000_000 });
+    }
     const { key } = await admin.createKey({
       siteId,
       name: "bench",

@@ -10,49 +10,8 @@ import type {
   StoreAttributionPart,
   VisitorTouch,
 } from "../port.js";
-import { type Db, nul, opt } from "./open-sqlite.js";
-
-interface TouchRow {
-  site_id: string;
-  visitor_id: string;
-  ts: number;
-  internal: number;
-  channel: string;
-  source: string | null;
-  medium: string | null;
-  campaign: string | null;
-  landing_page: string;
-}
-
-/**
- * The upsert of a candidate first touch: it replaces the stored one when it
- * is better (non-internal over internal, then earlier). Returns whether it did.
- */
-export function createTouchWriter(db: Db): (t: VisitorTouch) => boolean {
-  const upsert = db.prepare(
-    `INSERT INTO visitor_touches (site_id, visitor_id, ts, internal, channel, source, medium, campaign, landing_page)
-     VALUES (?, ?, ?, ?, ?, ?, ?, ?, ?)
-     ON CONFLICT (site_id, visitor_id) DO UPDATE SET
-       ts = excluded.ts, internal = excluded.internal, channel = excluded.channel,
-       source = excluded.source, medium = excluded.medium, campaign = excluded.campaign,
-       landing_page = excluded.landing_page
-     WHERE excluded.internal < visitor_touches.internal
-        OR (excluded.internal = visitor_touches.internal AND excluded.ts < visitor_touches.ts)`,
-  );
-  // Positional parameters: cheaper to bind than named ones (one upsert per pageview).
-  return (t) =>
-    upsert.run(
-      t.siteId,
-      t.visitorId,
-      t.ts,
-      t.internal ? 1 : 0,
-      t.channel,
-      nul(t.source),
-      nul(t.medium),
-      nul(t.campaign),
-      t.landingPage,
-    ).changes === 1;
-}
+import { firstTouchesOf } from "./first-touches.js";
+import type { Db } from "./open-sqlite.js";
 
 /** The stored link's rank (the domain's linkRank, as SQL): the index of `via` in LINK_KINDS. */
 const STORED_LINK_RANK = `(CASE via ${LINK_KINDS.map((k, i) => `WHEN '${k}' THEN ${i}`).join(" ")} END)`;
@@ -65,6 +24,7 @@ function chunks<T>(items: T[], size = 500): T[][] {
 }
 
 export function createSqliteAttribution(db: Db): StoreAttributionPart {
+  const touches = firstTouchesOf(db);
   const s = {
     links: db.prepare(
       "SELECT visitor_id, via, linked_at FROM customer_visitors WHERE site_id = ? AND customer_id = ? ORDER BY linked_at, visitor_id",
@@ -133,26 +93,11 @@ export function createSqliteAttribution(db: Db): StoreAttributionPart {
 
   return {
     async getFirstTouches(siteId, visitorIds) {
+      touches.sync();
       const out: VisitorTouch[] = [];
-      for (const part of chunks([...new Set(visitorIds)])) {
-        const rows = db
-          .prepare(
-            `SELECT * FROM visitor_touches WHERE site_id = ? AND visitor_id IN (${part.map(() => "?").join(",")})`,
-          )
-          .all(siteId, ...part) as TouchRow[];
-        for (const r of rows) {
-          out.push({
-            siteId: r.site_id,
-            visitorId: r.visitor_id,
-            ts: r.ts,
-            internal: r.internal === 1,
-            channel: r.channel,
-            source: opt(r.source),
-            medium: opt(r.medium),
-            campaign: opt(r.campaign),
-            landingPage: r.landing_page,
-          });
-        }
+      for (const v of new Set(visitorIds)) {
+        const t = touches.get(siteId, v);
+        if (t !== undefined) out.push(t);
       }
       return out;
     },

@@ -8,6 +8,7 @@
 import { randomBytes } from "node:crypto";
 import { UNATTRIBUTED } from "../../domain/vocabulary.js";
 import type { StoreErasurePart } from "../port.js";
+import { firstTouchesOf } from "./first-touches.js";
 import type { Db } from "./open-sqlite.js";
 
 /** SQLite limits bound parameters; ids go in chunks. */
@@ -20,6 +21,7 @@ function chunks<T>(items: T[], size = 400): T[][] {
 const marks = (ids: readonly unknown[]) => ids.map(() => "?").join(",");
 
 export function createSqliteErasure(db: Db): StoreErasurePart {
+  const touches = firstTouchesOf(db);
   const s = {
     moveSubscriptions: db.prepare(
       "UPDATE subscriptions SET customer_id = ? WHERE site_id = ? AND customer_id = ?",
@@ -89,6 +91,8 @@ export function createSqliteErasure(db: Db): StoreErasurePart {
     };
     const customers = new Set<string>();
     for (const v of visitorIds) s.logVisitorErased.run(siteId, v);
+    touches.sync();
+    out.touches = touches.forget(siteId, visitorIds);
     for (const part of chunks(visitorIds)) {
       const run = (sql: string, ...extra: string[]) =>
         db.prepare(sql).run(siteId, ...part, ...extra).changes;
@@ -103,9 +107,6 @@ export function createSqliteErasure(db: Db): StoreErasurePart {
       // The events table has no visitor index (migration 3 dropped it: it cost every
       // insert a page write); an erasure scans the site's events, which is rare.
       out.events += run(`DELETE FROM events WHERE site_id = ? AND visitor_id IN (${marks(part)})`);
-      out.touches += run(
-        `DELETE FROM visitor_touches WHERE site_id = ? AND visitor_id IN (${marks(part)})`,
-      );
       out.identityLinks += run(
         `DELETE FROM identities WHERE site_id = ? AND visitor_id IN (${marks(part)})`,
       );

@@ -12,7 +12,7 @@ import {
   type StoredNames,
 } from "../../domain/store/event-fields.js";
 import type { EventGroupResult, EventRecord, IdentityLink, StoreEventsPart } from "../port.js";
-import { createTouchWriter } from "./attribution.js";
+import { firstTouchesOf } from "./first-touches.js";
 import { type Db, nul } from "./open-sqlite.js";
 import { createStitchWriter } from "./persistent-visitors.js";
 
@@ -107,14 +107,6 @@ export function createSqliteEvents(db: Db): StoreEventsPart {
     linkedVisitors: db.prepare(
       "SELECT visitor_id FROM identities WHERE site_id = ? AND user_id = ? LIMIT ?",
     ),
-    linkedTouches: db.prepare(
-      `SELECT i.visitor_id, t.internal, t.ts FROM identities i
-       LEFT JOIN visitor_touches t ON t.site_id = i.site_id AND t.visitor_id = i.visitor_id
-       WHERE i.site_id = ? AND i.user_id = ?`,
-    ),
-    touchOf: db.prepare(
-      "SELECT internal, ts FROM visitor_touches WHERE site_id = ? AND visitor_id = ?",
-    ),
     unlink: db.prepare(
       "DELETE FROM identities WHERE site_id = ? AND user_id = ? AND visitor_id = ?",
     ),
@@ -136,25 +128,21 @@ export function createSqliteEvents(db: Db): StoreEventsPart {
     pruneSalts: db.prepare("DELETE FROM salts WHERE day < ?"),
   };
 
-  const writeTouch = createTouchWriter(db);
+  const touches = firstTouchesOf(db);
   const writeStitch = createStitchWriter(db);
-
-  type TouchCols = { internal: number | null; ts: number | null };
-  const touchFrom = (r: TouchCols | undefined) =>
-    r?.ts == null ? undefined : { internal: r.internal === 1, ts: r.ts };
 
   /** The first touches the cap weighs: of the user's linked visitors and of the candidates. */
   function touchesFor(siteId: string, userId: string, candidates: readonly string[]) {
-    const touches = new Map(
-      (s.linkedTouches.all(siteId, userId) as ({ visitor_id: string } & TouchCols)[]).map((r) => [
-        r.visitor_id,
-        touchFrom(r),
-      ]),
+    const linked = (s.visitorsByUser.all(siteId, userId) as { visitor_id: string }[]).map(
+      (r) => r.visitor_id,
     );
-    for (const v of candidates) {
-      if (!touches.has(v)) touches.set(v, touchFrom(s.touchOf.get(siteId, v) as TouchCols));
-    }
-    return (visitorId: string) => touches.get(visitorId);
+    const found = new Map(
+      [...linked, ...candidates].map((v) => {
+        const t = touches.get(siteId, v);
+        return [v, t === undefined ? undefined : { internal: t.internal, ts: t.ts }] as const;
+      }),
+    );
+    return (visitorId: string) => found.get(visitorId);
   }
 
   /** Writes identity links as the cap on visitors per user id plans them (identity-cap.ts). */
@@ -183,6 +171,8 @@ export function createSqliteEvents(db: Db): StoreEventsPart {
   // the write lock held from the first quota check to the commit, so other
   // processes cannot interleave.
   const commit = db.transaction((groups: Parameters<StoreEventsPart["commitEvents"]>[0]) => {
+    // Under the write lock (IMMEDIATE): what other processes wrote is read first.
+    touches.sync();
     const results: EventGroupResult[] = [];
     for (const g of groups) {
       if (g.countable > 0) {
@@ -204,7 +194,9 @@ export function createSqliteEvents(db: Db): StoreEventsPart {
       for (const e of g.events) s.insertEvent.run(eventParams(e));
       // Touches before links: a visitor's pageview in the same request counts when the cap
       // on visitors per user id decides whether its link is kept.
-      const firstTouches = (g.touches ?? []).filter(writeTouch).map((t) => t.visitorId);
+      // Every visitor whose first touch changed, and a few whose did not
+      // (offer): their customers' attribution is computed again, unchanged.
+      const firstTouches = (g.touches ?? []).filter(touches.offer).map((t) => t.visitorId);
       writeLinks(g.links);
       for (const st of g.stitches ?? []) writeStitch(st);
       results.push({
@@ -213,6 +205,8 @@ export function createSqliteEvents(db: Db): StoreEventsPart {
         ...(firstTouches.length > 0 ? { firstTouches } : {}),
       });
     }
+    // A merge of the journal, a slice at a time, when one is due (first-touches.ts).
+    touches.mergeStep();
     return results;
   });
 
@@ -221,7 +215,14 @@ export function createSqliteEvents(db: Db): StoreEventsPart {
       return usageOf(accountId, month);
     },
     async commitEvents(groups) {
-      return commit.immediate(groups);
+      try {
+        return commit.immediate(groups);
+      } catch (err) {
+        // Rolled back: what this connection holds of the journal may include
+        // rows that were never committed.
+        touches.reset();
+        throw err;
+      }
     },
     async listEvents(siteId, limit) {
       return (s.list.all(siteId, limit) as EventRow[]).map(eventFromRow);

@@ -691,6 +691,40 @@ CREATE TABLE analytics_lease (
 );
 `,
   },
+  {
+    version: 25,
+    description: "first touches by journal: appended by id, merged into visitor_touches in bulk",
+    // An upsert per new visitor into visitor_touches (keyed by the visitor id, a
+    // hash) wrote a page of its own for nearly every new visitor; a journal row is
+    // appended at the end of its table (src/store/sqlite/first-touches.ts).
+    // AUTOINCREMENT: a merge deletes rows, and an id must never be given twice
+    // (connections read the journal past the last id they read). The state row:
+    // the id every row up to which is merged, the erasures (each makes every
+    // connection read the journal again), and the merge under way (its last id
+    // and next slice; 0 when none).
+    sql: `
+CREATE TABLE touch_journal (
+  id INTEGER PRIMARY KEY AUTOINCREMENT,
+  site_id TEXT NOT NULL,
+  visitor_id TEXT NOT NULL,
+  ts INTEGER NOT NULL,
+  internal INTEGER NOT NULL,
+  channel TEXT NOT NULL,
+  source TEXT,
+  medium TEXT,
+  campaign TEXT,
+  landing_page TEXT NOT NULL
+);
+CREATE TABLE touch_journal_state (
+  id INTEGER PRIMARY KEY CHECK (id = 1),
+  merged_through INTEGER NOT NULL,
+  erasures INTEGER NOT NULL,
+  cycle_through INTEGER NOT NULL,
+  slice INTEGER NOT NULL
+);
+INSERT INTO touch_journal_state VALUES (1, 0, 0, 0, 0);
+`,
+  },
 ];
 
 /** The UTC day (YYYY-MM-DD) of a payments row's paid_at (NEW, OLD or the table). */

@@ -6,11 +6,8 @@ import {
   MAX_STITCHES_PER_VISITOR,
 } from "../../domain/events/persistent-visitor.js";
 import type { StorePersistentVisitorsPart, VisitorStitch } from "../port.js";
+import { firstTouchesOf } from "./first-touches.js";
 import type { Db } from "./open-sqlite.js";
-
-type TouchCols = { internal: number | null; ts: number | null };
-const touchFrom = (r: TouchCols | undefined) =>
-  r?.ts == null ? undefined : { internal: r.internal === 1, ts: r.ts };
 
 /**
  * The write of a stitch, run inside the events' transaction after the
@@ -25,13 +22,8 @@ export function createStitchWriter(db: Db): (s: VisitorStitch) => void {
     count: db.prepare(
       "SELECT count(*) AS n FROM (SELECT 1 FROM visitor_stitches WHERE site_id = ? AND persistent_id = ? LIMIT ?)",
     ),
-    touchOf: db.prepare(
-      "SELECT internal, ts FROM visitor_touches WHERE site_id = ? AND visitor_id = ?",
-    ),
-    stitchedTouches: db.prepare(
-      `SELECT s.visitor_id, t.internal, t.ts FROM visitor_stitches s
-       LEFT JOIN visitor_touches t ON t.site_id = s.site_id AND t.visitor_id = s.visitor_id
-       WHERE s.site_id = ? AND s.persistent_id = ?`,
+    stitched: db.prepare(
+      "SELECT visitor_id FROM visitor_stitches WHERE site_id = ? AND persistent_id = ?",
     ),
     unlink: db.prepare("DELETE FROM visitor_stitches WHERE site_id = ? AND visitor_id = ?"),
     insert: db.prepare(
@@ -39,15 +31,21 @@ export function createStitchWriter(db: Db): (s: VisitorStitch) => void {
        ON CONFLICT (site_id, visitor_id) DO NOTHING`,
     ),
   };
+  // Read after the events' transaction synced them (events.ts).
+  const touches = firstTouchesOf(db);
+  const rank = (siteId: string, visitorId: string) => {
+    const t = touches.get(siteId, visitorId);
+    return t === undefined ? undefined : { internal: t.internal, ts: t.ts };
+  };
   return (s) => {
     if (q.exists.get(s.siteId, s.visitorId) !== undefined) return;
     const n = (q.count.get(s.siteId, s.persistentId, MAX_STITCHES_PER_VISITOR) as { n: number }).n;
     if (n >= MAX_STITCHES_PER_VISITOR) {
-      const candidate = touchFrom(q.touchOf.get(s.siteId, s.visitorId) as TouchCols | undefined);
+      const candidate = rank(s.siteId, s.visitorId);
       if (candidate === undefined) return;
-      const stitched = (
-        q.stitchedTouches.all(s.siteId, s.persistentId) as ({ visitor_id: string } & TouchCols)[]
-      ).map((r) => ({ visitorId: r.visitor_id, touch: touchFrom(r) }));
+      const stitched = (q.stitched.all(s.siteId, s.persistentId) as { visitor_id: string }[]).map(
+        (r) => ({ visitorId: r.visitor_id, touch: rank(s.siteId, r.visitor_id) }),
+      );
       const replaced = visitorToReplace(stitched, candidate);
       if (replaced === undefined) return;
       q.unlink.run(s.siteId, replaced);
