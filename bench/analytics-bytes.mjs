@@ -179,9 +179,13 @@ try {
   const beforeCheckpoint = readdirSync(dir).reduce((a, f) => a + size(f), 0);
   await analytics.writer.run("CHECKPOINT");
   // Every file of the data directory (WAL files included).
-  const files = readdirSync(dir);
-  const duckBytes = files.filter((f) => f.startsWith("analytics")).reduce((a, f) => a + size(f), 0);
-  const allBytes = files.reduce((a, f) => a + size(f), 0);
+  // Sized now: DuckDB's temporary directory (analytics.duckdb.tmp) goes at close.
+  const sized = Object.fromEntries(readdirSync(dir).map((f) => [f, size(f)]));
+  const files = Object.keys(sized);
+  const duckBytes = files
+    .filter((f) => f.startsWith("analytics"))
+    .reduce((a, f) => a + sized[f], 0);
+  const allBytes = files.reduce((a, f) => a + sized[f], 0);
   const sqlite = sqliteBreakdown(sqlitePath, EVENTS);
   const duckdb = await duckdbBreakdown(analytics.writer, EVENTS);
 
@@ -206,7 +210,7 @@ try {
         duckdbBytesPerEvent: r1(duckBytes / EVENTS),
         sqliteBytesPerEvent: r1((allBytes - duckBytes) / EVENTS),
         files: Object.fromEntries(
-          files.map((f) => [f, { bytes: size(f), perEvent: r1(size(f) / EVENTS) }]),
+          files.map((f) => [f, { bytes: sized[f], perEvent: r1(sized[f] / EVENTS) }]),
         ),
         sqlite,
         duckdb,
