@@ -5,9 +5,21 @@
  * after a write on a live site.
  */
 
-/** In process: a call on the store's writer moves the generation (write-generation.ts). */
-export async function newGeneration(analytics) {
-  await analytics.writer.run("SELECT 1");
+/**
+ * In process: a call on the store's writer moves the generation
+ * (write-generation.ts). With `live` ({ siteId, at }) the call says what the
+ * feed's batch of one new visitor's pageview at `at` says it changed (that
+ * site's events and visits from `at` on: analytics-feed.ts): the answers over
+ * earlier times are kept, as on a live site (read-memo.ts). Without it the
+ * write may change anything: every piece is computed again.
+ */
+export async function newGeneration(analytics, live) {
+  if (!live) {
+    await analytics.writer.run("SELECT 1");
+    return;
+  }
+  const scope = { sites: new Map([[live.siteId, live.at]]) };
+  await analytics.scopedWrite(scope, () => analytics.writer.run("SELECT 1"));
 }
 
 /**

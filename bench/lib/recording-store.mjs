@@ -14,6 +14,7 @@ export function recordingStore(analytics, record) {
       return analytics.writing;
     },
     onGeneration: (listener) => analytics.onGeneration(listener),
+    changedSince: (since) => analytics.changedSince(since),
     connect: async () => {
       const conn = await analytics.connect();
       return new Proxy(conn, {

@@ -10,8 +10,17 @@ import { openAnalyticsStore } from "../../src/store/duckdb/analytics-store.js";
 import { openSqlite } from "../../src/store/sqlite/open-sqlite.js";
 import type { RefData } from "./analytics-reference.js";
 
-/** Writes `data` into `dir` as the service stores it, then runs the feed; returns the engine. */
-export async function engineOverData(dir: string, data: RefData) {
+/**
+ * Writes `data` into `dir` as the service stores it, then runs the feed;
+ * returns the engine. `warm` asks the engine its questions once the first half
+ * is in, before the rest arrives: the answers it keeps past the feed's batches
+ * (read-memo.ts) must then be those of all the data.
+ */
+export async function engineOverData(
+  dir: string,
+  data: RefData,
+  warm?: (engine: ReturnType<typeof createDuckDbAnalytics>) => Promise<unknown>,
+) {
   const sqlitePath = join(dir, "ingest.sqlite");
   const db = openSqlite(sqlitePath);
   db.pragma("foreign_keys = OFF");
@@ -101,13 +110,15 @@ export async function engineOverData(dir: string, data: RefData) {
   const feed = createAnalyticsFeed({ sqlitePath, analytics, intervalMs: 1000 });
   await feed.runOnce();
   await feed.stop();
+  const batches = createAnalyticsFeed({ sqlitePath, analytics, intervalMs: 1000, batchMax: 3 });
+  // Its first run finds nothing to move, but reads the file's watermark: a
+  // read on the writer, which may change anything as far as the memo knows.
+  await batches.runOnce();
+  const engine = createDuckDbAnalytics({ analytics, timeoutMs: 60_000, perSite: 4 });
+  await warm?.(engine);
   db.transaction(() => storeEvents(data.events.slice(half)))();
   db.close();
-  const batches = createAnalyticsFeed({ sqlitePath, analytics, intervalMs: 1000, batchMax: 3 });
   await batches.runOnce();
   await batches.stop();
-  return {
-    engine: createDuckDbAnalytics({ analytics, timeoutMs: 60_000, perSite: 4 }),
-    close: () => analytics.close(),
-  };
+  return { engine, close: () => analytics.close() };
 }

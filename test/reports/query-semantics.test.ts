@@ -33,9 +33,17 @@ const trafficOnly = (events: RefData["events"]): RefData => ({
   payments: [],
 });
 
-/** What `ask` gets of an engine over `data` (written, then moved by the feed), closed after. */
-async function overData<T>(data: RefData, ask: (engine: Engine) => Promise<T>): Promise<T> {
-  const { engine, close } = await engineOverData(tempDir(), data);
+/**
+ * What `ask` gets of an engine over `data` (written, then moved by the feed),
+ * closed after. With `warm`, `ask` is asked once the first half is in too: what
+ * it kept must not outlive the batches of the rest that changed it.
+ */
+async function overData<T>(
+  data: RefData,
+  ask: (engine: Engine) => Promise<T>,
+  warm = false,
+): Promise<T> {
+  const { engine, close } = await engineOverData(tempDir(), data, warm ? ask : undefined);
   try {
     return await ask(engine);
   } finally {
@@ -62,11 +70,13 @@ function agreesWithReference<Plan, Answer>(
   cases: fc.Arbitrary<{ data: RefData; plan: Plan }>,
   ask: (engine: Engine, plan: Plan) => Promise<Answer>,
   reference: (data: RefData, plan: Plan) => Answer,
-  params: fc.Parameters<[{ data: RefData; plan: Plan }]>,
+  params: fc.Parameters<[{ data: RefData; plan: Plan }, boolean]>,
 ) {
   return fc.assert(
-    fc.asyncProperty(cases, async ({ data, plan }) => {
-      expect(await overData(data, (engine) => ask(engine, plan))).toEqual(reference(data, plan));
+    fc.asyncProperty(cases, fc.boolean(), async ({ data, plan }, warm) => {
+      expect(await overData(data, (engine) => ask(engine, plan), warm)).toEqual(
+        reference(data, plan),
+      );
     }),
     params,
   );

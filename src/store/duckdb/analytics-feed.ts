@@ -553,72 +553,81 @@ export function createAnalyticsFeed(options: AnalyticsFeedOptions): AnalyticsFee
     const last = rows.at(-1)?.seq ?? from;
     const movedBefore = moved;
     let dirtyNow: number | undefined;
-    await w.run("BEGIN TRANSACTION");
-    let ap: DuckDBAppender | undefined;
-    // The visitors whose visits the batch changes: appended or deleted events.
-    const touched = new TouchedVisitors();
-    try {
-      let i = 0;
-      while (i < rows.length) {
-        const kind = (rows[i] as LogRow).kind;
-        let j = i;
-        while (j < rows.length && (rows[j] as LogRow).kind === kind) j++;
-        const run = rows.slice(i, j);
-        i = j;
-        // An entry of a log written before migration 23: its event is in the outbox still, or moved.
-        if (kind === LOG_KIND.event) continue;
-        // Anything but an append leaves old rows' bytes in the file until it is
-        // rewritten: noted in the same transaction, so a crash does not forget it.
-        if (dirty === undefined) {
-          dirtyNow ??= now();
-          await w.run("INSERT INTO feed_state VALUES (3, $1) ON CONFLICT (id) DO NOTHING", [
-            BigInt(dirtyNow),
-          ]);
-        }
-        if (kind === LOG_KIND.eventDeleted || kind >= LOG_KIND.eraseVisitor) removals += 1;
-        if (kind === LOG_KIND.eventDeleted) {
-          const ids = run.map((r) => r.ref as number);
-          await touchedByDeletion(w, ids, touched);
-          for (let k = 0; k < ids.length; k += 1000) {
-            await w.run(`DELETE FROM events WHERE seq IN (${ids.slice(k, k + 1000).join(",")})`);
-          }
-        } else if (kind >= LOG_KIND.eraseVisitor) {
-          for (const r of run) await applyRemoval(r, touched);
-        } else {
-          const keys = new Map<string, { site: string; key: string }>();
-          for (const r of run) {
-            keys.set(`${r.site_id}\u0000${r.key}`, { site: r.site_id ?? "", key: r.key ?? "" });
-          }
-          if (kind === LOG_KIND.payment) await replacePayments([...keys.values()]);
-          else for (const { site, key } of keys.values()) await applyChange(kind, site, key);
-        }
-      }
-      // So far only removals touched visitors: those left without events lose their numbers.
-      await forgetVisitorNumbers(w, touched.values());
-      if (events.length > 0) {
-        ap = await openEventStage(w);
-        for (const r of events) touched.add(r.site_id, append(ap, r), r.ts);
-        ap.closeSync();
-        ap = undefined;
-        await moveStagedEvents(w);
-      }
-      // The visits change in the same transaction as the events that make them.
-      await refreshVisits(w, touched.values(), movedBefore);
-      await setWatermark(last);
-      options.faults?.beforeCommit?.();
-      await w.run("COMMIT");
-      committed = moved;
-    } catch (err) {
+    // A batch of events alone changes its sites' events and visits from a time
+    // on, which it says (the sites' earliest time its visits reach, below):
+    // queries over earlier times keep their answers (read-memo.ts). A log
+    // entry (a payment, a link, an erasure…) may change anything.
+    const scope = rows.length === 0 ? { sites: new Map<string, number>() } : undefined;
+    const write = async () => {
+      await w.run("BEGIN TRANSACTION");
+      let ap: DuckDBAppender | undefined;
+      // The visitors whose visits the batch changes: appended or deleted events.
+      const touched = new TouchedVisitors();
       try {
-        ap?.closeSync();
-      } catch {
-        // The rollback below discards what it held.
+        let i = 0;
+        while (i < rows.length) {
+          const kind = (rows[i] as LogRow).kind;
+          let j = i;
+          while (j < rows.length && (rows[j] as LogRow).kind === kind) j++;
+          const run = rows.slice(i, j);
+          i = j;
+          // An entry of a log written before migration 23: its event is in the outbox still, or moved.
+          if (kind === LOG_KIND.event) continue;
+          // Anything but an append leaves old rows' bytes in the file until it is
+          // rewritten: noted in the same transaction, so a crash does not forget it.
+          if (dirty === undefined) {
+            dirtyNow ??= now();
+            await w.run("INSERT INTO feed_state VALUES (3, $1) ON CONFLICT (id) DO NOTHING", [
+              BigInt(dirtyNow),
+            ]);
+          }
+          if (kind === LOG_KIND.eventDeleted || kind >= LOG_KIND.eraseVisitor) removals += 1;
+          if (kind === LOG_KIND.eventDeleted) {
+            const ids = run.map((r) => r.ref as number);
+            await touchedByDeletion(w, ids, touched);
+            for (let k = 0; k < ids.length; k += 1000) {
+              await w.run(`DELETE FROM events WHERE seq IN (${ids.slice(k, k + 1000).join(",")})`);
+            }
+          } else if (kind >= LOG_KIND.eraseVisitor) {
+            for (const r of run) await applyRemoval(r, touched);
+          } else {
+            const keys = new Map<string, { site: string; key: string }>();
+            for (const r of run) {
+              keys.set(`${r.site_id}\u0000${r.key}`, { site: r.site_id ?? "", key: r.key ?? "" });
+            }
+            if (kind === LOG_KIND.payment) await replacePayments([...keys.values()]);
+            else for (const { site, key } of keys.values()) await applyChange(kind, site, key);
+          }
+        }
+        // So far only removals touched visitors: those left without events lose their numbers.
+        await forgetVisitorNumbers(w, touched.values());
+        if (events.length > 0) {
+          ap = await openEventStage(w);
+          for (const r of events) touched.add(r.site_id, append(ap, r), r.ts);
+          ap.closeSync();
+          ap = undefined;
+          await moveStagedEvents(w);
+        }
+        // The visits change in the same transaction as the events that make them.
+        await refreshVisits(w, touched.values(), movedBefore, scope?.sites);
+        await setWatermark(last);
+        options.faults?.beforeCommit?.();
+        await w.run("COMMIT");
+        committed = moved;
+      } catch (err) {
+        try {
+          ap?.closeSync();
+        } catch {
+          // The rollback below discards what it held.
+        }
+        await w.run("ROLLBACK").catch(() => {});
+        // Not in DuckDB after all: none of the batch's events may leave SQLite.
+        moved = movedBefore;
+        throw err;
       }
-      await w.run("ROLLBACK").catch(() => {});
-      // Not in DuckDB after all: none of the batch's events may leave SQLite.
-      moved = movedBefore;
-      throw err;
-    }
+    };
+    if (scope) await analytics.scopedWrite(scope, write);
+    else await write();
     if (dirtyNow !== undefined) dirty ??= dirtyNow;
     // After DuckDB's commit: what it holds can leave SQLite, the moved events
     // and the log (a crash before this line leaves rows the next start deletes

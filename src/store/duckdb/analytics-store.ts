@@ -39,7 +39,7 @@ import { dirname } from "node:path";
 import { type DuckDBConnection, DuckDBInstance } from "@duckdb/node-api";
 import { ensureVisitorNumbers } from "./visitor-numbers.js";
 import { ensureVisitsTable } from "./visits-maintenance.js";
-import { createWriteGeneration } from "./write-generation.js";
+import { createWriteGeneration, type WriteScope } from "./write-generation.js";
 
 /** What the analytics store is opened with (src/config.ts). */
 export interface AnalyticsStoreOptions {
@@ -66,8 +66,19 @@ export interface AnalyticsStore {
   readonly generation: number;
   /** Whether a call on `writer` is in progress. */
   readonly writing: boolean;
-  /** Calls `listener` each time the generation moves (synchronously, inside the write's call). */
-  onGeneration(listener: () => void): void;
+  /**
+   * Calls `listener` each time the generation moves (synchronously, inside
+   * the write's call), with what the write said it changes (undefined: anything).
+   */
+  onGeneration(listener: (scope: WriteScope | undefined) => void): void;
+  /**
+   * Runs one write on `writer` that changes only what `scope` names (filled
+   * in by the write before it ends): queries over what it left alone keep
+   * their answers (read-memo.ts). The feed's batches of events.
+   */
+  scopedWrite<T>(scope: WriteScope, write: () => Promise<T>): Promise<T>;
+  /** What the writes since generation `since` changed (write-generation.ts `changedSince`). */
+  changedSince(since: number): Map<string, number> | undefined;
   /**
    * A new connection for one query (each can be interrupted on its own).
    * During the swap of a `rewrite` it waits until the new file is open.
@@ -278,6 +289,8 @@ export async function openAnalyticsStore(options: AnalyticsStoreOptions): Promis
       return generation.writing;
     },
     onGeneration: (listener) => generation.onChange(listener),
+    scopedWrite: (scope, write) => generation.scoped(scope, write),
+    changedSince: (since) => generation.changedSince(since),
     async connect() {
       while (swapping) await swapping;
       connecting += 1;

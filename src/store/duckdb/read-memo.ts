@@ -7,7 +7,11 @@
  * the same, so the same statement has the same answer: it runs once, and a
  * read that asks for it while it runs waits for it. Any write moves the
  * generation and the next read computes again, so an answer never lags the
- * data: nothing here is a cache with an age.
+ * data: nothing here is a cache with an age. One exception, exact too: a
+ * statement that says what it reads (`ReadScope`: one site's events and
+ * visits before a time) keeps its answer past the writes that say they
+ * changed none of it (the feed's batches of events: write-generation.ts
+ * `scoped`), as a live site's new events leave the comparison period alone.
  *
  * Two kinds of piece: a statement's rows (`rows`, small answers: at most
  * `maxRows` rows each and `maxTotalRows` in all are kept), and a table made
@@ -29,15 +33,38 @@ export interface GenerationSource {
    * it passes, not at the next read: an erasure's rows do not stay in memory
    * on a server nobody queries.
    */
-  onGeneration?(listener: () => void): void;
+  onGeneration?(
+    listener: (scope: { readonly sites: Map<string, number> } | undefined) => void,
+  ): void;
   connect?(): Promise<DuckDBConnection>;
+  /**
+   * What the writes since a generation changed: per site the earliest event
+   * time they reached (write-generation.ts); undefined: anything. Without it
+   * every write passes every answer.
+   */
+  changedSince?(since: number): Map<string, number> | undefined;
+}
+
+/**
+ * What a statement reads, when it says so: the events and visits of one site
+ * at event times before `before` (a visit by its start), and no other table.
+ * Its answer then outlives the writes that changed only later times of that
+ * site, or other sites: a live site's new events leave the comparison
+ * period's answers, and any earlier period's, as they were.
+ */
+export interface ReadScope {
+  siteId: string;
+  before: number;
 }
 
 /** One query's reads on its connection, through the memo. */
 export interface QueryReads {
   readonly conn: DuckDBConnection;
-  /** The statement's rows: computed once per generation. */
-  rows(sql: string, values?: DuckDBValue[]): Promise<DuckDBValue[][]>;
+  /**
+   * The statement's rows: computed once per generation, or, with `scope`,
+   * once until a write changes what the scope names.
+   */
+  rows(sql: string, values?: DuckDBValue[], scope?: ReadScope): Promise<DuckDBValue[][]>;
   /** A table holding `select`'s rows, made once per generation: its name, to read in this query. */
   table(select: string, values?: DuckDBValue[]): Promise<string>;
 }
@@ -112,10 +139,13 @@ export function createReadMemo(source: GenerationSource, options: ReadMemoOption
   /** The rows of each answer that came (a running one has none yet), and their sum. */
   const kept = new Map<Promise<DuckDBValue[][]>, number>();
   let keptRows = 0;
+  /** The scope of each answer that said one (by its key). */
+  const scopes = new Map<string, ReadScope>();
   const evict = (key: string) => {
     const p = answers.get(key);
     if (!p) return;
     answers.delete(key);
+    scopes.delete(key);
     keptRows -= kept.get(p) ?? 0;
     kept.delete(p);
   };
@@ -128,12 +158,30 @@ export function createReadMemo(source: GenerationSource, options: ReadMemoOption
 
   /** Whether a retired table may be waiting for its drop (set on retiring or releasing one). */
   let passedTables = false;
-  /** Lets go of what the generation before kept: its answers now, its tables once no query reads them. */
-  const pass = () => {
+  /**
+   * Lets go of what the generation before kept: its tables (once no query
+   * reads them), and its answers but those whose scope the writes since left
+   * alone (`changed`: per site the earliest event time they reached), which
+   * are the current generation's answers as well.
+   */
+  const pass = (changed?: Map<string, number>) => {
     generation = source.generation;
+    const before = answers;
     answers = new Map();
-    kept.clear();
-    keptRows = 0;
+    for (const [key, p] of before) {
+      const scope = scopes.get(key);
+      if (
+        changed &&
+        scope &&
+        (changed.get(scope.siteId) ?? Number.POSITIVE_INFINITY) >= scope.before
+      ) {
+        answers.set(key, p);
+        continue;
+      }
+      scopes.delete(key);
+      keptRows -= kept.get(p) ?? 0;
+      kept.delete(p);
+    }
     for (const t of tables.values()) t.retired = true;
     if (tables.size > 0) passedTables = true;
     tables = new Map();
@@ -142,7 +190,7 @@ export function createReadMemo(source: GenerationSource, options: ReadMemoOption
   /** Whether a read may use or keep pieces now: the generation it follows, or none while a write runs. */
   const current = (): number | undefined => {
     if (source.writing) return undefined;
-    if (source.generation !== generation) pass();
+    if (source.generation !== generation) pass(source.changedSince?.(generation));
     return generation;
   };
 
@@ -176,8 +224,15 @@ export function createReadMemo(source: GenerationSource, options: ReadMemoOption
       }
     })();
   };
-  source.onGeneration?.(() => {
-    if (answers.size > 0 || tables.size > 0) pass();
+  source.onGeneration?.((scope) => {
+    // A write that may change anything passes everything now (an erasure's rows
+    // do not stay in memory); a scoped one is weighed at the next read, once it ended.
+    if (scope === undefined && (answers.size > 0 || tables.size > 0)) pass();
+    else if (scope !== undefined && tables.size > 0) {
+      for (const t of tables.values()) t.retired = true;
+      passedTables = true;
+      tables = new Map();
+    }
     dropPassed();
   });
 
@@ -189,7 +244,7 @@ export function createReadMemo(source: GenerationSource, options: ReadMemoOption
       };
       return {
         conn,
-        async rows(sql, values) {
+        async rows(sql, values, scope) {
           const run = async () => {
             if (!alive()) throw new Error("INTERRUPT Error: the query ended while it waited");
             return (await conn.runAndReadAll(sql, values)).getRows();
@@ -206,6 +261,8 @@ export function createReadMemo(source: GenerationSource, options: ReadMemoOption
           }
           const mine = run();
           answers.set(key, mine);
+          if (scope) scopes.set(key, scope);
+          else scopes.delete(key);
           if (answers.size > maxEntries) evict(answers.keys().next().value as string);
           const forget = () => {
             if (answers.get(key) === mine) evict(key);

@@ -202,6 +202,12 @@ export async function refreshVisits(
   conn: DuckDBConnection,
   touched: Iterable<TouchedVisitor>,
   appendedAfter?: number,
+  /**
+   * Given, gets per site the earliest time the change reaches: the start of
+   * the first visit re-derived, or the earliest touched time (a write's scope:
+   * write-generation.ts). A visit before it, and every event, is as it was.
+   */
+  reached?: Map<string, number>,
 ): Promise<void> {
   const list = [...touched];
   if (list.length === 0) return;
@@ -236,6 +242,13 @@ export async function refreshVisits(
       "SELECT min(s) FILTER (WHERE known), count(*) FILTER (WHERE NOT known) FROM visit_bounds",
     )
   ).getRows()[0] ?? [null, 0n];
+  if (reached) {
+    const r = await conn.runAndReadAll("SELECT site_id, min(s) FROM visit_bounds GROUP BY site_id");
+    for (const [site, s] of r.getRows()) {
+      const at = Number(s);
+      reached.set(String(site), Math.min(at, reached.get(String(site)) ?? at));
+    }
+  }
   const columns = VISIT_INPUT.map((c) => `e.${c}`).join(", ");
   const sources: string[] = [];
   if (lowest !== null) {

@@ -10,6 +10,17 @@
  * generation's other reads).
  */
 
+/**
+ * What a write changed, when it says so ({@link WriteGeneration.scoped}): per
+ * site, the earliest event time at or after which its events and visits may
+ * differ (an event appended or deleted at that time or later, a visit whose
+ * start is at that time or later re-derived); every other site, and every
+ * other table, as they were. A write without one may have changed anything.
+ */
+export interface WriteScope {
+  readonly sites: Map<string, number>;
+}
+
 /** The generation and whether a write is in progress. */
 export interface WriteGeneration {
   /** Moves when a write starts or ends. */
@@ -18,8 +29,26 @@ export interface WriteGeneration {
   readonly writing: boolean;
   /** Moves the generation (a write not made through a watched object: a rewrite's swap). */
   bump(): void;
-  /** Calls `listener` each time the generation moves (synchronously: keep it short). */
-  onChange(listener: () => void): void;
+  /**
+   * Calls `listener` each time the generation moves (synchronously: keep it
+   * short), with the scope of the write that moved it (undefined: anything;
+   * a scoped write's scope is complete only once the write ended).
+   */
+  onChange(listener: (scope: WriteScope | undefined) => void): void;
+  /**
+   * Runs `write` (one write: the calls it makes on watched objects) with its
+   * moves recorded as changing only what `scope` names. The writer fills
+   * `scope` in as it learns it, before `write` ends: read it only once no
+   * write is in progress.
+   */
+  scoped<T>(scope: WriteScope, write: () => Promise<T>): Promise<T>;
+  /**
+   * What the writes that moved the generation past `since` may have changed:
+   * per site the earliest event time (the sites not named: nothing), or
+   * undefined when one of them did not say (or `since` is older than the moves
+   * remembered). Only meaningful while no write is in progress.
+   */
+  changedSince(since: number): Map<string, number> | undefined;
   /**
    * `target` with each method call counted as a write: its start and its end
    * (a promise's settling) move the generation; an object it returns (an
@@ -61,15 +90,30 @@ function methodNames(target: object): string[] {
   return list;
 }
 
+/** Moves remembered for {@link WriteGeneration.changedSince}: a feed's batch makes a few. */
+const MOVES_KEPT = 4_096;
+
 /** Creates a generation at 0 with no write in progress. */
 export function createWriteGeneration(): WriteGeneration {
   let value = 0;
   let inProgress = 0;
-  const listeners: (() => void)[] = [];
-  const bump = () => {
+  const listeners: ((scope: WriteScope | undefined) => void)[] = [];
+  /** The scope of the write in progress, if it said one. */
+  let active: WriteScope | undefined;
+  let scopedWrites = 0;
+  /** The scope of each remembered move (index: its value − 1 − `forgotten`); undefined: anything. */
+  const moves: (WriteScope | undefined)[] = [];
+  let forgotten = 0;
+  const move = (scope: WriteScope | undefined) => {
     value += 1;
-    for (const l of listeners) l();
+    moves.push(scope);
+    if (moves.length > MOVES_KEPT) {
+      moves.splice(0, moves.length - MOVES_KEPT);
+      forgotten = value - MOVES_KEPT;
+    }
+    for (const l of listeners) l(scope);
   };
+  const bump = () => move(active);
   const watched = new WeakSet<object>();
   const watch = <T extends object>(target: T): T => {
     if (watched.has(target)) return target;
@@ -113,9 +157,34 @@ export function createWriteGeneration(): WriteGeneration {
     get writing() {
       return inProgress > 0;
     },
-    bump,
+    // A move not made through a watched object (a rewrite's swap) may change anything.
+    bump: () => move(undefined),
     onChange(listener) {
       listeners.push(listener);
+    },
+    async scoped(scope, write) {
+      // Two writes at once (none does: the feed's batches run one by one on the
+      // writer) could not be told apart: their moves then count as anything.
+      scopedWrites += 1;
+      active = scopedWrites === 1 && inProgress === 0 ? scope : undefined;
+      try {
+        return await write();
+      } finally {
+        scopedWrites -= 1;
+        active = undefined;
+      }
+    },
+    changedSince(since) {
+      if (since < forgotten) return undefined;
+      const changed = new Map<string, number>();
+      for (let v = since; v < value; v++) {
+        const scope = moves[v - forgotten];
+        if (scope === undefined) return undefined;
+        for (const [site, at] of scope.sites) {
+          changed.set(site, Math.min(at, changed.get(site) ?? Number.POSITIVE_INFINITY));
+        }
+      }
+      return changed;
     },
     watch,
   };

@@ -14,6 +14,7 @@ import {
   openAnalyticsStore,
 } from "../../../../src/store/duckdb/analytics-store.js";
 import { BITMAP_HEADROOM } from "../../../../src/store/duckdb/visitor-count.js";
+import { rebuildVisits } from "../../../../src/store/duckdb/visits-maintenance.js";
 
 /** A store whose connections answer only when the test says, and reject when interrupted. */
 function heldStore() {
@@ -118,6 +119,7 @@ describe("how the engine counts visitors", () => {
             '/p' || ${seq} AS page, 'https://example.com/' AS url, 0 AS received_at, 'v${vid}' AS visitor_id, ${dv} AS dv`);
       for (const i of [0, 1, 2]) await add(i, i, i);
       await s.writer.run("INSERT INTO visitor_numbers SELECT 's1', i, i FROM range(3) t(i)");
+      await rebuildVisits(s.writer);
       const ran: string[] = [];
       const recording = recordingStore(s, (st) => ran.push(st.sql));
       const engine = createDuckDbAnalytics({ analytics: recording, timeoutMs: 60_000, perSite: 4 });
@@ -126,22 +128,32 @@ describe("how the engine counts visitors", () => {
         dimensions: QueryPlan["dimensions"],
         days = 1,
         filters: QueryPlan["filters"] = [],
+        metrics: QueryPlan["metrics"] = ["visitors"],
       ) => {
         ran.length = 0;
         const r = await engine.query({
           ...plan("s1"),
+          metrics,
           dimensions,
           filters,
           period: { from: 0, to: days * 86_400_000 },
         });
         const ways = ran
           .filter((sql) => sql.includes("FROM events e"))
-          .map((sql) => (sql.includes("bitstring_agg(x.dv, 0, ") ? "bitmap" : "hash"));
+          .map((sql) => (/bitstring_agg\([xv]\.dv, 0, /.test(sql) ? "bitmap" : "hash"));
         return { ways, total: r.totals };
       };
       const three = [{ kind: "count", value: 3 }];
-      // A total alone: by key (the bitmap is no faster for one group).
+      // A total alone: by key (the bitmap is no faster for one group)…
       expect(await counted([])).toEqual({ ways: ["hash"], total: three });
+      // …but over whole visits (a metric of visits: the period's visits read
+      // from `visits`, a row each), by bitmap; filtered, by key.
+      const visits = ["visitors", "visits"] as QueryPlan["metrics"];
+      const perVisit = [...three, ...three];
+      expect(await counted([], 1, [], visits)).toEqual({ ways: ["bitmap"], total: perVisit });
+      expect(
+        await counted([], 1, [{ dimension: "page", op: "contains", values: ["/p"] }], visits),
+      ).toEqual({ ways: ["hash"], total: perVisit });
       // Groups by bitmap: one statement, the total from the union of the groups' bitmaps.
       expect(await counted(["page"])).toEqual({ ways: ["bitmap"], total: three });
       // A property's values are not bounded beforehand (the total, the same
@@ -156,10 +168,11 @@ describe("how the engine counts visitors", () => {
       expect((await counted(["time:day"], 7)).ways).toEqual(["bitmap"]);
       expect((await counted(["time:hour"], 30)).ways).toEqual(["hash", "hash"]);
       expect((await counted(["page", "time:day"], 7)).ways).toEqual(["hash", "hash"]);
-      // An event numbered past the highest number plus BITMAP_HEADROOM (as
-      // when the feed numbers many visitors after the highest was read): the
-      // bitmaps fail, the statement runs again by key (rows and total in one).
-      await add(3, 3, 10_000_000 + BITMAP_HEADROOM + 1);
+      // An event numbered past the highest number plus BITMAP_HEADROOM,
+      // rounded up to a multiple of it (as when the feed numbers many visitors
+      // after the highest was read): the bitmaps fail, the statement runs
+      // again by key (rows and total in one).
+      await add(3, 3, 10_000_000 + 2 * BITMAP_HEADROOM);
       expect(await counted(["page"])).toEqual({
         ways: ["bitmap", "hash"],
         total: [{ kind: "count", value: 4 }],

@@ -10,6 +10,8 @@ import { readdirSync, readFileSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import Database from "better-sqlite3";
 import { afterEach, describe, expect, it } from "vitest";
+import { recordingStore } from "../../../../bench/lib/recording-store.mjs";
+import { createDuckDbAnalytics } from "../../../../src/store/duckdb/analytics-engine.js";
 import {
   type AnalyticsFeedOptions,
   createAnalyticsFeed,
@@ -768,6 +770,74 @@ describe("the analytics feed while the file is rewritten", () => {
     expect(await t.moved(reopened)).toEqual(left(25, [3, 5]));
     expect(t.outbox()).toBe(0);
     expect(t.db.prepare("SELECT count(*) AS n FROM analytics_feed").get()).toEqual({ n: 0 });
+  });
+});
+
+describe("the analytics feed's batches of events and the engine's answers", () => {
+  it("says what a batch of events changed: an answer over earlier times is kept, one whose visit or events the batch reaches, or whose site a log entry touches, is computed again", async () => {
+    const t = setUp();
+    const a = await t.analytics();
+    await t.initialize(a);
+    const f = t.feed(a);
+    const MIN = 60_000;
+    const DAY = 86_400_000;
+    const event = t.db.prepare(
+      "INSERT INTO events (site_id, name, url, ts, received_at, visitor_id, props) VALUES (?, 'pageview', 'https://example.com/', ?, ?, ?, '{}')",
+    );
+    const add = (site: string, visitor: string, ts: number) => event.run(site, ts, ts, visitor);
+    const ran: string[] = [];
+    const engine = createDuckDbAnalytics({
+      analytics: recordingStore(a, (st: { sql: string }) => ran.push(st.sql)),
+      timeoutMs: 60_000,
+      perSite: 4,
+    });
+    /** Visitors, visits and bounce rate of day 1 on s1, and whether its traffic statements ran. */
+    const dayOne = async () => {
+      ran.length = 0;
+      const r = await engine.query({
+        siteId: "s1",
+        timeZone: "UTC",
+        metrics: ["visitors", "visits", "bounce_rate"],
+        dimensions: [],
+        filters: [],
+        period: { from: DAY, to: 2 * DAY },
+        model: "first_touch",
+        orderBy: [{ field: "visitors", desc: true }],
+        limit: 10,
+        offset: 0,
+      });
+      return {
+        totals: r.totals.map((m) => ("value" in m ? m.value : m)),
+        computed: ran.some((sql) => sql.includes("FROM visits")),
+      };
+    };
+    add("s1", "a", 2 * DAY - 10 * MIN);
+    add("s1", "b", DAY + 60 * MIN);
+    await f.runOnce();
+    expect(await dayOne()).toEqual({ totals: [2, 2, 100], computed: true });
+    expect(await dayOne()).toEqual({ totals: [2, 2, 100], computed: false });
+    // Later events of s1 (a visit of its own), and events of another site: kept.
+    add("s1", "c", 2 * DAY + 40 * MIN);
+    add("s2", "a", DAY + 60 * MIN);
+    await f.runOnce();
+    expect(await dayOne()).toEqual({ totals: [2, 2, 100], computed: false });
+    // An event after day 1 that extends a's visit, which began in day 1 (20
+    // minutes later): the visit has two events now, so it is no bounce.
+    add("s1", "a", 2 * DAY + 10 * MIN);
+    await f.runOnce();
+    expect(await dayOne()).toEqual({ totals: [2, 2, 50], computed: true });
+    expect(await dayOne()).toEqual({ totals: [2, 2, 50], computed: false });
+    // A late event inside day 1: computed again.
+    add("s1", "d", DAY + 2 * 60 * MIN);
+    await f.runOnce();
+    expect(await dayOne()).toEqual({ totals: [3, 3, 66.67], computed: true });
+    // A log entry (b erased) may change anything: computed again.
+    t.db
+      .prepare("INSERT INTO analytics_feed (kind, site_id, key, ref) VALUES (5, 's1', 'b', NULL)")
+      .run();
+    await f.runOnce();
+    expect(await dayOne()).toEqual({ totals: [2, 2, 50], computed: true });
+    await f.stop();
   });
 });
 

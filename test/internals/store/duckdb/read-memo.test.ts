@@ -117,6 +117,42 @@ describe("the read memo", () => {
     expect(a.ran).toHaveLength(4);
   });
 
+  it("keeps an answer that says what it reads past the writes that changed none of it, and only those", async () => {
+    const s = await store();
+    const memo = createReadMemo(s);
+    const a = counted(await s.connect());
+    const COUNT = "SELECT count(*)::INTEGER FROM t";
+    const ask = async () => [
+      await memo.reads(a.conn).rows(SUM, [], { siteId: "s1", before: 1_000 }),
+      await memo.reads(a.conn).rows(COUNT),
+    ];
+    expect(await ask()).toEqual([[[3]], [[2]]]);
+    expect(a.ran).toEqual([SUM, COUNT]);
+    /** A write on the store's writer that says it changed `sites` (site → earliest time). */
+    const write = (sites: [string, number][]) => {
+      const scope = { sites: new Map<string, number>() };
+      return s.scopedWrite(scope, async () => {
+        await s.writer.run("INSERT INTO t VALUES (0)");
+        for (const [site, at] of sites) scope.sites.set(site, at);
+      });
+    };
+    // Later times of the site, another site: the scoped answer stays, the other is asked again.
+    await write([
+      ["s1", 1_000],
+      ["s2", 0],
+    ]);
+    expect(await ask()).toEqual([[[3]], [[3]]]);
+    expect(a.ran).toEqual([SUM, COUNT, COUNT]);
+    // A time the answer reads: asked again.
+    await write([["s1", 999]]);
+    expect(await ask()).toEqual([[[3]], [[4]]]);
+    expect(a.ran).toEqual([SUM, COUNT, COUNT, SUM, COUNT]);
+    // A write that says nothing: asked again.
+    await s.writer.run("INSERT INTO t VALUES (10)");
+    expect(await ask()).toEqual([[[13]], [[5]]]);
+    expect(a.ran).toEqual([SUM, COUNT, COUNT, SUM, COUNT, SUM, COUNT]);
+  });
+
   it("shares a table between connections, and drops it once its generation passed and no query holds it", async () => {
     const s = await store();
     const memo = createReadMemo(s);

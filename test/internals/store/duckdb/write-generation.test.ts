@@ -55,4 +55,73 @@ describe("the write generation", () => {
     expect(g.value).toBe(9);
     expect(seen).toEqual([9]);
   });
+
+  it("tells what the writes since a generation changed: per site the earliest time a scoped write names, anything once one did not say", async () => {
+    const g = createWriteGeneration();
+    const w = g.watch(new Writer());
+    const scopes: unknown[] = [];
+    g.onChange((scope) => scopes.push(scope));
+    await w.run();
+    const a = g.value;
+    expect(g.changedSince(a)).toEqual(new Map());
+    // The scope is filled in while the write runs: read once it ended.
+    const first = { sites: new Map<string, number>() };
+    await g.scoped(first, async () => {
+      await w.run();
+      first.sites.set("s1", 5_000);
+      await w.run();
+    });
+    expect(g.changedSince(a)).toEqual(new Map([["s1", 5_000]]));
+    expect(scopes.slice(-4)).toEqual([first, first, first, first]);
+    const b = g.value;
+    await g.scoped(
+      {
+        sites: new Map([
+          ["s1", 3_000],
+          ["s2", 9_000],
+        ]),
+      },
+      () => w.run(),
+    );
+    expect(g.changedSince(b)).toEqual(
+      new Map([
+        ["s1", 3_000],
+        ["s2", 9_000],
+      ]),
+    );
+    expect(g.changedSince(a)).toEqual(
+      new Map([
+        ["s1", 3_000],
+        ["s2", 9_000],
+      ]),
+    );
+    // A write that says nothing, or an explicit move (a rewrite's swap): anything.
+    const c = g.value;
+    await w.run();
+    expect(g.changedSince(a)).toBeUndefined();
+    expect(g.changedSince(c)).toBeUndefined();
+    const d = g.value;
+    g.bump();
+    expect(g.changedSince(d)).toBeUndefined();
+    expect(scopes.at(-1)).toBeUndefined();
+    // Two writes at once cannot be told apart: the second's moves count as anything.
+    const e = g.value;
+    let release: () => void = () => {};
+    const held = new Promise<void>((r) => {
+      release = r;
+    });
+    const outer = g.scoped({ sites: new Map([["s1", 1]]) }, async () => {
+      await w.run();
+      await held;
+    });
+    const inner = g.scoped({ sites: new Map([["s2", 1]]) }, () => w.run());
+    await inner;
+    release();
+    await outer;
+    expect(g.changedSince(e)).toBeUndefined();
+    // Moves older than those remembered: anything.
+    for (let i = 0; i < 2_100; i++) await g.scoped({ sites: new Map() }, () => w.run());
+    expect(g.changedSince(g.value - 4_000)).toEqual(new Map());
+    expect(g.changedSince(e)).toBeUndefined();
+  });
 });
