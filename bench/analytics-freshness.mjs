@@ -25,6 +25,8 @@ const { dbPath, siteId, key } = await freshTenant(DIST, dir);
 const server = await startServer({
   dist: DIST,
   dbPath,
+  // A CPU profile of the server (bench/cpuprofile-summary.mjs reads it).
+  profDir: process.env.BENCH_CPU_PROF_DIR,
   env: Object.fromEntries(
     Object.entries(process.env).filter(([name]) => name.startsWith("ANALYTICS_")),
   ),

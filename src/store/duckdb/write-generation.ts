@@ -90,8 +90,12 @@ function methodNames(target: object): string[] {
   return list;
 }
 
-/** Moves remembered for {@link WriteGeneration.changedSince}: a feed's batch makes a few. */
-const MOVES_KEPT = 4_096;
+/**
+ * Runs of moves remembered for {@link WriteGeneration.changedSince}: one per
+ * write (a feed's batch moves the generation twice per appended row, all
+ * under one scope), so the moves of the last thousand writes or so.
+ */
+const RUNS_KEPT = 1_024;
 
 /** Creates a generation at 0 with no write in progress. */
 export function createWriteGeneration(): WriteGeneration {
@@ -101,15 +105,21 @@ export function createWriteGeneration(): WriteGeneration {
   /** The scope of the write in progress, if it said one. */
   let active: WriteScope | undefined;
   let scopedWrites = 0;
-  /** The scope of each remembered move (index: its value − 1 − `forgotten`); undefined: anything. */
-  const moves: (WriteScope | undefined)[] = [];
+  /**
+   * The remembered moves as runs under one scope (undefined: anything): a
+   * run holds the moves after the previous run's `through` up to its own.
+   */
+  const runs: { through: number; scope: WriteScope | undefined }[] = [];
+  /** The moves up to this value are forgotten. */
   let forgotten = 0;
   const move = (scope: WriteScope | undefined) => {
     value += 1;
-    moves.push(scope);
-    if (moves.length > MOVES_KEPT) {
-      moves.splice(0, moves.length - MOVES_KEPT);
-      forgotten = value - MOVES_KEPT;
+    const last = runs[runs.length - 1];
+    // A batch's thousands of moves extend one run: each move costs the same whatever came before.
+    if (last !== undefined && last.scope === scope) last.through = value;
+    else {
+      runs.push({ through: value, scope });
+      if (runs.length > RUNS_KEPT) forgotten = (runs.shift() as { through: number }).through;
     }
     for (const l of listeners) l(scope);
   };
@@ -177,10 +187,12 @@ export function createWriteGeneration(): WriteGeneration {
     changedSince(since) {
       if (since < forgotten) return undefined;
       const changed = new Map<string, number>();
-      for (let v = since; v < value; v++) {
-        const scope = moves[v - forgotten];
-        if (scope === undefined) return undefined;
-        for (const [site, at] of scope.sites) {
+      // The runs holding a move past `since`: the last ones.
+      for (let i = runs.length - 1; i >= 0; i--) {
+        const run = runs[i] as (typeof runs)[number];
+        if (run.through <= since) break;
+        if (run.scope === undefined) return undefined;
+        for (const [site, at] of run.scope.sites) {
           changed.set(site, Math.min(at, changed.get(site) ?? Number.POSITIVE_INFINITY));
         }
       }

@@ -119,9 +119,18 @@ describe("the write generation", () => {
     release();
     await outer;
     expect(g.changedSince(e)).toBeUndefined();
-    // Moves older than those remembered: anything.
-    for (let i = 0; i < 2_100; i++) await g.scoped({ sites: new Map() }, () => w.run());
-    expect(g.changedSince(g.value - 4_000)).toEqual(new Map());
-    expect(g.changedSince(e)).toBeUndefined();
+    // A write's moves are remembered as one run (an appender's rows move it
+    // twice each), the last 1,024 runs; moves older than those: anything.
+    const f = g.value;
+    const ap = await g.scoped({ sites: new Map([["s3", 7]]) }, async () => {
+      const a = await w.createAppender();
+      for (let i = 0; i < 10_000; i++) a.endRow();
+      return a;
+    });
+    expect(ap.rows).toBe(10_000);
+    expect(g.changedSince(f)).toEqual(new Map([["s3", 7]]));
+    for (let i = 0; i < 1_100; i++) await g.scoped({ sites: new Map() }, () => w.run());
+    expect(g.changedSince(g.value - 2_000)).toEqual(new Map());
+    expect(g.changedSince(f)).toBeUndefined();
   });
 });
