@@ -26,7 +26,7 @@ import { errors } from "../../domain/errors.js";
 import { UNATTRIBUTED } from "../../domain/vocabulary.js";
 import type { AnalyticsStore } from "./analytics-store.js";
 import { countEvents, createEventPager, pageEvents } from "./event-reads.js";
-import { createReadMemo, directReads, type QueryReads, type ReadScope } from "./read-memo.js";
+import { createReadMemo, directReads, periodScope, type QueryReads } from "./read-memo.js";
 import {
   DIMENSIONS,
   HASHED_VISITORS,
@@ -765,16 +765,6 @@ async function sideStatement(
     bitmaps,
   };
 }
-
-/**
- * What a statement over `period`'s traffic rows reads (trafficRows,
- * wholeVisits): the site's events before the period's end, and its visits
- * that start before it.
- */
-export const periodScope = (siteId: string, period: Interval): ReadScope => ({
-  siteId,
-  before: period.to,
-});
 
 /** Runs one plan's period: its rows by their dimension key, and its totals. */
 async function runPeriod(

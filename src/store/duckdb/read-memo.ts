@@ -57,6 +57,16 @@ export interface ReadScope {
   before: number;
 }
 
+/**
+ * The scope of a statement over a period's traffic rows (the engine's
+ * trafficRows, wholeVisits): the site's events before the period's end, and
+ * its visits that start before it.
+ */
+export const periodScope = (siteId: string, period: { to: number }): ReadScope => ({
+  siteId,
+  before: period.to,
+});
+
 /** One query's reads on its connection, through the memo. */
 export interface QueryReads {
   readonly conn: DuckDBConnection;
@@ -158,6 +168,12 @@ export function createReadMemo(source: GenerationSource, options: ReadMemoOption
 
   /** Whether a retired table may be waiting for its drop (set on retiring or releasing one). */
   let passedTables = false;
+  /** The generation's tables get no new reader; each is dropped once none holds it. */
+  const retireTables = () => {
+    for (const t of tables.values()) t.retired = true;
+    if (tables.size > 0) passedTables = true;
+    tables = new Map();
+  };
   /**
    * Lets go of what the generation before kept: its tables (once no query
    * reads them), and its answers but those whose scope the writes since left
@@ -182,9 +198,7 @@ export function createReadMemo(source: GenerationSource, options: ReadMemoOption
       keptRows -= kept.get(p) ?? 0;
       kept.delete(p);
     }
-    for (const t of tables.values()) t.retired = true;
-    if (tables.size > 0) passedTables = true;
-    tables = new Map();
+    retireTables();
   };
 
   /** Whether a read may use or keep pieces now: the generation it follows, or none while a write runs. */
@@ -228,11 +242,7 @@ export function createReadMemo(source: GenerationSource, options: ReadMemoOption
     // A write that may change anything passes everything now (an erasure's rows
     // do not stay in memory); a scoped one is weighed at the next read, once it ended.
     if (scope === undefined && (answers.size > 0 || tables.size > 0)) pass();
-    else if (scope !== undefined && tables.size > 0) {
-      for (const t of tables.values()) t.retired = true;
-      passedTables = true;
-      tables = new Map();
-    }
+    else if (scope !== undefined) retireTables();
     dropPassed();
   });
 

@@ -10,7 +10,7 @@ import type {
   TimeGrain,
 } from "../../domain/analytics/query-plan.js";
 import { CHANNELS } from "../../domain/attribution/channels.js";
-import type { QueryReads } from "./read-memo.js";
+import { periodScope, type QueryReads } from "./read-memo.js";
 import {
   bitmapVisitors,
   DIMENSIONS,
@@ -122,10 +122,11 @@ async function dimensionBound(
     ? `SELECT count(DISTINCT ${column}) FROM visits WHERE site_id = $1 AND v_end >= $2 AND v_start < $3`
     : `SELECT count(DISTINCT ${column}) FROM events WHERE site_id = $1 AND ts >= $2 AND ts < $3`;
   const [n] = (
-    await q.rows(sql, [plan.siteId, BigInt(period.from), BigInt(period.to)], {
-      siteId: plan.siteId,
-      before: period.to,
-    })
+    await q.rows(
+      sql,
+      [plan.siteId, BigInt(period.from), BigInt(period.to)],
+      periodScope(plan.siteId, period),
+    )
   )[0] ?? [0];
   return Number(n) + 1;
 }

@@ -237,17 +237,18 @@ export async function refreshVisits(
     LEFT JOIN visits v ON v.site_id = t.site_id AND v.vid = t.vid AND v.v_end >= t.from_ts - ${VISIT_GAP_MS}
       AND v.v_end >= ${reach}
     GROUP BY t.site_id, t.vid`);
-  const [lowest, fresh] = (
-    await conn.runAndReadAll(
-      "SELECT min(s) FILTER (WHERE known), count(*) FILTER (WHERE NOT known) FROM visit_bounds",
-    )
-  ).getRows()[0] ?? [null, 0n];
-  if (reached) {
-    const r = await conn.runAndReadAll("SELECT site_id, min(s) FROM visit_bounds GROUP BY site_id");
-    for (const [site, s] of r.getRows()) {
-      const at = Number(s);
-      reached.set(String(site), Math.min(at, reached.get(String(site)) ?? at));
-    }
+  // Per site (one read of the bounds): where its re-derivation starts, and its
+  // visitors with no visit in reach. `reached` takes the former.
+  let lowest: bigint | null = null;
+  let fresh = 0;
+  const bySite = await conn.runAndReadAll(
+    "SELECT site_id, min(s), min(s) FILTER (WHERE known), count(*) FILTER (WHERE NOT known) FROM visit_bounds GROUP BY site_id",
+  );
+  for (const [site, s, known, unknown] of bySite.getRows()) {
+    if (known !== null && (lowest === null || (known as bigint) < lowest)) lowest = known as bigint;
+    fresh += Number(unknown);
+    const at = Number(s);
+    reached?.set(String(site), Math.min(at, reached.get(String(site)) ?? at));
   }
   const columns = VISIT_INPUT.map((c) => `e.${c}`).join(", ");
   const sources: string[] = [];
@@ -257,9 +258,9 @@ export async function refreshVisits(
         AND visits.v_end >= ${reach}`);
     // The plain bound lets DuckDB skip the row groups before it (events come in time order).
     sources.push(`SELECT ${columns} FROM events e JOIN visit_bounds b ON e.site_id = b.site_id AND e.vid = b.vid
-      WHERE b.known AND e.ts >= b.s AND e.ts >= ${BigInt(lowest as bigint)}`);
+      WHERE b.known AND e.ts >= b.s AND e.ts >= ${lowest}`);
   }
-  if (Number(fresh) > 0) {
+  if (fresh > 0) {
     sources.push(`SELECT ${columns} FROM events e JOIN visit_bounds b ON e.site_id = b.site_id AND e.vid = b.vid
       WHERE NOT b.known AND e.seq > ${BigInt(appendedAfter ?? 0)} AND e.ts >= b.s`);
   }
