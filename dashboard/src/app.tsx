@@ -253,6 +253,9 @@ function SiteView(props: {
     );
   }
   if (answer.state === "loading") return <p role="status">Loading…</p>;
+  // A refused token signs out (the effect above): the sign-in screen says why,
+  // so this view shows no alert of its own for the frame before it goes.
+  if (answer.state === "error" && answer.auth) return <p role="status">Signing out…</p>;
   if (answer.state === "error") {
     return (
       <p class="error" role="alert">
