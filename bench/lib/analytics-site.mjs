@@ -308,6 +308,19 @@ export function directQueries(siteId, now) {
       windowMs: 90 * DAY,
       model: "first_touch",
     },
+    // The dashboard's goal funnel (dashboard/src/query-view.tsx), over its default 30 days.
+    "goal funnel: any page, signup (30d)": {
+      siteId,
+      timeZone: "UTC",
+      steps: [
+        { kind: "page_prefix", value: "/", filters: [], label: "any page" },
+        { kind: "event", value: "signup", filters: [], label: "signup" },
+      ],
+      filters: [],
+      period: period(30),
+      windowMs: 30 * DAY,
+      model: "first_touch",
+    },
   };
   return { queries, funnels };
 }

@@ -1154,7 +1154,7 @@ async function runFunnel(q: QueryReads, plan: FunnelPlan): Promise<FunnelResult>
     [step1] =
       (
         await q.rows(
-          `WITH ${one.x} SELECT count(DISTINCT x.vk) FROM x WHERE ${one.where(0)}`,
+          `WITH ${one.x} SELECT count(*) FROM (SELECT x.dv FROM x WHERE ${one.where(0)} GROUP BY x.dv)`,
           p1.values,
           periodScope(plan.siteId, plan.period),
         )
@@ -1163,24 +1163,30 @@ async function runFunnel(q: QueryReads, plan: FunnelPlan): Promise<FunnelResult>
   const p = new Params();
   const { x, where } = stepRows(p);
   const window = p.add(BigInt(plan.windowMs));
-  const walkers = narrow ? ` AND x.vk IN (SELECT x.vk FROM x WHERE ${where(1)})` : "";
+  // Visitors are walked by their dense number on the site (visitor-numbers.ts,
+  // `k`), not their 64-bit key: the first step's group by it is a perfect hash
+  // (analytics-store.ts, PERFECT_HASH_BITS), and the joins sort 4 bytes. The
+  // completers' keys are looked up by number for their revenue alone.
+  const walkers = narrow ? ` AND x.dv IN (SELECT x.dv FROM x WHERE ${where(1)})` : "";
+  // An event's place in its visitor's order: its time, then its order stored.
+  // Its time is the place's high 64 bits, so no column carries it beside.
   const events = (k: number) =>
-    `SELECT x.vk, x.ts, (x.ts::HUGEINT << 64) + x.seq AS o FROM x WHERE ${where(k)}${k === 0 ? walkers : ""}`;
-  // Run columns: the order `o{k}` and time `t{k}` of its step-k event (0-based).
+    `SELECT x.dv AS k, (x.ts::HUGEINT << 64) + x.seq AS o FROM x WHERE ${where(k)}${k === 0 ? walkers : ""}`;
+  const time = (o: string) => `(${o} >> 64)::BIGINT`;
+  // Run columns: the place `o{k}` of its step-k event (0-based).
   const steps = [
     `r0 AS (
       ${
         firstOnly
-          ? `SELECT vk, min(o) AS o0, arg_min(ts, o) AS t0 FROM (${events(0)}) GROUP BY vk`
-          : `SELECT vk, o AS o0, ts AS t0 FROM (${events(0)})`
+          ? `SELECT k, min(o) AS o0 FROM (${events(0)}) GROUP BY k`
+          : `SELECT k, o AS o0 FROM (${events(0)})`
       }
     )`,
   ];
   for (let k = 1; k < n; k++) {
     steps.push(`r${k} AS (
-      SELECT r.*, CASE WHEN b.ts - r.t0 <= ${window} THEN b.o END AS o${k},
-        CASE WHEN b.ts - r.t0 <= ${window} THEN b.ts END AS t${k}
-      FROM r${k - 1} r ASOF LEFT JOIN (${events(k)}) b ON r.vk = b.vk AND b.o > r.o${k - 1}
+      SELECT r.*, CASE WHEN ${time("b.o")} - ${time("r.o0")} <= ${window} THEN b.o END AS o${k}
+      FROM r${k - 1} r ASOF LEFT JOIN (${events(k)}) b ON r.k = b.k AND b.o > r.o${k - 1}
     )`);
   }
   const reach = plan.steps
@@ -1191,9 +1197,9 @@ async function runFunnel(q: QueryReads, plan: FunnelPlan): Promise<FunnelResult>
     `CREATE OR REPLACE TEMP TABLE funnel_runs AS
     WITH ${x},
     ${steps.join(",\n    ")}
-    SELECT vk, 1${reach} AS len, ${plan.steps.map((_, i) => `t${i}`).join(", ")}
+    SELECT k, 1${reach} AS len, ${plan.steps.map((_, i) => `${time(`o${i}`)} AS t${i}`).join(", ")}
     FROM r${n - 1}
-    ${firstOnly ? "" : "QUALIFY row_number() OVER (PARTITION BY vk ORDER BY len DESC, o0) = 1"}`,
+    ${firstOnly ? "" : "QUALIFY row_number() OVER (PARTITION BY k ORDER BY len DESC, o0) = 1"}`,
     p.values,
   );
   // Each step's count, and the two middle gaps (ms) from the previous step: the
@@ -1251,7 +1257,8 @@ async function runFunnel(q: QueryReads, plan: FunnelPlan): Promise<FunnelResult>
       await conn.runAndReadAll(
         `SELECT coalesce(sum(CASE WHEN kind = 'charge' THEN share ELSE -share END), 0)::BIGINT
          FROM ${sharesOf(table, plan.currency, (v) => p.add(v))}
-         WHERE touch_vk IN (SELECT vk FROM funnel_runs WHERE len = ${n})`,
+         WHERE touch_vk IN (SELECT vid FROM visitor_numbers
+           WHERE site_id = ${p.add(plan.siteId)} AND dv IN (SELECT k FROM funnel_runs WHERE len = ${n}))`,
         p.values,
       )
     ).getRows()[0] ?? [0n];
