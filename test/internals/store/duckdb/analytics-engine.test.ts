@@ -110,7 +110,7 @@ describe("the analytics engine's guards", () => {
 });
 
 describe("how the engine counts visitors", () => {
-  it("by bitmaps of their numbers while the groups times the site's numbers stay within 32 MiB and nothing filters, else by their keys; by key again when a number passed the bitmaps' top", async () => {
+  it("by bitmaps of their numbers while the groups times the site's numbers stay within 32 MiB, filtered or not, else by their keys; by key again when a number passed the bitmaps' top", async () => {
     const s = await openAnalyticsStore({ path: ":memory:", threads: 1, memoryLimit: "256MB" });
     try {
       const add = (seq: number, vid: number, dv: number) =>
@@ -159,9 +159,9 @@ describe("how the engine counts visitors", () => {
       // A property's values are not bounded beforehand (the total, the same
       // statement as the first query's, comes from the memo).
       expect(await counted(["prop:plan"])).toEqual({ ways: ["hash"], total: three });
-      // A filter: one statement, by key.
+      // Filtered groups: by bitmap too, the total from their union.
       const slash = [{ dimension: "page" as const, op: "contains" as const, values: ["/p"] }];
-      expect(await counted(["page"], 1, slash)).toEqual({ ways: ["hash"], total: three });
+      expect(await counted(["page"], 1, slash)).toEqual({ ways: ["bitmap"], total: three });
       // 10,000,001 numbers: 11 groups of days fit (110M bits), 722 hours do not.
       await s.writer.run("INSERT INTO visitor_numbers VALUES ('s1', 99, 10000000)");
       // (A write: the memo starts again; by key, the rows' statement, then the total's.)
