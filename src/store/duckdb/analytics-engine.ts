@@ -26,6 +26,7 @@ import { errors } from "../../domain/errors.js";
 import { UNATTRIBUTED } from "../../domain/vocabulary.js";
 import type { AnalyticsStore } from "./analytics-store.js";
 import { countEvents, createEventPager, pageEvents } from "./event-reads.js";
+import { withPerfectHash } from "./perfect-hash.js";
 import { createReadMemo, directReads, periodScope, type QueryReads } from "./read-memo.js";
 import {
   DIMENSIONS,
@@ -1151,12 +1152,15 @@ async function runFunnel(q: QueryReads, plan: FunnelPlan): Promise<FunnelResult>
   if (narrow) {
     const p1 = new Params();
     const one = stepRows(p1, 1);
+    // Counted from the groups by number, in a perfect table (perfect-hash.ts).
     [step1] =
       (
-        await q.rows(
-          `WITH ${one.x} SELECT count(*) FROM (SELECT x.dv FROM x WHERE ${one.where(0)} GROUP BY x.dv)`,
-          p1.values,
-          periodScope(plan.siteId, plan.period),
+        await withPerfectHash(conn, () =>
+          q.rows(
+            `WITH ${one.x} SELECT count(*) FROM (SELECT x.dv FROM x WHERE ${one.where(0)} GROUP BY x.dv)`,
+            p1.values,
+            periodScope(plan.siteId, plan.period),
+          ),
         )
       )[0] ?? [];
   }
@@ -1164,9 +1168,10 @@ async function runFunnel(q: QueryReads, plan: FunnelPlan): Promise<FunnelResult>
   const { x, where } = stepRows(p);
   const window = p.add(BigInt(plan.windowMs));
   // Visitors are walked by their dense number on the site (visitor-numbers.ts,
-  // `k`), not their 64-bit key: the first step's group by it is a perfect hash
-  // (analytics-store.ts, PERFECT_HASH_BITS), and the joins sort 4 bytes. The
-  // completers' keys are looked up by number for their revenue alone.
+  // `k`), not their 64-bit key: the first step's group and the joins hash and
+  // sort 4 bytes. (Not in a perfect table: its state would take 64 MiB
+  // outside DuckDB's memory limit, perfect-hash.ts.) The completers' keys are
+  // looked up by number for their revenue alone.
   const walkers = narrow ? ` AND x.dv IN (SELECT x.dv FROM x WHERE ${where(1)})` : "";
   // An event's place in its visitor's order: its time, then its order stored.
   // Its time is the place's high 64 bits, so no column carries it beside.

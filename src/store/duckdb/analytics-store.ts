@@ -219,26 +219,11 @@ export function analyticsPathBeside(sqlitePath: string): string {
 /** The rewrite's copy beside the file, removed at open when a crash left it half-written. */
 const compactPathOf = (path: string) => `${path}.compact`;
 
-/**
- * Group keys of up to this many bits in all (by the columns' statistics)
- * are grouped in a perfect hash table, a slot per possible key, instead of
- * hashing (DuckDB's `perfect_ht_threshold`, 12 by default). Set for the
- * visitors' dense numbers (visitor-numbers.ts): a site of up to 2^20
- * visitors (about 1M) groups by them in a table of 2^20 slots per thread
- * (for a funnel's first step, 24 bytes each: 24 MiB). Measured at 10M
- * events, 1M visitors (docs/performance.md, "Funnels walked by dense
- * numbers"): the visitors with a pageview over 90 days 250 ms → 57, the
- * three-step funnel's walk 0.98 s → 0.57. A larger site's numbers take
- * more bits and are hashed as before: 2^24 slots would pass the memory limit.
- */
-const PERFECT_HASH_BITS = 20;
-
 /** Opens an instance of the file and its writer connection. */
 async function openInstance(options: AnalyticsStoreOptions) {
   const instance = await DuckDBInstance.create(options.path, {
     threads: String(options.threads),
     memory_limit: options.memoryLimit,
-    perfect_ht_threshold: String(PERFECT_HASH_BITS),
   });
   try {
     return { instance, writer: await instance.connect() };

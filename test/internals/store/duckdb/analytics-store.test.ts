@@ -118,38 +118,6 @@ describe("the analytics file", () => {
     reopened.close();
   });
 
-  it("groups by up to 20 bits of keys (a site's dense visitor numbers) in a perfect hash table on every connection, past 20 by hashing", async () => {
-    const dir = mkdtempSync(join(tmpdir(), "analytics-store-"));
-    dirs.push(dir);
-    const store = await openAnalyticsStore({
-      path: join(dir, "analytics.duckdb"),
-      threads: 1,
-      memoryLimit: "256MB",
-    });
-    try {
-      // Numbers up to 999,000 (a site of about 1M visitors: 20 bits), and past 2^20.
-      await store.writer.run(
-        "CREATE TABLE n AS SELECT range::INTEGER AS dv, (range * 2)::INTEGER AS wide FROM range(0, 1000000, 1000)",
-      );
-      const conn = await store.connect();
-      try {
-        const plan = async (column: string) =>
-          (await conn.runAndReadAll(`EXPLAIN SELECT ${column}, count(*) FROM n GROUP BY ${column}`))
-            .getRows()
-            .map((r) => String(r[1]))
-            .join("\n");
-        expect(await plan("dv")).toContain("PERFECT_HASH_GROUP_BY");
-        expect(await plan("wide")).not.toContain("PERFECT_HASH_GROUP_BY");
-        const setting = await conn.runAndReadAll("SELECT current_setting('perfect_ht_threshold')");
-        expect(setting.getRows()).toEqual([[20n]]);
-      } finally {
-        conn.closeSync();
-      }
-    } finally {
-      store.close();
-    }
-  });
-
   it("tells a lock held by another process from other failures", () => {
     expect(
       isHeldByAnotherProcess(
