@@ -294,33 +294,27 @@ export function directQueries(siteId, now) {
       orderBy: [{ field: "channel", desc: false }],
     }),
   };
+  /** A funnel of `steps` ([kind, value, label]) over the last `days`, its window the period. */
+  const funnel = (days, steps) => ({
+    siteId,
+    timeZone: "UTC",
+    steps: steps.map(([kind, value, label]) => ({ kind, value, filters: [], label })),
+    filters: [],
+    period: period(days),
+    windowMs: days * DAY,
+    model: "first_touch",
+  });
   const funnels = {
-    "three-step funnel: landing, /pricing, signup (90d)": {
-      siteId,
-      timeZone: "UTC",
-      steps: [
-        { kind: "page_prefix", value: "/l", filters: [], label: "landing" },
-        { kind: "page", value: "/pricing", filters: [], label: "pricing" },
-        { kind: "event", value: "signup", filters: [], label: "signup" },
-      ],
-      filters: [],
-      period: period(90),
-      windowMs: 90 * DAY,
-      model: "first_touch",
-    },
+    "three-step funnel: landing, /pricing, signup (90d)": funnel(90, [
+      ["page_prefix", "/l", "landing"],
+      ["page", "/pricing", "pricing"],
+      ["event", "signup", "signup"],
+    ]),
     // The dashboard's goal funnel (dashboard/src/query-view.tsx), over its default 30 days.
-    "goal funnel: any page, signup (30d)": {
-      siteId,
-      timeZone: "UTC",
-      steps: [
-        { kind: "page_prefix", value: "/", filters: [], label: "any page" },
-        { kind: "event", value: "signup", filters: [], label: "signup" },
-      ],
-      filters: [],
-      period: period(30),
-      windowMs: 30 * DAY,
-      model: "first_touch",
-    },
+    "goal funnel: any page, signup (30d)": funnel(30, [
+      ["page_prefix", "/", "any page"],
+      ["event", "signup", "signup"],
+    ]),
   };
   return { queries, funnels };
 }
