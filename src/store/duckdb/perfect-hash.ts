@@ -18,8 +18,8 @@ export const PERFECT_HASH_BITS = 20;
  * their key (a count of distinct numbers: 2^20 slots of 5 bytes per thread):
  * DuckDB allocates the table whole, outside its memory limit and without
  * spilling, so a group with a 32-byte state would take 64 MiB at two threads
- * (the funnel's walk took that, and the server's peak RSS rose from 720–740
- * to 840–860 MiB in `bench:first-view`). Measured at 10M events, 1M
+ * (the funnel's walk took that, and the server's peak RSS rose from 739–762
+ * to 802–860 MiB in `bench:first-view`). Measured at 10M events, 1M
  * visitors: the visitors with a pageview over 90 days, `count(DISTINCT vid)`
  * 250 ms, counted from the groups by number in a perfect table 57 ms.
  */
