@@ -12,6 +12,7 @@
  * batch), so the visits commit or roll back with the events that make them.
  */
 import type { DuckDBConnection } from "@duckdb/node-api";
+import { NONE_VALUE } from "../../domain/analytics/query-plan.js";
 import { VISIT_GAP_MS } from "../../domain/analytics/visits.js";
 
 /**
@@ -19,6 +20,14 @@ import { VISIT_GAP_MS } from "../../domain/analytics/visits.js";
  * named `$…`; `v_converted`: whether one is a custom event). A visitor's visits never overlap (more than 30 minutes lie
  * between two), so an event's visit is the one of its site and visitor whose
  * [v_start, v_end] holds its time: the engine joins on that.
+ *
+ * A value the visit lacks (no source, no campaign…) is stored as the
+ * queries' `(none)` (NONE_VALUE), not NULL: every column is then free of
+ * NULLs, which keeps DuckDB's dictionary encoding through scans and groups
+ * (the distinct sources of 5M visits, 80 ms with NULLs → 5 without; sources
+ * grouped with their visitors' bitmaps, 110 → 55: raw SQL at 10M events).
+ * The queries read `coalesce(v_source, '(none)')` as before, so an answer is
+ * the same either way; a file written with NULLs is derived again at open.
  */
 export const VISITS_SCHEMA = `
 CREATE TABLE IF NOT EXISTS visits (
@@ -32,18 +41,18 @@ CREATE TABLE IF NOT EXISTS visits (
   v_counted BIGINT NOT NULL,
   v_converted BOOLEAN NOT NULL,
   v_channel VARCHAR NOT NULL,
-  v_source VARCHAR,
-  v_medium VARCHAR,
-  v_campaign VARCHAR,
-  v_term VARCHAR,
-  v_content VARCHAR,
-  v_referrer VARCHAR,
-  v_landing_page VARCHAR,
-  v_exit_page VARCHAR,
-  v_country VARCHAR,
-  v_device VARCHAR,
-  v_browser VARCHAR,
-  v_os VARCHAR,
+  v_source VARCHAR NOT NULL,
+  v_medium VARCHAR NOT NULL,
+  v_campaign VARCHAR NOT NULL,
+  v_term VARCHAR NOT NULL,
+  v_content VARCHAR NOT NULL,
+  v_referrer VARCHAR NOT NULL,
+  v_landing_page VARCHAR NOT NULL,
+  v_exit_page VARCHAR NOT NULL,
+  v_country VARCHAR NOT NULL,
+  v_device VARCHAR NOT NULL,
+  v_browser VARCHAR NOT NULL,
+  v_os VARCHAR NOT NULL,
   -- The visitor's dense number (visitor-numbers.ts).
   dv INTEGER NOT NULL
 );
@@ -96,18 +105,18 @@ export function visitsSql(src: string): string {
     count(*) FILTER (WHERE NOT starts_with(name, '$')) AS v_counted,
     bool_or(name <> 'pageview' AND NOT starts_with(name, '$')) AS v_converted,
     coalesce(arg_min_null(channel, (ts, seq)), 'Direct') AS v_channel,
-    arg_min_null(source, (ts, seq)) AS v_source,
-    arg_min_null(medium, (ts, seq)) AS v_medium,
-    arg_min_null(campaign, (ts, seq)) AS v_campaign,
-    arg_min_null(term, (ts, seq)) AS v_term,
-    arg_min_null(content, (ts, seq)) AS v_content,
-    arg_min_null(referrer, (ts, seq)) AS v_referrer,
+    coalesce(arg_min_null(source, (ts, seq)), '${NONE_VALUE}') AS v_source,
+    coalesce(arg_min_null(medium, (ts, seq)), '${NONE_VALUE}') AS v_medium,
+    coalesce(arg_min_null(campaign, (ts, seq)), '${NONE_VALUE}') AS v_campaign,
+    coalesce(arg_min_null(term, (ts, seq)), '${NONE_VALUE}') AS v_term,
+    coalesce(arg_min_null(content, (ts, seq)), '${NONE_VALUE}') AS v_content,
+    coalesce(arg_min_null(referrer, (ts, seq)), '${NONE_VALUE}') AS v_referrer,
     coalesce(arg_min(page, (ts, seq)) FILTER (WHERE name = 'pageview'), arg_min(page, (ts, seq))) AS v_landing_page,
     coalesce(arg_max(page, (ts, seq)) FILTER (WHERE name = 'pageview'), arg_max(page, (ts, seq))) AS v_exit_page,
-    arg_min_null(country, (ts, seq)) AS v_country,
-    arg_min_null(device, (ts, seq)) AS v_device,
-    arg_min_null(browser, (ts, seq)) AS v_browser,
-    arg_min_null(os, (ts, seq)) AS v_os,
+    coalesce(arg_min_null(country, (ts, seq)), '${NONE_VALUE}') AS v_country,
+    coalesce(arg_min_null(device, (ts, seq)), '${NONE_VALUE}') AS v_device,
+    coalesce(arg_min_null(browser, (ts, seq)), '${NONE_VALUE}') AS v_browser,
+    coalesce(arg_min_null(os, (ts, seq)), '${NONE_VALUE}') AS v_os,
     any_value(dv) AS dv
   FROM numbered GROUP BY site_id, vid, vn`;
 }
@@ -269,16 +278,32 @@ export async function refreshVisits(
 }
 
 /**
- * Creates the table; a file written before it existed gets every visit
- * derived from its events at once (in one transaction), as a rebuild would.
+ * Creates the table; a file written before it existed, or with NULLs for
+ * absent values (before `(none)` was stored: VISITS_SCHEMA), gets every visit
+ * derived from its events at once (in one transaction), as a rebuild would,
+ * and is marked due for a rewrite since `now` (the old table's blocks stay in
+ * the file until then, as visitor-numbers.ts notes). Returns whether it derived them.
  */
-export async function ensureVisitsTable(conn: DuckDBConnection): Promise<void> {
+export async function ensureVisitsTable(
+  conn: DuckDBConnection,
+  now: number = Date.now(),
+): Promise<boolean> {
   const known = await conn.runAndReadAll(
-    "SELECT count(*) FROM duckdb_tables() WHERE schema_name = 'main' AND table_name = 'visits'",
+    `SELECT count(*), count(*) FILTER (WHERE c.is_nullable = 'YES')
+     FROM duckdb_tables() t LEFT JOIN information_schema.columns c
+       ON c.table_schema = 'main' AND c.table_name = 'visits' AND c.column_name = 'v_source'
+     WHERE t.schema_name = 'main' AND t.table_name = 'visits'`,
   );
-  if (Number(known.getRows()[0]?.[0]) > 0) return;
+  const [exists, nullable] = (known.getRows()[0] ?? [0, 0]).map(Number);
+  if (exists && !nullable) return false;
   await conn.run("BEGIN TRANSACTION");
   try {
+    if (nullable) {
+      await conn.run("DROP TABLE visits");
+      await conn.run("INSERT INTO feed_state VALUES (3, $1) ON CONFLICT (id) DO NOTHING", [
+        BigInt(now),
+      ]);
+    }
     await conn.run(VISITS_SCHEMA);
     await rebuildVisits(conn);
     await conn.run("COMMIT");
@@ -286,4 +311,5 @@ export async function ensureVisitsTable(conn: DuckDBConnection): Promise<void> {
     await conn.run("ROLLBACK").catch(() => {});
     throw err;
   }
+  return true;
 }

@@ -12,7 +12,7 @@ import {
   openAnalyticsStore,
   visitorKey,
 } from "../../../../src/store/duckdb/analytics-store.js";
-import { rebuildVisits } from "../../../../src/store/duckdb/visits-maintenance.js";
+import { rebuildVisits, VISITS_SCHEMA } from "../../../../src/store/duckdb/visits-maintenance.js";
 import { openSqlite } from "../../../../src/store/sqlite/open-sqlite.js";
 import { createSqliteStore } from "../../../../src/store/sqlite/sqlite-store.js";
 import { useTempDirs } from "../../../helpers/temp-dirs.js";
@@ -121,7 +121,7 @@ describe("the visits the feed keeps", () => {
         pageviews: 1,
         seconds: 0,
         channel: "Direct",
-        source: null,
+        source: "(none)",
         landing: page("/a"),
         exit: page("/a"),
       },
@@ -132,7 +132,7 @@ describe("the visits the feed keeps", () => {
         pageviews: 1,
         seconds: 0,
         channel: "Direct",
-        source: null,
+        source: "(none)",
         landing: page("/b"),
         exit: page("/b"),
       },
@@ -148,7 +148,7 @@ describe("the visits the feed keeps", () => {
         pageviews: 3,
         seconds: 2400,
         channel: "Direct",
-        source: null,
+        source: "(none)",
         landing: page("/a"),
         exit: page("/b"),
       },
@@ -202,7 +202,7 @@ describe("the visits the feed keeps", () => {
         pageviews: 1,
         seconds: 1500,
         channel: "Direct",
-        source: null,
+        source: "(none)",
         landing: page("/b"),
         exit: page("/b"),
       },
@@ -341,5 +341,44 @@ describe("the visits the feed keeps", () => {
     expect((await visitsOf(again, "v1")).map((v) => [v.from, v.to, v.events])).toEqual([
       [0, 10, 2],
     ]);
+  });
+
+  it("derives again, with (none) for what a visit lacks, the visits of a file that stored NULL, and marks the file due for a rewrite", async () => {
+    const t = setUp();
+    const path = join(t.dir, "analytics.duckdb");
+    const a = await t.analytics(path);
+    const feed = t.feedOf(a);
+    t.add("v1", 0, "/a");
+    t.add("v2", 0, "/b", { source: "google", medium: "cpc" });
+    await feed.runOnce();
+    await feed.stop();
+    // The layout before: the same visits, an absent source as NULL.
+    await a.writer.run(
+      "CREATE TABLE kept AS SELECT * REPLACE (nullif(v_source, '(none)') AS v_source) FROM visits",
+    );
+    await a.writer.run("DROP TABLE visits");
+    await a.writer.run(VISITS_SCHEMA.replace("v_source VARCHAR NOT NULL", "v_source VARCHAR"));
+    await a.writer.run("INSERT INTO visits SELECT * FROM kept; DROP TABLE kept");
+    await a.writer.run("DELETE FROM feed_state WHERE id = 3");
+    expect((await visitsOf(a, "v1")).map((v) => v.source)).toEqual([null]);
+    a.close();
+    const again = await t.analytics(path);
+    expect((await visitsOf(again, "v1")).map((v) => [v.source, v.landing])).toEqual([
+      ["(none)", page("/a")],
+    ]);
+    expect((await visitsOf(again, "v2")).map((v) => [v.source, v.channel])).toEqual([
+      ["google", "Paid Search"],
+    ]);
+    const layout = await again.writer.runAndReadAll(
+      `SELECT count(*) FILTER (WHERE is_nullable = 'YES') FROM information_schema.columns
+       WHERE table_name = 'visits' AND column_name LIKE 'v\\_%' ESCAPE '\\'`,
+    );
+    expect(layout.getRows()).toEqual([[0n]]);
+    const due = await again.writer.runAndReadAll("SELECT count(*) FROM feed_state WHERE id = 3");
+    expect(due.getRows()).toEqual([[1n]]);
+    // Opened again, the file is left as it is.
+    again.close();
+    const third = await t.analytics(path);
+    expect((await visitsOf(third, "v1")).map((v) => v.source)).toEqual(["(none)"]);
   });
 });
