@@ -174,10 +174,14 @@ function trafficRows(
   if (visits === "none") {
     return `x AS NOT MATERIALIZED (SELECT e.*, e.vid AS vk FROM events e WHERE ${events})`;
   }
+  // Joined by the visitor's dense number, which names one visitor within the
+  // site both sides keep (visitor-numbers.ts): a 4-byte key hashes and probes
+  // faster than the 8-byte one (pages where the channel is Email over 90 days
+  // at 10M events, 401–478 ms → 321–387 by raw SQL: 10M events probe).
   return `
   x AS (
     SELECT e.*, e.vid AS vk, v.v_start AS vn, v.* EXCLUDE (site_id, vid, dv)
-    FROM events e JOIN visits v ON v.vid = e.vid AND e.ts >= v.v_start AND e.ts <= v.v_end
+    FROM events e JOIN visits v ON v.dv = e.dv AND e.ts >= v.v_start AND e.ts <= v.v_end
     WHERE ${events} AND v.site_id = ${site} AND v.v_end >= ${from} AND v.v_start < ${to}
       ${visits === "straddling" ? `AND (v.v_start < ${from} OR v.v_end >= ${to})` : ""}
   )`;
