@@ -175,9 +175,11 @@ function trafficRows(
     return `x AS NOT MATERIALIZED (SELECT e.*, e.vid AS vk FROM events e WHERE ${events})`;
   }
   // Joined by the visitor's dense number, which names one visitor within the
-  // site both sides keep (visitor-numbers.ts): a 4-byte key hashes and probes
-  // faster than the 8-byte one (pages where the channel is Email over 90 days
-  // at 10M events, 401–478 ms → 321–387 by raw SQL: 10M events probe).
+  // site both sides keep (visitor-numbers.ts): the events' scan then reads no
+  // 8-byte key where the visitors are counted by bitmaps of those numbers
+  // (pages where the channel is Email over 90 days at 10M events: the
+  // statement's EXPLAIN ANALYZE 0.44–0.53 s → 0.38–0.48, its events' scan
+  // 239–282 ms → 178–224 of operator time).
   return `
   x AS (
     SELECT e.*, e.vid AS vk, v.v_start AS vn, v.* EXCLUDE (site_id, vid, dv)
