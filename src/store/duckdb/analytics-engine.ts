@@ -1104,6 +1104,52 @@ function pageStepSql(kind: "page" | "page_prefix", value: string, p: Params): st
 
 const round2 = (x: number) => Math.round(x * 100) / 100;
 
+/** How a funnel orders a visitor's events, as one number `of` (SQL over `x`), and its time back. */
+interface EventPlaces {
+  of: string;
+  time: (o: string) => string;
+}
+
+/** 128-bit places: the time in the high 64 bits, the order stored (`seq`) in the low. */
+const WIDE_PLACES: EventPlaces = {
+  of: "((x.ts::HUGEINT << 64) + x.seq)",
+  time: (o) => `(${o} >> 64)::BIGINT`,
+};
+
+/** The error a 64-bit place raises for an order stored past its span (eventPlaces). */
+const PLACE_RANGE = "funnel place out of range";
+
+/** Whether a funnel's walk failed on an order stored past its 64-bit places' span. */
+function isPlaceRangeError(err: unknown): boolean {
+  return String(err).includes(PLACE_RANGE);
+}
+
+/**
+ * A funnel's places in 64 bits where they fit: the ms since the period's
+ * start, shifted past the bits of the stored order's span (`seq` from the
+ * events' lowest), half of that span kept free for the events the feed
+ * appends meanwhile. The planner's periods (3 years at most: 37 bits) leave
+ * at least 25 bits, i.e. 16M stored events; 90 days leave 29. Past the span
+ * a place raises PLACE_RANGE and the funnel walks again in 128 bits
+ * (WIDE_PLACES), as a store past the span does from the start. 64-bit places
+ * hash, compare and sort cheaper: the three-step funnel over 90 days at 10M
+ * events, 718–910 ms → 543–631 by raw SQL.
+ */
+async function eventPlaces(q: QueryReads, period: Interval): Promise<EventPlaces> {
+  const [lo, hi] = (await q.rows("SELECT min(seq), max(seq) FROM events"))[0] ?? [];
+  if (lo === null || lo === undefined || hi === null || hi === undefined) return WIDE_PLACES;
+  const timeBits = Math.max(1, Math.ceil(Math.log2(period.to - period.from + 1)));
+  const seqBits = 63 - timeBits;
+  const low = BigInt(lo as bigint);
+  if (BigInt(hi as bigint) - low >= 2n ** BigInt(seqBits - 1)) return WIDE_PLACES;
+  const from = BigInt(period.from);
+  const order = `(x.seq - ${low})`;
+  return {
+    of: `(((x.ts - ${from}) << ${seqBits}) + CASE WHEN ${order} >= 0 AND ${order} < ${2n ** BigInt(seqBits)} THEN ${order} ELSE error('${PLACE_RANGE}') END)`,
+    time: (o) => `((${o} >> ${seqBits}) + ${from})`,
+  };
+}
+
 /**
  * The funnel, walked in SQL. Each step's events of the period (with the
  * filters), each with its place `o` in its visitor's order (time, then the
@@ -1117,7 +1163,12 @@ const round2 = (x: number) => Math.round(x * 100) / 100;
  * of CPU for the walk in JavaScript, about 3 s for the walk of every visitor
  * in SQL.
  */
-async function runFunnel(q: QueryReads, plan: FunnelPlan): Promise<FunnelResult> {
+async function runFunnel(
+  q: QueryReads,
+  plan: FunnelPlan,
+  /** Places in 128 bits whatever the period (the 64-bit ones met an order past their span). */
+  wide = false,
+): Promise<FunnelResult> {
   const conn = q.conn;
   const tz = zoneClock(plan.timeZone, plan.period);
   const n = plan.steps.length;
@@ -1175,11 +1226,12 @@ async function runFunnel(q: QueryReads, plan: FunnelPlan): Promise<FunnelResult>
   // outside DuckDB's memory limit, perfect-hash.ts.) The completers' keys are
   // looked up by number for their revenue alone.
   const walkers = narrow ? ` AND x.dv IN (SELECT x.dv FROM x WHERE ${where(1)})` : "";
-  // An event's place in its visitor's order: its time, then its order stored.
-  // Its time is the place's high 64 bits, so no column carries it beside.
+  // An event's place in its visitor's order (eventPlaces): its time, then its
+  // order stored. Its time is read back from the place, so no column carries it beside.
+  const place = wide ? WIDE_PLACES : await eventPlaces(q, plan.period);
   const events = (k: number) =>
-    `SELECT x.dv AS k, (x.ts::HUGEINT << 64) + x.seq AS o FROM x WHERE ${where(k)}${k === 0 ? walkers : ""}`;
-  const time = (o: string) => `(${o} >> 64)::BIGINT`;
+    `SELECT x.dv AS k, ${place.of} AS o FROM x WHERE ${where(k)}${k === 0 ? walkers : ""}`;
+  const time = place.time;
   // Run columns: the place `o{k}` of its step-k event (0-based).
   const steps = [
     `r0 AS (
@@ -1200,7 +1252,7 @@ async function runFunnel(q: QueryReads, plan: FunnelPlan): Promise<FunnelResult>
     .slice(1)
     .map((_, i) => ` + (o${i + 1} IS NOT NULL)::INTEGER`)
     .join("");
-  await conn.run(
+  const walk = conn.run(
     `CREATE OR REPLACE TEMP TABLE funnel_runs AS
     WITH ${x},
     ${steps.join(",\n    ")}
@@ -1209,6 +1261,12 @@ async function runFunnel(q: QueryReads, plan: FunnelPlan): Promise<FunnelResult>
     ${firstOnly ? "" : "QUALIFY row_number() OVER (PARTITION BY k ORDER BY len DESC, o0) = 1"}`,
     p.values,
   );
+  try {
+    await walk;
+  } catch (err) {
+    if (wide || !isPlaceRangeError(err)) throw err;
+    return runFunnel(q, plan, true);
+  }
   // Each step's count, and the two middle gaps (ms) from the previous step: the
   // lower middle (DuckDB's discrete median) and the upper one (the lower of the
   // negated gaps), averaged here as the domain's median does.

@@ -7,7 +7,7 @@
 import type { DuckDBConnection } from "@duckdb/node-api";
 import { describe, expect, it } from "vitest";
 import { recordingStore } from "../../../../bench/lib/recording-store.mjs";
-import type { QueryPlan } from "../../../../src/domain/analytics/query-plan.js";
+import type { FunnelPlan, QueryPlan } from "../../../../src/domain/analytics/query-plan.js";
 import { createDuckDbAnalytics } from "../../../../src/store/duckdb/analytics-engine.js";
 import {
   type AnalyticsStore,
@@ -177,6 +177,73 @@ describe("how the engine counts visitors", () => {
         ways: ["bitmap", "hash"],
         total: [{ kind: "count", value: 4 }],
       });
+    } finally {
+      s.close();
+    }
+  });
+
+  it("walks a funnel in 64-bit places where the stored order's span fits, in 128-bit ones past it, and again in 128 bits when an event's order is outside the places read", async () => {
+    const s = await openAnalyticsStore({ path: ":memory:", threads: 1, memoryLimit: "256MB" });
+    try {
+      const add = (seq: bigint, vid: number, name: string, page: string, minute: number) =>
+        s.writer.run(`INSERT INTO events BY NAME
+          SELECT ${seq} AS seq, 's1' AS site_id, ${minute} * 60000 AS ts, ${vid} AS vid, '${name}' AS name,
+            '${page}' AS page, 'https://example.com${page}' AS url, 0 AS received_at, 'v${vid}' AS visitor_id, ${vid} AS dv`);
+      // Two visitors with both events in the same millisecond: v0's pageview
+      // stored before its signup (it converts), v1's after (it does not).
+      await add(5n, 0, "pageview", "/a", 1);
+      await add(6n, 0, "signup", "/a", 1);
+      await add(3n, 1, "signup", "/a", 1);
+      await add(4n, 1, "pageview", "/a", 1);
+      await s.writer.run("INSERT INTO visitor_numbers SELECT 's1', i, i FROM range(3) t(i)");
+      await rebuildVisits(s.writer);
+      const funnel: FunnelPlan = {
+        siteId: "s1",
+        timeZone: "UTC",
+        steps: [
+          { kind: "page", value: "/a", filters: [], label: "a" },
+          { kind: "event", value: "signup", filters: [], label: "signup" },
+        ],
+        filters: [],
+        period: { from: 0, to: 86_400_000 },
+        windowMs: 86_400_000,
+        model: "first_touch",
+      };
+      /** The funnel's reach per step and how each walk placed the events. */
+      const walked = async (rewrite: (sql: string) => string = (sql) => sql) => {
+        const ran: string[] = [];
+        const store = recordingStore(s, (st) => ran.push(st.sql));
+        const connect = store.connect;
+        store.connect = async () => {
+          const conn = await connect();
+          const run = conn.run.bind(conn);
+          const read = conn.runAndReadAll.bind(conn);
+          return Object.assign(Object.create(conn), {
+            run: (sql: string, values?: never) => run(rewrite(sql), values),
+            runAndReadAll: (sql: string, values?: never) => read(rewrite(sql), values),
+            closeSync: () => conn.closeSync(),
+            interrupt: () => conn.interrupt(),
+          });
+        };
+        const engine = createDuckDbAnalytics({ analytics: store, timeoutMs: 60_000, perSite: 4 });
+        const r = await engine.funnel(funnel);
+        const walks = ran
+          .filter((sql) => sql.includes("funnel_runs AS"))
+          .map((sql) => (sql.includes("HUGEINT") ? 128 : 64));
+        return { reached: r.steps.map((x) => x.visitors), walks };
+      };
+      expect(await walked()).toEqual({ reached: [2, 1], walks: [64] });
+      // The span read before the walk is older than an event it meets (an
+      // event stored meanwhile): that walk fails, the next one places in 128 bits.
+      const stale = (sql: string) =>
+        sql.replace(
+          "SELECT min(seq), max(seq) FROM events",
+          "SELECT max(seq), max(seq) FROM events",
+        );
+      expect(await walked(stale)).toEqual({ reached: [2, 1], walks: [64, 128] });
+      // An order stored past half the span a day's period leaves (2^35): 128 bits from the start.
+      await add(2n ** 40n, 2, "pageview", "/b", 2);
+      expect(await walked()).toEqual({ reached: [2, 1], walks: [128] });
     } finally {
       s.close();
     }
