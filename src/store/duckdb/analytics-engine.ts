@@ -44,6 +44,7 @@ import {
   UTC_CLOCK,
   type WallClock,
 } from "./semantic-layer.js";
+import { createValueSets } from "./value-sets.js";
 import { visitorCount } from "./visitor-count.js";
 
 export interface DuckDbAnalyticsOptions {
@@ -932,6 +933,8 @@ export function createDuckDbAnalytics(options: DuckDbAnalyticsOptions): Analytic
       ? createReadMemo(options.analytics)
       : undefined;
   const pager = options.removals ? createEventPager(options.removals) : undefined;
+  // Kept past the generations, as a bound of a breakdown's groups (value-sets.ts).
+  const valueSets = memo ? createValueSets() : undefined;
 
   /**
    * Runs `work` on a connection of its own, within the time limit and, unless
@@ -958,7 +961,7 @@ export function createDuckDbAnalytics(options: DuckDbAnalyticsOptions): Analytic
       conn = await options.analytics.connect();
       // A query past its limit or whose caller left runs no statement more.
       const alive = () => !timedOut && !signal?.aborted;
-      return await work(memo ? memo.reads(conn, alive) : directReads(conn));
+      return await work(memo ? { ...memo.reads(conn, alive), valueSets } : directReads(conn));
     } catch (err) {
       if (timedOut) throw errors.queryTimeout(options.timeoutMs, err);
       if (err instanceof Error && err.name === "DomainError") throw err;

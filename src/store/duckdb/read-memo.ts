@@ -23,6 +23,7 @@
  */
 import { randomBytes } from "node:crypto";
 import type { DuckDBConnection, DuckDBValue } from "@duckdb/node-api";
+import type { ValueSets } from "./value-sets.js";
 
 /** The generation the memo follows (the analytics store). */
 export interface GenerationSource {
@@ -77,6 +78,8 @@ export interface QueryReads {
   rows(sql: string, values?: DuckDBValue[], scope?: ReadScope): Promise<DuckDBValue[][]>;
   /** A table holding `select`'s rows, made once per generation: its name, to read in this query. */
   table(select: string, values?: DuckDBValue[]): Promise<string>;
+  /** The engine's events columns' values per period, kept across generations (value-sets.ts). */
+  readonly valueSets?: ValueSets;
 }
 
 export interface ReadMemo {

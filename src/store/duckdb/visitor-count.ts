@@ -96,7 +96,7 @@ export async function visitorCount(
   // The grand total's group beside the rows' (grouping sets).
   let groups = 1;
   for (const d of dims) {
-    const n = FEW_VALUES[d] ?? (await dimensionBound(q, plan, period, d));
+    const n = FEW_VALUES[d] ?? (await dimensionBound(q, plan, period, d, bits));
     if (n === undefined) return HASHED_VISITORS;
     groups *= n;
     if (groups * bits > BITMAP_BITS) return HASHED_VISITORS;
@@ -110,6 +110,8 @@ async function dimensionBound(
   plan: QueryPlan,
   period: Interval,
   d: DimensionName,
+  /** The bits of each group's bitmap: past BITMAP_BITS / bits values the count no longer matters. */
+  bits: number,
 ): Promise<number | undefined> {
   if (d.startsWith("time:")) {
     return Math.ceil((period.to - period.from) / GRAIN_MIN_MS[d.slice(5) as TimeGrain]) + 2;
@@ -118,6 +120,11 @@ async function dimensionBound(
   if (traffic === "NULL") return 1;
   const column = /^x\.(\w+)$/.exec(traffic ?? "")?.[1];
   if (column === undefined) return undefined;
+  // An event's column: the values kept for the period, grown by the events since (value-sets.ts).
+  if (!column.startsWith("v_") && q.valueSets) {
+    const cap = Math.floor(BITMAP_BITS / bits);
+    return (await q.valueSets.bound(q, plan.siteId, column, period, cap)) + 1;
+  }
   // A visit's column from the visits the period reaches, an event's from its events; `(none)` one more.
   const sql = column.startsWith("v_")
     ? `SELECT count(DISTINCT ${column}) FROM visits WHERE site_id = $1 AND v_end >= $2 AND v_start < $3`

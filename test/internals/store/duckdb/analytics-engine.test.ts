@@ -182,6 +182,48 @@ describe("how the engine counts visitors", () => {
     }
   });
 
+  it("bounds a breakdown's groups by the values kept for the period, grown by the events appended since: past the bitmaps' budget it counts by key without reading them again", async () => {
+    const s = await openAnalyticsStore({ path: ":memory:", threads: 1, memoryLimit: "256MB" });
+    try {
+      const add = (seq: number, page: string) =>
+        s.writer.run(`INSERT INTO events BY NAME
+          SELECT ${seq} AS seq, 's1' AS site_id, ${seq} * 1000 AS ts, ${seq} AS vid, 'pageview' AS name,
+            '${page}' AS page, 'https://example.com/' AS url, 0 AS received_at, 'v${seq}' AS visitor_id, ${seq} AS dv`);
+      for (const i of [0, 1, 2]) await add(i, `/p${i}`);
+      // 10,000,001 numbers: bitmaps of 10,010,624 bits, 26 of them within the budget.
+      await s.writer.run("INSERT INTO visitor_numbers SELECT 's1', i, i FROM range(3) t(i)");
+      await s.writer.run("INSERT INTO visitor_numbers VALUES ('s1', 99, 10000000)");
+      await rebuildVisits(s.writer);
+      const ran: string[] = [];
+      const recording = recordingStore(s, (st) => ran.push(st.sql));
+      const engine = createDuckDbAnalytics({ analytics: recording, timeoutMs: 60_000, perSite: 4 });
+      const pages = async () => {
+        ran.length = 0;
+        const r = await engine.query({ ...plan("s1"), dimensions: ["page"] });
+        return {
+          bounds: ran
+            .filter((sql) => sql.includes("list(DISTINCT page)"))
+            .map((sql) => (/seq > \$4/.test(sql) ? "since" : "all")),
+          way: ran.some((sql) => /bitstring_agg\(x\.dv, 0, /.test(sql)) ? "bitmap" : "hash",
+          total: r.totals,
+        };
+      };
+      const count = (value: number) => [{ kind: "count", value }];
+      expect(await pages()).toEqual({ bounds: ["all"], way: "bitmap", total: count(3) });
+      // After a write, only the events past the highest seq read are read (none here).
+      await s.writer.run("SELECT 1");
+      expect(await pages()).toEqual({ bounds: ["since"], way: "bitmap", total: count(3) });
+      // 24 more pages: 27 values with (none), one past the budget; only the new events are read.
+      for (let i = 3; i < 27; i++) await add(i, `/p${i}`);
+      expect(await pages()).toEqual({ bounds: ["since"], way: "hash", total: count(27) });
+      // Past the budget the period's values are not read again.
+      await add(27, "/p0");
+      expect(await pages()).toEqual({ bounds: [], way: "hash", total: count(28) });
+    } finally {
+      s.close();
+    }
+  });
+
   it("walks a funnel in 64-bit places where the stored order's span fits, in 128-bit ones past it, and again in 128 bits when an event's order is outside the places read", async () => {
     const s = await openAnalyticsStore({ path: ":memory:", threads: 1, memoryLimit: "256MB" });
     try {
