@@ -1,20 +1,32 @@
 /**
- * The values an events column takes in a period, kept across writes and
+ * The values a traffic column takes in a period, kept across writes and
  * grown by the events appended since: before a breakdown counts visitors by
  * bitmaps, the engine bounds its groups by them (visitor-count.ts). Counting
- * them afresh took 30–40 ms of every breakdown at 10M events over 90 days
- * (`count(DISTINCT page)`), as much again as a filtered one's own statement
- * costs; once a period's values are kept, the events appended since are read
- * alone (about 2 ms: the events are stored in the order of `seq`, so the
- * scan skips every block below the last one read).
+ * them afresh took 20–40 ms of every breakdown at 10M events over 90 days
+ * (`count(DISTINCT page)` over the events, `count(DISTINCT v_source)` over
+ * the visits), as much again as a filtered one's own statement costs; once a
+ * period's values are kept, the events appended since are read alone (about
+ * 2 ms: the events are stored in the order of `seq`, so the scan skips every
+ * block below the last one read).
+ *
+ * - An events column (`page`, `country`…): its values among the site's events
+ *   in the period, then those of the events appended since in the period.
+ * - A visit's column (`v_source`, `v_landing_page`…): its values among the
+ *   visits the period reaches, then those of the events column it is taken
+ *   from (visits-maintenance.ts: a visit's source is one of its events'
+ *   sources, its landing and exit pages two of its pages) among all the
+ *   site's events appended since, whatever their time: an appended event
+ *   makes or changes visits in the same transaction, and only with its own
+ *   values or those of visits already there.
  *
  * A bound, not an answer: it decides how visitors are counted, never what
  * the count is (both ways count exactly). It stays a bound through every
- * write: appended events have higher `seq` (the feed moves them in order)
- * and are read next time; an erasure or retention only removes values, so
- * the kept ones are then more than there are. A value it misses (an event
- * appended below the highest `seq` read) would only let one more group's
- * bitmap be made than the memory budget planned.
+ * write: appended events have higher `seq` (SQLite's, never reused; the feed
+ * moves them in order) and are read next time; an erasure or retention only
+ * removes values, so the kept ones are then more than there are. A value it
+ * could miss (an event appended below the highest `seq` read; two visits
+ * joined by a late event into one that now reaches the period) would only
+ * let one more group's bitmap be made than the memory budget planned.
  */
 import type { DuckDBValue } from "@duckdb/node-api";
 import type { Interval } from "../../domain/analytics/query-plan.js";
@@ -26,18 +38,18 @@ interface Kept {
   values?: Set<string>;
   /** How many past the cap, when there were more (a bound from then on: see `bound`). */
   many: number;
-  /** The highest `seq` of the site's events in the period read so far. */
+  /** The highest `seq` stored (any site's) when the values were last read: later ones are new. */
   seq: bigint;
 }
 
 export interface ValueSets {
   /**
-   * At least as many values as `column` (an events column) takes among
-   * `siteId`'s events in `period`, NULL not counted: exact while nothing was
-   * removed since it was read. Past `cap` any number above it: a period
-   * found with more values than the cap keeps that answer until it leaves
-   * the kept periods (the least recently used go first), as the values of a
-   * site with many pages are not worth listing on every query.
+   * At least as many values as `column` (an events column, or a visit's
+   * `v_…` one) takes among `siteId`'s traffic in `period`, NULL not counted:
+   * exact while nothing was removed since it was read. Past `cap` any number
+   * above it: a period found with more values than the cap keeps that answer
+   * until it leaves the kept periods (the least recently used go first), as
+   * the values of a site with many pages are not worth listing on every query.
    */
   bound(
     q: QueryReads,
@@ -48,12 +60,54 @@ export interface ValueSets {
   ): Promise<number>;
 }
 
+/** The events column a visit's column is taken from (visits-maintenance.ts). */
+const eventColumn = (column: string) =>
+  column === "v_landing_page" || column === "v_exit_page" ? "page" : column.replace(/^v_/, "");
+
+/**
+ * The statement reading a column's values in a period and the highest `seq`
+ * stored, with its parameters: all of them, or (`since`) those of the events
+ * appended past that seq.
+ */
+function valuesRead(
+  column: string,
+  siteId: string,
+  period: Interval,
+  since: bigint | undefined,
+): { sql: string; values: DuckDBValue[] } {
+  // Any site's highest: read from the blocks' statistics, not scanned.
+  const top = "(SELECT max(seq) FROM events)";
+  const span: DuckDBValue[] = [siteId, BigInt(period.from), BigInt(period.to)];
+  if (!column.startsWith("v_")) {
+    return since === undefined
+      ? {
+          sql: `SELECT list(DISTINCT ${column}), ${top} FROM events WHERE site_id = $1 AND ts >= $2 AND ts < $3`,
+          values: span,
+        }
+      : {
+          sql: `SELECT list(DISTINCT ${column}), ${top} FROM events
+            WHERE site_id = $1 AND ts >= $2 AND ts < $3 AND seq > $4`,
+          values: [...span, since],
+        };
+  }
+  return since === undefined
+    ? {
+        sql: `SELECT list(DISTINCT ${column}), ${top} FROM visits
+          WHERE site_id = $1 AND v_end >= $2 AND v_start < $3`,
+        values: span,
+      }
+    : {
+        sql: `SELECT list(DISTINCT ${eventColumn(column)}), ${top} FROM events WHERE site_id = $1 AND seq > $2`,
+        values: [siteId, since],
+      };
+}
+
 /** Creates the kept value sets of an engine: at most `maxPeriods` (site, column, period) kept. */
 export function createValueSets(maxPeriods = 256): ValueSets {
   const kept = new Map<string, Kept>();
   return {
     async bound(q, siteId, column, period, cap) {
-      if (!/^[a-z_]+$/.test(column)) throw new Error(`not an events column: ${column}`);
+      if (!/^[a-z_]+$/.test(column)) throw new Error(`not a traffic column: ${column}`);
       const key = JSON.stringify([siteId, column, period.from, period.to]);
       const known = kept.get(key);
       if (known) {
@@ -61,14 +115,11 @@ export function createValueSets(maxPeriods = 256): ValueSets {
         kept.set(key, known);
         if (!known.values) return known.many;
       }
-      const values: DuckDBValue[] = [siteId, BigInt(period.from), BigInt(period.to)];
-      if (known) values.push(known.seq);
-      const [row] = await q.rows(
-        `SELECT list(DISTINCT ${column}), max(seq) FROM events
-         WHERE site_id = $1 AND ts >= $2 AND ts < $3${known ? " AND seq > $4" : ""}`,
-        values,
-        periodScope(siteId, period),
-      );
+      const read = valuesRead(column, siteId, period, known?.seq);
+      // A visit's new values come from events of any time (an exit page from one
+      // after the period's end): that statement's answer lasts one generation.
+      const scope = known && column.startsWith("v_") ? undefined : periodScope(siteId, period);
+      const [row] = await q.rows(read.sql, read.values, scope);
       const [list = null, top = null] = row ?? [];
       // Another query may have grown the set meanwhile: a union, and the higher seq, stay a bound.
       const now = kept.get(key) ?? known ?? { values: new Set<string>(), many: 0, seq: -1n };

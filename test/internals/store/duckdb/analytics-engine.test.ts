@@ -185,10 +185,11 @@ describe("how the engine counts visitors", () => {
   it("bounds a breakdown's groups by the values kept for the period, grown by the events appended since: past the bitmaps' budget it counts by key without reading them again", async () => {
     const s = await openAnalyticsStore({ path: ":memory:", threads: 1, memoryLimit: "256MB" });
     try {
-      const add = (seq: number, page: string) =>
+      const add = (seq: number, page: string, source = "NULL") =>
         s.writer.run(`INSERT INTO events BY NAME
-          SELECT ${seq} AS seq, 's1' AS site_id, ${seq} * 1000 AS ts, ${seq} AS vid, 'pageview' AS name,
-            '${page}' AS page, 'https://example.com/' AS url, 0 AS received_at, 'v${seq}' AS visitor_id, ${seq} AS dv`);
+          SELECT ${seq} AS seq, 's1' AS site_id, ${seq} * 60000 AS ts, ${seq} AS vid, 'pageview' AS name,
+            '${page}' AS page, ${source} AS source, 'https://example.com/' AS url, 0 AS received_at,
+            'v${seq}' AS visitor_id, ${seq} AS dv`);
       for (const i of [0, 1, 2]) await add(i, `/p${i}`);
       // 10,000,001 numbers: bitmaps of 10,010,624 bits, 26 of them within the budget.
       await s.writer.run("INSERT INTO visitor_numbers SELECT 's1', i, i FROM range(3) t(i)");
@@ -197,28 +198,54 @@ describe("how the engine counts visitors", () => {
       const ran: string[] = [];
       const recording = recordingStore(s, (st) => ran.push(st.sql));
       const engine = createDuckDbAnalytics({ analytics: recording, timeoutMs: 60_000, perSite: 4 });
-      const pages = async () => {
+      /** The values read before the statement (column, and whether only since a seq), how it counted, its total. */
+      const breakdown = async (dimension: "page" | "source") => {
         ran.length = 0;
-        const r = await engine.query({ ...plan("s1"), dimensions: ["page"] });
+        const r = await engine.query({ ...plan("s1"), dimensions: [dimension] });
         return {
-          bounds: ran
-            .filter((sql) => sql.includes("list(DISTINCT page)"))
-            .map((sql) => (/seq > \$4/.test(sql) ? "since" : "all")),
-          way: ran.some((sql) => /bitstring_agg\(x\.dv, 0, /.test(sql)) ? "bitmap" : "hash",
+          bounds: ran.flatMap((sql) => {
+            const m = /list\(DISTINCT (\w+)\)[^]*FROM (events|visits)/.exec(sql);
+            return m ? [`${m[1]} from ${m[2]}${/seq > \$/.test(sql) ? " since" : ""}`] : [];
+          }),
+          way: ran.some((sql) => /bitstring_agg\(\w\.dv, 0, /.test(sql)) ? "bitmap" : "hash",
           total: r.totals,
         };
       };
       const count = (value: number) => [{ kind: "count", value }];
-      expect(await pages()).toEqual({ bounds: ["all"], way: "bitmap", total: count(3) });
+      expect(await breakdown("page")).toEqual({
+        bounds: ["page from events"],
+        way: "bitmap",
+        total: count(3),
+      });
+      expect(await breakdown("source")).toEqual({
+        bounds: ["v_source from visits"],
+        way: "bitmap",
+        total: count(3),
+      });
       // After a write, only the events past the highest seq read are read (none here).
       await s.writer.run("SELECT 1");
-      expect(await pages()).toEqual({ bounds: ["since"], way: "bitmap", total: count(3) });
-      // 24 more pages: 27 values with (none), one past the budget; only the new events are read.
-      for (let i = 3; i < 27; i++) await add(i, `/p${i}`);
-      expect(await pages()).toEqual({ bounds: ["since"], way: "hash", total: count(27) });
+      expect(await breakdown("page")).toEqual({
+        bounds: ["page from events since"],
+        way: "bitmap",
+        total: count(3),
+      });
+      // 24 more pages and sources: 27 values with (none), one past the budget;
+      // only the new events are read (a visit's source, from its events).
+      for (let i = 3; i < 27; i++) await add(i, `/p${i}`, `'s${i}'`);
+      await rebuildVisits(s.writer);
+      expect(await breakdown("page")).toEqual({
+        bounds: ["page from events since"],
+        way: "hash",
+        total: count(27),
+      });
+      expect(await breakdown("source")).toEqual({
+        bounds: ["source from events since"],
+        way: "hash",
+        total: count(27),
+      });
       // Past the budget the period's values are not read again.
       await add(27, "/p0");
-      expect(await pages()).toEqual({ bounds: [], way: "hash", total: count(28) });
+      expect(await breakdown("page")).toEqual({ bounds: [], way: "hash", total: count(28) });
     } finally {
       s.close();
     }
