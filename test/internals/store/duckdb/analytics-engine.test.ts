@@ -204,7 +204,7 @@ describe("how the engine counts visitors", () => {
         const r = await engine.query({ ...plan("s1"), dimensions: [dimension] });
         return {
           bounds: ran.flatMap((sql) => {
-            const m = /list\(DISTINCT (\w+)\)[^]*FROM (events|visits)/.exec(sql);
+            const m = /list\(DISTINCT (\w+)\)[\s\S]*FROM (events|visits)/.exec(sql);
             return m ? [`${m[1]} from ${m[2]}${/seq > \$/.test(sql) ? " since" : ""}`] : [];
           }),
           way: ran.some((sql) => /bitstring_agg\(\w\.dv, 0, /.test(sql)) ? "bitmap" : "hash",
