@@ -50,6 +50,7 @@ export interface ValueSets {
    * above it: a period found with more values than the cap keeps that answer
    * until it leaves the kept periods (the least recently used go first), as
    * the values of a site with many pages are not worth listing on every query.
+   * Within the cap but past {@link MAX_KEPT_VALUES}, read afresh each time.
    */
   bound(
     q: QueryReads,
@@ -102,6 +103,13 @@ function valuesRead(
       };
 }
 
+/**
+ * The most values kept for one period: at most `maxPeriods` times this many
+ * strings are held (a small site's bitmaps may hold tens of thousands of
+ * groups, whose values are not worth holding).
+ */
+const MAX_KEPT_VALUES = 1024;
+
 /** Creates the kept value sets of an engine: at most `maxPeriods` (site, column, period) kept. */
 export function createValueSets(maxPeriods = 256): ValueSets {
   const kept = new Map<string, Kept>();
@@ -127,13 +135,19 @@ export function createValueSets(maxPeriods = 256): ValueSets {
         for (const v of listItems(list)) if (v !== null) now.values.add(String(v));
       }
       if (typeof top === "bigint" && top > now.seq) now.seq = top;
-      if (now.values && now.values.size > cap) {
-        now.many = now.values.size;
+      const size = now.values?.size ?? now.many;
+      if (now.values && size > cap) {
+        now.many = size;
         now.values = undefined;
+      }
+      if (now.values && size > MAX_KEPT_VALUES) {
+        // Within the bitmaps' budget but too many to hold: read afresh each time.
+        kept.delete(key);
+        return size;
       }
       kept.set(key, now);
       if (kept.size > maxPeriods) kept.delete(kept.keys().next().value as string);
-      return now.values ? now.values.size : now.many;
+      return size;
     },
   };
 }

@@ -1,0 +1,71 @@
+/**
+ * The values kept per site, column and period (value-sets.ts): read once,
+ * then only the events appended since; past the cap remembered as many and
+ * not read again; within the cap but past the most values kept, read afresh
+ * each time.
+ */
+import { describe, expect, it } from "vitest";
+import { openAnalyticsStore } from "../../../../src/store/duckdb/analytics-store.js";
+import { directReads, type QueryReads } from "../../../../src/store/duckdb/read-memo.js";
+import { createValueSets } from "../../../../src/store/duckdb/value-sets.js";
+
+describe("kept values", () => {
+  it("grow by the events appended since, stop at the cap, and are not kept past 1,024", async () => {
+    const s = await openAnalyticsStore({ path: ":memory:", threads: 1, memoryLimit: "256MB" });
+    try {
+      let seq = 0;
+      /** Events of site s1 at minute `at`, one per page. */
+      const add = (pages: string[], at = 1) =>
+        s.writer
+          .run(
+            `INSERT INTO events BY NAME
+           SELECT ${seq} + i AS seq, 's1' AS site_id, ${at} * 60000 AS ts, i AS vid, 'pageview' AS name,
+             p AS page, 'https://example.com/' AS url, 0 AS received_at, 'v' || i AS visitor_id, i AS dv
+           FROM (SELECT unnest(l) AS p, generate_subscripts(l, 1) AS i
+                 FROM (SELECT [${pages.map((p) => `'${p}'`).join(", ")}] AS l))`,
+          )
+          .then(() => {
+            seq += pages.length + 1;
+          });
+      const sets = createValueSets();
+      const conn = await s.connect();
+      const ran: string[] = [];
+      const q: QueryReads = {
+        ...directReads(conn),
+        rows: async (sql, values) => {
+          ran.push(/seq > \$/.test(sql) ? "since" : "all");
+          return (await conn.runAndReadAll(sql, values)).getRows();
+        },
+      };
+      const day = { from: 0, to: 86_400_000 };
+      const bound = async (column: string, cap: number, period = day) => {
+        ran.length = 0;
+        return { n: await sets.bound(q, "s1", column, period, cap), ran: [...ran] };
+      };
+      await add(["/a", "/b", "/a"]);
+      expect(await bound("page", 10)).toEqual({ n: 2, ran: ["all"] });
+      await add(["/c", "/a"]);
+      // Outside the period: not counted, though read since.
+      await add(["/late"], 2000);
+      expect(await bound("page", 10)).toEqual({ n: 3, ran: ["since"] });
+      expect(await bound("page", 10)).toEqual({ n: 3, ran: ["since"] });
+      // Past the cap: many, and not read again.
+      await add(["/d", "/e"]);
+      expect(await bound("page", 4)).toEqual({ n: 5, ran: ["since"] });
+      await add(["/f"]);
+      expect(await bound("page", 4)).toEqual({ n: 5, ran: [] });
+      // Another period is kept apart.
+      const two = { from: 0, to: 2 * 86_400_000 };
+      expect(await bound("page", 100, two)).toEqual({ n: 7, ran: ["all"] });
+      // 1,100 values within a cap of 5,000: read whole each time.
+      const many = Array.from({ length: 1100 }, (_, i) => `/m${i}`);
+      await add(many, 3000);
+      const three = { from: 0, to: 3 * 86_400_000 };
+      expect(await bound("page", 5000, three)).toEqual({ n: 1107, ran: ["all"] });
+      expect(await bound("page", 5000, three)).toEqual({ n: 1107, ran: ["all"] });
+      conn.closeSync();
+    } finally {
+      s.close();
+    }
+  });
+});
