@@ -933,8 +933,14 @@ export function createDuckDbAnalytics(options: DuckDbAnalyticsOptions): Analytic
       ? createReadMemo(options.analytics)
       : undefined;
   const pager = options.removals ? createEventPager(options.removals) : undefined;
-  // Kept past the generations, as a bound of a breakdown's groups (value-sets.ts).
-  const valueSets = memo ? createValueSets() : undefined;
+  // Kept past the generations, as a bound of a breakdown's groups (value-sets.ts);
+  // let go as soon as a write that may remove events (an erasure…) ends.
+  const valueSets = memo ? createValueSets({ removals: options.removals }) : undefined;
+  if (valueSets) {
+    options.analytics.onGeneration?.((scope) => {
+      if (scope === undefined && !options.analytics.writing) valueSets.sweep();
+    });
+  }
 
   /**
    * Runs `work` on a connection of its own, within the time limit and, unless

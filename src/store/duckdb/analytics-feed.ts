@@ -558,6 +558,9 @@ export function createAnalyticsFeed(options: AnalyticsFeedOptions): AnalyticsFee
     // queries over earlier times keep their answers (read-memo.ts). A log
     // entry (a payment, a link, an erasure…) may change anything.
     const scope = rows.length === 0 ? { sites: new Map<string, number>() } : undefined;
+    // Counted once DuckDB committed the removal: a read that began before
+    // (and saw the removed rows) is then known to be older than it.
+    let removed = false;
     const write = async () => {
       await w.run("BEGIN TRANSACTION");
       let ap: DuckDBAppender | undefined;
@@ -581,7 +584,7 @@ export function createAnalyticsFeed(options: AnalyticsFeedOptions): AnalyticsFee
               BigInt(dirtyNow),
             ]);
           }
-          if (kind === LOG_KIND.eventDeleted || kind >= LOG_KIND.eraseVisitor) removals += 1;
+          if (kind === LOG_KIND.eventDeleted || kind >= LOG_KIND.eraseVisitor) removed = true;
           if (kind === LOG_KIND.eventDeleted) {
             const ids = run.map((r) => r.ref as number);
             await touchedByDeletion(w, ids, touched);
@@ -628,6 +631,7 @@ export function createAnalyticsFeed(options: AnalyticsFeedOptions): AnalyticsFee
     };
     if (scope) await analytics.scopedWrite(scope, write);
     else await write();
+    if (removed) removals += 1;
     if (dirtyNow !== undefined) dirty ??= dirtyNow;
     // After DuckDB's commit: what it holds can leave SQLite, the moved events
     // and the log (a crash before this line leaves rows the next start deletes

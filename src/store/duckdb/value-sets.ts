@@ -23,7 +23,8 @@
  * the count is (both ways count exactly). It stays a bound through every
  * write: appended events have higher `seq` (SQLite's, never reused; the feed
  * moves them in order) and are read next time; an erasure or retention only
- * removes values, so the kept ones are then more than there are. A value it
+ * removes values, and every kept value is let go once it ends (`sweep`), so
+ * no erased value stays in memory. A value it
  * could miss (an event appended below the highest `seq` read; two visits
  * joined by a late event into one that now reaches the period) would only
  * let one more group's bitmap be made than the memory budget planned.
@@ -59,6 +60,8 @@ export interface ValueSets {
     period: Interval,
     cap: number,
   ): Promise<number>;
+  /** Lets go of every kept value if events were removed since (a write's end calls it). */
+  sweep(): void;
 }
 
 /** The events column a visit's column is taken from (visits-maintenance.ts). */
@@ -110,11 +113,33 @@ function valuesRead(
  */
 const MAX_KEPT_VALUES = 1024;
 
-/** Creates the kept value sets of an engine: at most `maxPeriods` (site, column, period) kept. */
-export function createValueSets(maxPeriods = 256): ValueSets {
+export interface ValueSetsOptions {
+  /** At most this many (site, column, period) kept, the least recently used out. */
+  maxPeriods?: number;
+  /**
+   * The feed's count of event removals (erasures, retention, deletions, a
+   * rebuild: AnalyticsFeed.removals). When it moves, every kept value goes
+   * ({@link ValueSets.sweep}): an erased page or source does not stay in
+   * memory, and the values are read afresh.
+   */
+  removals?: () => number;
+}
+
+/** Creates the kept value sets of an engine. */
+export function createValueSets(options: ValueSetsOptions = {}): ValueSets {
+  const maxPeriods = options.maxPeriods ?? 256;
   const kept = new Map<string, Kept>();
+  let removals = options.removals?.() ?? 0;
+  const sweep = () => {
+    const now = options.removals?.() ?? 0;
+    if (now === removals) return;
+    removals = now;
+    kept.clear();
+  };
   return {
+    sweep,
     async bound(q, siteId, column, period, cap) {
+      sweep();
       if (!/^[a-z_]+$/.test(column)) throw new Error(`not a traffic column: ${column}`);
       const key = JSON.stringify([siteId, column, period.from, period.to]);
       const known = kept.get(key);
@@ -123,12 +148,18 @@ export function createValueSets(maxPeriods = 256): ValueSets {
         kept.set(key, known);
         if (!known.values) return known.many;
       }
+      // Kept only if no removal was committed while it read (it may hold removed values).
+      const stamp = options.removals?.() ?? 0;
       const read = valuesRead(column, siteId, period, known?.seq);
       // A visit's new values come from events of any time (an exit page from one
       // after the period's end): that statement's answer lasts one generation.
       const scope = known && column.startsWith("v_") ? undefined : periodScope(siteId, period);
       const [row] = await q.rows(read.sql, read.values, scope);
       const [list = null, top = null] = row ?? [];
+      if ((options.removals?.() ?? 0) !== stamp) {
+        const fresh = new Set(listItems(list).filter((v) => v !== null));
+        return (known?.values?.size ?? 0) + fresh.size;
+      }
       // Another query may have grown the set meanwhile: a union, and the higher seq, stay a bound.
       const now = kept.get(key) ?? known ?? { values: new Set<string>(), many: 0, seq: -1n };
       if (now.values) {

@@ -265,6 +265,8 @@ export function createMongoAnalyticsFeed(options: MongoAnalyticsFeedOptions): An
   let compacting: ReturnType<AnalyticsFeed["compact"]> | undefined;
   /** Deletions of events applied (the event pager drops its read-ahead when this moves). */
   let removals = 0;
+  /** Whether the transaction in progress removed events (counted at its commit). */
+  let removedNow = false;
 
   const hostsOf = async (siteId: string): Promise<string[]> => {
     let hosts = siteHosts.get(siteId);
@@ -286,6 +288,7 @@ export function createMongoAnalyticsFeed(options: MongoAnalyticsFeedOptions): An
   const transaction = async (body: () => Promise<void>) => {
     await w.run("BEGIN TRANSACTION");
     dirtyNow = undefined;
+    removedNow = false;
     try {
       await body();
       options.faults?.beforeCommit?.();
@@ -293,10 +296,15 @@ export function createMongoAnalyticsFeed(options: MongoAnalyticsFeedOptions): An
     } catch (err) {
       await w.run("ROLLBACK").catch(() => {});
       dirtyNow = undefined;
+      removedNow = false;
       throw err;
     }
     dirty ??= dirtyNow;
     dirtyNow = undefined;
+    // Counted once DuckDB committed the removal: a read taken while it was
+    // applied (it saw the removed rows) is then older than the count.
+    if (removedNow) removals += 1;
+    removedNow = false;
     options.faults?.afterCommit?.();
   };
 
@@ -365,7 +373,7 @@ export function createMongoAnalyticsFeed(options: MongoAnalyticsFeedOptions): An
     if (gone.length > 0) {
       // Anything but an append leaves old rows' bytes in the file until it is rewritten.
       await markDirty();
-      removals += 1;
+      removedNow = true;
       const left: { siteId: string; vid: bigint }[] = [];
       for (let k = 0; k < gone.length; k += 1000) {
         const deleted = await w.runAndReadAll(

@@ -321,6 +321,35 @@ describe("the analytics feed", () => {
     expect(t.outbox()).toBe(0);
   });
 
+  it("counts a removal once DuckDB committed it, not before: a read taken while it was applied is older than the count", async () => {
+    const t = setUp();
+    const a = await t.analytics();
+    await t.initialize(a);
+    t.add(14);
+    let atCommit: number | undefined;
+    const feed = createAnalyticsFeed({
+      sqlitePath: t.sqlitePath,
+      analytics: a,
+      intervalMs: 60_000,
+      faults: {
+        beforeCommit() {
+          atCommit ??= feed.removals();
+        },
+      },
+    });
+    await feed.runOnce();
+    expect(feed.removals()).toBe(0);
+    atCommit = undefined;
+    t.db
+      .prepare("INSERT INTO analytics_feed (kind, site_id, key, ref) VALUES (5, 's1', 'v3', NULL)")
+      .run();
+    await feed.runOnce();
+    // The erasure's rows were deleted in the transaction, its count moved after the commit.
+    expect(atCommit).toBe(0);
+    expect(feed.removals()).toBe(1);
+    await feed.stop();
+  });
+
   it("numbers each site's visitors in the order it first saw them, events and visits carrying the number; an erased or pruned-away visitor's number goes, the top one given again", async () => {
     const t = setUp();
     const a = await t.analytics();

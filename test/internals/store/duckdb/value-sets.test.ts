@@ -2,7 +2,7 @@
  * The values kept per site, column and period (value-sets.ts): read once,
  * then only the events appended since; past the cap remembered as many and
  * not read again; within the cap but past the most values kept, read afresh
- * each time.
+ * each time; all let go once the feed removed events (an erasure, a pruning).
  */
 import { describe, expect, it } from "vitest";
 import { openAnalyticsStore } from "../../../../src/store/duckdb/analytics-store.js";
@@ -63,6 +63,38 @@ describe("kept values", () => {
       const three = { from: 0, to: 3 * 86_400_000 };
       expect(await bound("page", 5000, three)).toEqual({ n: 1107, ran: ["all"] });
       expect(await bound("page", 5000, three)).toEqual({ n: 1107, ran: ["all"] });
+      // A removal committed (an erasure…): every kept value goes, the period is read afresh.
+      let removed = 0;
+      const sweeping = createValueSets({ removals: () => removed });
+      let during: (() => void) | undefined;
+      const counted: QueryReads = {
+        ...q,
+        rows: async (sql, values) => {
+          const r = await q.rows(sql, values);
+          during?.();
+          return r;
+        },
+      };
+      const swept = async () => {
+        ran.length = 0;
+        return { n: await sweeping.bound(counted, "s1", "page", day, 100), ran: [...ran] };
+      };
+      expect(await swept()).toEqual({ n: 6, ran: ["all"] });
+      expect(await swept()).toEqual({ n: 6, ran: ["since"] });
+      await s.writer.run("DELETE FROM events WHERE page = '/f'");
+      removed += 1;
+      sweeping.sweep();
+      expect(await swept()).toEqual({ n: 5, ran: ["all"] });
+      // A removal committed (and swept, as at its write's end) while the values
+      // were read: what the read saw is not kept.
+      during = () => {
+        removed += 1;
+        sweeping.sweep();
+        during = undefined;
+      };
+      await s.writer.run("DELETE FROM events WHERE page = '/e'");
+      expect(await swept()).toEqual({ n: 5, ran: ["since"] });
+      expect(await swept()).toEqual({ n: 4, ran: ["all"] });
       conn.closeSync();
     } finally {
       s.close();
