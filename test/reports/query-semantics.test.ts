@@ -160,6 +160,64 @@ describe("the engine against the reference model", () => {
     expect(answer).toEqual(referenceQuery(data, plan));
   });
 
+  it("reads the visits across the period's start, its end and both as the reference does, by a visit's own dimension", async () => {
+    // Random data seldom has a visit across midnight where a query reads whole visits.
+    const day = Date.UTC(2026, 2, 27);
+    const MIN = 60_000;
+    const pageviews = (
+      visitorId: string,
+      from: number,
+      to: number,
+      every: number,
+      source: string,
+    ) => {
+      const events: RefData["events"] = [];
+      for (let ts = from; ts <= to; ts += every) {
+        events.push({
+          siteId: "site_1",
+          visitorId,
+          ts,
+          name: "pageview",
+          url: `https://example.com/${visitorId}`,
+          utmSource: source,
+        });
+      }
+      return events;
+    };
+    const data = trafficOnly([
+      // Across the start, across the end, across both (one visit of 25 hours), inside.
+      ...pageviews("d0", day - 10 * MIN, day + 10 * MIN, 10 * MIN, "start"),
+      ...pageviews("d1", day + 1430 * MIN, day + 1450 * MIN, 10 * MIN, "end"),
+      ...pageviews("d2", day - 30 * MIN, day + 1470 * MIN, 20 * MIN, "both"),
+      ...pageviews("d3", day + 600 * MIN, day + 605 * MIN, 5 * MIN, "inside"),
+      ...pageviews("d4", day + 700 * MIN, day + 700 * MIN, MIN, "inside"),
+    ]);
+    const plan: QueryPlan = {
+      siteId: "site_1",
+      timeZone: "UTC",
+      metrics: ["visitors", "visits", "pageviews", "bounce_rate", "visit_duration"],
+      dimensions: ["source"],
+      filters: [],
+      period: { from: day, to: day + 1440 * MIN },
+      model: "first_touch",
+      // As the planner completes it: the dimension breaks ties.
+      orderBy: [
+        { field: "visitors", desc: true },
+        { field: "source", desc: false },
+      ],
+      limit: 100,
+      offset: 0,
+    };
+    const answer = await overData(data, (engine) => engine.query(plan));
+    expect(answer.rows.map((r) => [r.dimensions[0], r.metrics[2]])).toEqual([
+      ["inside", { kind: "count", value: 3 }],
+      ["both", { kind: "count", value: 72 }],
+      ["end", { kind: "count", value: 1 }],
+      ["start", { kind: "count", value: 2 }],
+    ]);
+    expect(answer).toEqual(referenceQuery(data, plan));
+  });
+
   it("orders a customer's touches at the same instant by stored visitor key", async () => {
     // Random data seldom starts two of a customer's visits at one instant.
     const at = Date.UTC(2026, 2, 27, 10);

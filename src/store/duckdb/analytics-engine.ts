@@ -181,13 +181,17 @@ function trafficRows(
   // (pages where the channel is Email over 90 days at 10M events: the
   // statement's EXPLAIN ANALYZE 0.44–0.53 s → 0.38–0.48, its events' scan
   // 239–282 ms → 178–224 of operator time).
-  return `
-  x AS (
+  const joined = (visitWhere: string) => `
     SELECT e.*, e.vid AS vk, v.v_start AS vn, v.* EXCLUDE (site_id, vid, dv)
     FROM events e JOIN visits v ON v.dv = e.dv AND e.ts >= v.v_start AND e.ts <= v.v_end
-    WHERE ${events} AND v.site_id = ${site} AND v.v_end >= ${from} AND v.v_start < ${to}
-      ${visits === "straddling" ? `AND (v.v_start < ${from} OR v.v_end >= ${to})` : ""}
-  )`;
+    WHERE ${events} AND v.site_id = ${site} AND ${visitWhere}`;
+  if (visits === "all") return `x AS (${joined(`v.v_end >= ${from} AND v.v_start < ${to}`)})`;
+  // The visits across the period's start, then those across its end only: each
+  // a range of one column, which the blocks' min/max skip (90 days at 10M
+  // events: 5M visits scanned for 28, 149 ms of operator time; in one OR of
+  // two columns, no block could be skipped).
+  return `x AS (${joined(`v.v_end >= ${from} AND v.v_start < ${from}`)}
+    UNION ALL ${joined(`v.v_end >= ${to} AND v.v_start >= ${from} AND v.v_start < ${to}`)})`;
 }
 
 /**
