@@ -202,6 +202,19 @@ export async function loadAnalyticsSite(o) {
       ORDER BY j`);
   }
   lap("events");
+  // The events written here took ids 1..N: SQLite's next event id goes past
+  // them, so an event collected later (the live benches) has an id of its own.
+  // Ids are never given twice (the feed deletes, the value sets and the event
+  // pages read by them: src/store/duckdb/value-sets.ts).
+  const ids = new Database(join(dir, "ingest.sqlite"));
+  ids.transaction(() => {
+    const bumped = ids
+      .prepare("UPDATE sqlite_sequence SET seq = max(seq, ?) WHERE name = 'events'")
+      .run(N).changes;
+    if (bumped === 0)
+      ids.prepare("INSERT INTO sqlite_sequence (name, seq) VALUES ('events', ?)").run(N);
+  })();
+  ids.close();
   // The feed's rule, in slices (each its own transaction: a bench load, not a live file).
   await rebuildVisits(w);
   lap("visits");
