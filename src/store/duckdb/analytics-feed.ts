@@ -470,7 +470,6 @@ export function createAnalyticsFeed(options: AnalyticsFeedOptions): AnalyticsFee
           "DELETE FROM events; DELETE FROM payments; DELETE FROM links; DELETE FROM stitches; DELETE FROM visitor_numbers",
         );
         moved = 0;
-        removals += 1;
         let ap = await openEventStage(w);
         let n = 0;
         for (const r of s.allEvents.iterate() as IterableIterator<EventRow>) {
@@ -521,6 +520,8 @@ export function createAnalyticsFeed(options: AnalyticsFeedOptions): AnalyticsFee
         await setWatermark(seq);
         await w.run("COMMIT");
         committed = moved;
+        // Counted once committed, as a batch's removals are: a read that began before is older.
+        removals += 1;
       } catch (err) {
         await w.run("ROLLBACK").catch(() => {});
         throw err;

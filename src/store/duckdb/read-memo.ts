@@ -78,7 +78,7 @@ export interface QueryReads {
   rows(sql: string, values?: DuckDBValue[], scope?: ReadScope): Promise<DuckDBValue[][]>;
   /** A table holding `select`'s rows, made once per generation: its name, to read in this query. */
   table(select: string, values?: DuckDBValue[]): Promise<string>;
-  /** The engine's events columns' values per period, kept across generations (value-sets.ts). */
+  /** The engine's traffic columns' values per period, kept across generations (value-sets.ts). */
   readonly valueSets?: ValueSets;
 }
 

@@ -33,7 +33,7 @@ import type { DuckDBValue } from "@duckdb/node-api";
 import type { Interval } from "../../domain/analytics/query-plan.js";
 import { periodScope, type QueryReads } from "./read-memo.js";
 
-/** An events column's kept values in one period. */
+/** A traffic column's kept values in one period. */
 interface Kept {
   /** Its values (NULL not among them), or undefined when there were more than a cap. */
   values?: Set<string>;
@@ -156,15 +156,13 @@ export function createValueSets(options: ValueSetsOptions = {}): ValueSets {
       const scope = known && column.startsWith("v_") ? undefined : periodScope(siteId, period);
       const [row] = await q.rows(read.sql, read.values, scope);
       const [list = null, top = null] = row ?? [];
+      const seen = valuesOf(list);
       if ((options.removals?.() ?? 0) !== stamp) {
-        const fresh = new Set(listItems(list).filter((v) => v !== null));
-        return (known?.values?.size ?? 0) + fresh.size;
+        return new Set([...(known?.values ?? []), ...seen]).size;
       }
       // Another query may have grown the set meanwhile: a union, and the higher seq, stay a bound.
       const now = kept.get(key) ?? known ?? { values: new Set<string>(), many: 0, seq: -1n };
-      if (now.values) {
-        for (const v of listItems(list)) if (v !== null) now.values.add(String(v));
-      }
+      for (const v of seen) now.values?.add(v);
       if (typeof top === "bigint" && top > now.seq) now.seq = top;
       const size = now.values?.size ?? now.many;
       if (now.values && size > cap) {
@@ -183,9 +181,9 @@ export function createValueSets(options: ValueSetsOptions = {}): ValueSets {
   };
 }
 
-/** The items of a DuckDB list value (NULL: none). */
-function listItems(v: DuckDBValue): readonly DuckDBValue[] {
-  return v !== null && typeof v === "object" && "items" in v
-    ? (v.items as readonly DuckDBValue[])
-    : [];
+/** The values of a `list(DISTINCT …)` answer as strings, NULL left out (a NULL list: none). */
+function valuesOf(v: DuckDBValue): string[] {
+  const items =
+    v !== null && typeof v === "object" && "items" in v ? (v.items as DuckDBValue[]) : [];
+  return items.filter((x) => x !== null).map(String);
 }
