@@ -280,7 +280,11 @@ const readsVisit = (sql: string) => sql.includes("x.v_");
 /** Whether SQL over traffic rows reads nothing but a visit's columns. */
 const readsVisitOnly = (sql: string) => !/x\.(?!v_)/.test(sql);
 
-/** Succeeded payments of the period in the currency (`pay`), with their customer's first charge. */
+/**
+ * Succeeded payments of the period in the currency (`pay`), with their
+ * customer's first charge and the customer's number among the period's
+ * (`ck`, and `numbered`: the id to number).
+ */
 function paymentRows(
   siteId: string,
   currency: string | undefined,
@@ -300,13 +304,20 @@ function paymentRows(
     WHERE site_id = ${site} ${inCurrency("currency")} AND status = 'succeeded' AND kind = 'charge'
     GROUP BY customer_id
   ),
-  pay AS (
+  paid AS (
     SELECT p.*, f.first_paid_at,
       (p.payment_id = f.first_payment_id) AS first_payment
     FROM payments p LEFT JOIN firsts f USING (customer_id)
     WHERE p.site_id = ${site} ${inCurrency("p.currency")} AND p.status = 'succeeded'
       AND p.paid_at >= ${p.add(BigInt(period.from))} AND p.paid_at < ${p.add(BigInt(period.to))}
-  )`;
+  ),
+  -- The touches' joins, windows and ASOF key on a customer's number, not its
+  -- id's string (the multi-touch models over 90 days at 10M events: 177–191 →
+  -- 156–169 ms by raw SQL). Materialized, so every reference reads one numbering.
+  numbered AS MATERIALIZED (
+    SELECT customer_id, row_number() OVER () AS ck FROM (SELECT DISTINCT customer_id FROM paid)
+  ),
+  pay AS MATERIALIZED (SELECT paid.*, n.ck FROM paid LEFT JOIN numbered n USING (customer_id))`;
 }
 
 /** The metrics that read a customer's touches whatever the model. */
@@ -478,17 +489,17 @@ async function shares(
   // customer's first charge, whatever the model (none: left out).
   const touchRows = `${paymentRows(site, plan.currency, period, p)},
     linked AS (
-      SELECT l.customer_id, l.vid FROM links l
-      WHERE l.site_id = ${add(site)} AND l.customer_id IN (SELECT customer_id FROM pay)
+      SELECT n.ck, l.vid FROM links l JOIN numbered n USING (customer_id)
+      WHERE l.site_id = ${add(site)}
     ),
     st AS (SELECT vid, pvid FROM stitches WHERE site_id = ${add(site)}),
     persistent AS (
-      SELECT customer_id, vid AS p FROM linked
-      UNION SELECT linked.customer_id, st.pvid FROM linked JOIN st USING (vid)
+      SELECT ck, vid AS p FROM linked
+      UNION SELECT linked.ck, st.pvid FROM linked JOIN st USING (vid)
     ),
     cust AS (
-      SELECT customer_id, p AS vk FROM persistent
-      UNION SELECT persistent.customer_id, st.vid FROM persistent JOIN st ON st.pvid = persistent.p
+      SELECT ck, p AS vk FROM persistent
+      UNION SELECT persistent.ck, st.vid FROM persistent JOIN st ON st.pvid = persistent.p
     ),
     touch AS (
       -- Only the keys, the start and the channel (the windows' and the medians'
@@ -497,16 +508,16 @@ async function shares(
       -- Joined by the visitors' numbers (one per key within a site), as the
       -- breakdowns join events to visits: the multi-touch models over 90 days
       -- at 10M events, this step 59 → 39 ms by raw SQL.
-      SELECT c.customer_id, c.vk, v.v_start, v.v_channel
+      SELECT c.ck, c.vk, v.v_start, v.v_channel
       FROM cust c JOIN visitor_numbers n ON n.site_id = ${add(site)} AND n.vid = c.vk
         JOIN visits v ON v.dv = n.dv
       WHERE v.site_id = ${add(site)}
     ),
     seen AS (
-      SELECT f.customer_id, min(t.v_start) AS first_seen_at, count(*) AS visits_before
-      FROM (SELECT DISTINCT customer_id, first_paid_at FROM pay WHERE first_paid_at IS NOT NULL) f
-      JOIN touch t ON t.customer_id = f.customer_id AND t.v_start < f.first_paid_at
-      GROUP BY f.customer_id
+      SELECT f.ck, min(t.v_start) AS first_seen_at, count(*) AS visits_before
+      FROM (SELECT DISTINCT ck, first_paid_at FROM pay WHERE first_paid_at IS NOT NULL) f
+      JOIN touch t ON t.ck = f.ck AND t.v_start < f.first_paid_at
+      GROUP BY f.ck
     )`;
   // The query's currency, when it names one, is a constant of the view too.
   const currency = plan.currency;
@@ -537,7 +548,7 @@ async function shares(
          CASE WHEN pay.channel = ${add(UNATTRIBUTED)} THEN NULL ELSE pay.channel END AS channel,
          pay.source, pay.medium, pay.campaign, pay.landing_page${storedVisitValues("v")},
          pay.touch_vid AS touch_vk
-       FROM pay ${attributedVisit(add)} LEFT JOIN seen s ON s.customer_id = pay.customer_id`,
+       FROM pay ${attributedVisit(add)} LEFT JOIN seen s ON s.ck = pay.ck`,
       unreadVisitColumns,
     );
   }
@@ -563,17 +574,17 @@ async function shares(
      ranked AS (
        SELECT *, count(*) OVER upto AS upto
          ${plan.model === "last_non_direct" ? ", max(CASE WHEN v_channel <> 'Direct' THEN idx END) OVER upto AS lnd" : ", NULL::BIGINT AS lnd"}
-       FROM (SELECT *, row_number() OVER (PARTITION BY customer_id ORDER BY v_start, vk) - 1 AS idx FROM touch)
-       WINDOW upto AS (PARTITION BY customer_id ORDER BY v_start RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
+       FROM (SELECT *, row_number() OVER (PARTITION BY ck ORDER BY v_start, vk) - 1 AS idx FROM touch)
+       WINDOW upto AS (PARTITION BY ck ORDER BY v_start RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
      ),
      counted AS (
        SELECT pay.*, abs(pay.amount_minor) AS mag, r.upto AS n, r.lnd
-       FROM pay ASOF LEFT JOIN ranked r ON r.customer_id = pay.customer_id AND pay.paid_at > r.v_start
+       FROM pay ASOF LEFT JOIN ranked r ON r.ck = pay.ck AND pay.paid_at > r.v_start
      ),
      x AS (
        SELECT c.*, t.vk, t.v_start AS t_start, t.v_channel, ${split.minor} AS minor
        FROM counted c LEFT JOIN ranked t
-         ON t.customer_id = c.customer_id AND t.idx < c.n AND ${split.credited}
+         ON t.ck = c.ck AND t.idx < c.n AND ${split.credited}
      )
      SELECT x.payment_id, x.customer_id, x.kind${stored.replace("currency", "x.currency")},
        -- A payment without a touch before it is one unattributed share.
@@ -585,7 +596,7 @@ async function shares(
          .join("")}${storedVisitValues("tv")},
        x.vk AS touch_vk
      FROM x ${creditedVisit}
-       LEFT JOIN seen s ON s.customer_id = x.customer_id`,
+       LEFT JOIN seen s ON s.ck = x.ck`,
     [...SHARE_TOUCH_VALUES.filter((c) => !read.has(c)), ...unreadVisitColumns],
   );
 }
