@@ -578,8 +578,10 @@ async function shares(
        WINDOW upto AS (PARTITION BY ck ORDER BY v_start RANGE BETWEEN UNBOUNDED PRECEDING AND CURRENT ROW)
      ),
      counted AS (
-       SELECT pay.*, abs(pay.amount_minor) AS mag, r.upto AS n, r.lnd
-       FROM pay ASOF LEFT JOIN ranked r ON r.ck = pay.ck AND pay.paid_at > r.v_start
+       SELECT *${split.perPayment ? `, ${split.perPayment}` : ""} FROM (
+         SELECT pay.*, abs(pay.amount_minor) AS mag, r.upto AS n, r.lnd
+         FROM pay ASOF LEFT JOIN ranked r ON r.ck = pay.ck AND pay.paid_at > r.v_start
+       )
      ),
      x AS (
        SELECT c.*, t.vk, t.v_start AS t_start, t.v_channel, ${split.minor} AS minor

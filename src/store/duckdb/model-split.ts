@@ -6,9 +6,24 @@
 import type { AttributionModel } from "../../domain/analytics/query-plan.js";
 
 /** Position-based: an end touch's remainder over 10·(n − 2) (modelSplit). */
-const PB_END_REM = "((c.n - 2) * ((4 * c.mag) % 10))";
+const PB_END_REM = "((n - 2) * ((4 * mag) % 10))";
 /** Position-based: a middle touch's remainder over 10·(n − 2) (modelSplit). */
-const PB_MIDDLE_REM = "((2 * c.mag) % (10 * (c.n - 2)))";
+const PB_MIDDLE_REM = "((2 * mag) % (10 * (n - 2)))";
+
+/** A model's split: which touches it credits, and each one's minor units. */
+export interface ModelSplit {
+  /** Over the payment `c` and the touch `t`: whether the touch gets a share. */
+  credited: string;
+  /** Over `c` and `t`: the touch's share in minor units. */
+  minor: string;
+  /**
+   * Columns computed once per payment from its `mag` and `n` (SQL `expr AS
+   * name` items), which `minor` reads as `c.name`: the position-based split
+   * over 90 days at 10M events, 74,688 payments and 287,162 shares, 153 →
+   * 142 ms by raw SQL.
+   */
+  perPayment?: string;
+}
 
 /**
  * Each multi-touch model's split of a payment's magnitude `c.mag` over its
@@ -20,10 +35,7 @@ const PB_MIDDLE_REM = "((2 * c.mag) % (10 * (c.n - 2)))";
  * out, as splitPayment leaves them). Amounts are at most 2^53 (the domain's
  * MAX_MINOR, the providers' safe integers), so 4 × an amount stays a BIGINT.
  */
-export const modelSplit: Record<
-  Exclude<AttributionModel, "first_touch">,
-  { credited: string; minor: string }
-> = {
+export const modelSplit: Record<Exclude<AttributionModel, "first_touch">, ModelSplit> = {
   last_touch: { credited: "t.idx = c.n - 1", minor: "c.mag" },
   last_non_direct: { credited: "t.idx = coalesce(c.lnd, c.n - 1)", minor: "c.mag" },
   // Equal remainders: the mag % n units left go to the earliest touches.
@@ -34,15 +46,20 @@ export const modelSplit: Record<
   // unit when fewer than the units left precede it in (remainder desc, place):
   // the first end before the middles when its remainder is larger, the last end
   // after the first and before the middles only when its remainder is larger.
+  // Per payment: the parts (pb_end, pb_mid), the units left (pb_left), and the
+  // places in that order of the first end, the last end and a middle touch
+  // (pb_first, pb_last, the touch's idx + pb_mid_off).
   position_based: {
     credited: "true",
+    perPayment: `(4 * mag) // 10 AS pb_end,
+      CASE WHEN n > 2 THEN (2 * mag) // (10 * (n - 2)) END AS pb_mid,
+      CASE WHEN n > 2 THEN mag - 2 * ((4 * mag) // 10) - (n - 2) * ((2 * mag) // (10 * (n - 2))) END AS pb_left,
+      CASE WHEN n > 2 THEN CASE WHEN ${PB_MIDDLE_REM} > ${PB_END_REM} THEN n - 2 ELSE 0 END END AS pb_first,
+      CASE WHEN n > 2 THEN 1 + CASE WHEN ${PB_MIDDLE_REM} >= ${PB_END_REM} THEN n - 2 ELSE 0 END END AS pb_last,
+      CASE WHEN n > 2 THEN CASE WHEN ${PB_END_REM} > ${PB_MIDDLE_REM} THEN 1 WHEN ${PB_END_REM} = ${PB_MIDDLE_REM} THEN 0 ELSE -1 END END AS pb_mid_off`,
     minor: `CASE WHEN c.n <= 2 THEN c.mag // c.n + (t.idx < c.mag % c.n)::BIGINT
-      ELSE (CASE WHEN t.idx = 0 OR t.idx = c.n - 1 THEN (4 * c.mag) // 10 ELSE (2 * c.mag) // (10 * (c.n - 2)) END)
-        + ((CASE
-            WHEN t.idx = 0 THEN CASE WHEN ${PB_MIDDLE_REM} > ${PB_END_REM} THEN c.n - 2 ELSE 0 END
-            WHEN t.idx = c.n - 1 THEN 1 + CASE WHEN ${PB_MIDDLE_REM} >= ${PB_END_REM} THEN c.n - 2 ELSE 0 END
-            ELSE t.idx - 1 + CASE WHEN ${PB_END_REM} > ${PB_MIDDLE_REM} THEN 2 WHEN ${PB_END_REM} = ${PB_MIDDLE_REM} THEN 1 ELSE 0 END
-          END) < c.mag - 2 * ((4 * c.mag) // 10) - (c.n - 2) * ((2 * c.mag) // (10 * (c.n - 2))))::BIGINT
-      END`,
+      WHEN t.idx = 0 THEN c.pb_end + (c.pb_first < c.pb_left)::BIGINT
+      WHEN t.idx = c.n - 1 THEN c.pb_end + (c.pb_last < c.pb_left)::BIGINT
+      ELSE c.pb_mid + (t.idx + c.pb_mid_off < c.pb_left)::BIGINT END`,
   },
 };

@@ -49,7 +49,8 @@ describe("modelSplit", () => {
       for (const [model, split] of Object.entries(modelSplit)) {
         const rows = (
           await conn.runAndReadAll(
-            `SELECT c.id, t.idx, (${split.minor})::BIGINT FROM c JOIN t
+            `SELECT c.id, t.idx, (${split.minor})::BIGINT
+             FROM (SELECT *${split.perPayment ? `, ${split.perPayment}` : ""} FROM c) c JOIN t
              ON t.idx < c.n AND ${split.credited} ORDER BY c.id, t.idx`,
           )
         ).getRows();
