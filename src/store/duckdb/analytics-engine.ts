@@ -282,8 +282,8 @@ const readsVisitOnly = (sql: string) => !/x\.(?!v_)/.test(sql);
 
 /**
  * Succeeded payments of the period in the currency (`pay`), with their
- * customer's first charge and the customer's number among the period's
- * (`ck`, and `numbered`: the id to number).
+ * customer's first charge, the customer's number among the period's (`ck`,
+ * and `numbered`: the id to number) and the payment's (`pn`).
  */
 function paymentRows(
   siteId: string,
@@ -317,7 +317,9 @@ function paymentRows(
   numbered AS MATERIALIZED (
     SELECT customer_id, row_number() OVER () AS ck FROM (SELECT DISTINCT customer_id FROM paid)
   ),
-  pay AS MATERIALIZED (SELECT paid.*, n.ck FROM paid LEFT JOIN numbered n USING (customer_id))`;
+  pay AS MATERIALIZED (
+    SELECT paid.*, n.ck, row_number() OVER () AS pn FROM paid LEFT JOIN numbered n USING (customer_id)
+  )`;
 }
 
 /** The metrics that read a customer's touches whatever the model. */
@@ -412,6 +414,16 @@ async function shares(
    * multi-touch share carries its touch's channel.
    */
   visitColumns: readonly string[] = [...CREDITED_VISIT_COLUMNS],
+  /**
+   * Whether the query reads the customers' ids (the customer dimension, or a
+   * filter on it). Otherwise a memo table stores each customer's number and
+   * each payment's in their place: the counts of distinct payments and
+   * customers, and the medians' distinct payments, read them alike (one
+   * number per id within the table), and two integers cost less to write and
+   * to count than two strings (the linear model over 90 days at 10M events:
+   * 178–197 → 165–185 ms a query).
+   */
+  customerIds = true,
 ): Promise<ShareTable> {
   const tables = shareTables.get(q) ?? new Map<string, ShareTable>();
   shareTables.set(q, tables);
@@ -423,7 +435,7 @@ async function shares(
       (c) => visitColumns.includes(c) || (cheap && CHEAP_VISIT_COLUMNS.includes(c)),
     ),
   );
-  const key = `${period.from}-${period.to}-${touches}-${[...read].join(",")}`;
+  const key = `${period.from}-${period.to}-${touches}-${[...read].join(",")}-${customerIds}`;
   const known = tables.get(key);
   if (known) return known;
   const site = plan.siteId;
@@ -522,7 +534,9 @@ async function shares(
   // The query's currency, when it names one, is a constant of the view too.
   const currency = plan.currency;
   const stored = currency === undefined ? ", currency" : "";
-  const head = `pay.payment_id, pay.customer_id, pay.kind${stored.replace("currency", "pay.currency")}`;
+  const ids = (row: string) =>
+    `${row}.pn AS payment_id, ${customerIds ? `${row}.customer_id` : `${row}.ck AS customer_id`}`;
+  const head = `${ids("pay")}, pay.kind${stored.replace("currency", "pay.currency")}`;
   const tail =
     "pay.paid_at, pay.first_payment, pay.first_paid_at, s.first_seen_at, s.visits_before";
   /** The table of `select`'s rows, read with the `unread` columns as NULLs and the query's currency. */
@@ -588,7 +602,7 @@ async function shares(
        FROM counted c LEFT JOIN ranked t
          ON t.ck = c.ck AND t.idx < c.n AND ${split.credited}
      )
-     SELECT x.payment_id, x.customer_id, x.kind${stored.replace("currency", "x.currency")},
+     SELECT ${ids("x")}, x.kind${stored.replace("currency", "x.currency")},
        -- A payment without a touch before it is one unattributed share.
        CASE WHEN x.n IS NULL THEN x.amount_minor
          WHEN x.amount_minor < 0 THEN -x.minor ELSE x.minor END::BIGINT AS share,
@@ -706,7 +720,14 @@ async function sideStatement(
       return col !== undefined && [...dimSql, ...where].some((x) => x.includes(`r.${col}`));
     };
     const visitColumns = CREDITED_VISIT_COLUMNS.filter(reads);
-    const table = await shares(q, plan, period, touches, visitColumns);
+    const table = await shares(
+      q,
+      plan,
+      period,
+      touches,
+      visitColumns,
+      [...dimSql, ...where].some((x) => x.includes("r.customer_id")),
+    );
     const rows = `r AS (SELECT * FROM ${sharesOf(table, plan.currency, (v) => p.add(v))})`;
     // A share is one payment's part: payments are counted distinct, amounts summed.
     return {
@@ -1379,6 +1400,7 @@ async function runFunnel(
       plan.period,
       plan.model !== "first_touch",
       [],
+      false,
     );
     const p = new Params();
     const [net] = (
