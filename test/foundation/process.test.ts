@@ -74,7 +74,9 @@ describe("logs", () => {
         },
       );
       await postJson(`${child.url}/api/v1/events`, "{broken", { key });
-      await new Promise((r) => setTimeout(r, 200));
+      // A response can reach the client before its completion line reaches the
+      // pipe: wait for the last request's (the 400), not a fixed while.
+      await waitForOutput(child, /"statusCode":400[^\n]*"msg":"request completed"/);
       // The start-up line names the server's own address (127.0.0.1), not a client's: left out here.
       const logs = child
         .output()

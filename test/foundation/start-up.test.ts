@@ -10,7 +10,12 @@ import { join } from "node:path";
 import type { Document } from "mongodb";
 import { afterAll, beforeAll, describe, expect, it } from "vitest";
 import { redactStoreUrl } from "../../src/start-up.js";
-import { freePort, startChildServer, stopChildServer } from "../helpers/child-server.js";
+import {
+  freePort,
+  startChildServer,
+  stopChildServer,
+  waitForOutput,
+} from "../helpers/child-server.js";
 import { startFakeMongo } from "../helpers/mongo/fake-server.js";
 import { ROOT } from "../helpers/rpc-clients.js";
 import { ADMIN_TOKEN } from "../helpers/test-server.js";
@@ -160,6 +165,8 @@ describe("the start-up line", () => {
   it("says where it listens, its version, its store and whether ADMIN_TOKEN is set", async () => {
     const child = await startChildServer({ STORE_URL: storeUrl, LOG_LEVEL: "info", ADMIN_TOKEN });
     try {
+      // Ready (/readyz 200) can come before the line reaches the pipe on a busy machine.
+      await waitForOutput(child, /"msg":"listening"[^\n]*\n/);
       const line = child
         .output()
         .split("\n")
