@@ -218,6 +218,48 @@ describe("the engine against the reference model", () => {
     expect(answer).toEqual(referenceQuery(data, plan));
   });
 
+  it("counts a visitor of several sources once in the total of visitors by source, as the reference does", async () => {
+    // The groups' visitors overlap: the total is neither the largest group nor their sum.
+    const day = Date.UTC(2026, 2, 27);
+    const HOUR = 3_600_000;
+    const visit = (visitorId: string, ts: number, source: string): RefData["events"][number] => ({
+      siteId: "site_1",
+      visitorId,
+      ts,
+      name: "pageview",
+      url: `https://example.com/${visitorId}`,
+      utmSource: source,
+    });
+    const data = trafficOnly([
+      visit("d0", day + HOUR, "google"),
+      visit("d0", day + 3 * HOUR, "facebook"),
+      visit("d1", day + 2 * HOUR, "google"),
+      visit("d2", day + 4 * HOUR, "facebook"),
+    ]);
+    const plan: QueryPlan = {
+      siteId: "site_1",
+      timeZone: "UTC",
+      metrics: ["visitors"],
+      dimensions: ["source"],
+      filters: [],
+      period: { from: day, to: day + 24 * HOUR },
+      model: "first_touch",
+      orderBy: [
+        { field: "visitors", desc: true },
+        { field: "source", desc: false },
+      ],
+      limit: 100,
+      offset: 0,
+    };
+    const answer = await overData(data, (engine) => engine.query(plan));
+    expect(answer.rows.map((r) => [r.dimensions[0], r.metrics[0]])).toEqual([
+      ["facebook", { kind: "count", value: 2 }],
+      ["google", { kind: "count", value: 2 }],
+    ]);
+    expect(answer.totals).toEqual([{ kind: "count", value: 3 }]);
+    expect(answer).toEqual(referenceQuery(data, plan));
+  });
+
   it("orders a customer's touches at the same instant by stored visitor key", async () => {
     // Random data seldom starts two of a customer's visits at one instant.
     const at = Date.UTC(2026, 2, 27, 10);

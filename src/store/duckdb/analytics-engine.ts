@@ -832,6 +832,28 @@ async function sideStatement(
       FROM ${wholeVisits(plan.siteId, period, p)} ${filter}`
     : "";
   const vd = dims.map((_, i) => `v.d${i}`);
+  if (sets && bitmap && dims.length > 0 && metrics.every((m) => m === "visitors")) {
+    // Visitors alone, by bitmaps, over per-visit rows: as over events above,
+    // the groups' bitmaps and the total from their union (every row is in one
+    // group), not a second bitmap of every row for the total's grouping set
+    // (sources over 90 days at 10M events: 145–215 → 110–118 ms by raw SQL).
+    const refs = dims.map((_, i) => `d${i}`);
+    return {
+      sql: `WITH ${trafficRows(plan.siteId, period, p, whole ? "straddling" : mode)},
+        v AS (${eventRows} ${visitRows}),
+        grp AS MATERIALIZED (
+          SELECT ${[...vd.map((d, i) => `${d} AS d${i}`), ...metrics.flatMap((_, i) => [`${bitmap("v")} AS m${i}`, `bit_count(${bitmap("v")}) AS n${i}`]), "count(*) AS c"].join(", ")}
+          FROM v GROUP BY ${vd.join(", ")}
+        )
+        SELECT ${[...refs.map(label), ...metrics.map((_, i) => `n${i}`), "c", "0 AS g"].join(", ")} FROM grp
+        UNION ALL
+        SELECT ${[...refs.map(() => "NULL"), ...metrics.map((_, i) => `coalesce(bit_count(bit_or(m${i})), 0)`), "coalesce(sum(c), 0)::BIGINT", "1 AS g"].join(", ")} FROM grp`,
+      values: p.values,
+      exact: dimSql.every(readsVisitOnly),
+      sets: true,
+      bitmaps,
+    };
+  }
   return {
     sql: `WITH ${trafficRows(plan.siteId, period, p, whole ? "straddling" : mode)},
       v AS (${eventRows} ${visitRows})
