@@ -51,6 +51,39 @@ async function overData<T>(
   }
 }
 
+/** A pageview of `visitorId` on site_1 at `ts`, from `source` (its utm_source). */
+const pageviewFrom = (
+  visitorId: string,
+  ts: number,
+  source: string,
+): RefData["events"][number] => ({
+  siteId: "site_1",
+  visitorId,
+  ts,
+  name: "pageview",
+  url: `https://example.com/${visitorId}`,
+  utmSource: source,
+});
+
+/** A query of `metrics` by source over `period`, ordered as the planner completes it (the dimension breaks ties). */
+function bySource(metrics: QueryPlan["metrics"], period: QueryPlan["period"]): QueryPlan {
+  return {
+    siteId: "site_1",
+    timeZone: "UTC",
+    metrics,
+    dimensions: ["source"],
+    filters: [],
+    period,
+    model: "first_touch",
+    orderBy: [
+      { field: "visitors", desc: true },
+      { field: "source", desc: false },
+    ],
+    limit: 100,
+    offset: 0,
+  };
+}
+
 /** A first-touch funnel of site_1 over 2026-03-27 (UTC) whose steps are these pages. */
 function pageFunnel(paths: string[], over: Partial<FunnelPlan>): FunnelPlan {
   return {
@@ -172,16 +205,7 @@ describe("the engine against the reference model", () => {
       source: string,
     ) => {
       const events: RefData["events"] = [];
-      for (let ts = from; ts <= to; ts += every) {
-        events.push({
-          siteId: "site_1",
-          visitorId,
-          ts,
-          name: "pageview",
-          url: `https://example.com/${visitorId}`,
-          utmSource: source,
-        });
-      }
+      for (let ts = from; ts <= to; ts += every) events.push(pageviewFrom(visitorId, ts, source));
       return events;
     };
     const data = trafficOnly([
@@ -192,22 +216,10 @@ describe("the engine against the reference model", () => {
       ...pageviews("d3", day + 600 * MIN, day + 605 * MIN, 5 * MIN, "inside"),
       ...pageviews("d4", day + 700 * MIN, day + 700 * MIN, MIN, "inside"),
     ]);
-    const plan: QueryPlan = {
-      siteId: "site_1",
-      timeZone: "UTC",
-      metrics: ["visitors", "visits", "pageviews", "bounce_rate", "visit_duration"],
-      dimensions: ["source"],
-      filters: [],
-      period: { from: day, to: day + 1440 * MIN },
-      model: "first_touch",
-      // As the planner completes it: the dimension breaks ties.
-      orderBy: [
-        { field: "visitors", desc: true },
-        { field: "source", desc: false },
-      ],
-      limit: 100,
-      offset: 0,
-    };
+    const plan = bySource(["visitors", "visits", "pageviews", "bounce_rate", "visit_duration"], {
+      from: day,
+      to: day + 1440 * MIN,
+    });
     const answer = await overData(data, (engine) => engine.query(plan));
     expect(answer.rows.map((r) => [r.dimensions[0], r.metrics[2]])).toEqual([
       ["inside", { kind: "count", value: 3 }],
@@ -222,35 +234,13 @@ describe("the engine against the reference model", () => {
     // The groups' visitors overlap: the total is neither the largest group nor their sum.
     const day = Date.UTC(2026, 2, 27);
     const HOUR = 3_600_000;
-    const visit = (visitorId: string, ts: number, source: string): RefData["events"][number] => ({
-      siteId: "site_1",
-      visitorId,
-      ts,
-      name: "pageview",
-      url: `https://example.com/${visitorId}`,
-      utmSource: source,
-    });
     const data = trafficOnly([
-      visit("d0", day + HOUR, "google"),
-      visit("d0", day + 3 * HOUR, "facebook"),
-      visit("d1", day + 2 * HOUR, "google"),
-      visit("d2", day + 4 * HOUR, "facebook"),
+      pageviewFrom("d0", day + HOUR, "google"),
+      pageviewFrom("d0", day + 3 * HOUR, "facebook"),
+      pageviewFrom("d1", day + 2 * HOUR, "google"),
+      pageviewFrom("d2", day + 4 * HOUR, "facebook"),
     ]);
-    const plan: QueryPlan = {
-      siteId: "site_1",
-      timeZone: "UTC",
-      metrics: ["visitors"],
-      dimensions: ["source"],
-      filters: [],
-      period: { from: day, to: day + 24 * HOUR },
-      model: "first_touch",
-      orderBy: [
-        { field: "visitors", desc: true },
-        { field: "source", desc: false },
-      ],
-      limit: 100,
-      offset: 0,
-    };
+    const plan = bySource(["visitors"], { from: day, to: day + 24 * HOUR });
     const answer = await overData(data, (engine) => engine.query(plan));
     expect(answer.rows.map((r) => [r.dimensions[0], r.metrics[0]])).toEqual([
       ["facebook", { kind: "count", value: 2 }],

@@ -533,10 +533,10 @@ async function shares(
     )`;
   // The query's currency, when it names one, is a constant of the view too.
   const currency = plan.currency;
-  const stored = currency === undefined ? ", currency" : "";
+  const storedCurrency = (row: string) => (currency === undefined ? `, ${row}.currency` : "");
   const ids = (row: string) =>
     `${row}.pn AS payment_id, ${customerIds ? `${row}.customer_id` : `${row}.ck AS customer_id`}`;
-  const head = `${ids("pay")}, pay.kind${stored.replace("currency", "pay.currency")}`;
+  const head = `${ids("pay")}, pay.kind${storedCurrency("pay")}`;
   const tail =
     "pay.paid_at, pay.first_payment, pay.first_paid_at, s.first_seen_at, s.visits_before";
   /** The table of `select`'s rows, read with the `unread` columns as NULLs and the query's currency. */
@@ -602,7 +602,7 @@ async function shares(
        FROM counted c LEFT JOIN ranked t
          ON t.ck = c.ck AND t.idx < c.n AND ${split.credited}
      )
-     SELECT ${ids("x")}, x.kind${stored.replace("currency", "x.currency")},
+     SELECT ${ids("x")}, x.kind${storedCurrency("x")},
        -- A payment without a touch before it is one unattributed share.
        CASE WHEN x.n IS NULL THEN x.amount_minor
          WHEN x.amount_minor < 0 THEN -x.minor ELSE x.minor END::BIGINT AS share,
