@@ -6,7 +6,7 @@
  * ones of the bench site, each staged as the feed stages them, then moved
  * into `events` twice, each in a transaction rolled back: with the numbers
  * (`moveStagedEvents`: the known looked up, the new numbered) and without
- * (a plain copy of the stage, number 0), the two alternating. Prints each
+ * (a plain copy of the stage, numbers 0), the two alternating. Prints each
  * batch's milliseconds and the medians.
  *
  *   DATA_DIR=<dir> npm run bench:visitor-numbers
@@ -99,7 +99,7 @@ for (let b = 0; b < BATCHES; b++) {
   numbered.push(await timed(rows, () => moveStagedEvents(w)));
   plain.push(
     await timed(rows, () =>
-      w.run("INSERT INTO events SELECT *, 0 FROM temp.event_stage ORDER BY seq"),
+      w.run("INSERT INTO events SELECT *, 0, 0 FROM temp.event_stage ORDER BY seq"),
     ),
   );
 }

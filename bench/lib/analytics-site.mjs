@@ -155,6 +155,10 @@ export async function loadAnalyticsSite(o) {
       (SELECT coalesce(max(dv), -1) FROM visitor_numbers WHERE site_id = '${SITE_ID}') + row_number() OVER (ORDER BY b.v)
     FROM bench_visitors b
     ANTI JOIN (SELECT vid FROM visitor_numbers WHERE site_id = '${SITE_ID}') n ON n.vid = b.vid`);
+  // The site's number (site-numbers.ts), as the feed gives it: the next one, unless it has one.
+  await w.run(`INSERT INTO site_numbers
+    SELECT '${SITE_ID}', (SELECT coalesce(max(sn), 0) + 1 FROM site_numbers)
+    WHERE NOT EXISTS (SELECT 1 FROM site_numbers WHERE site_id = '${SITE_ID}')`);
   lap("visitorKeys");
   for (let lo = 0; lo < N; lo += SLICE) {
     const hi = Math.min(N, lo + SLICE);
@@ -197,7 +201,8 @@ export async function loadAnalyticsSite(o) {
         NULL AS user_id, referrer AS referrer_host,
         CASE WHEN pos = 0 AND ch IN (3, 6) THEN source END AS utm_source,
         medium AS utm_medium, campaign AS utm_campaign, term AS utm_term, NULL AS utm_content,
-        NULL AS click_ids, keys.dvs[v + 1] AS dv
+        NULL AS click_ids, keys.dvs[v + 1] AS dv,
+        (SELECT sn FROM site_numbers WHERE site_id = '${SITE_ID}') AS sn
       FROM d, keys
       ORDER BY j`);
   }

@@ -454,3 +454,51 @@ export const funnelCaseArb: fc.Arbitrary<{ data: RefData; plan: FunnelPlan }> = 
     data,
     plan: planFunnel(fields, { site: { id: ARB_SITE, timeZone } }),
   }));
+
+/** The other site of {@link besideAnotherSite}: the feed numbers it before {@link ARB_SITE}. */
+export const OTHER_SITE = "site_0";
+
+/** `data` as `siteId`'s: every row moved to that site. */
+export function onSite(data: RefData, siteId: string): RefData {
+  return {
+    sites: data.sites.map((s) => ({ ...s, id: siteId })),
+    events: data.events.map((e) => ({ ...e, siteId })),
+    identities: data.identities.map((i) => ({ ...i, siteId })),
+    stitches: data.stitches.map((s) => ({ ...s, siteId })),
+    customers: data.customers.map((c) => ({ ...c, siteId })),
+    payments: data.payments.map((p) => ({ ...p, siteId })),
+  };
+}
+
+/**
+ * Cases whose data sits beside another site's ({@link OTHER_SITE}, random
+ * too, with the same visitor, customer and payment ids), their events
+ * interleaved: an answer for {@link ARB_SITE} that read any of it (by its
+ * ids, its visitors' dense numbers or its site number) differs from the
+ * reference's, which reads the site's own rows alone.
+ */
+export function besideAnotherSite<P>(
+  cases: fc.Arbitrary<{ data: RefData; plan: P }>,
+): fc.Arbitrary<{ data: RefData; plan: P }> {
+  return fc.tuple(cases, analyticsDataArb).map(([{ data, plan }, other]) => {
+    const o = onSite(other, OTHER_SITE);
+    const events: RefEvent[] = [];
+    for (let i = 0; i < Math.max(data.events.length, o.events.length); i++) {
+      const mine = data.events[i];
+      const theirs = o.events[i];
+      if (theirs) events.push(theirs);
+      if (mine) events.push(mine);
+    }
+    return {
+      plan,
+      data: {
+        sites: [...o.sites, ...data.sites],
+        events,
+        identities: [...o.identities, ...data.identities],
+        stitches: [...o.stitches, ...data.stitches],
+        customers: [...o.customers, ...data.customers],
+        payments: [...o.payments, ...data.payments],
+      },
+    };
+  });
+}

@@ -44,6 +44,7 @@ import {
   UTC_CLOCK,
   type WallClock,
 } from "./semantic-layer.js";
+import { ofSite, siteNumberOf, type WithSiteNumber } from "./site-numbers.js";
 import { createValueSets } from "./value-sets.js";
 import { visitorCount } from "./visitor-count.js";
 
@@ -160,15 +161,14 @@ function filterSql(f: FilterPlan, side: Side, p: Params, tz: WallClock): string 
  * the period (the others are read from `visits` alone, {@link wholeVisits}).
  */
 function trafficRows(
-  siteId: string,
+  sn: number,
   period: Interval,
   p: Params,
   visits: "none" | "all" | "straddling" = "all",
 ): string {
-  const site = p.add(siteId);
   const from = p.add(BigInt(period.from));
   const to = p.add(BigInt(period.to));
-  const events = `e.site_id = ${site} AND e.name <> '$identify' AND e.ts >= ${from} AND e.ts < ${to}`;
+  const events = `${ofSite("e", sn)} AND e.name <> '$identify' AND e.ts >= ${from} AND e.ts < ${to}`;
   // Without a visit's column to read, the join (the bulk of a query's time) is left out.
   // Not materialized: a statement that reads the rows twice (a funnel) scans
   // twice rather than copying every column of millions of events once.
@@ -182,9 +182,9 @@ function trafficRows(
   // statement's EXPLAIN ANALYZE 0.44–0.53 s → 0.38–0.48, its events' scan
   // 239–282 ms → 178–224 of operator time).
   const joined = (visitWhere: string) => `
-    SELECT e.*, e.vid AS vk, v.v_start AS vn, v.* EXCLUDE (site_id, vid, dv)
+    SELECT e.*, e.vid AS vk, v.v_start AS vn, v.* EXCLUDE (site_id, vid, dv, sn)
     FROM events e JOIN visits v ON v.dv = e.dv AND e.ts >= v.v_start AND e.ts <= v.v_end
-    WHERE ${events} AND v.site_id = ${site} AND ${visitWhere}`;
+    WHERE ${events} AND ${ofSite("v", sn)} AND ${visitWhere}`;
   if (visits === "all") return `x AS (${joined(`v.v_end >= ${from} AND v.v_start < ${to}`)})`;
   // The visits across the period's start, then those across its end only: each
   // a range of one column, which the blocks' min/max skip (90 days at 10M
@@ -200,9 +200,9 @@ function trafficRows(
  * counts are the visit's own). Only for a query whose dimensions and filters
  * read the visit alone (`x.v_*`), which a visit passes or fails as a whole.
  */
-function wholeVisits(siteId: string, period: Interval, p: Params): string {
+function wholeVisits(sn: number, period: Interval, p: Params): string {
   return `(SELECT *, vid AS vk, v_start AS vn FROM visits
-    WHERE site_id = ${p.add(siteId)} AND v_start >= ${p.add(BigInt(period.from))} AND v_end < ${p.add(BigInt(period.to))}) x`;
+    WHERE ${ofSite("", sn)} AND v_start >= ${p.add(BigInt(period.from))} AND v_end < ${p.add(BigInt(period.to))}) x`;
 }
 
 /**
@@ -215,8 +215,8 @@ function wholeVisits(siteId: string, period: Interval, p: Params): string {
  * traffic dimensions' SQL reads it: `landing_page` is its page, `exit_page`
  * none.
  */
-function touchRows(siteId: string, period: Interval, p: Params): string {
-  const site = p.add(siteId);
+function touchRows(sn: number, period: Interval, p: Params): string {
+  const site = ofSite("", sn);
   const from = p.add(BigInt(period.from));
   const to = p.add(BigInt(period.to));
   // Which visitors' best pageview lies in the period, from the period's
@@ -230,17 +230,17 @@ function touchRows(siteId: string, period: Interval, p: Params): string {
   return `
   inp AS (
     SELECT vid, min(ts) FILTER (WHERE channel IS NOT NULL) AS tc, min(ts) AS ta FROM events
-    WHERE site_id = ${site} AND name = 'pageview' AND ts >= ${from} AND ts < ${to}
+    WHERE ${site} AND name = 'pageview' AND ts >= ${from} AND ts < ${to}
     GROUP BY vid
   ),
   pre AS (
     SELECT vid, bool_or(channel IS NOT NULL) AS chb FROM events
-    WHERE site_id = ${site} AND name = 'pageview' AND ts < ${from} AND vid IN (SELECT vid FROM inp)
+    WHERE ${site} AND name = 'pageview' AND ts < ${from} AND vid IN (SELECT vid FROM inp)
     GROUP BY vid
   ),
   post AS (
     SELECT DISTINCT vid FROM events
-    WHERE site_id = ${site} AND name = 'pageview' AND ts >= ${to} AND channel IS NOT NULL
+    WHERE ${site} AND name = 'pageview' AND ts >= ${to} AND channel IS NOT NULL
       AND vid IN (SELECT vid FROM inp WHERE tc IS NULL)
   ),
   keep AS (
@@ -252,7 +252,7 @@ function touchRows(siteId: string, period: Interval, p: Params): string {
   best AS (
     -- The best pageview itself: at that time and of that kind, the first stored.
     SELECT e.* FROM events e JOIN keep k ON e.vid = k.vid AND e.ts = k.bt
-    WHERE e.site_id = ${site} AND e.name = 'pageview' AND e.ts >= ${from} AND e.ts < ${to}
+    WHERE ${ofSite("e", sn)} AND e.name = 'pageview' AND e.ts >= ${from} AND e.ts < ${to}
       AND (e.channel IS NOT NULL OR NOT k.ch)
     QUALIFY row_number() OVER (PARTITION BY e.vid ORDER BY e.seq) = 1
   ),
@@ -400,7 +400,7 @@ function sharesOf(
  */
 async function shares(
   q: QueryReads,
-  plan: Pick<QueryPlan, "siteId" | "currency" | "model">,
+  plan: WithSiteNumber<Pick<QueryPlan, "siteId" | "currency" | "model">>,
   period: Interval,
   /** Whether the customers' touches are read (multi-touch models and the medians need them). */
   touches: boolean,
@@ -447,7 +447,7 @@ async function shares(
       ? ""
       : `LEFT JOIN (
           SELECT vid, v_start, v_end, ${[...read].map((c) => `v_${c}`).join(", ")} FROM visits
-          WHERE site_id = ${add(site)} AND vid IN (SELECT touch_vid FROM pay)
+          WHERE ${ofSite("", plan.sn)} AND vid IN (SELECT touch_vid FROM pay)
             -- Only visits that can hold a touch's time: the visits are stored by
             -- their start, so the others' blocks are skipped (the country panel's
             -- shares over 30 days at 10M events: 38 ms → 10 by raw SQL).
@@ -523,7 +523,7 @@ async function shares(
       SELECT c.ck, c.vk, v.v_start, v.v_channel
       FROM cust c JOIN visitor_numbers n ON n.site_id = ${add(site)} AND n.vid = c.vk
         JOIN visits v ON v.dv = n.dv
-      WHERE v.site_id = ${add(site)}
+      WHERE ${ofSite("v", plan.sn)}
     ),
     seen AS (
       SELECT f.ck, min(t.v_start) AS first_seen_at, count(*) AS visits_before
@@ -573,7 +573,7 @@ async function shares(
       ? ""
       : `LEFT JOIN (
           SELECT vid, v_start, ${[...read].map((c) => `v_${c}`).join(", ")} FROM visits
-          WHERE site_id = ${add(site)} AND vid IN (SELECT vk FROM x)
+          WHERE ${ofSite("", plan.sn)} AND vid IN (SELECT vk FROM x)
         ) tv ON tv.vid = x.vk AND tv.v_start = x.t_start`;
   // The touches before a payment are a prefix of its customer's touches in
   // time order, so each customer's touches are numbered once (`idx`; `upto`:
@@ -670,7 +670,7 @@ const grouping = (exprs: string[], sets: boolean) =>
  */
 async function sideStatement(
   q: QueryReads,
-  plan: QueryPlan,
+  plan: WithSiteNumber<QueryPlan>,
   period: Interval,
   side: Side,
   dims: DimensionName[],
@@ -692,7 +692,7 @@ async function sideStatement(
   if (side === "touches") {
     // One row per visitor whose first touch is in the period: each counts in one group.
     return {
-      sql: `WITH ${touchRows(plan.siteId, period, p)}
+      sql: `WITH ${touchRows(plan.sn, period, p)}
         SELECT ${[...outSql, ...metrics.map((m) => metricSql(METRICS[m].sql, HASHED_VISITORS)), "count(*)", grouping(dimSql, sets)].join(", ")}
         FROM x ${where.length ? `WHERE ${where.join(" AND ")}` : ""} ${groupBy(dimSql, sets)}`,
       values: p.values,
@@ -785,7 +785,7 @@ async function sideStatement(
     const each = (m: MetricName, i: number) => (m === "visitors" ? `n${i}` : `m${i}`);
     const refs = dims.map((_, i) => `d${i}`);
     return {
-      sql: `WITH ${trafficRows(plan.siteId, period, p, mode)},
+      sql: `WITH ${trafficRows(plan.sn, period, p, mode)},
         grp AS MATERIALIZED (
           SELECT ${[...groupDims, ...metrics.flatMap(counted), "count(*) AS c"].join(", ")}
           FROM x ${filter} GROUP BY ${refs.join(", ")}
@@ -810,7 +810,7 @@ async function sideStatement(
     // one with bitmaps was read (runPeriod).
     const eventSets = sets && (byKey || plan.filters.length > 0 || !metrics.some(countsDistinct));
     return {
-      sql: `WITH ${trafficRows(plan.siteId, period, p, mode)}
+      sql: `WITH ${trafficRows(plan.sn, period, p, mode)}
         SELECT ${[...outSql, ...metrics.map((m) => metricSql(METRICS[m].eventSql, visitors)), "count(*)", grouping(dimSql, eventSets)].join(", ")}
         FROM x ${filter} ${groupBy(dimSql, eventSets)}`,
       values: p.values,
@@ -829,7 +829,7 @@ async function sideStatement(
   const visitRows = whole
     ? `UNION ALL SELECT ${[...groupDims, "x.vk", "x.dv", "x.vn"].join(", ")},
         x.v_pageviews AS pv, x.v_counted AS ev, x.v_converted AS conv, x.v_events, x.v_seconds
-      FROM ${wholeVisits(plan.siteId, period, p)} ${filter}`
+      FROM ${wholeVisits(plan.sn, period, p)} ${filter}`
     : "";
   const vd = dims.map((_, i) => `v.d${i}`);
   if (sets && bitmap && dims.length > 0 && metrics.every((m) => m === "visitors")) {
@@ -839,7 +839,7 @@ async function sideStatement(
     // (sources over 90 days at 10M events: 145–215 → 110–118 ms by raw SQL).
     const refs = dims.map((_, i) => `d${i}`);
     return {
-      sql: `WITH ${trafficRows(plan.siteId, period, p, whole ? "straddling" : mode)},
+      sql: `WITH ${trafficRows(plan.sn, period, p, whole ? "straddling" : mode)},
         v AS (${eventRows} ${visitRows}),
         grp AS MATERIALIZED (
           SELECT ${[...vd.map((d, i) => `${d} AS d${i}`), ...metrics.flatMap((_, i) => [`${bitmap("v")} AS m${i}`, `bit_count(${bitmap("v")}) AS n${i}`]), "count(*) AS c"].join(", ")}
@@ -855,7 +855,7 @@ async function sideStatement(
     };
   }
   return {
-    sql: `WITH ${trafficRows(plan.siteId, period, p, whole ? "straddling" : mode)},
+    sql: `WITH ${trafficRows(plan.sn, period, p, whole ? "straddling" : mode)},
       v AS (${eventRows} ${visitRows})
       SELECT ${[...vd.map(label), ...metrics.map((m) => metricSql(METRICS[m].sql, visitors)), "count(*)", grouping(vd, sets)].join(", ")}
       FROM v ${groupBy(vd, sets)}`,
@@ -870,7 +870,7 @@ async function sideStatement(
 /** Runs one plan's period: its rows by their dimension key, and its totals. */
 async function runPeriod(
   q: QueryReads,
-  plan: QueryPlan,
+  plan: WithSiteNumber<QueryPlan>,
   period: Interval,
 ): Promise<{ rows: Merged; totals: Merged }> {
   const dims = plan.dimensions;
@@ -1046,7 +1046,8 @@ export function createDuckDbAnalytics(options: DuckDbAnalyticsOptions): Analytic
   const withConnection = async <T>(
     siteId: string,
     signal: AbortSignal | undefined,
-    work: (q: QueryReads) => Promise<T>,
+    /** Given the reads and the site's number in the file (site-numbers.ts). */
+    work: (q: QueryReads, sn: number) => Promise<T>,
     slotted = true,
   ): Promise<T> => {
     const n = running.get(siteId) ?? 0;
@@ -1064,7 +1065,8 @@ export function createDuckDbAnalytics(options: DuckDbAnalyticsOptions): Analytic
       conn = await options.analytics.connect();
       // A query past its limit or whose caller left runs no statement more.
       const alive = () => !timedOut && !signal?.aborted;
-      return await work(memo ? { ...memo.reads(conn, alive), valueSets } : directReads(conn));
+      const sn = await siteNumberOf(conn, siteId);
+      return await work(memo ? { ...memo.reads(conn, alive), valueSets } : directReads(conn), sn);
     } catch (err) {
       if (timedOut) throw errors.queryTimeout(options.timeoutMs, err);
       if (err instanceof Error && err.name === "DomainError") throw err;
@@ -1094,7 +1096,7 @@ export function createDuckDbAnalytics(options: DuckDbAnalyticsOptions): Analytic
   };
 
   /** A query plan's answer through `q`. */
-  const answer = async (q: QueryReads, plan: QueryPlan): Promise<QueryResult> => {
+  const answer = async (q: QueryReads, plan: WithSiteNumber<QueryPlan>): Promise<QueryResult> => {
     const { rows, totals } = await runPeriod(q, plan, plan.period);
     const compared_ = plan.comparison ? await runPeriod(q, plan, plan.comparison) : undefined;
     const comparison = compared_?.rows;
@@ -1175,13 +1177,13 @@ export function createDuckDbAnalytics(options: DuckDbAnalyticsOptions): Analytic
 
   return {
     query(plan, signal) {
-      return withConnection(plan.siteId, signal, (q) => answer(q, plan));
+      return withConnection(plan.siteId, signal, (q, sn) => answer(q, { ...plan, sn }));
     },
     report(plan, signal) {
-      return withConnection(plan.siteId, signal, (q) => answer(q, plan), false);
+      return withConnection(plan.siteId, signal, (q, sn) => answer(q, { ...plan, sn }), false);
     },
     funnel(plan: FunnelPlan, signal) {
-      return withConnection(plan.siteId, signal, (q) => runFunnel(q, plan));
+      return withConnection(plan.siteId, signal, (q, sn) => runFunnel(q, { ...plan, sn }));
     },
     // The stored events' reads: outside the per-site query slots (a ListEvents or
     // an export page is small and bounded), on a connection of their own.
@@ -1271,7 +1273,7 @@ async function eventPlaces(q: QueryReads, period: Interval): Promise<EventPlaces
  */
 async function runFunnel(
   q: QueryReads,
-  plan: FunnelPlan,
+  plan: WithSiteNumber<FunnelPlan>,
   /** Places in 128 bits whatever the period (the 64-bit ones met an order past their span). */
   wide = false,
 ): Promise<FunnelResult> {
@@ -1297,7 +1299,7 @@ async function runFunnel(
     // Step k's events: read once per step rather than every step's events kept
     // together (materializing millions of step-1 rows cost more than the scans).
     const where = (k: number) => [...common, `(${stepConds[k]})`].join(" AND ");
-    return { x: trafficRows(plan.siteId, plan.period, p, visits), where };
+    return { x: trafficRows(plan.sn, plan.period, p, visits), where };
   };
   // Only a visitor with a step-2 event can reach past step 1. When step 2 is
   // a custom event (a goal, which a small share of visitors reach), the walk

@@ -15,6 +15,9 @@
  *   the stored id): 8 bytes instead of 32 characters, and joins on integers;
  *   each also has a dense number per site (`dv`, visitor-numbers.ts) that
  *   distinct counts use;
+ * - each event and visit carries its site's number in the file (`sn`,
+ *   site-numbers.ts): the blocks' min/max of an integer prove a block holds
+ *   one site, which a string's cannot, so a site's scans skip its filter;
  * - low-cardinality strings (site, name, channel, source, country, device,
  *   browser, os…) are plain VARCHAR: DuckDB's dictionary and FSST
  *   compression store each distinct value once per row group, which an ENUM
@@ -37,6 +40,7 @@ import {
 } from "node:fs";
 import { dirname } from "node:path";
 import { type DuckDBConnection, DuckDBInstance } from "@duckdb/node-api";
+import { ensureSiteNumbers } from "./site-numbers.js";
 import { ensureVisitorNumbers } from "./visitor-numbers.js";
 import { ensureVisitsTable } from "./visits-maintenance.js";
 import { createWriteGeneration, type WriteScope } from "./write-generation.js";
@@ -175,7 +179,9 @@ CREATE TABLE IF NOT EXISTS events (
   utm_content VARCHAR,
   click_ids VARCHAR,
   -- The visitor's dense number on its site (visitor-numbers.ts): the engine counts visitors by it.
-  dv INTEGER NOT NULL
+  dv INTEGER NOT NULL,
+  -- The site's number in the file (site-numbers.ts): the engine selects a site's rows by it.
+  sn INTEGER NOT NULL
 );
 CREATE TABLE IF NOT EXISTS payments (
   site_id VARCHAR NOT NULL,
@@ -262,6 +268,9 @@ export async function openAnalyticsStore(options: AnalyticsStoreOptions): Promis
     await writer.run("DROP TABLE events; DROP TABLE IF EXISTS feed_state");
   }
   await writer.run(SCHEMA);
+  // The site numbers first: a file before the visitor numbers gets its events
+  // copied by name into the current schema, site numbers included.
+  await ensureSiteNumbers(writer);
   await ensureVisitorNumbers(writer, SCHEMA);
   await ensureVisitsTable(writer);
   let closed = false;

@@ -32,6 +32,7 @@
 import type { DuckDBValue } from "@duckdb/node-api";
 import type { Interval } from "../../domain/analytics/query-plan.js";
 import { periodScope, type QueryReads } from "./read-memo.js";
+import { ofSite } from "./site-numbers.js";
 
 /** A traffic column's kept values in one period. */
 interface Kept {
@@ -56,6 +57,8 @@ export interface ValueSets {
   bound(
     q: QueryReads,
     siteId: string,
+    /** The site's number in the file (site-numbers.ts): its rows are read by it. */
+    sn: number,
     column: string,
     period: Interval,
     cap: number,
@@ -75,34 +78,35 @@ const eventColumn = (column: string) =>
  */
 function valuesRead(
   column: string,
-  siteId: string,
+  sn: number,
   period: Interval,
   since: bigint | undefined,
 ): { sql: string; values: DuckDBValue[] } {
   // Any site's highest: read from the blocks' statistics, not scanned.
   const top = "(SELECT max(seq) FROM events)";
-  const span: DuckDBValue[] = [siteId, BigInt(period.from), BigInt(period.to)];
+  const site = ofSite("", sn);
+  const span: DuckDBValue[] = [BigInt(period.from), BigInt(period.to)];
   if (!column.startsWith("v_")) {
     return since === undefined
       ? {
-          sql: `SELECT list(DISTINCT ${column}), ${top} FROM events WHERE site_id = $1 AND ts >= $2 AND ts < $3`,
+          sql: `SELECT list(DISTINCT ${column}), ${top} FROM events WHERE ${site} AND ts >= $1 AND ts < $2`,
           values: span,
         }
       : {
           sql: `SELECT list(DISTINCT ${column}), ${top} FROM events
-            WHERE site_id = $1 AND ts >= $2 AND ts < $3 AND seq > $4`,
+            WHERE ${site} AND ts >= $1 AND ts < $2 AND seq > $3`,
           values: [...span, since],
         };
   }
   return since === undefined
     ? {
         sql: `SELECT list(DISTINCT ${column}), ${top} FROM visits
-          WHERE site_id = $1 AND v_end >= $2 AND v_start < $3`,
+          WHERE ${site} AND v_end >= $1 AND v_start < $2`,
         values: span,
       }
     : {
-        sql: `SELECT list(DISTINCT ${eventColumn(column)}), ${top} FROM events WHERE site_id = $1 AND seq > $2`,
-        values: [siteId, since],
+        sql: `SELECT list(DISTINCT ${eventColumn(column)}), ${top} FROM events WHERE ${site} AND seq > $1`,
+        values: [since],
       };
 }
 
@@ -138,7 +142,7 @@ export function createValueSets(options: ValueSetsOptions = {}): ValueSets {
   };
   return {
     sweep,
-    async bound(q, siteId, column, period, cap) {
+    async bound(q, siteId, sn, column, period, cap) {
       sweep();
       if (!/^[a-z_]+$/.test(column)) throw new Error(`not a traffic column: ${column}`);
       const key = JSON.stringify([siteId, column, period.from, period.to]);
@@ -150,7 +154,7 @@ export function createValueSets(options: ValueSetsOptions = {}): ValueSets {
       }
       // Kept only if no removal was committed while it read (it may hold removed values).
       const stamp = options.removals?.() ?? 0;
-      const read = valuesRead(column, siteId, period, known?.seq);
+      const read = valuesRead(column, sn, period, known?.seq);
       // A visit's new values come from events of any time (an exit page from one
       // after the period's end): that statement's answer lasts one generation.
       const scope = known && column.startsWith("v_") ? undefined : periodScope(siteId, period);

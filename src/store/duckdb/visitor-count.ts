@@ -17,6 +17,7 @@ import {
   HASHED_VISITORS,
   type VisitorCount,
 } from "./semantic-layer.js";
+import { ofSite, type WithSiteNumber } from "./site-numbers.js";
 
 /**
  * Bits a traffic statement's visitor bitmaps may take in all, per thread
@@ -72,7 +73,7 @@ const FEW_VALUES: Partial<Record<DimensionName, number>> = {
  */
 export async function visitorCount(
   q: QueryReads,
-  plan: QueryPlan,
+  plan: WithSiteNumber<QueryPlan>,
   period: Interval,
   dims: DimensionName[],
   /**
@@ -108,7 +109,7 @@ export async function visitorCount(
 /** At most how many values a traffic dimension takes in the period; undefined when unknown. */
 async function dimensionBound(
   q: QueryReads,
-  plan: QueryPlan,
+  plan: WithSiteNumber<QueryPlan>,
   period: Interval,
   d: DimensionName,
   /** The bits of each group's bitmap: past BITMAP_BITS / bits values the count no longer matters. */
@@ -124,13 +125,13 @@ async function dimensionBound(
   // The values kept for the period, grown by the events since (value-sets.ts); `(none)` one more.
   if (q.valueSets) {
     const cap = Math.floor(BITMAP_BITS / bits);
-    return (await q.valueSets.bound(q, plan.siteId, column, period, cap)) + 1;
+    return (await q.valueSets.bound(q, plan.siteId, plan.sn, column, period, cap)) + 1;
   }
   // Without a memo (a test's stand-in store): counted each time, a visit's
   // column from the visits the period reaches, an event's from its events.
   const sql = column.startsWith("v_")
-    ? `SELECT count(DISTINCT ${column}) FROM visits WHERE site_id = $1 AND v_end >= $2 AND v_start < $3`
-    : `SELECT count(DISTINCT ${column}) FROM events WHERE site_id = $1 AND ts >= $2 AND ts < $3`;
-  const [n] = (await q.rows(sql, [plan.siteId, BigInt(period.from), BigInt(period.to)]))[0] ?? [0];
+    ? `SELECT count(DISTINCT ${column}) FROM visits WHERE ${ofSite("", plan.sn)} AND v_end >= $1 AND v_start < $2`
+    : `SELECT count(DISTINCT ${column}) FROM events WHERE ${ofSite("", plan.sn)} AND ts >= $1 AND ts < $2`;
+  const [n] = (await q.rows(sql, [BigInt(period.from), BigInt(period.to)]))[0] ?? [0];
   return Number(n) + 1;
 }

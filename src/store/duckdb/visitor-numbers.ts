@@ -14,6 +14,7 @@
  * rewrite drops its bytes), and comes back, if ever, under a new number.
  */
 import type { DuckDBAppender, DuckDBConnection } from "@duckdb/node-api";
+import { numberStagedSites } from "./site-numbers.js";
 
 /** The numbers' table. */
 export const VISITOR_NUMBERS_SCHEMA = `
@@ -26,18 +27,19 @@ CREATE TABLE IF NOT EXISTS visitor_numbers (
 
 /**
  * Opens the stage of a batch's events: a temporary table of the events'
- * columns but the number, and an appender into it ({@link moveStagedEvents}
+ * columns but the numbers (the visitor's and the site's), and an appender into it ({@link moveStagedEvents}
  * then numbers and moves them).
  */
 export async function openEventStage(conn: DuckDBConnection): Promise<DuckDBAppender> {
   await conn.run(
-    "CREATE OR REPLACE TEMP TABLE event_stage AS SELECT * EXCLUDE (dv) FROM events LIMIT 0",
+    "CREATE OR REPLACE TEMP TABLE event_stage AS SELECT * EXCLUDE (dv, sn) FROM events LIMIT 0",
   );
   return conn.createAppender("event_stage", "main", "temp");
 }
 
 /**
- * Gives the staged events' new visitors the next numbers of their sites (in
+ * Gives the staged events' new sites their numbers (site-numbers.ts) and
+ * their new visitors the next numbers of their sites (in
  * the order of their first staged event), and appends the staged events to
  * `events` with their visitors' numbers, in the order they were staged. Runs
  * in the caller's transaction; the appender must be closed.
@@ -50,6 +52,7 @@ export async function openEventStage(conn: DuckDBConnection): Promise<DuckDBAppe
  * (docs/performance.md, "Dense visitor numbers").
  */
 export async function moveStagedEvents(conn: DuckDBConnection): Promise<void> {
+  await numberStagedSites(conn);
   await conn.run(`CREATE OR REPLACE TEMP TABLE stage_numbers AS
     SELECT n.site_id, n.vid, n.dv FROM visitor_numbers n
     SEMI JOIN (SELECT DISTINCT site_id, vid FROM temp.event_stage) s ON n.site_id = s.site_id AND n.vid = s.vid`);
@@ -63,10 +66,11 @@ export async function moveStagedEvents(conn: DuckDBConnection): Promise<void> {
       WHERE site_id IN (SELECT DISTINCT site_id FROM temp.event_stage) GROUP BY site_id
     ) t ON t.site_id = s.site_id`);
   await conn.run("INSERT INTO visitor_numbers SELECT site_id, vid, dv FROM temp.stage_new");
-  await conn.run(`INSERT INTO events
-    SELECT e.*, n.dv FROM temp.event_stage e
+  await conn.run(`INSERT INTO events BY NAME
+    SELECT e.*, n.dv, s.sn FROM temp.event_stage e
     JOIN (SELECT * FROM temp.stage_numbers UNION ALL SELECT * FROM temp.stage_new) n
       ON n.site_id = e.site_id AND n.vid = e.vid
+    JOIN site_numbers s ON s.site_id = e.site_id
     ORDER BY e.seq`);
   await conn.run(
     "DROP TABLE temp.event_stage; DROP TABLE temp.stage_numbers; DROP TABLE temp.stage_new",
@@ -145,7 +149,7 @@ export async function ensureVisitorNumbers(
       FROM events GROUP BY site_id, vid`);
     await conn.run("ALTER TABLE events RENAME TO events_before_numbers");
     await conn.run(eventsSchema);
-    await conn.run(`INSERT INTO events
+    await conn.run(`INSERT INTO events BY NAME
       SELECT e.*, n.dv FROM events_before_numbers e
       JOIN visitor_numbers n ON n.site_id = e.site_id AND n.vid = e.vid`);
     await conn.run("DROP TABLE events_before_numbers");

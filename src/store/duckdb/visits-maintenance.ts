@@ -54,7 +54,9 @@ CREATE TABLE IF NOT EXISTS visits (
   v_browser VARCHAR NOT NULL,
   v_os VARCHAR NOT NULL,
   -- The visitor's dense number (visitor-numbers.ts).
-  dv INTEGER NOT NULL
+  dv INTEGER NOT NULL,
+  -- The site's number (site-numbers.ts).
+  sn INTEGER NOT NULL
 );
 `;
 
@@ -78,6 +80,7 @@ const VISIT_INPUT = [
   "browser",
   "os",
   "dv",
+  "sn",
 ];
 
 /**
@@ -117,7 +120,8 @@ export function visitsSql(src: string): string {
     coalesce(arg_min_null(device, (ts, seq)), '${NONE_VALUE}') AS v_device,
     coalesce(arg_min_null(browser, (ts, seq)), '${NONE_VALUE}') AS v_browser,
     coalesce(arg_min_null(os, (ts, seq)), '${NONE_VALUE}') AS v_os,
-    any_value(dv) AS dv
+    any_value(dv) AS dv,
+    any_value(sn) AS sn
   FROM numbered GROUP BY site_id, vid, vn`;
 }
 

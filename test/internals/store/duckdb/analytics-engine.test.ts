@@ -116,9 +116,10 @@ describe("how the engine counts visitors", () => {
       const add = (seq: number, vid: number, dv: number) =>
         s.writer.run(`INSERT INTO events BY NAME
           SELECT ${seq} AS seq, 's1' AS site_id, ${seq} * 60000 AS ts, ${vid} AS vid, 'pageview' AS name,
-            '/p' || ${seq} AS page, 'https://example.com/' AS url, 0 AS received_at, 'v${vid}' AS visitor_id, ${dv} AS dv`);
+            '/p' || ${seq} AS page, 'https://example.com/' AS url, 0 AS received_at, 'v${vid}' AS visitor_id, ${dv} AS dv, 1 AS sn`);
       for (const i of [0, 1, 2]) await add(i, i, i);
       await s.writer.run("INSERT INTO visitor_numbers SELECT 's1', i, i FROM range(3) t(i)");
+      await s.writer.run("INSERT INTO site_numbers VALUES ('s1', 1)");
       await rebuildVisits(s.writer);
       const ran: string[] = [];
       const recording = recordingStore(s, (st) => ran.push(st.sql));
@@ -189,10 +190,11 @@ describe("how the engine counts visitors", () => {
         s.writer.run(`INSERT INTO events BY NAME
           SELECT ${seq} AS seq, 's1' AS site_id, ${seq} * 60000 AS ts, ${seq} AS vid, 'pageview' AS name,
             '${page}' AS page, ${source} AS source, 'https://example.com/' AS url, 0 AS received_at,
-            'v${seq}' AS visitor_id, ${seq} AS dv`);
+            'v${seq}' AS visitor_id, ${seq} AS dv, 1 AS sn`);
       for (const i of [0, 1, 2]) await add(i, `/p${i}`);
       // 10,000,001 numbers: bitmaps of 10,010,624 bits, 26 of them within the budget.
       await s.writer.run("INSERT INTO visitor_numbers SELECT 's1', i, i FROM range(3) t(i)");
+      await s.writer.run("INSERT INTO site_numbers VALUES ('s1', 1)");
       await s.writer.run("INSERT INTO visitor_numbers VALUES ('s1', 99, 10000000)");
       await rebuildVisits(s.writer);
       const ran: string[] = [];
@@ -257,7 +259,7 @@ describe("how the engine counts visitors", () => {
       const add = (seq: bigint, vid: number, name: string, page: string, minute: number) =>
         s.writer.run(`INSERT INTO events BY NAME
           SELECT ${seq} AS seq, 's1' AS site_id, ${minute} * 60000 AS ts, ${vid} AS vid, '${name}' AS name,
-            '${page}' AS page, 'https://example.com${page}' AS url, 0 AS received_at, 'v${vid}' AS visitor_id, ${vid} AS dv`);
+            '${page}' AS page, 'https://example.com${page}' AS url, 0 AS received_at, 'v${vid}' AS visitor_id, ${vid} AS dv, 1 AS sn`);
       // Two visitors with both events in the same millisecond: v0's pageview
       // stored before its signup (it converts), v1's after (it does not).
       await add(5n, 0, "pageview", "/a", 1);
@@ -265,6 +267,7 @@ describe("how the engine counts visitors", () => {
       await add(3n, 1, "signup", "/a", 1);
       await add(4n, 1, "pageview", "/a", 1);
       await s.writer.run("INSERT INTO visitor_numbers SELECT 's1', i, i FROM range(3) t(i)");
+      await s.writer.run("INSERT INTO site_numbers VALUES ('s1', 1)");
       await rebuildVisits(s.writer);
       const funnel: FunnelPlan = {
         siteId: "s1",

@@ -34,7 +34,7 @@ async function storeWithErasedRow(): Promise<{ store: AnalyticsStore; path: stri
   await store.writer.run("PRAGMA force_compression='uncompressed'");
   const row = (seq: string, page: string) =>
     `${seq}, 'site_1', 1, 1, 'pageview', ${page}, NULL, 'Direct', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
-     ${page}, NULL, NULL, NULL, NULL, 1, 'v1', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0`;
+     ${page}, NULL, NULL, NULL, NULL, 1, 'v1', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, 0, 1`;
   await store.writer.run(
     `INSERT INTO events SELECT ${row("i", "'https://example.com/p/' || md5(i::varchar)")} FROM range(20000) t(i)`,
   );
@@ -75,7 +75,7 @@ describe("the analytics file", () => {
     // Visitors 30, 10, 20 first seen in that order on s1 (seq), 10 again; 20 on s2.
     await store.writer.run(`INSERT INTO events BY NAME
       SELECT seq, site AS site_id, ts, vid, 'pageview' AS name, '/' AS page, 'https://example.com/' AS url,
-        ts AS received_at, 'v' || vid AS visitor_id, 0 AS dv
+        ts AS received_at, 'v' || vid AS visitor_id, 0 AS dv, CASE site WHEN 's1' THEN 1 ELSE 2 END AS sn
       FROM (VALUES (1, 's1', 1000, 30), (2, 's1', 2000, 10), (3, 's1', 900, 20), (4, 's1', 3000, 10),
                    (5, 's2', 1000, 20)) t(seq, site, ts, vid)`);
     store.close();

@@ -23,7 +23,7 @@ async function withEvents(from: number, to: number, a?: AnalyticsStore) {
     `INSERT INTO events SELECT i, CASE WHEN i % 3 = 0 THEN 'site_2' ELSE 'site_1' END, 1000 + i,
        i % 7, 'pageview', '/p', NULL, 'Direct', NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL,
        NULL, 'https://example.com/' || i, NULL, NULL, NULL, NULL, 1000 + i, 'v' || (i % 7), NULL,
-       NULL, NULL, NULL, NULL, NULL, NULL, NULL, i % 7
+       NULL, NULL, NULL, NULL, NULL, NULL, NULL, i % 7, CASE WHEN i % 3 = 0 THEN 2 ELSE 1 END
      FROM range(${from}, ${to}) t(i)`,
   );
   return store;

@@ -20,7 +20,7 @@ describe("kept values", () => {
           .run(
             `INSERT INTO events BY NAME
            SELECT ${seq} + i AS seq, 's1' AS site_id, ${at} * 60000 AS ts, i AS vid, 'pageview' AS name,
-             p AS page, 'https://example.com/' AS url, 0 AS received_at, 'v' || i AS visitor_id, i AS dv
+             p AS page, 'https://example.com/' AS url, 0 AS received_at, 'v' || i AS visitor_id, i AS dv, 1 AS sn
            FROM (SELECT unnest(l) AS p, generate_subscripts(l, 1) AS i
                  FROM (SELECT [${pages.map((p) => `'${p}'`).join(", ")}] AS l))`,
           )
@@ -40,9 +40,13 @@ describe("kept values", () => {
       const day = { from: 0, to: 86_400_000 };
       const bound = async (column: string, cap: number, period = day) => {
         ran.length = 0;
-        return { n: await sets.bound(q, "s1", column, period, cap), ran: [...ran] };
+        return { n: await sets.bound(q, "s1", 1, column, period, cap), ran: [...ran] };
       };
       await add(["/a", "/b", "/a"]);
+      // Another site's page (site number 2), in the period: never counted.
+      await s.writer.run(`INSERT INTO events BY NAME
+        SELECT -1 AS seq, 's2' AS site_id, 60000 AS ts, 1 AS vid, 'pageview' AS name, '/other' AS page,
+          'https://example.com/' AS url, 0 AS received_at, 'v1' AS visitor_id, 0 AS dv, 2 AS sn`);
       expect(await bound("page", 10)).toEqual({ n: 2, ran: ["all"] });
       await add(["/c", "/a"]);
       // Outside the period: not counted, though read since.
@@ -77,7 +81,7 @@ describe("kept values", () => {
       };
       const swept = async () => {
         ran.length = 0;
-        return { n: await sweeping.bound(counted, "s1", "page", day, 100), ran: [...ran] };
+        return { n: await sweeping.bound(counted, "s1", 1, "page", day, 100), ran: [...ran] };
       };
       expect(await swept()).toEqual({ n: 6, ran: ["all"] });
       expect(await swept()).toEqual({ n: 6, ran: ["since"] });
