@@ -37,6 +37,7 @@ import {
   type RewriteReport,
   visitorKey,
 } from "./analytics-store.js";
+import { markDueForRewrite } from "./file-upgrades.js";
 import {
   forgetSiteVisitorNumbers,
   forgetVisitorNumbers,
@@ -581,9 +582,7 @@ export function createAnalyticsFeed(options: AnalyticsFeedOptions): AnalyticsFee
           // rewritten: noted in the same transaction, so a crash does not forget it.
           if (dirty === undefined) {
             dirtyNow ??= now();
-            await w.run("INSERT INTO feed_state VALUES (3, $1) ON CONFLICT (id) DO NOTHING", [
-              BigInt(dirtyNow),
-            ]);
+            await markDueForRewrite(w, dirtyNow);
           }
           if (kind === LOG_KIND.eventDeleted || kind >= LOG_KIND.eraseVisitor) removed = true;
           if (kind === LOG_KIND.eventDeleted) {

@@ -19,6 +19,7 @@
  * transaction, with the events that need them: a crash loses both or neither.
  */
 import type { DuckDBConnection } from "@duckdb/node-api";
+import { hasColumn, inTransaction, markDueForRewrite } from "./file-upgrades.js";
 
 /** The numbers' table. */
 export const SITE_NUMBERS_SCHEMA = `
@@ -79,16 +80,11 @@ export async function ensureSiteNumbers(
   conn: DuckDBConnection,
   now: number = Date.now(),
 ): Promise<boolean> {
-  const has = await conn.runAndReadAll(
-    `SELECT count(*) FROM information_schema.columns
-     WHERE table_schema = 'main' AND table_name = 'events' AND column_name = 'sn'`,
-  );
-  if (Number(has.getRows()[0]?.[0]) > 0) {
+  if (await hasColumn(conn, "events", "sn")) {
     await conn.run(SITE_NUMBERS_SCHEMA);
     return false;
   }
-  await conn.run("BEGIN TRANSACTION");
-  try {
+  await inTransaction(conn, async () => {
     await conn.run("DROP TABLE IF EXISTS site_numbers");
     await conn.run(SITE_NUMBERS_SCHEMA);
     await conn.run(`INSERT INTO site_numbers
@@ -112,16 +108,8 @@ export async function ensureSiteNumbers(
         WHERE n.site_id = ${t}.site_id AND n.sn <> 1`);
       updated += Number(done.getRows()[0]?.[0] ?? 0);
     }
-    if (updated > 0) {
-      await conn.run("INSERT INTO feed_state VALUES (3, $1) ON CONFLICT (id) DO NOTHING", [
-        BigInt(now),
-      ]);
-    }
-    await conn.run("COMMIT");
-  } catch (err) {
-    await conn.run("ROLLBACK").catch(() => {});
-    throw err;
-  }
+    if (updated > 0) await markDueForRewrite(conn, now);
+  });
   return true;
 }
 

@@ -14,6 +14,7 @@
  * rewrite drops its bytes), and comes back, if ever, under a new number.
  */
 import type { DuckDBAppender, DuckDBConnection } from "@duckdb/node-api";
+import { hasColumn, inTransaction, markDueForRewrite } from "./file-upgrades.js";
 import { numberStagedSites } from "./site-numbers.js";
 
 /** The numbers' table. */
@@ -132,16 +133,11 @@ export async function ensureVisitorNumbers(
   eventsSchema: string,
   now: number = Date.now(),
 ): Promise<boolean> {
-  const has = await conn.runAndReadAll(
-    `SELECT count(*) FROM information_schema.columns
-     WHERE table_schema = 'main' AND table_name = 'events' AND column_name = 'dv'`,
-  );
-  if (Number(has.getRows()[0]?.[0]) > 0) {
+  if (await hasColumn(conn, "events", "dv")) {
     await conn.run(VISITOR_NUMBERS_SCHEMA);
     return false;
   }
-  await conn.run("BEGIN TRANSACTION");
-  try {
+  await inTransaction(conn, async () => {
     await conn.run("DROP TABLE IF EXISTS visitor_numbers");
     await conn.run(VISITOR_NUMBERS_SCHEMA);
     await conn.run(`INSERT INTO visitor_numbers
@@ -156,13 +152,7 @@ export async function ensureVisitorNumbers(
     await conn.run("DROP TABLE IF EXISTS visits");
     // The old table's blocks stay in the file (twice its size) until it is
     // rewritten: noted as the feed notes removals, so it is rewritten when due.
-    await conn.run("INSERT INTO feed_state VALUES (3, $1) ON CONFLICT (id) DO NOTHING", [
-      BigInt(now),
-    ]);
-    await conn.run("COMMIT");
-  } catch (err) {
-    await conn.run("ROLLBACK").catch(() => {});
-    throw err;
-  }
+    await markDueForRewrite(conn, now);
+  });
   return true;
 }

@@ -14,6 +14,7 @@
 import type { DuckDBConnection } from "@duckdb/node-api";
 import { NONE_VALUE } from "../../domain/analytics/query-plan.js";
 import { VISIT_GAP_MS } from "../../domain/analytics/visits.js";
+import { inTransaction, markDueForRewrite } from "./file-upgrades.js";
 
 /**
  * The table (`v_counted`: the events the `events` metric counts, those not
@@ -300,20 +301,13 @@ export async function ensureVisitsTable(
   );
   const [exists, nullable] = (known.getRows()[0] ?? [0, 0]).map(Number);
   if (exists && !nullable) return false;
-  await conn.run("BEGIN TRANSACTION");
-  try {
+  await inTransaction(conn, async () => {
     if (nullable) {
       await conn.run("DROP TABLE visits");
-      await conn.run("INSERT INTO feed_state VALUES (3, $1) ON CONFLICT (id) DO NOTHING", [
-        BigInt(now),
-      ]);
+      await markDueForRewrite(conn, now);
     }
     await conn.run(VISITS_SCHEMA);
     await rebuildVisits(conn);
-    await conn.run("COMMIT");
-  } catch (err) {
-    await conn.run("ROLLBACK").catch(() => {});
-    throw err;
-  }
+  });
   return true;
 }

@@ -46,6 +46,7 @@ import {
   type PaymentRow,
 } from "../duckdb/analytics-rows.js";
 import { type AnalyticsStore, visitorKey } from "../duckdb/analytics-store.js";
+import { markDueForRewrite } from "../duckdb/file-upgrades.js";
 import {
   forgetVisitorNumbers,
   moveStagedEvents,
@@ -252,9 +253,7 @@ export function createMongoAnalyticsFeed(options: MongoAnalyticsFeedOptions): An
   const markDirty = async () => {
     if (dirty !== undefined || dirtyNow !== undefined) return;
     dirtyNow = (options.now ?? Date.now)();
-    await w.run("INSERT INTO feed_state VALUES (3, $1) ON CONFLICT (id) DO NOTHING", [
-      BigInt(dirtyNow),
-    ]);
+    await markDueForRewrite(w, dirtyNow);
   };
   /**
    * Set while a rewrite copies the file: the notices stay in MongoDB until
