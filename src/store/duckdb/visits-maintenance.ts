@@ -143,12 +143,24 @@ export async function rebuildVisits(
   const n = Number((await conn.runAndReadAll("SELECT count(*) FROM events")).getRows()[0]?.[0]);
   const slices = Math.max(1, Math.ceil(n / chunkEvents));
   const columns = VISIT_INPUT.join(", ");
+  if (slices === 1) {
+    await conn.run(
+      `INSERT INTO visits SELECT * FROM (${visitsSql(`SELECT ${columns} FROM events`)}) ORDER BY v_start`,
+    );
+    return;
+  }
+  // Each slice's visits span every time; appended one slice after the other,
+  // every row group of the table would too, and no period could skip one. So
+  // the slices are gathered first, and the table written from them in time
+  // order, as the feed's batches append visits.
+  await conn.run("CREATE OR REPLACE TEMP TABLE visits_rebuilt AS SELECT * FROM visits LIMIT 0");
   for (let k = 0; k < slices; k++) {
     await conn.run(
-      // In time order: the per-batch lookups of recent visits skip the row groups before them.
-      `INSERT INTO visits SELECT * FROM (${visitsSql(`SELECT ${columns} FROM events WHERE hash(vid) % ${slices} = ${k}`)}) ORDER BY v_start`,
+      `INSERT INTO temp.visits_rebuilt ${visitsSql(`SELECT ${columns} FROM events WHERE hash(vid) % ${slices} = ${k}`)}`,
     );
   }
+  await conn.run("INSERT INTO visits SELECT * FROM temp.visits_rebuilt ORDER BY v_start");
+  await conn.run("DROP TABLE temp.visits_rebuilt");
 }
 
 /**
