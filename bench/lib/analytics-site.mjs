@@ -266,6 +266,17 @@ export function directQueries(siteId, now) {
     "top pages (30d)": plan({ dimensions: ["page"], period: period(30) }),
     "top pages (90d)": plan({ dimensions: ["page"] }),
     "countries (90d)": plan({ dimensions: ["country"] }),
+    // The dashboard's pages and countries panels (dashboard/src/query.ts): visitors and revenue.
+    "pages, visitors and net revenue (90d)": plan({
+      metrics: ["visitors", "net_revenue", "revenue_per_visitor"],
+      dimensions: ["page"],
+      currency: "USD",
+    }),
+    "countries, visitors and net revenue (90d)": plan({
+      metrics: ["visitors", "net_revenue", "revenue_per_visitor"],
+      dimensions: ["country"],
+      currency: "USD",
+    }),
     "channels, visitors and net revenue (90d)": plan({
       metrics: ["visitors", "net_revenue", "revenue_per_visitor"],
       dimensions: ["channel"],
