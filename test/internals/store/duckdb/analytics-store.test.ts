@@ -9,7 +9,6 @@ import {
 } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { DuckDBInstance } from "@duckdb/node-api";
 import { afterEach, describe, expect, it } from "vitest";
 import {
   type AnalyticsStore,
@@ -17,6 +16,10 @@ import {
   isHeldByAnotherProcess,
   openAnalyticsStore,
 } from "../../../../src/store/duckdb/analytics-store.js";
+import {
+  expectDueForRewriteSince,
+  rewindAnalyticsFile,
+} from "../../../helpers/older-analytics-file.js";
 
 const EMAIL = "jane.doe@example.org";
 const dirs: string[] = [];
@@ -80,12 +83,11 @@ describe("the analytics file", () => {
                    (5, 's2', 1000, 20)) t(seq, site, ts, vid)`);
     store.close();
     // The schema before the numbers.
-    const old = await DuckDBInstance.create(path);
-    const c = await old.connect();
-    await c.run(`ALTER TABLE events DROP COLUMN dv; ALTER TABLE visits DROP COLUMN dv;
-      DROP TABLE visitor_numbers; DELETE FROM feed_state`);
-    c.closeSync();
-    old.closeSync();
+    await rewindAnalyticsFile(
+      path,
+      `ALTER TABLE events DROP COLUMN dv; ALTER TABLE visits DROP COLUMN dv;
+       DROP TABLE visitor_numbers; DELETE FROM feed_state`,
+    );
     const before = Date.now();
     const reopened = await openAnalyticsStore({ path, threads: 1, memoryLimit: "256MB" });
     const rows = async (sql: string) => (await reopened.writer.runAndReadAll(sql)).getRowsJS();
@@ -112,9 +114,7 @@ describe("the analytics file", () => {
       ["s1", 20n, 900n, 2],
       ["s2", 20n, 1000n, 0],
     ]);
-    const [[due]] = (await rows("SELECT seq FROM feed_state WHERE id = 3")) as [[bigint]];
-    expect(Number(due)).toBeGreaterThanOrEqual(before);
-    expect(Number(due)).toBeLessThanOrEqual(Date.now());
+    await expectDueForRewriteSince(reopened, before);
     reopened.close();
   });
 

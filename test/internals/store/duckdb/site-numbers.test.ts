@@ -6,7 +6,6 @@
 import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join } from "node:path";
-import { DuckDBInstance } from "@duckdb/node-api";
 import { afterEach, describe, expect, it } from "vitest";
 import {
   type AnalyticsStore,
@@ -15,6 +14,10 @@ import {
 import { NO_SITE_NUMBER, ofSite, siteNumberOf } from "../../../../src/store/duckdb/site-numbers.js";
 import { moveStagedEvents, openEventStage } from "../../../../src/store/duckdb/visitor-numbers.js";
 import { rebuildVisits } from "../../../../src/store/duckdb/visits-maintenance.js";
+import {
+  expectDueForRewriteSince,
+  rewindAnalyticsFile,
+} from "../../../helpers/older-analytics-file.js";
 
 const dirs: string[] = [];
 afterEach(() => {
@@ -108,12 +111,11 @@ describe("site numbers", () => {
     await rebuildVisits(store.writer);
     store.close();
     // The schema before the site numbers.
-    const old = await DuckDBInstance.create(path);
-    const c = await old.connect();
-    await c.run(`ALTER TABLE events DROP COLUMN sn; ALTER TABLE visits DROP COLUMN sn;
-      DROP TABLE site_numbers; DELETE FROM feed_state`);
-    c.closeSync();
-    old.closeSync();
+    await rewindAnalyticsFile(
+      path,
+      `ALTER TABLE events DROP COLUMN sn; ALTER TABLE visits DROP COLUMN sn;
+       DROP TABLE site_numbers; DELETE FROM feed_state`,
+    );
     const before = Date.now();
     const reopened = await openAnalyticsStore({ path, threads: 1, memoryLimit: "256MB" });
     try {
@@ -140,11 +142,7 @@ describe("site numbers", () => {
       await expect(
         reopened.writer.run("INSERT INTO events BY NAME SELECT * EXCLUDE (sn) FROM events LIMIT 1"),
       ).rejects.toThrow("NOT NULL constraint failed: events.sn");
-      const [[due]] = (await rowsOf(reopened, "SELECT seq FROM feed_state WHERE id = 3")) as [
-        [bigint],
-      ];
-      expect(Number(due)).toBeGreaterThanOrEqual(before);
-      expect(Number(due)).toBeLessThanOrEqual(Date.now());
+      await expectDueForRewriteSince(reopened, before);
       // The next site seen gets the next number.
       await feed(reopened, [[5, "s4", 5]]);
       expect(await rowsOf(reopened, "SELECT sn FROM site_numbers WHERE site_id = 's4'")).toEqual([
