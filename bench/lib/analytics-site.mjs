@@ -18,7 +18,8 @@
  * before `now`, visitor `k % visitors` for visit k; one visit in four is a
  * bounce whose three events are an hour apart (three visits of one event).
  * Channels by visit (channelOf): search, paid search, email, referral, social, direct;
- * about 150 pages, 20 countries, 3 devices, 5 browsers, 5 OSs. Goals:
+ * about 150 pages (stored as the feed stores them: a URL without its query,
+ * `https://example.com/pricing`), 20 countries, 3 devices, 5 browsers, 5 OSs. Goals:
  * `signup` (one visit in 10), `checkout` (one in 50). Payments from
  * `customers` customers (default 20,000), one refund in 25, a quarter in EUR;
  * customer c is linked to visitors c and c + visitors/2 (two visitors: the
@@ -116,7 +117,7 @@ export async function loadAnalyticsSite(o) {
                   : "Organic Social",
       source: ch < 4 ? "google" : ch === 6 ? "newsletter" : undefined,
       campaign: ch === 3 || ch === 6 ? `campaign${k % 7}` : undefined,
-      landingPage: `/l${k % 40}`,
+      landingPage: `https://${HOST}/l${k % 40}`,
       visitorId: `v${c}`,
       via: "customer",
       touchedAt: from + Math.floor((k * 90 * DAY) / visits),
@@ -178,7 +179,8 @@ export async function loadAnalyticsSite(o) {
           k % ${V} AS v,
           (k * 7 + (k // ${V}) * 3 + CASE WHEN (k % ${V}) * 2 >= ${V} THEN 1 ELSE 0 END) % 10 AS ch,
           CASE WHEN pos = 2 AND k % 10 = 0 THEN 'signup' WHEN pos = 2 AND k % 50 = 1 THEN 'checkout' ELSE 'pageview' END AS name,
-          CASE pos WHEN 0 THEN '/l' || (k % 40) WHEN 1 THEN CASE WHEN k % 3 = 0 THEN '/pricing' ELSE '/blog/post-' || (k % 70) END
+          -- A page as the feed stores it (visits.ts, pageOf): the URL without its query.
+          'https://${HOST}' || CASE pos WHEN 0 THEN '/l' || (k % 40) WHEN 1 THEN CASE WHEN k % 3 = 0 THEN '/pricing' ELSE '/blog/post-' || (k % 70) END
             ELSE '/docs/page-' || (k % 40) END AS page
         FROM e
       )
@@ -195,7 +197,7 @@ export async function loadAnalyticsSite(o) {
         ['Chrome','Safari','Firefox','Edge','Opera'][(k * 3) % 5 + 1] AS browser,
         ['Windows','macOS','iOS','Android','Linux'][(k * 11) % 5 + 1] AS os,
         CASE WHEN name = 'signup' THEN '{"plan":"' || ['free','pro','team'][k % 3 + 1] || '"}' END AS props,
-        'https://${HOST}' || page AS url,
+        page AS url,
         CASE WHEN pos = 0 AND ch IN (0, 1, 2, 7, 8, 9) THEN 'https://' || referrer || '/' END AS referrer_url,
         NULL AS title, 1280 AS width, 'en-US' AS language, ts AS received_at, 'v' || v AS visitor_id,
         NULL AS user_id, referrer AS referrer_host,
@@ -293,7 +295,7 @@ export function directQueries(siteId, now) {
     }),
     "countries filtered by page is /pricing (90d)": plan({
       dimensions: ["country"],
-      filters: [{ dimension: "page", op: "is", values: ["/pricing"] }],
+      filters: [{ dimension: "page", op: "is", values: [`https://${HOST}/pricing`] }],
     }),
     "browsers filtered by country is DE (90d)": plan({
       dimensions: ["browser"],

@@ -320,4 +320,71 @@ describe("how the engine counts visitors", () => {
       s.close();
     }
   });
+
+  it("tests a page step against the page's path, whether the page is stored as a URL or as a path, with every character of the value taken as itself", async () => {
+    const s = await openAnalyticsStore({ path: ":memory:", threads: 1, memoryLimit: "256MB" });
+    try {
+      // One visitor per page, each with one pageview. Pages are stored as the
+      // feed stores them (visits.ts, pageOf): a URL without its query, or the
+      // URL itself when it does not parse (a relative one: a path).
+      const pages = [
+        "https://example.com/a.b/c",
+        "https://example.com/aXb/c",
+        "/a.b/c",
+        "https://example.com/it's+(1)",
+        "https://example.com/",
+        "a.b/c",
+        "https://example.com/a.b",
+        "https://other.org/x/a.b/c",
+        "https://example.com/a.b/line\nbreak",
+      ];
+      for (const [i, page] of pages.entries()) {
+        await s.writer.run(
+          `INSERT INTO events BY NAME
+            SELECT ${i + 1} AS seq, 's1' AS site_id, 60000 AS ts, ${i} AS vid, 'pageview' AS name,
+              $1 AS page, $1 AS url, 0 AS received_at, 'v${i}' AS visitor_id, ${i} AS dv, 1 AS sn`,
+          [page],
+        );
+      }
+      await s.writer.run(
+        `INSERT INTO visitor_numbers SELECT 's1', i, i FROM range(${pages.length}) t(i)`,
+      );
+      await s.writer.run("INSERT INTO site_numbers VALUES ('s1', 1)");
+      await rebuildVisits(s.writer);
+      const engine = createDuckDbAnalytics({ analytics: s, timeoutMs: 60_000, perSite: 4 });
+      /** The visitors a step reaches. */
+      const reached = async (kind: "page" | "page_prefix", value: string) => {
+        const r = await engine.funnel({
+          siteId: "s1",
+          timeZone: "UTC",
+          steps: [
+            { kind, value, filters: [], label: "page" },
+            { kind: "event", value: "never", filters: [], label: "never" },
+          ],
+          filters: [],
+          period: { from: 0, to: 86_400_000 },
+          windowMs: 86_400_000,
+          model: "first_touch",
+        });
+        return r.steps[0]?.visitors;
+      };
+      // Every page with a path: all but "a.b/c".
+      expect(await reached("page_prefix", "/")).toBe(8);
+      // "/a.b" is no pattern: "/aXb/c" does not start with it, nor does a path that holds it later.
+      expect(await reached("page_prefix", "/a.b")).toBe(4);
+      expect(await reached("page_prefix", "/a.b/")).toBe(3);
+      expect(await reached("page", "/a.b")).toBe(1);
+      expect(await reached("page", "/a.b/c")).toBe(2);
+      expect(await reached("page", "/it's+(1)")).toBe(1);
+      expect(await reached("page_prefix", "/it's+(")).toBe(1);
+      expect(await reached("page", "/")).toBe(1);
+      expect(await reached("page", "/a.b/line\nbreak")).toBe(1);
+      // A value without "/" first is tested against the whole page.
+      expect(await reached("page_prefix", "a.b")).toBe(1);
+      expect(await reached("page", "https://example.com/a.b")).toBe(1);
+      expect(await reached("page_prefix", "https://example.com/a")).toBe(4);
+    } finally {
+      s.close();
+    }
+  });
 });
