@@ -439,6 +439,27 @@ export const queryCaseArb: fc.Arbitrary<{ data: RefData; plan: QueryPlan }> = fc
     plan: planQuery(fields, { site: { id: ARB_SITE, timeZone } }),
   }));
 
+/**
+ * Data and a planned breakdown of visitors, and maybe pageviews and events,
+ * by one or two dimensions: the queries whose visitors an engine may count by
+ * bitmaps in parts (src/store/duckdb/visitor-count.ts).
+ */
+export const countQueryCaseArb: fc.Arbitrary<{ data: RefData; plan: QueryPlan }> = fc
+  .record({
+    data: analyticsDataArb,
+    fields: queryFieldsArb,
+    counts: fc.subarray(["pageviews", "events"]),
+    dimensions: fc.uniqueArray(fc.constantFrom(...DIMENSIONS), { minLength: 1, maxLength: 2 }),
+    timeZone: timeZoneArb,
+  })
+  .map(({ data, fields, counts, dimensions, timeZone }) => ({
+    data,
+    plan: planQuery(
+      { ...fields, metrics: ["visitors", ...counts], dimensions },
+      { site: { id: ARB_SITE, timeZone } },
+    ),
+  }));
+
 /** Data and a planned query by a payment dimension. */
 export const paymentQueryCaseArb: fc.Arbitrary<{ data: RefData; plan: QueryPlan }> = fc
   .record({ data: analyticsDataArb, fields: paymentQueryFieldsArb, timeZone: timeZoneArb })

@@ -7,6 +7,7 @@ import { join } from "node:path";
 import { createDuckDbAnalytics } from "../../src/store/duckdb/analytics-engine.js";
 import { createAnalyticsFeed } from "../../src/store/duckdb/analytics-feed.js";
 import { openAnalyticsStore } from "../../src/store/duckdb/analytics-store.js";
+import type { BitmapLimits } from "../../src/store/duckdb/read-memo.js";
 import { openSqlite } from "../../src/store/sqlite/open-sqlite.js";
 import type { RefData } from "./analytics-reference.js";
 
@@ -20,6 +21,8 @@ export async function engineOverData(
   dir: string,
   data: RefData,
   warm?: (engine: ReturnType<typeof createDuckDbAnalytics>) => Promise<unknown>,
+  /** The visitor bitmaps' limits (the engine's option; its defaults when unset). */
+  bitmaps?: BitmapLimits,
 ) {
   const sqlitePath = join(dir, "ingest.sqlite");
   const db = openSqlite(sqlitePath);
@@ -114,7 +117,7 @@ export async function engineOverData(
   // Its first run finds nothing to move, but reads the file's watermark: a
   // read on the writer, which may change anything as far as the memo knows.
   await batches.runOnce();
-  const engine = createDuckDbAnalytics({ analytics, timeoutMs: 60_000, perSite: 4 });
+  const engine = createDuckDbAnalytics({ analytics, timeoutMs: 60_000, perSite: 4, bitmaps });
   await warm?.(engine);
   db.transaction(() => storeEvents(data.events.slice(half)))();
   db.close();

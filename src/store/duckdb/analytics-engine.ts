@@ -28,7 +28,13 @@ import type { AnalyticsStore } from "./analytics-store.js";
 import { countEvents, createEventPager, pageEvents } from "./event-reads.js";
 import { modelSplit } from "./model-split.js";
 import { withPerfectHash } from "./perfect-hash.js";
-import { createReadMemo, directReads, periodScope, type QueryReads } from "./read-memo.js";
+import {
+  type BitmapLimits,
+  createReadMemo,
+  directReads,
+  periodScope,
+  type QueryReads,
+} from "./read-memo.js";
 import {
   DIMENSIONS,
   HASHED_VISITORS,
@@ -42,6 +48,7 @@ import {
   timeBucketStart,
   timeLabel,
   UTC_CLOCK,
+  type VisitorCount,
   type WallClock,
 } from "./semantic-layer.js";
 import { ofSite, siteNumberOf, type WithSiteNumber } from "./site-numbers.js";
@@ -59,6 +66,13 @@ export interface DuckDbAnalyticsOptions {
    * paging through events reads ahead (event-reads.ts); without, page by page.
    */
   removals?: () => number;
+  /**
+   * The bits a traffic statement's visitor bitmaps may take, per part, and
+   * the numbers past the site's highest they cover (visitor-count.ts,
+   * `BITMAP_BITS` and `BITMAP_HEADROOM` by default): the tests make them
+   * small, so that a few visitors are counted in parts too.
+   */
+  bitmaps?: BitmapLimits;
 }
 
 /** SQL text and its positional parameters, built together. */
@@ -650,6 +664,12 @@ interface Statement {
   sets: boolean;
   /** Whether it counts visitors by bitmaps of their numbers. */
   bitmaps?: boolean;
+  /**
+   * Visitors counted by bitmaps in parts (semantic-layer.ts, `bitmapsInParts`):
+   * the statements of the parts, run one after the other, whose rows add up
+   * (`sql` is the first's).
+   */
+  parts?: { sql: string; values: DuckDBValue[] }[];
 }
 
 /** The rows and the totals in one statement: the groups and the grand total as two grouping sets. */
@@ -752,15 +772,36 @@ async function sideStatement(
   // Metrics of events alone (visitors, pageviews…): aggregated straight from the
   // event rows, without grouping them into per-visit rows first.
   // Visitors counted by bitmaps of their numbers where those stay small (visitorCount).
-  const visitors =
+  let visitors =
     metrics.some(countsDistinct) && !byKey
       ? await visitorCount(q, plan, period, dims, whole)
       : HASHED_VISITORS;
+  // In parts only where every metric adds up across them: a group's visitors
+  // (a visitor has one number, so it is in one part) and its events. The
+  // groups' statements below; any other, by key as before the parts.
+  const addsUp = metrics.every(
+    (m) => m === "visitors" || (!whole && (m === "pageviews" || m === "events")),
+  );
+  if (visitors.parts && !(sets && dims.length > 0 && addsUp)) visitors = HASHED_VISITORS;
   const bitmaps = visitors !== HASHED_VISITORS;
+  /** The statement of each part (one, unless the visitors are counted in parts). */
+  const byPart = (
+    statement: (count: VisitorCount, filter: string) => string,
+  ): Pick<Statement, "sql" | "values" | "parts"> => {
+    const parts = (visitors.parts ?? [visitors]).map((count) => {
+      const tests = [...where, ...(count.within ? [count.within("x")] : [])];
+      return {
+        sql: statement(count, tests.length ? `WHERE ${tests.join(" AND ")}` : ""),
+        values: p.values,
+      };
+    });
+    const [first] = parts as [{ sql: string; values: DuckDBValue[] }];
+    return parts.length > 1 ? { ...first, parts } : first;
+  };
   // Visitors by bitmaps, and nothing else but events' counts: the groups'
   // bitmaps, and the period's total from their union (every event is in one
   // group), in one statement: no second scan, no grouping set counted again.
-  const bitmap = visitors.bitmap;
+  const bitmap = visitors.bitmap ?? visitors.parts?.[0]?.bitmap;
   if (
     !whole &&
     sets &&
@@ -768,32 +809,37 @@ async function sideStatement(
     dims.length > 0 &&
     metrics.every((m) => m === "visitors" || m === "pageviews" || m === "events")
   ) {
-    const part = (m: MetricName) =>
-      m === "visitors" ? bitmap("x") : metricSql(METRICS[m].eventSql, visitors);
     const total = (m: MetricName, i: number) =>
       m === "visitors"
         ? `coalesce(bit_count(bit_or(m${i})), 0)`
         : `coalesce(sum(m${i}), 0)::BIGINT`;
-    // A group's visitors are counted beside its bitmap, in the projection over
-    // the grouping, which DuckDB runs on every thread; counted over the
-    // materialized groups they took one thread (top pages over 90 days at 10M:
-    // 47 ms of a 215 ms statement, which now takes 193).
-    const counted = (m: MetricName, i: number) =>
-      m === "visitors"
-        ? [`${part(m)} AS m${i}`, `bit_count(${part(m)}) AS n${i}`]
-        : [`${part(m)} AS m${i}`];
     const each = (m: MetricName, i: number) => (m === "visitors" ? `n${i}` : `m${i}`);
     const refs = dims.map((_, i) => `d${i}`);
+    // Made once: its parameters are every part's.
+    const rows = trafficRows(plan.sn, period, p, mode);
     return {
-      sql: `WITH ${trafficRows(plan.sn, period, p, mode)},
+      ...byPart((count, partFilter) => {
+        const part = (m: MetricName) =>
+          m === "visitors"
+            ? (count.bitmap as (row: "x") => string)("x")
+            : metricSql(METRICS[m].eventSql, count);
+        // A group's visitors are counted beside its bitmap, in the projection over
+        // the grouping, which DuckDB runs on every thread; counted over the
+        // materialized groups they took one thread (top pages over 90 days at 10M:
+        // 47 ms of a 215 ms statement, which now takes 193).
+        const counted = (m: MetricName, i: number) =>
+          m === "visitors"
+            ? [`${part(m)} AS m${i}`, `bit_count(${part(m)}) AS n${i}`]
+            : [`${part(m)} AS m${i}`];
+        return `WITH ${rows},
         grp AS MATERIALIZED (
           SELECT ${[...groupDims, ...metrics.flatMap(counted), "count(*) AS c"].join(", ")}
-          FROM x ${filter} GROUP BY ${refs.join(", ")}
+          FROM x ${partFilter} GROUP BY ${refs.join(", ")}
         )
         SELECT ${[...refs.map(label), ...metrics.map(each), "c", "0 AS g"].join(", ")} FROM grp
         UNION ALL
-        SELECT ${[...refs.map(() => "NULL"), ...metrics.map(total), "coalesce(sum(c), 0)::BIGINT", "1 AS g"].join(", ")} FROM grp`,
-      values: p.values,
+        SELECT ${[...refs.map(() => "NULL"), ...metrics.map(total), "coalesce(sum(c), 0)::BIGINT", "1 AS g"].join(", ")} FROM grp`;
+      }),
       exact: true,
       sets: true,
       bitmaps,
@@ -819,18 +865,26 @@ async function sideStatement(
       bitmaps,
     };
   }
-  const eventRows = `SELECT ${[...groupDims, "x.vk", "x.dv", ...(mode === "all" ? ["x.vn"] : [])].join(", ")},
+  // Made once: their parameters are every part's.
+  const rows = trafficRows(plan.sn, period, p, whole ? "straddling" : mode);
+  const visitsWhole = whole ? wholeVisits(plan.sn, period, p) : "";
+  /** The per-visit rows of the events and (whole) visits that `rowFilter` keeps. */
+  const perVisitRows = (
+    rowFilter: string,
+  ) => `SELECT ${[...groupDims, "x.vk", "x.dv", ...(mode === "all" ? ["x.vn"] : [])].join(", ")},
         count(*) FILTER (WHERE ${IS_PAGEVIEW}) AS pv,
         count(*) FILTER (WHERE ${IS_COUNTED}) AS ev,
         bool_or(${IS_GOAL}) AS conv
         ${mode === "all" ? ", any_value(x.v_events) AS v_events, any_value(x.v_seconds) AS v_seconds" : ""}
-      FROM x ${filter}
-      GROUP BY ALL`;
-  const visitRows = whole
-    ? `UNION ALL SELECT ${[...groupDims, "x.vk", "x.dv", "x.vn"].join(", ")},
+      FROM x ${rowFilter}
+      GROUP BY ALL
+      ${
+        whole
+          ? `UNION ALL SELECT ${[...groupDims, "x.vk", "x.dv", "x.vn"].join(", ")},
         x.v_pageviews AS pv, x.v_counted AS ev, x.v_converted AS conv, x.v_events, x.v_seconds
-      FROM ${wholeVisits(plan.sn, period, p)} ${filter}`
-    : "";
+      FROM ${visitsWhole} ${rowFilter}`
+          : ""
+      }`;
   const vd = dims.map((_, i) => `v.d${i}`);
   if (sets && bitmap && dims.length > 0 && metrics.every((m) => m === "visitors")) {
     // Visitors alone, by bitmaps, over per-visit rows: as over events above,
@@ -839,24 +893,26 @@ async function sideStatement(
     // (sources over 90 days at 10M events: 145–215 → 110–118 ms by raw SQL).
     const refs = dims.map((_, i) => `d${i}`);
     return {
-      sql: `WITH ${trafficRows(plan.sn, period, p, whole ? "straddling" : mode)},
-        v AS (${eventRows} ${visitRows}),
+      ...byPart((count, partFilter) => {
+        const part = (count.bitmap as (row: "v") => string)("v");
+        return `WITH ${rows},
+        v AS (${perVisitRows(partFilter)}),
         grp AS MATERIALIZED (
-          SELECT ${[...vd.map((d, i) => `${d} AS d${i}`), ...metrics.flatMap((_, i) => [`${bitmap("v")} AS m${i}`, `bit_count(${bitmap("v")}) AS n${i}`]), "count(*) AS c"].join(", ")}
+          SELECT ${[...vd.map((d, i) => `${d} AS d${i}`), ...metrics.flatMap((_, i) => [`${part} AS m${i}`, `bit_count(${part}) AS n${i}`]), "count(*) AS c"].join(", ")}
           FROM v GROUP BY ${vd.join(", ")}
         )
         SELECT ${[...refs.map(label), ...metrics.map((_, i) => `n${i}`), "c", "0 AS g"].join(", ")} FROM grp
         UNION ALL
-        SELECT ${[...refs.map(() => "NULL"), ...metrics.map((_, i) => `coalesce(bit_count(bit_or(m${i})), 0)`), "coalesce(sum(c), 0)::BIGINT", "1 AS g"].join(", ")} FROM grp`,
-      values: p.values,
+        SELECT ${[...refs.map(() => "NULL"), ...metrics.map((_, i) => `coalesce(bit_count(bit_or(m${i})), 0)`), "coalesce(sum(c), 0)::BIGINT", "1 AS g"].join(", ")} FROM grp`;
+      }),
       exact: dimSql.every(readsVisitOnly),
       sets: true,
       bitmaps,
     };
   }
   return {
-    sql: `WITH ${trafficRows(plan.sn, period, p, whole ? "straddling" : mode)},
-      v AS (${eventRows} ${visitRows})
+    sql: `WITH ${rows},
+      v AS (${perVisitRows(filter)})
       SELECT ${[...vd.map(label), ...metrics.map((m) => metricSql(METRICS[m].sql, visitors)), "count(*)", grouping(vd, sets)].join(", ")}
       FROM v ${groupBy(vd, sets)}`,
     values: p.values,
@@ -898,7 +954,11 @@ async function runPeriod(
     /** A statement's rows; by key when its bitmaps met a number past their top (visitorCount). */
     const rowsOf = async (st: Statement, over: DimensionName[], sets: boolean) => {
       try {
-        return await q.rows(st.sql, st.values, scope);
+        if (!st.parts) return await q.rows(st.sql, st.values, scope);
+        // One part after the other: a part's bitmaps are in memory alone.
+        const each: DuckDBValue[][][] = [];
+        for (const part of st.parts) each.push(await q.rows(part.sql, part.values, scope));
+        return addedUp(each, over.length);
       } catch (err) {
         if (!st.bitmaps || !isBitmapRangeError(err)) throw err;
         const again = await sideStatement(q, plan, period, side, over, metrics, sets, true);
@@ -951,6 +1011,35 @@ async function runPeriod(
     await read(await sideStatement(q, plan, period, side, [], metrics, false), [], false, "totals");
   }
   return { rows, totals };
+}
+
+/**
+ * The rows of the parts of a statement (`Statement.parts`) as one statement's:
+ * the rows of each group (its `n` dimension values, then the grand total's
+ * flag, the last column) with every other column added up, as every metric
+ * of a part's statement is a count.
+ */
+function addedUp(parts: DuckDBValue[][][], n: number): DuckDBValue[][] {
+  const groups = new Map<string, DuckDBValue[]>();
+  for (const rows of parts) {
+    for (const row of rows) {
+      const key = JSON.stringify([...row.slice(0, n), row[row.length - 1]].map(String));
+      const known = groups.get(key);
+      if (!known) {
+        groups.set(key, [...row]);
+        continue;
+      }
+      for (let i = n; i < row.length - 1; i++) known[i] = sum(known[i] ?? null, row[i] ?? null);
+    }
+  }
+  return [...groups.values()];
+}
+
+/** Two counts added up: exact as BIGINTs, a NULL none. */
+function sum(a: DuckDBValue, b: DuckDBValue): DuckDBValue {
+  if (a === null) return b;
+  if (b === null) return a;
+  return typeof a === "bigint" && typeof b === "bigint" ? a + b : Number(a) + Number(b);
 }
 
 /** Rows of both sides merged by their dimension values. */
@@ -1066,7 +1155,8 @@ export function createDuckDbAnalytics(options: DuckDbAnalyticsOptions): Analytic
       // A query past its limit or whose caller left runs no statement more.
       const alive = () => !timedOut && !signal?.aborted;
       const sn = await siteNumberOf(conn, siteId);
-      return await work(memo ? { ...memo.reads(conn, alive), valueSets } : directReads(conn), sn);
+      const reads = memo ? { ...memo.reads(conn, alive), valueSets } : directReads(conn);
+      return await work({ ...reads, bitmaps: options.bitmaps }, sn);
     } catch (err) {
       if (timedOut) throw errors.queryTimeout(options.timeoutMs, err);
       if (err instanceof Error && err.name === "DomainError") throw err;

@@ -80,6 +80,16 @@ export interface QueryReads {
   table(select: string, values?: DuckDBValue[]): Promise<string>;
   /** The engine's traffic columns' values per period, kept across generations (value-sets.ts). */
   readonly valueSets?: ValueSets;
+  /** The visitor bitmaps' budget and headroom (visitor-count.ts); their defaults when unset. */
+  readonly bitmaps?: BitmapLimits;
+}
+
+/** How large a traffic statement's visitor bitmaps may be (visitor-count.ts). */
+export interface BitmapLimits {
+  /** The bits a statement's bitmaps may take in all (per part). */
+  bits: number;
+  /** The numbers past the site's highest that a bitmap covers. */
+  headroom: number;
 }
 
 export interface ReadMemo {

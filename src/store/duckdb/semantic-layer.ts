@@ -108,6 +108,18 @@ export interface VisitorCount {
   (row: "v" | "x", where?: string): string;
   /** By bitmaps only: the aggregate of a group's bitmap of numbers (a BIT value). */
   bitmap?: (row: "v" | "x") => string;
+  /**
+   * By bitmaps of one range of the numbers only (a part, {@link bitmapsInParts}):
+   * the test a row passes to be counted in it (SQL).
+   */
+  within?: (row: "v" | "x") => string;
+  /**
+   * By bitmaps in parts: each part counts the visitors of its range of
+   * numbers in a statement of its own, and the parts' counts add up (a visitor
+   * has one number). The counting function itself is no SQL: a statement
+   * counts by one part.
+   */
+  parts?: readonly VisitorCount[];
 }
 
 /** By the visitors' keys: a hash table of them per group. */
@@ -116,16 +128,43 @@ export const HASHED_VISITORS: VisitorCount = (row, where) =>
 
 /**
  * By the visitors' dense numbers (visitor-numbers.ts): a bitmap of the
- * numbers 0 to `top` per group, one bit each, counted. A number past `top`
- * fails the statement (DuckDB's "Out of Range Error"): the engine then counts
- * by key ({@link isBitmapRangeError}).
+ * numbers `from` to `top` per group, one bit each, counted. A number past
+ * `top` fails the statement (DuckDB's "Out of Range Error"): the engine then
+ * counts by key ({@link isBitmapRangeError}).
  */
-export function bitmapVisitors(top: number): VisitorCount {
+export function bitmapVisitors(top: number, from = 0): VisitorCount {
   const n = Math.max(0, Math.floor(top));
-  const bitmap = (row: "v" | "x") => `bitstring_agg(${row}.dv, 0, ${n})`;
+  const lo = Math.min(n, Math.max(0, Math.floor(from)));
+  const bitmap = (row: "v" | "x") => `bitstring_agg(${row}.dv, ${lo}, ${n})`;
   const count: VisitorCount = (row, where) =>
     `coalesce(bit_count(${bitmap(row)}${where ? ` FILTER (WHERE ${where})` : ""}), 0)`;
   count.bitmap = bitmap;
+  return count;
+}
+
+/**
+ * By bitmaps of the numbers 0 to `top` in `parts` ranges of equal width, each
+ * counted by a statement of its own (visitor-count.ts): a statement's bitmaps
+ * then take a part's width, so a breakdown of many groups over many visitors
+ * stays within the bitmaps' memory. Each part but the last counts the numbers
+ * of its range; the last, every number from its start, so that a number past
+ * `top` fails it as it fails one bitmap.
+ */
+export function bitmapsInParts(top: number, parts: number): VisitorCount {
+  const n = Math.max(0, Math.floor(top));
+  const width = Math.ceil((n + 1) / Math.max(1, Math.floor(parts)));
+  const each: VisitorCount[] = [];
+  for (let from = 0; from <= n; from += width) {
+    const to = Math.min(n, from + width - 1);
+    const part = bitmapVisitors(to, from);
+    part.within = (row) =>
+      to === n ? `${row}.dv >= ${from}` : `${row}.dv >= ${from} AND ${row}.dv <= ${to}`;
+    each.push(part);
+  }
+  const count: VisitorCount = () => {
+    throw new Error("visitors counted in parts: a statement counts by one of them");
+  };
+  count.parts = each;
   return count;
 }
 

@@ -109,8 +109,19 @@ describe("the analytics engine's guards", () => {
   });
 });
 
+/** How a traffic statement counts visitors: by bitmaps, by bitmaps of a part of the numbers, or by key. */
+const way = (sql: string) =>
+  /bitstring_agg\([xv]\.dv, \d+, /.test(sql)
+    ? /\bx\.dv >= \d+/.test(sql)
+      ? "part"
+      : "bitmap"
+    : "hash";
+
+/** The numbers a part's statement counts (its test of `x.dv`). */
+const partOf = (sql: string) => /x\.dv >= \d+(?: AND x\.dv <= \d+)?/.exec(sql)?.[0];
+
 describe("how the engine counts visitors", () => {
-  it("by bitmaps of their numbers while the groups times the site's numbers stay within 32 MiB, filtered or not, else by their keys; by key again when a number passed the bitmaps' top", async () => {
+  it("by bitmaps of their numbers while the groups times the site's numbers stay within 32 MiB, filtered or not, in parts of the numbers within eight times that, else by their keys; by key again when a number passed the bitmaps' top", async () => {
     const s = await openAnalyticsStore({ path: ":memory:", threads: 1, memoryLimit: "256MB" });
     try {
       const add = (seq: number, vid: number, dv: number) =>
@@ -139,44 +150,64 @@ describe("how the engine counts visitors", () => {
           filters,
           period: { from: 0, to: days * 86_400_000 },
         });
-        const ways = ran
-          .filter((sql) => sql.includes("FROM events e"))
-          .map((sql) => (/bitstring_agg\([xv]\.dv, 0, /.test(sql) ? "bitmap" : "hash"));
-        return { ways, total: r.totals };
+        const ways = ran.filter((sql) => sql.includes("FROM events e")).map(way);
+        return { ways, total: r.totals, rows: r.rows };
       };
       const three = [{ kind: "count", value: 3 }];
       // A total alone: by key (the bitmap is no faster for one group)…
-      expect(await counted([])).toEqual({ ways: ["hash"], total: three });
+      expect(await counted([])).toMatchObject({ ways: ["hash"], total: three });
       // …but over whole visits (a metric of visits: the period's visits read
       // from `visits`, a row each), by bitmap; filtered, by key.
       const visits = ["visitors", "visits"] as QueryPlan["metrics"];
       const perVisit = [...three, ...three];
-      expect(await counted([], 1, [], visits)).toEqual({ ways: ["bitmap"], total: perVisit });
+      expect(await counted([], 1, [], visits)).toMatchObject({ ways: ["bitmap"], total: perVisit });
       expect(
         await counted([], 1, [{ dimension: "page", op: "contains", values: ["/p"] }], visits),
-      ).toEqual({ ways: ["hash"], total: perVisit });
+      ).toMatchObject({ ways: ["hash"], total: perVisit });
       // Groups by bitmap: one statement, the total from the union of the groups' bitmaps.
-      expect(await counted(["page"])).toEqual({ ways: ["bitmap"], total: three });
+      expect(await counted(["page"])).toMatchObject({ ways: ["bitmap"], total: three });
       // A property's values are not bounded beforehand (the total, the same
       // statement as the first query's, comes from the memo).
-      expect(await counted(["prop:plan"])).toEqual({ ways: ["hash"], total: three });
+      expect(await counted(["prop:plan"])).toMatchObject({ ways: ["hash"], total: three });
       // Filtered groups: by bitmap too, the total from their union.
       const slash = [{ dimension: "page" as const, op: "contains" as const, values: ["/p"] }];
-      expect(await counted(["page"], 1, slash)).toEqual({ ways: ["bitmap"], total: three });
-      // 10,000,001 numbers: 11 groups of days fit (110M bits), 722 hours do not.
+      expect(await counted(["page"], 1, slash)).toMatchObject({ ways: ["bitmap"], total: three });
+      // 10,000,001 numbers: 11 groups of days fit (110M bits); 722 hours do
+      // not, in eight parts either. Visitor 99, numbered 10,000,000, views /p0.
       await s.writer.run("INSERT INTO visitor_numbers VALUES ('s1', 99, 10000000)");
+      await s.writer.run(`INSERT INTO events BY NAME
+        SELECT 10 AS seq, 's1' AS site_id, 600000 AS ts, 99 AS vid, 'pageview' AS name, '/p0' AS page,
+          'https://example.com/' AS url, 0 AS received_at, 'v99' AS visitor_id, 10000000 AS dv, 1 AS sn`);
+      await rebuildVisits(s.writer);
+      const four = [{ kind: "count", value: 4 }];
       // (A write: the memo starts again; by key, the rows' statement, then the total's.)
-      expect((await counted(["time:day"], 7)).ways).toEqual(["bitmap"]);
+      expect(await counted(["time:day"], 7)).toMatchObject({ ways: ["bitmap"], total: four });
       expect((await counted(["time:hour"], 30)).ways).toEqual(["hash", "hash"]);
-      expect((await counted(["page", "time:day"], 7)).ways).toEqual(["hash", "hash"]);
+      // Three pages (four values with none) on ten days, 41 groups, 410M bits: two
+      // parts, the numbers below 5,005,312 and those from it. /p0's two visitors are
+      // one in each part; each part's groups and total add up.
+      const inParts = await counted(["page", "time:day"], 7);
+      expect(inParts).toMatchObject({ ways: ["part", "part"], total: four });
+      expect(inParts.rows.map((r) => [r.dimensions, r.metrics])).toEqual([
+        [["/p0", "1970-01-01"], [{ kind: "count", value: 2 }]],
+        [["/p1", "1970-01-01"], [{ kind: "count", value: 1 }]],
+        [["/p2", "1970-01-01"], [{ kind: "count", value: 1 }]],
+      ]);
+      expect(ran.filter((sql) => sql.includes("FROM events e")).map(partOf)).toEqual([
+        "x.dv >= 0 AND x.dv <= 5005311",
+        "x.dv >= 5005312",
+      ]);
       // An event numbered past the highest number plus BITMAP_HEADROOM,
       // rounded up to a multiple of it (as when the feed numbers many visitors
       // after the highest was read): the bitmaps fail, the statement runs
       // again by key (rows and total in one).
       await add(3, 3, 10_000_000 + 2 * BITMAP_HEADROOM);
-      expect(await counted(["page"])).toEqual({
-        ways: ["bitmap", "hash"],
-        total: [{ kind: "count", value: 4 }],
+      const five = [{ kind: "count", value: 5 }];
+      expect(await counted(["page"])).toMatchObject({ ways: ["bitmap", "hash"], total: five });
+      // The same in parts: the last part fails, and the parts are counted again by key.
+      expect(await counted(["page", "time:day"], 7)).toMatchObject({
+        ways: ["part", "part", "hash"],
+        total: five,
       });
     } finally {
       s.close();
@@ -192,7 +223,8 @@ describe("how the engine counts visitors", () => {
             '${page}' AS page, ${source} AS source, 'https://example.com/' AS url, 0 AS received_at,
             'v${seq}' AS visitor_id, ${seq} AS dv, 1 AS sn`);
       for (const i of [0, 1, 2]) await add(i, `/p${i}`);
-      // 10,000,001 numbers: bitmaps of 10,010,624 bits, 26 of them within the budget.
+      // 10,000,001 numbers: bitmaps of 10,010,624 bits, 26 of them within the
+      // budget, 214 within eight parts of it.
       await s.writer.run("INSERT INTO visitor_numbers SELECT 's1', i, i FROM range(3) t(i)");
       await s.writer.run("INSERT INTO site_numbers VALUES ('s1', 1)");
       await s.writer.run("INSERT INTO visitor_numbers VALUES ('s1', 99, 10000000)");
@@ -209,7 +241,7 @@ describe("how the engine counts visitors", () => {
             const m = /list\(DISTINCT (\w+)\)[\s\S]*FROM (events|visits)/.exec(sql);
             return m ? [`${m[1]} from ${m[2]}${/seq > \$/.test(sql) ? " since" : ""}`] : [];
           }),
-          way: ran.some((sql) => /bitstring_agg\(\w\.dv, 0, /.test(sql)) ? "bitmap" : "hash",
+          way: ran.map(way).find((w) => w !== "hash") ?? "hash",
           total: r.totals,
         };
       };
@@ -231,23 +263,30 @@ describe("how the engine counts visitors", () => {
         way: "bitmap",
         total: count(3),
       });
-      // 24 more pages and sources: 27 values with (none), one past the budget;
-      // only the new events are read (a visit's source, from its events).
+      // 24 more pages and sources: 28 values with (none), past the budget, counted
+      // in two parts; only the new events are read (a visit's source, from its events).
       for (let i = 3; i < 27; i++) await add(i, `/p${i}`, `'s${i}'`);
       await rebuildVisits(s.writer);
       expect(await breakdown("page")).toEqual({
         bounds: ["page from events since"],
-        way: "hash",
+        way: "part",
         total: count(27),
       });
       expect(await breakdown("source")).toEqual({
         bounds: ["source from events since"],
-        way: "hash",
+        way: "part",
         total: count(27),
       });
+      // 216 pages: past eight parts of the budget (214 groups), by key.
+      for (let i = 27; i < 216; i++) await add(i, `/p${i}`);
+      expect(await breakdown("page")).toEqual({
+        bounds: ["page from events since"],
+        way: "hash",
+        total: count(216),
+      });
       // Past the budget the period's values are not read again.
-      await add(27, "/p0");
-      expect(await breakdown("page")).toEqual({ bounds: [], way: "hash", total: count(28) });
+      await add(216, "/p0");
+      expect(await breakdown("page")).toEqual({ bounds: [], way: "hash", total: count(217) });
     } finally {
       s.close();
     }
