@@ -20,7 +20,10 @@ import type { RefData } from "./analytics-reference.js";
 export async function engineOverData(
   dir: string,
   data: RefData,
-  warm?: (engine: ReturnType<typeof createDuckDbAnalytics>) => Promise<unknown>,
+  warm?: (
+    engine: ReturnType<typeof createDuckDbAnalytics>,
+    analytics: Awaited<ReturnType<typeof openAnalyticsStore>>,
+  ) => Promise<unknown>,
   /** The visitor bitmaps' limits (the engine's option; its defaults when unset). */
   bitmaps?: BitmapLimits,
 ) {
@@ -118,7 +121,7 @@ export async function engineOverData(
   // read on the writer, which may change anything as far as the memo knows.
   await batches.runOnce();
   const engine = createDuckDbAnalytics({ analytics, timeoutMs: 60_000, perSite: 4, bitmaps });
-  await warm?.(engine);
+  await warm?.(engine, analytics);
   db.transaction(() => storeEvents(data.events.slice(half)))();
   db.close();
   await batches.runOnce();

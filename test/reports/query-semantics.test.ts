@@ -168,6 +168,34 @@ describe("the engine against the reference model", () => {
     );
   });
 
+  it("answers every breakdown of visitors, pageviews and events of a site's traffic as the reference does once batches of events grew the breakdowns it kept", {
+    timeout: scaled(300_000),
+  }, async () => {
+    // Events alone (no customer, payment or identity): the feed's batches of
+    // the second half are batches of events, which grow what was kept.
+    const traffic = besideAnotherSite(countQueryCaseArb).map(({ data, plan }) => ({
+      data: { ...data, identities: [], stitches: [], customers: [], payments: [] },
+      plan,
+    }));
+    await fc.assert(
+      fc.asyncProperty(traffic, async ({ data, plan }) => {
+        // Asked with the first half in, and again after a batch that changed
+        // nothing (a breakdown asked again after a write is kept), then after the rest.
+        const { engine, close } = await engineOverData(tempDir(), data, async (early, store) => {
+          await early.query(plan);
+          await store.scopedWrite({ sites: new Map() }, () => store.writer.run("SELECT 1"));
+          await early.query(plan);
+        });
+        try {
+          expect(await engine.query(plan)).toEqual(referenceQuery(data, plan));
+        } finally {
+          close();
+        }
+      }),
+      { numRuns: 80, seed: 5050 },
+    );
+  });
+
   it("answers every query by currency, customer or days to first payment as the reference does", {
     timeout: scaled(300_000),
   }, async () => {

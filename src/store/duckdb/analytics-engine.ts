@@ -26,6 +26,7 @@ import { errors } from "../../domain/errors.js";
 import { UNATTRIBUTED } from "../../domain/vocabulary.js";
 import type { AnalyticsStore } from "./analytics-store.js";
 import { countEvents, createEventPager, pageEvents } from "./event-reads.js";
+import { createGrownBreakdowns, type GrowableBreakdown } from "./grown-breakdowns.js";
 import { modelSplit } from "./model-split.js";
 import { withPerfectHash } from "./perfect-hash.js";
 import {
@@ -670,6 +671,8 @@ interface Statement {
    * (`sql` is the first's).
    */
   parts?: { sql: string; values: DuckDBValue[] }[];
+  /** The same answer from groups kept across batches of events and grown by them. */
+  grow?: GrowableBreakdown;
 }
 
 /** The rows and the totals in one statement: the groups and the grand total as two grouping sets. */
@@ -817,7 +820,7 @@ async function sideStatement(
     const refs = dims.map((_, i) => `d${i}`);
     // Made once: its parameters are every part's.
     const rows = trafficRows(plan.sn, period, p, mode);
-    return {
+    const statement: Statement = {
       ...byPart((count, partFilter) => {
         const part = (m: MetricName) =>
           m === "visitors"
@@ -844,6 +847,30 @@ async function sideStatement(
       sets: true,
       bitmaps,
     };
+    // Rows of the events alone, one statement: kept across batches of events
+    // and grown by them (grown-breakdowns.ts).
+    const bits = visitors.bits;
+    if (mode === "none" && !visitors.parts && bitmap && bits !== undefined) {
+      const part = (m: MetricName) =>
+        m === "visitors" ? bitmap("x") : metricSql(METRICS[m].eventSql, visitors);
+      const groups = (since?: bigint) =>
+        `WITH ${rows}${since === undefined ? "" : `, y AS (SELECT * FROM x WHERE x.seq > ${BigInt(since)})`}
+        SELECT ${[...groupDims, ...metrics.map((m, i) => `${part(m)} AS m${i}`), "count(*) AS c"].join(", ")}
+        FROM ${since === undefined ? "x" : "y AS x"} ${filter} GROUP BY ${refs.join(", ")}`;
+      const st = statement as Statement;
+      st.grow = {
+        key: `${st.sql}\u0000${JSON.stringify(st.values, (_k, v) => (typeof v === "bigint" ? `${v}n` : v))}`,
+        groups,
+        values: p.values,
+        dims: dims.length,
+        metrics: metrics.map((m) => (m === "visitors" ? "bitmap" : "count")),
+        label,
+        groupBytes: Math.ceil(bits / 8) * metrics.filter((m) => m === "visitors").length,
+        scope: periodScope(plan.siteId, period),
+        plain: () => q.rows(st.sql, st.values, periodScope(plan.siteId, period)),
+      };
+    }
+    return statement;
   }
   if (!whole && metrics.every((m) => METRICS[m].eventSql !== undefined)) {
     // A distinct count over grouping sets is counted once per set (DuckDB keeps a
@@ -954,6 +981,7 @@ async function runPeriod(
     /** A statement's rows; by key when its bitmaps met a number past their top (visitorCount). */
     const rowsOf = async (st: Statement, over: DimensionName[], sets: boolean) => {
       try {
+        if (st.grow && q.grown) return await q.grown.rows(q.conn, st.grow);
         if (!st.parts) return await q.rows(st.sql, st.values, scope);
         // One part after the other: a part's bitmaps are in memory alone.
         const each: DuckDBValue[][][] = [];
@@ -1122,6 +1150,8 @@ export function createDuckDbAnalytics(options: DuckDbAnalyticsOptions): Analytic
   // Kept past the generations, as a bound of a breakdown's groups (value-sets.ts);
   // let go as soon as a write that may remove events (an erasure…) ends.
   const valueSets = memo ? createValueSets({ removals: options.removals }) : undefined;
+  // Breakdowns over events kept past batches of events, grown by them.
+  const grown = memo ? createGrownBreakdowns(options.analytics) : undefined;
   if (valueSets) {
     options.analytics.onGeneration?.((scope) => {
       if (scope === undefined && !options.analytics.writing) valueSets.sweep();
@@ -1155,7 +1185,7 @@ export function createDuckDbAnalytics(options: DuckDbAnalyticsOptions): Analytic
       // A query past its limit or whose caller left runs no statement more.
       const alive = () => !timedOut && !signal?.aborted;
       const sn = await siteNumberOf(conn, siteId);
-      const reads = memo ? { ...memo.reads(conn, alive), valueSets } : directReads(conn);
+      const reads = memo ? { ...memo.reads(conn, alive), valueSets, grown } : directReads(conn);
       return await work({ ...reads, bitmaps: options.bitmaps }, sn);
     } catch (err) {
       if (timedOut) throw errors.queryTimeout(options.timeoutMs, err);

@@ -23,6 +23,7 @@
  */
 import { randomBytes } from "node:crypto";
 import type { DuckDBConnection, DuckDBValue } from "@duckdb/node-api";
+import type { GrownBreakdowns } from "./grown-breakdowns.js";
 import type { ValueSets } from "./value-sets.js";
 
 /** The generation the memo follows (the analytics store). */
@@ -82,6 +83,8 @@ export interface QueryReads {
   readonly valueSets?: ValueSets;
   /** The visitor bitmaps' budget and headroom (visitor-count.ts); their defaults when unset. */
   readonly bitmaps?: BitmapLimits;
+  /** The engine's breakdowns kept across batches of events and grown by them (grown-breakdowns.ts). */
+  readonly grown?: GrownBreakdowns;
 }
 
 /** How large a traffic statement's visitor bitmaps may be (visitor-count.ts). */
@@ -148,6 +151,27 @@ const keyOf = (sql: string, values: DuckDBValue[] | undefined) =>
  */
 let memos = 0;
 const moduleTag = randomBytes(3).toString("hex");
+
+/**
+ * Runs `work` on a connection of its own once the current call has returned
+ * (the write's call that moved the generation: a drop of what it passed).
+ * A failure is the store closing, whose instance takes the tables with it.
+ */
+export async function onOwnConnection(
+  connect: () => Promise<DuckDBConnection>,
+  work: (conn: DuckDBConnection) => Promise<void>,
+): Promise<void> {
+  await new Promise((r) => setImmediate(r));
+  let conn: DuckDBConnection | undefined;
+  try {
+    conn = await connect();
+    await work(conn);
+  } catch {
+    // The store closing: its instance (and the tables with it) goes.
+  } finally {
+    conn?.closeSync();
+  }
+}
 
 /** Creates a memo over `source`'s generations. */
 export function createReadMemo(source: GenerationSource, options: ReadMemoOptions = {}): ReadMemo {
@@ -238,20 +262,9 @@ export function createReadMemo(source: GenerationSource, options: ReadMemoOption
   const dropPassed = () => {
     const connect = source.connect?.bind(source);
     if (!connect || dropping || !passedTables) return;
-    dropping = (async () => {
-      // After the write's call that moved the generation.
-      await new Promise((r) => setImmediate(r));
-      let conn: DuckDBConnection | undefined;
-      try {
-        conn = await connect();
-        await drop(conn);
-      } catch {
-        // The store closing: its instance (and the tables with it) goes.
-      } finally {
-        conn?.closeSync();
-        dropping = undefined;
-      }
-    })();
+    dropping = onOwnConnection(connect, drop).finally(() => {
+      dropping = undefined;
+    });
   };
   source.onGeneration?.((scope) => {
     // A write that may change anything passes everything now (an erasure's rows

@@ -108,6 +108,8 @@ export interface VisitorCount {
   (row: "v" | "x", where?: string): string;
   /** By bitmaps only: the aggregate of a group's bitmap of numbers (a BIT value). */
   bitmap?: (row: "v" | "x") => string;
+  /** By bitmaps only: the bits of a group's bitmap. */
+  bits?: number;
   /**
    * By bitmaps of one range of the numbers only (a part, {@link bitmapsInParts}):
    * the test a row passes to be counted in it (SQL).
@@ -139,6 +141,7 @@ export function bitmapVisitors(top: number, from = 0): VisitorCount {
   const count: VisitorCount = (row, where) =>
     `coalesce(bit_count(${bitmap(row)}${where ? ` FILTER (WHERE ${where})` : ""}), 0)`;
   count.bitmap = bitmap;
+  count.bits = n - lo + 1;
   return count;
 }
 
