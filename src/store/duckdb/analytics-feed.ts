@@ -200,6 +200,18 @@ const LOG_KIND = {
   pruneBefore: 7,
 } as const;
 
+/**
+ * The log entries that change no event or visit in DuckDB: a payment, a
+ * customer's links, a stitch (their own tables only), and an entry of a log
+ * written before migration 23 (skipped).
+ */
+const CHANGES_NO_EVENT = new Set<number>([
+  LOG_KIND.event,
+  LOG_KIND.payment,
+  LOG_KIND.links,
+  LOG_KIND.stitch,
+]);
+
 /** Rows of the outbox one delete takes: the write lock is held that long at most. */
 const DELETE_SLICE = 1_000;
 
@@ -555,11 +567,16 @@ export function createAnalyticsFeed(options: AnalyticsFeedOptions): AnalyticsFee
     const last = rows.at(-1)?.seq ?? from;
     const movedBefore = moved;
     let dirtyNow: number | undefined;
-    // A batch of events alone changes its sites' events and visits from a time
-    // on, which it says (the sites' earliest time its visits reach, below):
-    // queries over earlier times keep their answers (read-memo.ts). A log
-    // entry (a payment, a link, an erasure…) may change anything.
-    const scope = rows.length === 0 ? { sites: new Map<string, number>() } : undefined;
+    // A batch of events changes its sites' events and visits from a time on,
+    // which it says (the sites' earliest time its visits reach, below): queries
+    // over earlier times keep their answers (read-memo.ts), and breakdowns of
+    // events grow (grown-breakdowns.ts). So does one whose log entries are
+    // payments, customers' links or stitches, which change no event or visit
+    // (the revenue statements that read them are computed again after any
+    // write). A deletion, an erasure or a pruning may change anything.
+    const scope = rows.every((r) => CHANGES_NO_EVENT.has(r.kind))
+      ? { sites: new Map<string, number>() }
+      : undefined;
     // Counted once DuckDB committed the removal: a read that began before
     // (and saw the removed rows) is then known to be older than it.
     let removed = false;

@@ -9,12 +9,13 @@
  * joined, `trafficRows` "none": pages, countries, days…) whose visitors are
  * counted by bitmaps of their numbers (visitor-count.ts), the answer after a
  * batch is the answer before, each group's bitmap or'ed with that of the
- * batch's events and its counts added. That holds while only batches of
- * events were applied (write-generation.ts `scoped`: the feed's batches
- * without a log entry): they append events, each with a `seq` past every
- * stored one (SQLite's, moved in order), and change no stored event. Any other
- * write (an erasure, a retention, a payment, a rebuild, a rewrite's swap) may
- * change anything: the kept groups go at once, and the next read counts again.
+ * batch's events and its counts added. That holds while only scoped writes
+ * were applied (write-generation.ts `scoped`: the feed's batches of events,
+ * with payments, links or stitches at most): they append events, each with a
+ * `seq` past every stored one (SQLite's, moved in order), and change no stored
+ * event. Any other write (an erasure, a retention, a deletion, a rebuild, a
+ * rewrite's swap) may change anything: the kept groups go at once, and the
+ * next read counts again.
  *
  * Each kept breakdown is a table of its groups (values, bitmaps, counts) in
  * the memo's in-memory database (`read_memo`), with the highest `seq` its

@@ -860,6 +860,17 @@ describe("the analytics feed's batches of events and the engine's answers", () =
     add("s1", "d", DAY + 2 * 60 * MIN);
     await f.runOnce();
     expect(await dayOne()).toEqual({ totals: [3, 3, 66.67], computed: true });
+    // A payment's, a customer's links' and a stitch's entries (with an event
+    // after day 1) change no event or visit: kept.
+    const entry = t.db.prepare(
+      "INSERT INTO analytics_feed (kind, site_id, key, ref) VALUES (?, 's1', ?, NULL)",
+    );
+    entry.run(1, "pay_1");
+    entry.run(2, "cus_1");
+    entry.run(3, "e");
+    add("s1", "e", 2 * DAY + 50 * MIN);
+    await f.runOnce();
+    expect(await dayOne()).toEqual({ totals: [3, 3, 66.67], computed: false });
     // A log entry (b erased) may change anything: computed again.
     t.db
       .prepare("INSERT INTO analytics_feed (kind, site_id, key, ref) VALUES (5, 's1', 'b', NULL)")
