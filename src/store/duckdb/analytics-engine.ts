@@ -35,6 +35,7 @@ import {
   directReads,
   periodScope,
   type QueryReads,
+  statementKey,
 } from "./read-memo.js";
 import {
   DIMENSIONS,
@@ -820,12 +821,14 @@ async function sideStatement(
     const refs = dims.map((_, i) => `d${i}`);
     // Made once: its parameters are every part's.
     const rows = trafficRows(plan.sn, period, p, mode);
+    /** A metric's aggregate over the events, its visitors counted by `count`'s bitmaps. */
+    const aggregate = (count: VisitorCount, m: MetricName) =>
+      m === "visitors"
+        ? (count.bitmap as (row: "x") => string)("x")
+        : metricSql(METRICS[m].eventSql, count);
     const statement: Statement = {
       ...byPart((count, partFilter) => {
-        const part = (m: MetricName) =>
-          m === "visitors"
-            ? (count.bitmap as (row: "x") => string)("x")
-            : metricSql(METRICS[m].eventSql, count);
+        const part = (m: MetricName) => aggregate(count, m);
         // A group's visitors are counted beside its bitmap, in the projection over
         // the grouping, which DuckDB runs on every thread; counted over the
         // materialized groups they took one thread (top pages over 90 days at 10M:
@@ -850,24 +853,22 @@ async function sideStatement(
     // Rows of the events alone, one statement: kept across batches of events
     // and grown by them (grown-breakdowns.ts).
     const bits = visitors.bits;
-    if (mode === "none" && !visitors.parts && bitmap && bits !== undefined) {
-      const part = (m: MetricName) =>
-        m === "visitors" ? bitmap("x") : metricSql(METRICS[m].eventSql, visitors);
+    if (mode === "none" && !visitors.parts && bits !== undefined) {
       const groups = (since?: bigint) =>
         `WITH ${rows}${since === undefined ? "" : `, y AS (SELECT * FROM x WHERE x.seq > ${BigInt(since)})`}
-        SELECT ${[...groupDims, ...metrics.map((m, i) => `${part(m)} AS m${i}`), "count(*) AS c"].join(", ")}
+        SELECT ${[...groupDims, ...metrics.map((m, i) => `${aggregate(visitors, m)} AS m${i}`), "count(*) AS c"].join(", ")}
         FROM ${since === undefined ? "x" : "y AS x"} ${filter} GROUP BY ${refs.join(", ")}`;
-      const st = statement as Statement;
-      st.grow = {
-        key: `${st.sql}\u0000${JSON.stringify(st.values, (_k, v) => (typeof v === "bigint" ? `${v}n` : v))}`,
+      const scope = periodScope(plan.siteId, period);
+      statement.grow = {
+        key: statementKey(statement.sql, statement.values),
         groups,
         values: p.values,
         dims: dims.length,
         metrics: metrics.map((m) => (m === "visitors" ? "bitmap" : "count")),
         label,
         groupBytes: Math.ceil(bits / 8) * metrics.filter((m) => m === "visitors").length,
-        scope: periodScope(plan.siteId, period),
-        plain: () => q.rows(st.sql, st.values, periodScope(plan.siteId, period)),
+        scope,
+        plain: () => q.rows(statement.sql, statement.values, scope),
       };
     }
     return statement;

@@ -141,7 +141,7 @@ interface TableEntry {
 }
 
 /** The key of a statement and its parameters (bigints as strings). */
-const keyOf = (sql: string, values: DuckDBValue[] | undefined) =>
+export const statementKey = (sql: string, values: DuckDBValue[] | undefined) =>
   `${sql}\u0000${JSON.stringify(values ?? [], (_k, v) => (typeof v === "bigint" ? `${v}n` : v))}`;
 
 /**
@@ -289,7 +289,7 @@ export function createReadMemo(source: GenerationSource, options: ReadMemoOption
           };
           const g = current();
           if (g === undefined) return run();
-          const key = keyOf(sql, values);
+          const key = statementKey(sql, values);
           const known = answers.get(key);
           if (known) {
             answers.delete(key);
@@ -321,7 +321,7 @@ export function createReadMemo(source: GenerationSource, options: ReadMemoOption
         },
         async table(select, values) {
           const g = current();
-          const key = keyOf(select, values);
+          const key = statementKey(select, values);
           let t = g === undefined ? undefined : tables.get(key);
           if (t) {
             tables.delete(key);
