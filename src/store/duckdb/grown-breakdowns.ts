@@ -25,7 +25,8 @@
  * highest `seq` is that of the same snapshot.
  */
 import type { DuckDBConnection, DuckDBValue } from "@duckdb/node-api";
-import { type GenerationSource, onOwnConnection, type ReadScope } from "./read-memo.js";
+import { createKeptTables, type KeptTable } from "./kept-tables.js";
+import type { GenerationSource, ReadScope } from "./read-memo.js";
 
 /** A breakdown's statement in the pieces that let it grow (the engine's sideStatement). */
 export interface GrowableBreakdown {
@@ -52,15 +53,9 @@ export interface GrowableBreakdown {
   plain(): Promise<DuckDBValue[][]>;
 }
 
-interface Kept {
-  table: string;
-  /** The highest `seq` of its snapshot: later events are new. */
-  seq: bigint;
-  /** The write generation when its snapshot was taken. */
-  generation: number;
+interface Kept extends KeptTable {
   /** Its answer's rows, as read. */
   rows: DuckDBValue[][];
-  bytes: number;
 }
 
 export interface GrownBreakdowns {
@@ -86,54 +81,12 @@ export interface GrownBreakdownsOptions {
 /** Keys of breakdowns asked once remembered (an ask's SQL, no answer). */
 const MAX_ASKED = 1024;
 
-/** Tables of this module, named apart from another copy's (a bench loading two builds). */
-let made = 0;
-
 /** Creates the kept breakdowns of an engine over `source`'s write generations. */
 export function createGrownBreakdowns(
   source: GenerationSource,
   options: GrownBreakdownsOptions = {},
 ): GrownBreakdowns {
-  const maxBytes = options.maxBytes ?? 48 * 1024 * 1024;
-  const prefix = `read_memo.g${Math.random().toString(36).slice(2, 8)}_`;
-  /** By key, in use order. */
-  const kept = new Map<string, Kept>();
-  /** Tables to drop (their breakdown passed), on the next connection that comes. */
-  const passed: string[] = [];
-  /** Each key's work in progress: one grows a breakdown at a time. */
-  const busy = new Map<string, Promise<unknown>>();
-  let bytes = 0;
-  const forget = (key: string) => {
-    const k = kept.get(key);
-    if (!k) return;
-    kept.delete(key);
-    bytes -= k.bytes;
-    passed.push(k.table);
-  };
-  const drop = async (conn: DuckDBConnection) => {
-    while (passed.length > 0) {
-      const table = passed.pop() as string;
-      // Gone with its instance when a rewrite swapped the file.
-      await conn.run(`DROP TABLE IF EXISTS ${table}`).catch(() => {});
-    }
-  };
-  /** The drop of passed tables in progress, on a connection of its own. */
-  let dropping: Promise<void> | undefined;
-  const dropPassed = () => {
-    const connect = source.connect?.bind(source);
-    if (!connect || dropping || passed.length === 0) return;
-    dropping = onOwnConnection(connect, drop).finally(() => {
-      dropping = undefined;
-    });
-  };
-  // A write that may change anything: the kept groups go now, their tables
-  // at once too (an erasure's visitors do not stay in memory).
-  source.onGeneration?.((scope) => {
-    if (scope !== undefined) return;
-    for (const key of [...kept.keys()]) forget(key);
-    dropPassed();
-  });
-
+  const kept = createKeptTables<Kept>(source, "g", options.maxBytes ?? 48 * 1024 * 1024);
   /**
    * Breakdowns asked before and not kept, with the generation of their last
    * ask (least recently asked first): an ask in a later generation keeps one.
@@ -142,20 +95,13 @@ export function createGrownBreakdowns(
   const grow = async (conn: DuckDBConnection, st: GrowableBreakdown): Promise<DuckDBValue[][]> => {
     // While a write runs, what it changes is not known yet: as the memo reads.
     if (source.writing) return st.plain();
-    await drop(conn);
+    await kept.drop(conn);
     const generation = source.generation;
-    const before = kept.get(st.key);
     // Only batches of events since: the new events are those past its seq.
-    const changed = before ? source.changedSince?.(before.generation) : undefined;
-    if (before && changed) {
-      kept.delete(st.key);
-      kept.set(st.key, before);
-      // None reached its period (or no write at all): its answer stands, as the memo's would.
-      if ((changed.get(st.scope.siteId) ?? Number.POSITIVE_INFINITY) >= st.scope.before) {
-        before.generation = generation;
-        return before.rows;
-      }
-    }
+    const found = kept.find(st.key, st.scope);
+    // None reached its period (or no write at all): its answer stands, as the memo's would.
+    if (found?.stands) return found.entry.rows;
+    const before = found?.entry;
     if (!before && (asked.get(st.key) ?? generation) === generation) {
       // Asked for the first time, or again in the same generation (the memo
       // answers): counted as the engine counts it. A breakdown asked once
@@ -169,20 +115,19 @@ export function createGrownBreakdowns(
     asked.delete(st.key);
     const dims = Array.from({ length: st.dims }, (_, i) => `d${i}`);
     const metrics = st.metrics.map((_, i) => `m${i}`);
-    const table = `${prefix}${++made}`;
-    const select =
-      before && changed
-        ? `SELECT ${[
-            ...dims,
-            ...st.metrics.map((m, i) =>
-              m === "bitmap" ? `bit_or(m${i}) AS m${i}` : `sum(m${i})::BIGINT AS m${i}`,
-            ),
-            "sum(c)::BIGINT AS c",
-          ].join(", ")}
+    const table = kept.name();
+    const select = before
+      ? `SELECT ${[
+          ...dims,
+          ...st.metrics.map((m, i) =>
+            m === "bitmap" ? `bit_or(m${i}) AS m${i}` : `sum(m${i})::BIGINT AS m${i}`,
+          ),
+          "sum(c)::BIGINT AS c",
+        ].join(", ")}
           FROM (SELECT ${[...dims, ...metrics, "c"].join(", ")} FROM ${before.table} WHERE g = 0
             UNION ALL SELECT ${[...dims, ...metrics, "c"].join(", ")} FROM (${st.groups(before.seq)}))
           GROUP BY ${dims.join(", ")}`
-        : st.groups();
+      : st.groups();
     // The groups, each one's visitors counted beside its bitmap in the
     // projection over the grouping, which DuckDB runs on every thread (as the
     // engine's own statement does), then the grand total's row (`g` 1): the
@@ -206,56 +151,28 @@ export function createGrownBreakdowns(
       "c",
       "g",
     ].join(", ")} FROM ${table}`;
-    let seq: bigint;
-    let rows: DuckDBValue[][];
-    // In memory, beside the file, as the memo's tables (a rewrite opens a new instance).
-    await conn.run("ATTACH IF NOT EXISTS ':memory:' AS read_memo");
     // One snapshot: the highest seq is that of the events the table counts.
-    await conn.run("BEGIN TRANSACTION");
-    try {
-      const [top] = (await conn.runAndReadAll("SELECT max(seq) FROM events")).getRows()[0] ?? [];
-      seq = typeof top === "bigint" ? top : BigInt(Number(top ?? 0));
-      await conn.run(make, st.values);
-      rows = (await conn.runAndReadAll(answer)).getRows();
-      await conn.run("COMMIT");
-    } catch (err) {
-      await conn.run("ROLLBACK").catch(() => {});
-      await conn.run(`DROP TABLE IF EXISTS ${table}`).catch(() => {});
-      throw err;
-    }
-    const size = rows.length * st.groupBytes;
+    const count = () =>
+      kept.snapshot(conn, table, async () => {
+        await conn.run(make, st.values);
+        return (await conn.runAndReadAll(answer)).getRows();
+      });
+    // The table it grows is read meanwhile: a write letting it go drops it after.
+    const release = before ? kept.hold(before) : () => {};
+    const { seq, made: rows } = await count().finally(release);
     // Kept only if no write that may change anything ended meanwhile, and within the budget.
-    const alive = source.changedSince?.(generation) !== undefined && !source.writing;
-    if (before) forget(st.key);
-    if (!alive || size > maxBytes) {
-      passed.push(table);
-      await drop(conn);
-      return rows;
-    }
-    kept.set(st.key, { table, seq, generation, rows, bytes: size });
-    bytes += size;
-    for (const key of kept.keys()) {
-      if (bytes <= maxBytes) break;
-      forget(key);
-    }
-    await drop(conn);
+    await kept.keep(
+      conn,
+      st.key,
+      { table, seq, generation, rows, bytes: rows.length * st.groupBytes },
+      generation,
+    );
     return rows;
   };
 
   return {
-    async idle() {
-      while (dropping) await dropping;
-    },
-    rows(conn, st) {
-      // One at a time per breakdown: a second read waits, then grows the first's table.
-      const prior = busy.get(st.key) ?? Promise.resolve();
-      const run = prior.catch(() => {}).then(() => grow(conn, st));
-      const settled = run.catch(() => {});
-      busy.set(st.key, settled);
-      void settled.then(() => {
-        if (busy.get(st.key) === settled) busy.delete(st.key);
-      });
-      return run;
-    },
+    idle: () => kept.idle(),
+    // One at a time per breakdown: a second read waits, then grows the first's table.
+    rows: (conn, st) => kept.serial(st.key, () => grow(conn, st)),
   };
 }

@@ -23,6 +23,7 @@
  */
 import { randomBytes } from "node:crypto";
 import type { DuckDBConnection, DuckDBValue } from "@duckdb/node-api";
+import type { FirstStepPlaces } from "./first-step-places.js";
 import type { GrownBreakdowns } from "./grown-breakdowns.js";
 import type { ValueSets } from "./value-sets.js";
 
@@ -85,6 +86,8 @@ export interface QueryReads {
   readonly bitmaps?: BitmapLimits;
   /** The engine's breakdowns kept across batches of events and grown by them (grown-breakdowns.ts). */
   readonly grown?: GrownBreakdowns;
+  /** Funnels' first steps kept across batches of events and grown by them (first-step-places.ts). */
+  readonly firsts?: FirstStepPlaces;
 }
 
 /** How large a traffic statement's visitor bitmaps may be (visitor-count.ts). */
