@@ -1484,14 +1484,17 @@ async function runFunnel(
     const steps = [`r0 AS (${r0(where)})`];
     for (let k = 1; k < n; k++) {
       const within = `${time("b.o")} - ${time("r.o0")} <= ${window}`;
-      // An event step (a goal: few per visitor) joins each run to its
-      // visitor's events and takes the first after the previous step; a page
-      // step, whose events are many, finds it by an ASOF join instead. Narrowed,
-      // the step-2 join is an inner one: it keeps the walkers alone. ("Any
-      // page" → signup over 90 days at 10M events, from kept first places, by
-      // raw SQL: 98–135 ms by ASOF, 61–72 ms joined.)
+      // When each visitor has one run (firstOnly), an event step (a goal: few
+      // per visitor) joins each run to its visitor's events and takes the first
+      // after the previous step: at most one joined row per event. A page
+      // step, whose events are many, finds it by an ASOF join instead, as
+      // does a step after many runs of a visitor (one per step-1 event: joined,
+      // each run would meet each event). Narrowed, the step-2 join is an inner
+      // one: it keeps the walkers alone. ("Any page" → signup over 90 days at
+      // 10M events, from kept first places, by raw SQL: 98–135 ms by ASOF,
+      // 61–72 ms joined.)
       steps.push(
-        plan.steps[k]?.kind === "event"
+        firstOnly && plan.steps[k]?.kind === "event"
           ? `r${k} AS (
         SELECT r.*, min(b.o) FILTER (WHERE b.o > r.o${k - 1} AND ${within}) AS o${k}
         FROM r${k - 1} r ${k === 1 && narrow ? "" : "LEFT "}JOIN (${events(k)}) b ON r.k = b.k

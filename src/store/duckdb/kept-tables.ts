@@ -117,9 +117,9 @@ export function createKeptTables<K extends KeptTable>(
   const dropPassed = () => {
     const connect = source.connect?.bind(source);
     if (!connect || dropping || passed.length === 0) return;
+    // Not again on its end: a closed store fails every drop, which would spin.
     dropping = onOwnConnection(connect, drop).finally(() => {
       dropping = undefined;
-      dropPassed();
     });
   };
   const get = (key: string) => {

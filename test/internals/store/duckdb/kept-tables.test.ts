@@ -65,4 +65,24 @@ describe("kept tables", () => {
       s.close();
     }
   });
+
+  it("lets a table go after its store closed without trying again: the drop fails once and ends", async () => {
+    const s = await openAnalyticsStore({ path: ":memory:", threads: 1, memoryLimit: "256MB" });
+    const conn = await s.connect();
+    const kept = createKeptTables<KeptTable>(s, "t", 1024);
+    const table = kept.name();
+    const generation = s.generation;
+    const { seq } = await kept.snapshot(conn, table, () =>
+      conn.run(`CREATE TABLE ${table} AS SELECT 1 AS k`),
+    );
+    const entry = { table, seq, generation, bytes: 1 };
+    await kept.keep(conn, "a", entry, generation);
+    const release = kept.hold(entry);
+    kept.forget("a");
+    conn.closeSync();
+    s.close();
+    // The last read ends after the store closed: its drop finds no connection.
+    release();
+    await kept.idle();
+  });
 });
