@@ -56,7 +56,7 @@ import {
 } from "./semantic-layer.js";
 import { ofSite, siteNumberOf, type WithSiteNumber } from "./site-numbers.js";
 import { createValueSets } from "./value-sets.js";
-import { visitorCount } from "./visitor-count.js";
+import { highestNumber, visitorCount } from "./visitor-count.js";
 
 export interface DuckDbAnalyticsOptions {
   analytics: AnalyticsStore;
@@ -76,6 +76,12 @@ export interface DuckDbAnalyticsOptions {
    * small, so that a few visitors are counted in parts too.
    */
   bitmaps?: BitmapLimits;
+  /**
+   * The bytes of funnels' first places kept (first-step-places.ts, 64 MiB
+   * by default): the tests make it small, so that a site past it walks
+   * from the events.
+   */
+  firstStepBytes?: number;
 }
 
 /** SQL text and its positional parameters, built together. */
@@ -1155,7 +1161,9 @@ export function createDuckDbAnalytics(options: DuckDbAnalyticsOptions): Analytic
   // Breakdowns over events kept past batches of events, grown by them.
   const grown = memo ? createGrownBreakdowns(options.analytics) : undefined;
   // Funnels' first steps, kept past batches of events and grown by them.
-  const firsts = memo ? createFirstStepPlaces(options.analytics) : undefined;
+  const firsts = memo
+    ? createFirstStepPlaces(options.analytics, { maxBytes: options.firstStepBytes })
+    : undefined;
   if (valueSets) {
     options.analytics.onGeneration?.((scope) => {
       if (scope === undefined && !options.analytics.writing) valueSets.sweep();
@@ -1531,8 +1539,17 @@ async function runFunnel(
     const one = stepRows(p1, 1);
     // Each visitor's first place at step 1, kept across batches of events
     // (first-step-places.ts), when it reads events alone (a batch of events
-    // may change the visits of stored events): step 1's count is its rows.
-    if (firstOnly && q.firsts && one.visits === "none") {
+    // may change the visits of stored events) and every visitor of the site
+    // fits the budget (past it, places made for one walk would cost more
+    // than the walk's own: at 100M events, a table of 10M visitors against
+    // the walkers' first places alone): step 1's count is its rows.
+    const rowBytes = place === WIDE_PLACES ? 24 : 16;
+    const keeps =
+      firstOnly &&
+      q.firsts !== undefined &&
+      one.visits === "none" &&
+      q.firsts.fits(((await highestNumber(q, plan.siteId)) ?? -1) * rowBytes + rowBytes);
+    if (keeps && q.firsts) {
       const places = (since?: bigint) =>
         `WITH ${one.x} SELECT x.dv AS k, min(${place.of}) AS o0 FROM x
         WHERE ${one.where(0)}${since === undefined ? "" : ` AND x.seq > ${since}`} GROUP BY x.dv`;
@@ -1544,7 +1561,7 @@ async function runFunnel(
             places,
             values: p1.values,
             scope: periodScope(plan.siteId, plan.period),
-            rowBytes: place === WIDE_PLACES ? 24 : 16,
+            rowBytes,
           },
           async (f) => {
             step1 = f.visitors;

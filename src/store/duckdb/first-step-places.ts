@@ -65,6 +65,8 @@ export interface FirstStepPlaces {
     step: FirstStep,
     walk: (places: FirstPlaces) => Promise<T>,
   ): Promise<T | undefined>;
+  /** Whether places of `bytes` may be kept (within the budget): past it a walk makes none. */
+  fits(bytes: number): boolean;
   /** Resolves once the tables of the steps that passed are dropped. */
   idle(): Promise<void>;
 }
@@ -83,7 +85,8 @@ export function createFirstStepPlaces(
   source: GenerationSource,
   options: FirstStepPlacesOptions = {},
 ): FirstStepPlaces {
-  const kept = createKeptTables<Kept>(source, "f", options.maxBytes ?? 64 * 1024 * 1024);
+  const maxBytes = options.maxBytes ?? 64 * 1024 * 1024;
+  const kept = createKeptTables<Kept>(source, "f", maxBytes);
 
   /** The step's current places, held for the caller's walk. */
   const current = async (
@@ -142,6 +145,7 @@ export function createFirstStepPlaces(
         got.release();
       }
     },
+    fits: (bytes) => bytes <= maxBytes,
     idle: () => kept.idle(),
   };
 }

@@ -15,7 +15,10 @@ export const PERFECT_HASH_BITS = 20;
 /**
  * Runs `work` on `conn` with keys of up to {@link PERFECT_HASH_BITS} grouped
  * in a perfect table. Only for a statement whose groups carry no state but
- * their key (a count of distinct numbers: 2^20 slots of 5 bytes per thread):
+ * their key (a count of distinct numbers: 2^20 slots of 5 bytes per thread),
+ * or one small aggregate (a funnel's first places, first-step-places.ts: a
+ * `min` of 16 bytes, whose hash table took more: the process's peak RSS 232
+ * MiB in a perfect table against 279 by hash, 1M visitors over 90 days):
  * DuckDB allocates the table whole, outside its memory limit and without
  * spilling, so a group with a 32-byte state would take 64 MiB at two threads
  * (the funnel's walk took that, and the server's peak RSS rose from 739–762

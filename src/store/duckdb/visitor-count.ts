@@ -100,15 +100,13 @@ export async function visitorCount(
   wholeVisits = false,
 ): Promise<VisitorCount> {
   if (dims.length === 0 && !wholeVisits) return HASHED_VISITORS;
-  const [top] = (
-    await q.rows("SELECT max(dv) FROM visitor_numbers WHERE site_id = $1", [plan.siteId])
-  )[0] ?? [null];
-  if (top === null || top === undefined) return HASHED_VISITORS;
+  const top = await highestNumber(q, plan.siteId);
+  if (top === undefined) return HASHED_VISITORS;
   // Rounded up to a multiple of the headroom: the statement's text (the
   // bitmaps' width) stays the same while the site numbers new visitors, so a
   // statement whose answer outlives a write (read-memo.ts) is found again.
   const headroom = q.bitmaps?.headroom ?? BITMAP_HEADROOM;
-  const highest = Math.ceil((Number(top) + headroom + 1) / headroom) * headroom - 1;
+  const highest = Math.ceil((top + headroom + 1) / headroom) * headroom - 1;
   const bits = highest + 1;
   const budget = q.bitmaps?.bits ?? BITMAP_BITS;
   // The grand total's group beside the rows' (grouping sets).
@@ -123,6 +121,14 @@ export async function visitorCount(
   if (parts <= 1) return bitmapVisitors(highest);
   // A total alone is one group: it always fits.
   return parts <= MAX_BITMAP_PARTS ? bitmapsInParts(highest, parts) : HASHED_VISITORS;
+}
+
+/** The site's highest visitor number (visitor-numbers.ts), read through the memo; undefined when it has none. */
+export async function highestNumber(q: QueryReads, siteId: string): Promise<number | undefined> {
+  const [top] = (
+    await q.rows("SELECT max(dv) FROM visitor_numbers WHERE site_id = $1", [siteId])
+  )[0] ?? [null];
+  return top === null || top === undefined ? undefined : Number(top);
 }
 
 /** At most how many values a traffic dimension takes in the period; undefined when unknown. */

@@ -59,6 +59,13 @@ describe("a funnel's first step kept across batches of events", () => {
         }) as DuckDBConnection;
       };
       const engine = createDuckDbAnalytics({ analytics: store, timeoutMs: 60_000, perSite: 4 });
+      // Its places of 10 visitors (the numbers 0…9, 16 bytes each) past its budget: walked from the events.
+      const tight = createDuckDbAnalytics({
+        analytics: store,
+        timeoutMs: 60_000,
+        perSite: 4,
+        firstStepBytes: 159,
+      });
       const plan: FunnelPlan = {
         siteId: "s1",
         timeZone: "UTC",
@@ -72,19 +79,20 @@ describe("a funnel's first step kept across batches of events", () => {
         model: "first_touch",
       };
       /** The funnel's reach and median minutes to step 2, and how its first places came. */
-      const funnel = async () => {
+      const funnel = async (by = engine) => {
         ran.length = 0;
-        const r = await engine.funnel(plan);
+        const r = await by.funnel(plan);
         const made = ran.find((sql) => sql.startsWith("CREATE TABLE read_memo.f"));
         const since = made && /x\.seq > (\d+)/.exec(made)?.[1];
+        // The walk starts from the places, not from step 1's events.
+        const fromPlaces = ran
+          .find((sql) => sql.includes("funnel_runs AS"))
+          ?.includes("FROM read_memo.f");
         return {
           reached: r.steps.map((x) => x.visitors),
           minutes: (r.steps[1]?.medianSecondsFromPrevious ?? 0) / 60,
-          places: made ? (since ? `grown past ${since}` : "made") : "kept",
-          // The walk starts from the places, not from step 1's events.
-          walk: ran.find((sql) => sql.includes("funnel_runs AS"))?.includes("FROM read_memo.f")
-            ? "from places"
-            : "from events",
+          places: made ? (since ? `grown past ${since}` : "made") : fromPlaces ? "kept" : "none",
+          walk: fromPlaces ? "from places" : "from events",
         };
       };
 
@@ -93,6 +101,13 @@ describe("a funnel's first step kept across batches of events", () => {
         minutes: 2,
         places: "made",
         walk: "from places",
+      });
+      // A site whose every visitor's place would pass the budget: none made.
+      expect(await funnel(tight)).toEqual({
+        reached: [2, 1],
+        minutes: 2,
+        places: "none",
+        walk: "from events",
       });
       // The same generation: the kept places, no pass over step 1's events.
       expect(await funnel()).toEqual({
