@@ -15,6 +15,7 @@ import {
 } from "../../../../src/store/duckdb/analytics-store.js";
 import { BITMAP_HEADROOM } from "../../../../src/store/duckdb/visitor-count.js";
 import { rebuildVisits } from "../../../../src/store/duckdb/visits-maintenance.js";
+import { hookConnections } from "../../../helpers/hooked-connections.js";
 
 /** A store whose connections answer only when the test says, and reject when interrupted. */
 function heldStore() {
@@ -324,18 +325,7 @@ describe("how the engine counts visitors", () => {
       const walked = async (rewrite: (sql: string) => string = (sql) => sql) => {
         const ran: string[] = [];
         const store = recordingStore(s, (st) => ran.push(st.sql));
-        const connect = store.connect;
-        store.connect = async () => {
-          const conn = await connect();
-          const run = conn.run.bind(conn);
-          const read = conn.runAndReadAll.bind(conn);
-          return Object.assign(Object.create(conn), {
-            run: (sql: string, values?: never) => run(rewrite(sql), values),
-            runAndReadAll: (sql: string, values?: never) => read(rewrite(sql), values),
-            closeSync: () => conn.closeSync(),
-            interrupt: () => conn.interrupt(),
-          });
-        };
+        hookConnections(store, { rewrite });
         const engine = createDuckDbAnalytics({ analytics: store, timeoutMs: 60_000, perSite: 4 });
         const r = await engine.funnel(funnel);
         // The first places' table (first-step-places.ts), then the walk from it.

@@ -3,13 +3,13 @@
  * batches of events and grown by the events they appended; the walk reads the
  * events up to the places' snapshot alone; any other write lets them go.
  */
-import type { DuckDBConnection } from "@duckdb/node-api";
 import { describe, expect, it, vi } from "vitest";
 import { recordingStore } from "../../../../bench/lib/recording-store.mjs";
 import type { FunnelPlan } from "../../../../src/domain/analytics/query-plan.js";
 import { createDuckDbAnalytics } from "../../../../src/store/duckdb/analytics-engine.js";
 import { openAnalyticsStore } from "../../../../src/store/duckdb/analytics-store.js";
 import { rebuildVisits } from "../../../../src/store/duckdb/visits-maintenance.js";
+import { hookConnections } from "../../../helpers/hooked-connections.js";
 
 const DAY = 86_400_000;
 const MINUTE = 60_000;
@@ -38,26 +38,17 @@ describe("a funnel's first step kept across batches of events", () => {
       let afterPlaces: (() => Promise<unknown>) | undefined;
       let placesMade = false;
       const store = recordingStore(s, (st) => ran.push(st.sql));
-      const connect = store.connect;
-      store.connect = async () => {
-        const conn = await connect();
-        const run = conn.run.bind(conn);
-        return Object.assign(Object.create(conn), {
-          run: async (sql: string, values?: never) => {
-            const done = await run(sql, values);
-            if (sql.startsWith("CREATE TABLE read_memo.f")) placesMade = true;
-            if (sql === "COMMIT" && placesMade && afterPlaces) {
-              const write = afterPlaces;
-              afterPlaces = undefined;
-              await write();
-            }
-            if (sql === "COMMIT") placesMade = false;
-            return done;
-          },
-          closeSync: () => conn.closeSync(),
-          interrupt: () => conn.interrupt(),
-        }) as DuckDBConnection;
-      };
+      hookConnections(store, {
+        async after(sql) {
+          if (sql.startsWith("CREATE TABLE read_memo.f")) placesMade = true;
+          if (sql !== "COMMIT") return;
+          const write = placesMade ? afterPlaces : undefined;
+          placesMade = false;
+          if (!write) return;
+          afterPlaces = undefined;
+          await write();
+        },
+      });
       const engine = createDuckDbAnalytics({ analytics: store, timeoutMs: 60_000, perSite: 4 });
       // Its places of 10 visitors (the numbers 0…9, 16 bytes each) past its budget: walked from the events.
       const tight = createDuckDbAnalytics({
