@@ -37,12 +37,13 @@ import {
   type RewriteReport,
   visitorKey,
 } from "./analytics-store.js";
-import { markDueForRewrite } from "./file-upgrades.js";
+import { inTransaction, markDueForRewrite } from "./file-upgrades.js";
 import {
   forgetSiteVisitorNumbers,
   forgetVisitorNumbers,
   moveStagedEvents,
   openEventStage,
+  openRebuildStage,
 } from "./visitor-numbers.js";
 import {
   rebuildVisits,
@@ -126,17 +127,21 @@ export interface AnalyticsFeedOptions {
   onLockStep?(kind: "delete" | "reclaim", ms: number): void;
   /** Free pages SQLite keeps for the next events (SQLITE_FREE_PAGES_KEPT; FREE_PAGES_KEPT). */
   freePagesKept?: number;
+  /** Events a rebuild commits at a time (REBUILD_STAGE_ROWS; tests make it small). */
+  rebuildStageRows?: number;
   /**
    * Tests stand for a crash at the edges of a batch: a throw before
    * DuckDB's commit (it rolls back), after it before SQLite's moved events
    * and log are deleted, between two slices of that delete, or between two
-   * steps that give the freed pages back.
+   * steps that give the freed pages back, or after a rebuild's slice of
+   * events was committed.
    */
   faults?: {
     beforeCommit?(): void;
     afterCommit?(): void;
     duringDelete?(): void;
     duringReclaim?(): void;
+    afterRebuildSlice?(): void;
     /** The rewrite's copy is written, before the swap (may hold it, or throw: a crash before the swap). */
     afterCopy?(): void | Promise<void>;
     /** The new file is open, before the replay of what moved during the copy (a throw: a crash there). */
@@ -472,34 +477,46 @@ export function createAnalyticsFeed(options: AnalyticsFeedOptions): AnalyticsFee
     return rebuilt;
   };
 
-  /** Fills an empty analytics store from SQLite's tables, under one read snapshot. */
+  /**
+   * Fills an empty analytics store from SQLite's tables, under one read
+   * snapshot. DuckDB commits it in steps (openRebuildStage): the first
+   * deletes the watermark with the rows, the last sets it, so a crash
+   * between them leaves a file the next start rebuilds again.
+   */
   const rebuild = async (): Promise<number> => {
     db.exec("BEGIN");
     try {
       const seq = (s.lastSeq.get() as { seq: number } | undefined)?.seq ?? 0;
-      await w.run("BEGIN TRANSACTION");
+      await inTransaction(w, () =>
+        w.run(
+          "DELETE FROM feed_state WHERE id IN (1, 2); DELETE FROM events; DELETE FROM payments; DELETE FROM links; DELETE FROM stitches; DELETE FROM visitor_numbers",
+        ),
+      );
+      moved = 0;
+      const stage = await openRebuildStage(
+        w,
+        options.rebuildStageRows,
+        options.faults?.afterRebuildSlice,
+      );
       try {
-        await w.run(
-          "DELETE FROM events; DELETE FROM payments; DELETE FROM links; DELETE FROM stitches; DELETE FROM visitor_numbers",
-        );
-        moved = 0;
-        let ap = await openEventStage(w);
         let n = 0;
         for (const r of s.allEvents.iterate() as IterableIterator<EventRow>) {
-          append(ap, r);
-          if (++n % 50_000 === 0) {
-            // Numbered and moved a slice at a time: the stage stays small.
-            ap.closeSync();
-            await moveStagedEvents(w);
-            ap = await openEventStage(w);
-          }
+          append(stage.appender, r);
+          await stage.added();
           // A rebuild of millions of rows runs at start, beside ingestion: the
           // event loop gets a turn every few thousand rows (probes, requests).
-          if (n % REBUILD_SLICE === 0) await turn();
+          if (++n % REBUILD_SLICE === 0) await turn();
         }
-        ap.closeSync();
-        await moveStagedEvents(w);
+        await stage.end();
+      } catch (err) {
+        await stage.abort();
+        throw err;
+      }
+      // Each slice of visitors its own statement, committed (visits-maintenance.ts).
+      await rebuildVisits(w);
+      await inTransaction(w, async () => {
         const payments = await w.createAppender("payments");
+        let n = 0;
         for (const p of s.allPayments.iterate() as IterableIterator<PaymentRow>) {
           appendPayment(payments, p);
           if (++n % REBUILD_SLICE === 0) await turn();
@@ -529,16 +546,11 @@ export function createAnalyticsFeed(options: AnalyticsFeedOptions): AnalyticsFee
           stitches.endRow();
         }
         stitches.closeSync();
-        await rebuildVisits(w);
         await setWatermark(seq);
-        await w.run("COMMIT");
-        committed = moved;
-        // Counted once committed, as a batch's removals are: a read that began before is older.
-        removals += 1;
-      } catch (err) {
-        await w.run("ROLLBACK").catch(() => {});
-        throw err;
-      }
+      });
+      committed = moved;
+      // Counted once committed, as a batch's removals are: a read that began before is older.
+      removals += 1;
       return seq;
     } finally {
       db.exec("COMMIT");

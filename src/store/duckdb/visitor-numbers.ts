@@ -78,6 +78,73 @@ export async function moveStagedEvents(conn: DuckDBConnection): Promise<void> {
   );
 }
 
+/** Events a rebuild stages before it numbers, moves and commits them. */
+export const REBUILD_STAGE_ROWS = 50_000;
+
+/** A rebuild's stage of events (see {@link openRebuildStage}). */
+export interface RebuildStage {
+  /** The appender of the slice being staged: a new one after each commit. */
+  readonly appender: DuckDBAppender;
+  /** Counts one more staged event; a slice's worth are numbered, moved and committed. */
+  added(): Promise<void>;
+  /** Numbers, moves and commits the last slice. */
+  end(): Promise<void>;
+  /** Rolls the slice being staged back (the slices committed stay). */
+  abort(): Promise<void>;
+}
+
+/**
+ * The stage of a rebuild's events: staged, numbered and moved into `events`
+ * a slice at a time, each slice in a DuckDB transaction of its own. In one
+ * transaction DuckDB keeps every replaced stage until the commit (a rollback
+ * needs them): a rebuild of 10M events in one ran out of its 512MB
+ * (`bench:bytes` at 10M events); committed, each slice's stage is let go.
+ * The caller deletes the file's watermark in the rebuild's first step and
+ * sets it in its last, so a crash between them leaves a file without one,
+ * which the next start rebuilds again; reads wait for the whole rebuild (the
+ * feed's catch-up runs after it).
+ */
+export async function openRebuildStage(
+  conn: DuckDBConnection,
+  sliceRows = REBUILD_STAGE_ROWS,
+  /** After each slice's commit (tests stand for a crash there). */
+  afterSlice?: () => void,
+): Promise<RebuildStage> {
+  let appender: DuckDBAppender;
+  let staged = 0;
+  const open = async () => {
+    await conn.run("BEGIN TRANSACTION");
+    appender = await openEventStage(conn);
+    staged = 0;
+  };
+  const commit = async () => {
+    appender.closeSync();
+    await moveStagedEvents(conn);
+    await conn.run("COMMIT");
+  };
+  await open();
+  return {
+    get appender() {
+      return appender;
+    },
+    async added() {
+      if (++staged < sliceRows) return;
+      await commit();
+      afterSlice?.();
+      await open();
+    },
+    end: commit,
+    async abort() {
+      try {
+        appender.closeSync();
+      } catch {
+        // Already closed (its slice was being moved).
+      }
+      await conn.run("ROLLBACK").catch(() => {});
+    },
+  };
+}
+
 /**
  * Drops the numbers of `visitors` that have no event left (after an erasure
  * or a deletion removed some): their keys leave the file at its next rewrite.

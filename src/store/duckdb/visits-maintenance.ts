@@ -134,6 +134,10 @@ const REBUILD_CHUNK_EVENTS = 200_000;
  * replacing what was there: the visitors in slices by the hash of their key,
  * so that a statement holds about {@link REBUILD_CHUNK_EVENTS} events however
  * large the store (the whole of 1M events at once outgrows a 512 MB limit).
+ * The feeds' rebuilds call it outside a transaction, so that each slice is
+ * committed as it is gathered: in one transaction DuckDB held them all in
+ * memory until the commit (10M visits ran out of 512MB). Inside the
+ * caller's transaction (the tests') it runs as well, within that memory.
  */
 export async function rebuildVisits(
   conn: DuckDBConnection,

@@ -51,6 +51,7 @@ import {
   forgetVisitorNumbers,
   moveStagedEvents,
   openEventStage,
+  openRebuildStage,
 } from "../duckdb/visitor-numbers.js";
 import { rebuildVisits, refreshVisits, type TouchedVisitor } from "../duckdb/visits-maintenance.js";
 import type {
@@ -123,15 +124,19 @@ export interface MongoAnalyticsFeedOptions {
   settleMs?: number;
   /** Documents per page (one DuckDB transaction each). Default 100. */
   pageSize?: number;
+  /** Events a rebuild commits at a time (REBUILD_STAGE_ROWS; tests make it small). */
+  rebuildStageRows?: number;
   /** A failed page (rolled back; the poll after the next interval reads it again). */
   onError?: (err: unknown) => void;
   /**
    * Tests stand for a crash at the two edges of a page: a throw before
-   * DuckDB's commit (it rolls back), or after it (before anything else).
+   * DuckDB's commit (it rolls back), or after it (before anything else); or
+   * after a rebuild's slice of events was committed.
    */
   faults?: {
     beforeCommit?(): void;
     afterCommit?(): void;
+    afterRebuildSlice?(): void;
     /** A rewrite's copy is written, before the swap (a test holds it there). */
     afterCopy?(): void | Promise<void>;
   };
@@ -556,7 +561,12 @@ export function createMongoAnalyticsFeed(options: MongoAnalyticsFeedOptions): An
     },
   ];
 
-  /** Fills an empty analytics store from the collections; the streams start at `t0`. */
+  /**
+   * Fills an empty analytics store from the collections; the streams start
+   * at `t0`. DuckDB commits it in steps (openRebuildStage): the first deletes
+   * the streams' watermarks with the rows, the last sets them, so a crash
+   * between them leaves a file the next start rebuilds again.
+   */
   const rebuild = async (t0: number) => {
     await transaction(async () => {
       // A file with rows (one too old to resume) keeps their bytes until it is
@@ -566,40 +576,51 @@ export function createMongoAnalyticsFeed(options: MongoAnalyticsFeedOptions): An
       );
       if (Number(before.getRows()[0]?.[0]) > 0) await markDirty();
       await w.run(
-        "DELETE FROM events; DELETE FROM payments; DELETE FROM links; DELETE FROM stitches; DELETE FROM mongo_buckets; DELETE FROM visitor_numbers",
+        "DELETE FROM mongo_feed_state; DELETE FROM events; DELETE FROM payments; DELETE FROM links; DELETE FROM stitches; DELETE FROM mongo_buckets; DELETE FROM visitor_numbers",
       );
-      let n = 0;
-      let staged = 0;
-      let events = await openEventStage(w);
-      const held = await w.createAppender("mongo_buckets");
-      try {
-        for await (const b of c.events.find({}).sort({ _id: 1 })) {
-          const hosts = await hostsOf(b.site_id);
-          for (const e of b.events) appendEvent(events, eventRowOf(b.site_id, e), hosts);
-          held.appendVarchar((b._id as ObjectId).toHexString());
-          held.appendBigInt(BigInt(b.u?.getTime() ?? 0));
-          held.appendInteger(b.n);
-          held.appendList(listValue(b.events.map((e) => BigInt(e.q))));
-          held.endRow();
-          n += b.events.length;
-          staged += b.events.length;
-          if (staged >= 50_000) {
-            // Numbered and moved a slice at a time: the stage stays small.
-            staged = 0;
-            events.closeSync();
-            await moveStagedEvents(w);
-            events = await openEventStage(w);
-          }
-          if (n >= REBUILD_SLICE) {
-            n = 0;
-            await turn();
-          }
+    });
+    marks.clear();
+    let n = 0;
+    const stage = await openRebuildStage(
+      w,
+      options.rebuildStageRows,
+      options.faults?.afterRebuildSlice,
+    );
+    // Its rows are flushed in whichever slice's transaction is open then: a
+    // crash before the last step rebuilds them with the rest.
+    const held = await w.createAppender("mongo_buckets");
+    try {
+      for await (const b of c.events.find({}).sort({ _id: 1 })) {
+        const hosts = await hostsOf(b.site_id);
+        held.appendVarchar((b._id as ObjectId).toHexString());
+        held.appendBigInt(BigInt(b.u?.getTime() ?? 0));
+        held.appendInteger(b.n);
+        held.appendList(listValue(b.events.map((e) => BigInt(e.q))));
+        held.endRow();
+        for (const e of b.events) {
+          appendEvent(stage.appender, eventRowOf(b.site_id, e), hosts);
+          await stage.added();
         }
-      } finally {
-        events.closeSync();
-        held.closeSync();
+        n += b.events.length;
+        if (n >= REBUILD_SLICE) {
+          n = 0;
+          await turn();
+        }
       }
-      await moveStagedEvents(w);
+      held.closeSync();
+      await stage.end();
+    } catch (err) {
+      try {
+        held.closeSync();
+      } catch {
+        // Already closed.
+      }
+      await stage.abort();
+      throw err;
+    }
+    // Each slice of visitors its own statement, committed (visits-maintenance.ts).
+    await rebuildVisits(w);
+    await transaction(async () => {
       const payments = await w.createAppender("payments");
       try {
         for await (const p of c.payments.find({}).sort({ _id: 1 })) {
@@ -611,7 +632,6 @@ export function createMongoAnalyticsFeed(options: MongoAnalyticsFeedOptions): An
       }
       await appendLinks(await c.customerVisitors.find({}).toArray());
       await appendStitches(await c.stitches.find({}).toArray());
-      await rebuildVisits(w);
       for (const s of STREAMS) await setMark(s.stream, t0);
     });
     for (const s of STREAMS) marks.set(s.stream, t0);

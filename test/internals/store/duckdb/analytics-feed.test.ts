@@ -533,6 +533,37 @@ describe("the analytics feed", () => {
     await again.stop();
     expect(await t.moved(a)).toEqual(once(100, 103));
   });
+  it("rebuilds a file a slice of events at a time, each committed; after a crash between two, the file has no watermark and the next start rebuilds every event once", async () => {
+    const t = setUp();
+    t.add(7);
+    const a = await t.analytics();
+    let slices = 0;
+    await t.crash(a, {
+      rebuildStageRows: 2,
+      faults: {
+        afterRebuildSlice() {
+          if (++slices === 2) killed();
+        },
+      },
+    });
+    // Two slices were committed (one transaction for all of them held every
+    // slice's stage in memory until the end: 10M events ran out of 512MB).
+    expect(await t.moved(a)).toEqual(once(0, 4));
+    const marks = await a.writer.runAndReadAll("SELECT count(*) FROM feed_state");
+    expect(Number(marks.getRows()[0]?.[0])).toBe(0);
+    expect(t.outbox()).toBe(7);
+    await t.restart(a, { rebuildStageRows: 2 });
+    expect(await t.moved(a)).toEqual(once(0, 7));
+    expect(t.outbox()).toBe(0);
+    // Each visitor numbered once, in the order of its first event.
+    const numbers = await a.writer.runAndReadAll(
+      "SELECT dv, count(*) FROM visitor_numbers GROUP BY dv ORDER BY dv",
+    );
+    expect(numbers.getRows().map(([dv, n]) => [Number(dv), Number(n)])).toEqual(once(0, 7));
+    const visits = await a.writer.runAndReadAll("SELECT count(*), sum(v_events) FROM visits");
+    expect(visits.getRows().map((r) => r.map(Number))).toEqual([[7, 7]]);
+  });
+
   it("gives the pages of the events it moved back to the file system in short steps, ingestion committing between two", async () => {
     const t = setUp();
     const a = await t.analytics();

@@ -575,6 +575,40 @@ describe("the MongoDB analytics feed", () => {
     );
   });
 
+  it("rebuilds a file a slice of events at a time, each committed; after a crash between two, the file has no watermarks and the next start rebuilds every event once", async () => {
+    const t = setUp();
+    await t.append([event(0), event(1), event(2)]);
+    await t.append([event(3), event(4)]);
+    await t.pay(payment("p1"));
+    const a = await t.analytics();
+    let slices = 0;
+    const crashing = t.feed(
+      a,
+      {
+        afterRebuildSlice() {
+          if (++slices === 2) throw new Error("killed");
+        },
+      },
+      { rebuildStageRows: 2 },
+    );
+    await expect(crashing.runOnce()).rejects.toThrow("killed");
+    await crashing.stop();
+    // Two slices committed; no stream's watermark, so the next start rebuilds.
+    expect(await t.seqs(a)).toEqual(once(1_000, 1_004));
+    expect(await t.rows(a, "SELECT count(*) FROM mongo_feed_state")).toEqual([[0n]]);
+    const f = t.feed(a, undefined, { rebuildStageRows: 2 });
+    expect(await f.runOnce()).toBe(T0);
+    expect(await t.seqs(a)).toEqual(once(1_000, 1_005));
+    // Each bucket held once (its row flushed in some slice, the crash's rebuilt).
+    expect(await t.rows(a, "SELECT count(*) FROM mongo_buckets")).toEqual([
+      [BigInt(t.m.events.docs.length)],
+    ]);
+    const visits = await keptAndDerivedVisits(a);
+    expect(visits.kept.length).toBeGreaterThan(0);
+    expect(visits.kept).toEqual(visits.derived);
+    expect(await t.rows(a, "SELECT payment_id FROM payments")).toEqual([["p1"]]);
+  });
+
   it("rebuilds a deleted file from the collections and goes on from the server's time", async () => {
     const t = setUp();
     let a = await t.analytics();
