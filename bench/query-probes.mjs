@@ -22,10 +22,9 @@
  * calls by status, and `probeTargetMet` (both p99 under 100 ms; the exit code
  * is 1 when it is missed).
  */
-import { spawn } from "node:child_process";
 import { readFileSync } from "node:fs";
-import { createServer } from "node:net";
 import { join, resolve } from "node:path";
+import { freePort, startProcess } from "./lib/procs.mjs";
 
 const DATA_DIR = process.env.DATA_DIR;
 if (!DATA_DIR) throw new Error("DATA_DIR: a data directory written by LOAD=direct bench:analytics");
@@ -38,17 +37,6 @@ const SITE = "site_bench";
 const TOKEN = "bench-query-probes-token-0123456789";
 const DAY = 86_400_000;
 const dist = resolve("dist");
-
-/** A free TCP port on 127.0.0.1. */
-const freePort = () =>
-  new Promise((ok, fail) => {
-    const s = createServer();
-    s.once("error", fail);
-    s.listen(0, "127.0.0.1", () => {
-      const { port } = s.address();
-      s.close(() => ok(port));
-    });
-  });
 
 /** A tenant of the probes' payments in the directory's store: its site and payments key. */
 async function probeTenant() {
@@ -105,18 +93,21 @@ const stats = (xs) => {
 const key = await probeTenant();
 const port = await freePort();
 const base = `http://127.0.0.1:${port}`;
-const server = spawn(process.execPath, ["dist/src/main.js"], {
+// The built server, as `npm start` runs it; ready once the analytics engine answers.
+const server = await startProcess({
+  args: ["dist/src/main.js"],
   env: {
-    ...process.env,
     PORT: String(port),
     HOST: "127.0.0.1",
     STORE_URL: `sqlite:${join(DATA_DIR, "ingest.sqlite")}`,
     ADMIN_TOKEN: TOKEN,
     LOG_LEVEL: "warn",
   },
-  stdio: ["ignore", "inherit", "inherit"],
+  port,
+  readyPath: "/readyz",
+  name: "server",
+  readyMs: 120_000,
 });
-const exited = new Promise((ok) => server.once("exit", ok));
 
 let paymentId = 0;
 const stamp = Date.now().toString(36);
@@ -147,16 +138,6 @@ async function probeOnce(into) {
 }
 
 try {
-  // Ready: the store takes writes and the analytics engine answers.
-  for (let i = 0; ; i++) {
-    const ok = await fetch(`${base}/readyz`).then(
-      (r) => r.ok,
-      () => false,
-    );
-    if (ok) break;
-    if (server.exitCode !== null || i > 1200) throw new Error("the server did not become ready");
-    await new Promise((r) => setTimeout(r, 100));
-  }
   const idle = { health: [], payment: [] };
   for (let i = 0; i < 30; i++) await probeOnce(idle);
 
@@ -217,6 +198,5 @@ try {
   );
   if (!(h.p99 < PROBE_TARGET_MS && p.p99 < PROBE_TARGET_MS)) process.exitCode = 1;
 } finally {
-  server.kill("SIGTERM");
-  await exited;
+  await server.stop();
 }

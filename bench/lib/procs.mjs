@@ -47,9 +47,17 @@ export function freePort() {
 
 /**
  * Starts `node args…` in its own process group (so its cluster workers can be
- * stopped with it) and resolves once `GET <url><readyPath>` answers 200.
+ * stopped with it) and resolves once `GET <url><readyPath>` answers 200
+ * (within `readyMs`: a server on a large data directory takes longer).
  */
-export async function startProcess({ args, env, port, readyPath = "/healthz", name }) {
+export async function startProcess({
+  args,
+  env,
+  port,
+  readyPath = "/healthz",
+  name,
+  readyMs = 20_000,
+}) {
   hookExit();
   const proc = spawn(process.execPath, args, {
     env: { ...process.env, ...env },
@@ -73,7 +81,7 @@ export async function startProcess({ args, env, port, readyPath = "/healthz", na
     }),
   );
   const url = `http://127.0.0.1:${port}`;
-  const deadline = Date.now() + 20_000;
+  const deadline = Date.now() + readyMs;
   for (;;) {
     if (exited) throw new Error(`${name} exited during start-up:\n${output}`);
     if (Date.now() > deadline) {
