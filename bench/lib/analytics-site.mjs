@@ -31,7 +31,7 @@ import { join } from "node:path";
 import Database from "better-sqlite3";
 import { createAnalyticsFeed } from "../../src/store/duckdb/analytics-feed.ts";
 import { openAnalyticsStore, visitorKey } from "../../src/store/duckdb/analytics-store.ts";
-import { rebuildVisits } from "../../src/store/duckdb/visits-maintenance.ts";
+import { rebuildVisits, scratchOf } from "../../src/store/duckdb/visits-maintenance.ts";
 import { createSqliteStore } from "../../src/store/sqlite/sqlite-store.ts";
 import { writePayments } from "./overview-site.mjs";
 
@@ -222,8 +222,9 @@ export async function loadAnalyticsSite(o) {
       ids.prepare("INSERT INTO sqlite_sequence (name, seq) VALUES ('events', ?)").run(N);
   })();
   ids.close();
-  // The feed's rule, in slices (each its own transaction: a bench load, not a live file).
-  await rebuildVisits(w);
+  // The feed's rule, in slices (each its own transaction: a bench load, not a live file),
+  // gathered in a scratch file as a rebuild's are.
+  await rebuildVisits(w, { scratch: scratchOf(analytics.path) });
   lap("visits");
   await w.run("CHECKPOINT");
   analytics.close();

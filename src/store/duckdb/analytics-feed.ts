@@ -48,6 +48,7 @@ import {
 import {
   rebuildVisits,
   refreshVisits,
+  scratchOf,
   TouchedVisitors,
   touchedByDeletion,
 } from "./visits-maintenance.js";
@@ -512,8 +513,8 @@ export function createAnalyticsFeed(options: AnalyticsFeedOptions): AnalyticsFee
         await stage.abort();
         throw err;
       }
-      // Each slice of visitors its own statement, committed (visits-maintenance.ts).
-      await rebuildVisits(w);
+      // Each slice of visitors its own statement, committed in a scratch file (visits-maintenance.ts).
+      await rebuildVisits(w, { scratch: scratchOf(analytics.path) });
       await inTransaction(w, async () => {
         const payments = await w.createAppender("payments");
         let n = 0;

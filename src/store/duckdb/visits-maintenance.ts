@@ -11,6 +11,7 @@
  * Both run on the caller's connection inside its transaction (the feed's
  * batch), so the visits commit or roll back with the events that make them.
  */
+import { rmSync } from "node:fs";
 import type { DuckDBConnection } from "@duckdb/node-api";
 import { NONE_VALUE } from "../../domain/analytics/query-plan.js";
 import { VISIT_GAP_MS } from "../../domain/analytics/visits.js";
@@ -134,18 +135,25 @@ const REBUILD_CHUNK_EVENTS = 200_000;
  * replacing what was there: the visitors in slices by the hash of their key,
  * so that a statement holds about {@link REBUILD_CHUNK_EVENTS} events however
  * large the store (the whole of 1M events at once outgrows a 512 MB limit).
- * The feeds' rebuilds call it outside a transaction, so that each slice is
- * committed as it is gathered: in one transaction DuckDB held them all in
- * memory until the commit (10M visits ran out of 512MB). Inside the
- * caller's transaction (the tests') it runs as well, within that memory.
+ *
+ * Each slice's visits span every time; appended one slice after the other,
+ * every row group of the table would too, and no period could skip one. So
+ * the slices are gathered first, and the table written from them in time
+ * order, as the feed's batches append visits. With `scratch` (a file path:
+ * the feeds' rebuilds, outside a transaction) they are gathered in a DuckDB
+ * file of their own, each slice committed, and the file deleted after: a
+ * temporary table kept about 200 MiB of 10M visits in memory and ran out of
+ * 384MB, and a table of the store's own file would leave its blocks free in
+ * it. Without (inside the caller's transaction: the tests, a file upgrade),
+ * in a temporary table.
  */
 export async function rebuildVisits(
   conn: DuckDBConnection,
-  chunkEvents = REBUILD_CHUNK_EVENTS,
+  options: { chunkEvents?: number; scratch?: string } = {},
 ): Promise<void> {
   await conn.run("DELETE FROM visits");
   const n = Number((await conn.runAndReadAll("SELECT count(*) FROM events")).getRows()[0]?.[0]);
-  const slices = Math.max(1, Math.ceil(n / chunkEvents));
+  const slices = Math.max(1, Math.ceil(n / (options.chunkEvents ?? REBUILD_CHUNK_EVENTS)));
   const columns = VISIT_INPUT.join(", ");
   if (slices === 1) {
     await conn.run(
@@ -153,18 +161,39 @@ export async function rebuildVisits(
     );
     return;
   }
-  // Each slice's visits span every time; appended one slice after the other,
-  // every row group of the table would too, and no period could skip one. So
-  // the slices are gathered first, and the table written from them in time
-  // order, as the feed's batches append visits.
-  await conn.run("CREATE OR REPLACE TEMP TABLE visits_rebuilt AS SELECT * FROM visits LIMIT 0");
-  for (let k = 0; k < slices; k++) {
-    await conn.run(
-      `INSERT INTO temp.visits_rebuilt ${visitsSql(`SELECT ${columns} FROM events WHERE hash(vid) % ${slices} = ${k}`)}`,
-    );
+  const scratch = options.scratch;
+  const gathered = scratch === undefined ? "temp.visits_rebuilt" : "rebuild_scratch.visits";
+  if (scratch !== undefined) {
+    removeDuckDbFile(scratch);
+    await conn.run(`ATTACH '${scratch.replaceAll("'", "''")}' AS rebuild_scratch`);
   }
-  await conn.run("INSERT INTO visits SELECT * FROM temp.visits_rebuilt ORDER BY v_start");
-  await conn.run("DROP TABLE temp.visits_rebuilt");
+  try {
+    await conn.run(
+      `CREATE OR REPLACE ${scratch === undefined ? "TEMP TABLE visits_rebuilt" : `TABLE ${gathered}`} AS SELECT * FROM visits LIMIT 0`,
+    );
+    for (let k = 0; k < slices; k++) {
+      await conn.run(
+        `INSERT INTO ${gathered} ${visitsSql(`SELECT ${columns} FROM events WHERE hash(vid) % ${slices} = ${k}`)}`,
+      );
+    }
+    await conn.run(`INSERT INTO visits SELECT * FROM ${gathered} ORDER BY v_start`);
+    if (scratch === undefined) await conn.run(`DROP TABLE ${gathered}`);
+  } finally {
+    if (scratch !== undefined) {
+      await conn.run("DETACH rebuild_scratch").catch(() => {});
+      removeDuckDbFile(scratch);
+    }
+  }
+}
+
+/** The scratch file of a store's rebuild (`rebuildVisits`): beside its file; none for a store in memory. */
+export function scratchOf(path: string): string | undefined {
+  return path === ":memory:" ? undefined : `${path}.rebuild`;
+}
+
+/** Removes a DuckDB file and its WAL. */
+function removeDuckDbFile(path: string): void {
+  for (const f of [path, `${path}.wal`]) rmSync(f, { force: true });
 }
 
 /**

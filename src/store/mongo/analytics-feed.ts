@@ -53,7 +53,12 @@ import {
   openEventStage,
   openRebuildStage,
 } from "../duckdb/visitor-numbers.js";
-import { rebuildVisits, refreshVisits, type TouchedVisitor } from "../duckdb/visits-maintenance.js";
+import {
+  rebuildVisits,
+  refreshVisits,
+  scratchOf,
+  type TouchedVisitor,
+} from "../duckdb/visits-maintenance.js";
 import type {
   AnalyticsNoticeDoc,
   CustomerVisitorDoc,
@@ -618,8 +623,8 @@ export function createMongoAnalyticsFeed(options: MongoAnalyticsFeedOptions): An
       await stage.abort();
       throw err;
     }
-    // Each slice of visitors its own statement, committed (visits-maintenance.ts).
-    await rebuildVisits(w);
+    // Each slice of visitors its own statement, committed in a scratch file (visits-maintenance.ts).
+    await rebuildVisits(w, { scratch: scratchOf(analytics.path) });
     await transaction(async () => {
       const payments = await w.createAppender("payments");
       try {

@@ -4,6 +4,7 @@
  * theirs away, and always equal to the visits derived from scratch, across a
  * crash at either edge of a batch; a file from before the table gets them at open.
  */
+import { readdirSync, writeFileSync } from "node:fs";
 import { join } from "node:path";
 import { afterEach, describe, expect, it } from "vitest";
 import { createAnalyticsFeed } from "../../../../src/store/duckdb/analytics-feed.js";
@@ -12,7 +13,11 @@ import {
   openAnalyticsStore,
   visitorKey,
 } from "../../../../src/store/duckdb/analytics-store.js";
-import { rebuildVisits, VISITS_SCHEMA } from "../../../../src/store/duckdb/visits-maintenance.js";
+import {
+  rebuildVisits,
+  scratchOf,
+  VISITS_SCHEMA,
+} from "../../../../src/store/duckdb/visits-maintenance.js";
 import { openSqlite } from "../../../../src/store/sqlite/open-sqlite.js";
 import { createSqliteStore } from "../../../../src/store/sqlite/sqlite-store.js";
 import { useTempDirs } from "../../../helpers/temp-dirs.js";
@@ -321,7 +326,7 @@ describe("the visits the feed keeps", () => {
     expect(kept).toHaveLength(6);
     await a.writer.run("BEGIN TRANSACTION");
     // Two events a slice: six statements, each a part of the visitors.
-    await rebuildVisits(a.writer, 2);
+    await rebuildVisits(a.writer, { chunkEvents: 2 });
     expect(await allVisits(a)).toEqual(kept);
     // Stored in time order across the slices, as the feed appends them (a
     // period's scans skip the row groups before it).
@@ -330,6 +335,33 @@ describe("the visits the feed keeps", () => {
       .map(([t]) => Number(t));
     expect(stored).toEqual([...stored].sort((x, y) => x - y));
     await a.writer.run("ROLLBACK");
+  });
+
+  it("gathers a rebuild's slices in a scratch file beside the store, each committed, then deletes it: the same visits, in time order", async () => {
+    const t = setUp();
+    const path = join(t.dir, "analytics.duckdb");
+    const a = await t.analytics(path);
+    const feed = t.feedOf(a, { batchMax: 2 });
+    for (let i = 0; i < 12; i++) t.add(`v${i % 5}`, (i * 17) % 90, `/p${i}`);
+    await feed.runOnce();
+    await feed.stop();
+    const kept = await allVisits(a);
+    const scratch = scratchOf(a.path) as string;
+    expect(scratch).toBe(`${path}.rebuild`);
+    // A crash's leftover is replaced.
+    writeFileSync(scratch, "left by a crash");
+    // Outside a transaction, as the feeds' rebuilds run it.
+    await rebuildVisits(a.writer, { chunkEvents: 2, scratch });
+    expect(await allVisits(a)).toEqual(kept);
+    const stored = (await a.writer.runAndReadAll("SELECT v_start FROM visits ORDER BY rowid"))
+      .getRowsJS()
+      .map(([t]) => Number(t));
+    expect(stored).toEqual([...stored].sort((x, y) => x - y));
+    expect(readdirSync(t.dir).filter((f) => f.includes(".rebuild"))).toEqual([]);
+    const attached = await a.writer.runAndReadAll(
+      "SELECT database_name FROM duckdb_databases() WHERE database_name = 'rebuild_scratch'",
+    );
+    expect(attached.getRows()).toEqual([]);
   });
 
   it("derives the visits of a file written before the table existed when it is opened", async () => {
