@@ -464,8 +464,7 @@ async function shares(
   const site = plan.siteId;
   // First touch: each payment whole, with the values of the visit its stored
   // attribution names (the attributed visitor's visit holding the touch's time).
-  // A function: its parameter is added only to the statements that read it.
-  const attributedVisit = (add: (v: DuckDBValue) => string) =>
+  const attributedVisit =
     read.size === 0
       ? ""
       : `LEFT JOIN (
@@ -510,7 +509,7 @@ async function shares(
          CASE WHEN pay.channel = ${add(UNATTRIBUTED)} THEN NULL ELSE pay.channel END AS channel,
          pay.source, pay.medium, pay.campaign, pay.landing_page, ${visitValues("v")},
          pay.touch_vid AS touch_vk
-       FROM pay ${attributedVisit(add)})`,
+       FROM pay ${attributedVisit})`,
       allCurrencies: true,
     };
     tables.set(key, table);
@@ -585,7 +584,7 @@ async function shares(
          CASE WHEN pay.channel = ${add(UNATTRIBUTED)} THEN NULL ELSE pay.channel END AS channel,
          pay.source, pay.medium, pay.campaign, pay.landing_page${storedVisitValues("v")},
          pay.touch_vid AS touch_vk
-       FROM pay ${attributedVisit(add)} LEFT JOIN seen s ON s.ck = pay.ck`,
+       FROM pay ${attributedVisit} LEFT JOIN seen s ON s.ck = pay.ck`,
       unreadVisitColumns,
     );
   }
