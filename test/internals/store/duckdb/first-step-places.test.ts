@@ -8,11 +8,11 @@ import { recordingStore } from "../../../../bench/lib/recording-store.mjs";
 import type { FunnelPlan } from "../../../../src/domain/analytics/query-plan.js";
 import { createDuckDbAnalytics } from "../../../../src/store/duckdb/analytics-engine.js";
 import { openAnalyticsStore } from "../../../../src/store/duckdb/analytics-store.js";
-import { rebuildVisits } from "../../../../src/store/duckdb/visits-maintenance.js";
 import { hookConnections } from "../../../helpers/hooked-connections.js";
+import { addSiteEvent, settleSite } from "../../../helpers/site-events.js";
 
 const DAY = 86_400_000;
-const MINUTE = 60_000;
+const PAGE_A = "https://example.com/a";
 
 describe("a funnel's first step kept across batches of events", () => {
   it("keeps each visitor's first place at step 1, grows it by the events past its snapshot (an earlier one wins), walks the events up to that snapshot alone, and lets it go after any other write", async () => {
@@ -20,16 +20,11 @@ describe("a funnel's first step kept across batches of events", () => {
     try {
       /** An event `name` of visitor `dv` on /a at `minute`, stored `seq`th. */
       const add = (seq: number, dv: number, name: string, minute: number) =>
-        s.writer.run(`INSERT INTO events BY NAME
-          SELECT ${seq} AS seq, 's1' AS site_id, ${minute * MINUTE} AS ts, ${dv} AS vid, '${name}' AS name,
-            'https://example.com/a' AS page, 'https://example.com/a' AS url, 0 AS received_at,
-            'v${dv}' AS visitor_id, ${dv} AS dv, 1 AS sn`);
+        addSiteEvent(s, { seq, dv, name, page: PAGE_A, url: PAGE_A, minute });
       await add(1, 0, "pageview", 10);
       await add(2, 1, "pageview", 20);
       await add(3, 0, "signup", 12);
-      await s.writer.run("INSERT INTO visitor_numbers SELECT 's1', i, i FROM range(10) t(i)");
-      await s.writer.run("INSERT INTO site_numbers VALUES ('s1', 1)");
-      await rebuildVisits(s.writer);
+      await settleSite(s, 10);
       /** A batch of the feed's that appended events alone (analytics-feed.ts): a scoped write. */
       const batch = (write: () => Promise<unknown>) =>
         s.scopedWrite({ sites: new Map([["s1", 0]]) }, write);

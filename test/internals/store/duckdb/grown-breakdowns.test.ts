@@ -12,7 +12,7 @@ import {
   createGrownBreakdowns,
   type GrowableBreakdown,
 } from "../../../../src/store/duckdb/grown-breakdowns.js";
-import { rebuildVisits } from "../../../../src/store/duckdb/visits-maintenance.js";
+import { addSiteEvent, settleSite } from "../../../helpers/site-events.js";
 
 const DAY = 86_400_000;
 
@@ -25,16 +25,18 @@ describe("breakdowns grown by the events appended since", () => {
     try {
       /** A pageview of visitor `dv` on `page` at `minute`, stored `seq`th. */
       const add = (seq: number, dv: number, page: string, minute: number) =>
-        s.writer.run(`INSERT INTO events BY NAME
-          SELECT ${seq} AS seq, 's1' AS site_id, ${minute} * 60000 AS ts, ${dv} AS vid, 'pageview' AS name,
-            '${page}' AS page, 'https://example.com${page}' AS url, 0 AS received_at,
-            'v${dv}' AS visitor_id, ${dv} AS dv, 1 AS sn`);
+        addSiteEvent(s, {
+          seq,
+          dv,
+          name: "pageview",
+          page,
+          url: `https://example.com${page}`,
+          minute,
+        });
       await add(1, 0, "/a", 1);
       await add(2, 1, "/a", 2);
       await add(3, 1, "/b", 3);
-      await s.writer.run("INSERT INTO visitor_numbers SELECT 's1', i, i FROM range(10) t(i)");
-      await s.writer.run("INSERT INTO site_numbers VALUES ('s1', 1)");
-      await rebuildVisits(s.writer);
+      await settleSite(s, 10);
       const ran: string[] = [];
       const engine = createDuckDbAnalytics({
         analytics: recordingStore(s, (st) => ran.push(st.sql)),
